@@ -1,0 +1,136 @@
+//! The `crawlgate` binary: argument parsing and dispatch.
+//!
+//! Each subcommand lives in its own module; this file only declares the
+//! command line (the contract other tools script against) and dispatches.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod agents_cmds;
+mod catalog_cmds;
+mod config;
+mod demo;
+mod offline;
+mod robots_cmds;
+mod run;
+
+/// crawlgate: a reverse proxy that tells crawlers and AI agents what they may fetch.
+#[derive(Debug, Parser)]
+#[command(name = "crawlgate", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the policy file comes from: `--config`, else `$CRAWLGATE_CONFIG`,
+/// else `/etc/crawlgate/crawlgate.toml`.
+#[derive(Debug, clap::Args)]
+pub struct ConfigArg {
+    /// Policy file (TOML).
+    #[arg(long, short = 'c', env = "CRAWLGATE_CONFIG", default_value = "/etc/crawlgate/crawlgate.toml")]
+    pub config: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate a policy: exit 0 with a summary, or 1 with every error.
+    Check(ConfigArg),
+    /// Print the exact bytes the proxy serves at /robots.txt or /agents.txt.
+    Render {
+        /// `robots.txt` or `agents.txt`.
+        #[arg(value_parser = ["robots.txt", "agents.txt"])]
+        what: String,
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Show how the policy treats a User-Agent on one or more URLs.
+    Explain {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The full User-Agent header to identify.
+        #[arg(long = "user-agent", short = 'A')]
+        user_agent: String,
+        /// URLs or paths (`/a?b`, `https://example.com/a?b`).
+        #[arg(required = true)]
+        urls: Vec<String>,
+    },
+    /// Evaluate any robots.txt file the way RFC 9309 says: prints allowed or disallowed.
+    RobotsTest {
+        /// The robots.txt file.
+        robots_file: PathBuf,
+        /// The crawler's product token (or a full User-Agent).
+        user_agent: String,
+        /// The URL or path to check.
+        url: String,
+    },
+    /// agents.txt tools.
+    #[command(name = "agents-txt", subcommand)]
+    AgentsTxt(AgentsTxtCommand),
+    /// Print a policy TOML equivalent to an existing robots.txt.
+    Import {
+        /// The robots.txt file to import.
+        robots_file: PathBuf,
+    },
+    /// The built-in catalog of known crawlers and agents.
+    #[command(subcommand)]
+    Agents(AgentsCommand),
+    /// Run the proxy.
+    Run(ConfigArg),
+    /// Run the proxy in front of an embedded sample origin, with conf/demo.toml.
+    Demo(demo::DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsTxtCommand {
+    /// Verify an agents.txt file strictly (hash line and every directive).
+    Verify {
+        /// The agents.txt file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentsCommand {
+    /// List catalog entries.
+    List {
+        /// Only entries of this category.
+        #[arg(long)]
+        category: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(c) => offline::check(&c.config),
+        Command::Render { what, config } => offline::render(&what, &config.config),
+        Command::Explain { config, json, user_agent, urls } => {
+            offline::explain(&config.config, json, &user_agent, &urls)
+        }
+        Command::RobotsTest { robots_file, user_agent, url } => {
+            robots_cmds::robots_test(&robots_file, &user_agent, &url)
+        }
+        Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_cmds::verify(&file),
+        Command::Import { robots_file } => robots_cmds::import(&robots_file),
+        Command::Agents(AgentsCommand::List { category, json }) => {
+            catalog_cmds::list(category.as_deref(), json)
+        }
+        Command::Run(c) => run::run(&c.config),
+        Command::Demo(args) => demo::demo(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("crawlgate: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

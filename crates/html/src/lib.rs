@@ -1,0 +1,1 @@
+//! crawlgate-html: streaming robots meta rewriter (being written).

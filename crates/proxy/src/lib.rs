@@ -1,0 +1,1 @@
+//! crawlgate-proxy (being written).

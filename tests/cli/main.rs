@@ -1,0 +1,6 @@
+//! End-to-end tests of the `crawlgate` binary's offline commands.
+
+mod agents;
+mod catalog;
+mod offline;
+mod robots;

@@ -1,0 +1,55 @@
+//! Shared helpers for the end-to-end suite: locating the built binary and
+//! running it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root (where `conf/` and `tests/data/` live).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Path of the `crawlgate` binary built by the same `cargo test` run.
+///
+/// `cargo test --workspace` builds every binary target of the workspace
+/// before running tests, into the same profile directory as the test
+/// executable (`target/<profile>/deps/<test>` -> `target/<profile>/crawlgate`).
+pub fn crawlgate_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let bin = profile_dir.join(format!("crawlgate{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.exists(),
+        "crawlgate binary not found at {}: run the suite with `cargo test --workspace`",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs `crawlgate` with `args` from the workspace root, without
+/// `CRAWLGATE_CONFIG` in its environment.
+pub fn crawlgate(args: &[&str]) -> Output {
+    Command::new(crawlgate_bin())
+        .args(args)
+        .current_dir(workspace_root())
+        .env_remove("CRAWLGATE_CONFIG")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+}
+
+/// Stdout of an output as UTF-8 text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Stderr of an output as UTF-8 text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
