@@ -1,5 +1,9 @@
-//! Shared helpers for the end-to-end suite: locating the built binary and
-//! running it.
+//! Shared helpers for the end-to-end suite: locating the built binary,
+//! running it, a real origin server and a running proxy process.
+
+pub mod origin;
+pub mod proxy;
+
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -15,6 +15,7 @@ mod demo;
 mod offline;
 mod robots_cmds;
 mod run;
+mod sample_origin;
 
 /// crawlgate: a reverse proxy that tells crawlers and AI agents what they may fetch.
 #[derive(Debug, Parser)]

@@ -1,0 +1,96 @@
+//! The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`
+//! and `/status` (JSON).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use http::{Response, StatusCode};
+use pingora::apps::http_app::ServeHttp;
+use pingora::protocols::http::ServerSession;
+
+use crate::metrics::unix_seconds;
+use crate::state::Shared;
+
+/// The admin HTTP app.
+pub struct Admin {
+    shared: Arc<Shared>,
+}
+
+impl Admin {
+    /// Serves from `shared`.
+    pub fn new(shared: Arc<Shared>) -> Admin {
+        Admin { shared }
+    }
+
+    /// The `/status` document.
+    pub fn status_json(&self) -> serde_json::Value {
+        let snap = self.shared.snapshot.load();
+        let status = self.shared.load_status();
+        let stats = snap.policy.stats();
+        let upstreams: Vec<serde_json::Value> = snap
+            .upstream
+            .health()
+            .into_iter()
+            .map(|(name, addr, healthy)| serde_json::json!({"server": name, "address": addr.to_string(), "healthy": healthy}))
+            .collect();
+        serde_json::json!({
+            "policy_file": self.shared.config_path.as_ref().map(|p| p.display().to_string()),
+            "content_sha256": snap.policy.source_sha256(),
+            "generation": snap.generation,
+            "loaded_at": unix_seconds(snap.loaded_at),
+            "last_error": status.last_error,
+            "last_error_at": status.last_error_at.map(unix_seconds),
+            "restart_required": status.restart_required,
+            "groups": stats.groups,
+            "rules": stats.rules,
+            "robots_tags": stats.robots_tags,
+            "agents_txt_rules": stats.agents_rules,
+            "agents_txt": snap.agents.is_some(),
+            "robots_txt_etag": snap.robots.etag,
+            "upstreams": upstreams,
+        })
+    }
+}
+
+fn text(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    if let Ok(v) = http::HeaderValue::from_str(content_type) {
+        resp.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    if let Ok(v) = http::HeaderValue::from_str(&resp.body().len().to_string()) {
+        resp.headers_mut().insert(http::header::CONTENT_LENGTH, v);
+    }
+    resp.headers_mut().insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+    resp
+}
+
+#[async_trait]
+impl ServeHttp for Admin {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let path = session.req_header().uri.path().to_owned();
+        match path.as_str() {
+            "/metrics" => {
+                let snap = self.shared.snapshot.load();
+                self.shared.metrics.upstream_health(&snap.upstream.health());
+                let (body, ct) = self.shared.metrics.encode();
+                text(StatusCode::OK, &ct, body)
+            }
+            "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", b"ok\n".to_vec()),
+            "/readyz" => {
+                let snap = self.shared.snapshot.load();
+                if snap.upstream.any_healthy() {
+                    text(StatusCode::OK, "text/plain; charset=utf-8", b"ready\n".to_vec())
+                } else {
+                    text(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", b"not ready: no healthy upstream\n".to_vec())
+                }
+            }
+            "/status" => {
+                let mut body = serde_json::to_vec_pretty(&self.status_json()).unwrap_or_default();
+                body.push(b'\n');
+                text(StatusCode::OK, "application/json", body)
+            }
+            _ => text(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", b"not found: try /metrics, /healthz, /readyz, /status\n".to_vec()),
+        }
+    }
+}

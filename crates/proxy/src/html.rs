@@ -1,0 +1,158 @@
+//! Glue between the proxy and `crawlgate-html`: decides whether a response
+//! is rewritten, adjusts its headers (no Content-Length, chunked, weak
+//! ETag) and feeds body chunks to the streaming rewriter.
+
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use crawlgate_html::{Config, Mode, Rewriter};
+use crawlgate_policy::{HtmlMode, HtmlPlan};
+use http::header;
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use pingora::Result;
+
+use crate::metrics::Metrics;
+use crate::service::unpoison;
+
+/// Memory lol_html may use per response before it bails out to
+/// pass-through.
+const MAX_MEMORY: usize = 4 << 20;
+
+/// One response being rewritten.
+pub struct HtmlStream {
+    rewriter: Mutex<Rewriter>,
+    mode: &'static str,
+    bailed: bool,
+}
+
+fn mode_name(mode: HtmlMode) -> &'static str {
+    match mode {
+        HtmlMode::Inject => "inject",
+        HtmlMode::Audit => "audit",
+        HtmlMode::Enforce => "enforce",
+    }
+}
+
+/// `(media type is HTML, charset label)` of a Content-Type value.
+fn html_content_type(value: &str) -> (bool, Option<String>) {
+    let mut parts = value.split(';');
+    let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let is_html = media == "text/html" || media == "application/xhtml+xml";
+    let charset = parts.find_map(|p| {
+        let (k, v) = p.split_once('=')?;
+        k.trim().eq_ignore_ascii_case("charset").then(|| v.trim().trim_matches('"').to_owned())
+    });
+    (is_html, charset)
+}
+
+/// Sets up the rewrite for a response, or returns `None` when it does not
+/// apply: not 2xx, not HTML, still encoded (an encoding pingora cannot
+/// decode), or a charset lol_html cannot rewrite (passed through, logged).
+pub fn start(
+    session: &mut Session,
+    resp: &mut ResponseHeader,
+    plan: &HtmlPlan,
+    metrics: &Metrics,
+    path: &str,
+) -> Result<Option<HtmlStream>> {
+    let _ = session;
+    if !resp.status.is_success() || resp.status.as_u16() == 204 {
+        return Ok(None);
+    }
+    let ct = resp
+        .headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let (is_html, charset) = html_content_type(&ct);
+    if !is_html {
+        return Ok(None);
+    }
+    if let Some(enc) = resp.headers.get(header::CONTENT_ENCODING) {
+        if !enc.as_bytes().eq_ignore_ascii_case(b"identity") {
+            metrics.html_passthrough("encoding");
+            tracing::info!(path, encoding = %String::from_utf8_lossy(enc.as_bytes()), "HTML left unchanged: content encoding cannot be decoded");
+            return Ok(None);
+        }
+    }
+    let config = Config {
+        mode: match plan.mode {
+            HtmlMode::Inject => Mode::Inject,
+            HtmlMode::Audit => Mode::Audit,
+            HtmlMode::Enforce => Mode::Enforce,
+        },
+        directives: plan.directives.clone(),
+        max_memory: MAX_MEMORY,
+    };
+    let rewriter = match Rewriter::new(&config, charset.as_deref()) {
+        Ok(r) => r,
+        Err(e) => {
+            metrics.html_passthrough("charset");
+            tracing::info!(path, error = %e, "HTML left unchanged: charset cannot be rewritten");
+            return Ok(None);
+        }
+    };
+    let mode = mode_name(plan.mode);
+    if plan.mode != HtmlMode::Audit {
+        // The body length changes: no Content-Length, chunked (pingora's h1
+        // writer would otherwise close the connection), and the ETag is no
+        // longer byte-exact.
+        resp.remove_header(&header::CONTENT_LENGTH);
+        resp.insert_header(header::TRANSFER_ENCODING, "chunked")?;
+        if let Some(etag) = resp.headers.get(header::ETAG) {
+            let etag = String::from_utf8_lossy(etag.as_bytes()).into_owned();
+            if !etag.starts_with("W/") {
+                resp.insert_header(header::ETAG, format!("W/{etag}"))?;
+            }
+        }
+    }
+    metrics.html_rewrite(mode);
+    Ok(Some(HtmlStream { rewriter: Mutex::new(rewriter), mode, bailed: false }))
+}
+
+impl HtmlStream {
+    /// Replaces a body chunk with the rewriter's output.
+    pub fn filter(&mut self, body: &mut Option<Bytes>, end_of_stream: bool, metrics: &Metrics, path: &str) {
+        let rw = unpoison(&mut self.rewriter);
+        let mut out = match body.take() {
+            Some(chunk) => rw.write(&chunk),
+            None => Bytes::new(),
+        };
+        if end_of_stream {
+            let tail = rw.finish();
+            if !tail.is_empty() {
+                let mut joined = Vec::with_capacity(out.len() + tail.len());
+                joined.extend_from_slice(&out);
+                joined.extend_from_slice(&tail);
+                out = Bytes::from(joined);
+            }
+        }
+        for f in rw.take_findings() {
+            metrics.html_finding(self.mode, f.kind.as_str());
+            tracing::info!(target: "crawlgate::html", path, mode = self.mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
+        }
+        if !self.bailed {
+            if let Some(reason) = rw.bail_reason() {
+                self.bailed = true;
+                metrics.html_passthrough("bail-out");
+                tracing::warn!(path, reason, "HTML rewriter gave up; the rest of the body passes through unchanged");
+            }
+        }
+        *body = if out.is_empty() && !end_of_stream { None } else { Some(out) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::html_content_type;
+
+    #[test]
+    fn content_type_parsing() {
+        assert_eq!(html_content_type("text/html; charset=UTF-8"), (true, Some("UTF-8".into())));
+        assert_eq!(html_content_type("Text/HTML"), (true, None));
+        assert_eq!(html_content_type("application/xhtml+xml;charset=\"iso-8859-1\""), (true, Some("iso-8859-1".into())));
+        assert_eq!(html_content_type("text/plain; charset=utf-8").0, false);
+        assert_eq!(html_content_type("").0, false);
+    }
+}

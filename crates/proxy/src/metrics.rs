@@ -1,0 +1,204 @@
+//! The project's own Prometheus registry. Every label value comes from a
+//! bounded set: agent labels are the policy's product tokens plus `other`,
+//! group labels the policy's group names, and series of tokens or groups a
+//! reload removed are dropped.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use prometheus::{
+    exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec,
+    IntGauge, Opts, Registry, TextEncoder,
+};
+
+use crate::state::Snapshot;
+
+/// Label value for requests whose User-Agent names no policy token.
+pub const OTHER_AGENT: &str = "other";
+
+/// Decisions, as labelled in `crawlgate_requests_total`.
+pub const DECISIONS: [&str; 3] = ["allowed", "violation_logged", "blocked"];
+
+/// All metrics of one process.
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    robots_fetches: IntCounterVec,
+    violations: IntCounterVec,
+    html_rewrites: IntCounterVec,
+    html_findings: IntCounterVec,
+    html_passthrough: IntCounterVec,
+    upstream_responses: IntCounterVec,
+    duration: HistogramVec,
+    reloads: IntCounterVec,
+    generation: IntGauge,
+    last_success: prometheus::Gauge,
+    upstream_healthy: GaugeVec,
+    reload_duration: Histogram,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
+    let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(c.clone()))?;
+    Ok(c)
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub fn new() -> prometheus::Result<Metrics> {
+        let registry = Registry::new();
+        let r = &registry;
+        let duration = HistogramVec::new(
+            HistogramOpts::new(
+                "crawlgate_request_duration_seconds",
+                "Time from request start to the end of the response, by decision.",
+            )
+            .buckets(exponential_buckets(0.0005, 2.0, 16)?),
+            &["decision"],
+        )?;
+        registry.register(Box::new(duration.clone()))?;
+        let generation = IntGauge::new("crawlgate_policy_generation", "Generation of the running policy (1 at start, +1 per successful reload).")?;
+        registry.register(Box::new(generation.clone()))?;
+        let last_success = prometheus::Gauge::new(
+            "crawlgate_policy_last_success_timestamp_seconds",
+            "Unix time of the last successful policy load.",
+        )?;
+        registry.register(Box::new(last_success.clone()))?;
+        let upstream_healthy = GaugeVec::new(
+            Opts::new("crawlgate_upstream_healthy", "1 when the upstream server passes its health check."),
+            &["upstream"],
+        )?;
+        registry.register(Box::new(upstream_healthy.clone()))?;
+        let reload_duration = Histogram::with_opts(
+            HistogramOpts::new("crawlgate_reload_duration_seconds", "Time to read, compile and swap a policy.")
+                .buckets(exponential_buckets(0.0005, 2.0, 14)?),
+        )?;
+        registry.register(Box::new(reload_duration.clone()))?;
+        Ok(Metrics {
+            requests: counter(r, "crawlgate_requests_total", "Proxied or answered requests by agent token and decision.", &["agent", "decision"])?,
+            robots_fetches: counter(r, "crawlgate_robots_fetches_total", "Fetches of /robots.txt and /agents.txt by agent token.", &["agent", "file"])?,
+            violations: counter(r, "crawlgate_violations_total", "Requests for paths the agent's robots.txt group disallows.", &["agent", "group"])?,
+            html_rewrites: counter(r, "crawlgate_html_rewrites_total", "HTML responses streamed through the robots meta rewriter, by mode.", &["mode"])?,
+            html_findings: counter(r, "crawlgate_html_findings_total", "Robots meta findings by mode and kind.", &["mode", "kind"])?,
+            html_passthrough: counter(r, "crawlgate_html_passthrough_total", "HTML responses passed through unchanged, by reason.", &["reason"])?,
+            upstream_responses: counter(r, "crawlgate_upstream_responses_total", "Upstream responses by status class (error: no response).", &["class"])?,
+            reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
+            duration,
+            generation,
+            last_success,
+            upstream_healthy,
+            reload_duration,
+            registry,
+        })
+    }
+
+    /// Counts one request.
+    pub fn request(&self, agent: &str, decision: &str, elapsed: Duration) {
+        self.requests.with_label_values(&[agent, decision]).inc();
+        self.duration.with_label_values(&[decision]).observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a fetch of `/robots.txt` or `/agents.txt`.
+    pub fn robots_fetch(&self, agent: &str, file: &str) {
+        self.robots_fetches.with_label_values(&[agent, file]).inc();
+    }
+
+    /// Counts a robots.txt violation.
+    pub fn violation(&self, agent: &str, group: &str) {
+        self.violations.with_label_values(&[agent, group]).inc();
+    }
+
+    /// Counts a rewritten HTML response.
+    pub fn html_rewrite(&self, mode: &str) {
+        self.html_rewrites.with_label_values(&[mode]).inc();
+    }
+
+    /// Counts one HTML finding.
+    pub fn html_finding(&self, mode: &str, kind: &str) {
+        self.html_findings.with_label_values(&[mode, kind]).inc();
+    }
+
+    /// Counts an HTML response left unchanged (unsupported charset, bail-out).
+    pub fn html_passthrough(&self, reason: &str) {
+        self.html_passthrough.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts an upstream response by status class.
+    pub fn upstream_status(&self, status: Option<u16>) {
+        let class = match status {
+            Some(100..=199) => "1xx",
+            Some(200..=299) => "2xx",
+            Some(300..=399) => "3xx",
+            Some(400..=499) => "4xx",
+            Some(500..=599) => "5xx",
+            _ => "error",
+        };
+        self.upstream_responses.with_label_values(&[class]).inc();
+    }
+
+    /// Counts a reload attempt (`success`, `failure`, `unchanged`).
+    pub fn reload(&self, result: &str) {
+        self.reloads.with_label_values(&[result]).inc();
+    }
+
+    /// Observes how long a successful reload took.
+    pub fn reload_duration(&self, elapsed: Duration) {
+        self.reload_duration.observe(elapsed.as_secs_f64());
+    }
+
+    /// Records a newly loaded snapshot and drops the series of tokens and
+    /// groups the previous policy had and this one has not.
+    pub fn policy_loaded(&self, snap: &Snapshot, previous: Option<&Snapshot>) {
+        self.generation.set(i64::try_from(snap.generation).unwrap_or(i64::MAX));
+        let now = snap.loaded_at.duration_since(UNIX_EPOCH).unwrap_or_default();
+        self.last_success.set(now.as_secs_f64());
+        let Some(prev) = previous else { return };
+        let new_tokens: Vec<&str> = snap.policy.tokens().collect();
+        let new_groups: Vec<&str> = snap.policy.group_names().collect();
+        let old_tokens: Vec<&str> = prev.policy.tokens().collect();
+        let old_groups: Vec<&str> = prev.policy.group_names().collect();
+        for token in old_tokens.iter().filter(|t| !new_tokens.contains(t)) {
+            for d in DECISIONS {
+                let _ = self.requests.remove_label_values(&[token, d]);
+            }
+            for f in ["robots.txt", "agents.txt"] {
+                let _ = self.robots_fetches.remove_label_values(&[token, f]);
+            }
+        }
+        let mut agents: Vec<&str> = old_tokens.clone();
+        agents.push(OTHER_AGENT);
+        for agent in &agents {
+            for group in &old_groups {
+                if !new_tokens.contains(agent) && *agent != OTHER_AGENT || !new_groups.contains(group) {
+                    let _ = self.violations.remove_label_values(&[agent, group]);
+                }
+            }
+        }
+        for (name, _, _) in prev.upstream.health() {
+            if !snap.upstream.settings().servers.contains(&name) {
+                let _ = self.upstream_healthy.remove_label_values(&[&name]);
+            }
+        }
+    }
+
+    /// Records the health of every upstream server.
+    pub fn upstream_health(&self, servers: &[(String, std::net::SocketAddr, bool)]) {
+        for (name, _, healthy) in servers {
+            self.upstream_healthy.with_label_values(&[name]).set(if *healthy { 1.0 } else { 0.0 });
+        }
+    }
+
+    /// The Prometheus text exposition of every metric, and its content type.
+    pub fn encode(&self) -> (Vec<u8>, String) {
+        let encoder = TextEncoder::new();
+        let mut buf = Vec::new();
+        if let Err(e) = encoder.encode(&self.registry.gather(), &mut buf) {
+            tracing::error!(error = %e, "Cannot encode metrics");
+        }
+        (buf, encoder.format_type().to_string())
+    }
+}
+
+/// Unix time in seconds, for `/status`.
+pub fn unix_seconds(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}

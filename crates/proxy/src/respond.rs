@@ -1,0 +1,125 @@
+//! Responses the proxy writes itself: robots.txt / agents.txt (with ETag,
+//! 304 and HEAD), enforcement blocks, bad requests and upstream errors.
+
+use bytes::Bytes;
+use http::header;
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use pingora::Result;
+
+use crate::state::StaticFile;
+
+/// Writes a complete response. HEAD requests get the headers (with the
+/// `Content-Length` the body would have) and no body.
+pub async fn write(
+    session: &mut Session,
+    status: u16,
+    headers: &[(http::HeaderName, &str)],
+    body: Bytes,
+) -> Result<()> {
+    let mut resp = ResponseHeader::build(status, Some(headers.len() + 2))?;
+    for (name, value) in headers {
+        resp.insert_header(name.clone(), *value)?;
+    }
+    resp.insert_header(header::CONTENT_LENGTH, body.len().to_string())?;
+    let head = session.req_header().method == http::Method::HEAD;
+    let no_body = head || body.is_empty() || status == 304;
+    session.write_response_header(Box::new(resp), no_body).await?;
+    if !no_body {
+        session.write_response_body(Some(body), true).await?;
+    }
+    Ok(())
+}
+
+/// Whether an `If-None-Match` header value matches `etag` (weak comparison,
+/// RFC 9110 13.1.2).
+pub fn etag_matches(if_none_match: &[u8], etag: &str) -> bool {
+    let strip = |t: &str| t.trim().trim_start_matches("W/").to_owned();
+    let ours = strip(etag);
+    String::from_utf8_lossy(if_none_match)
+        .split(',')
+        .any(|candidate| candidate.trim() == "*" || strip(candidate) == ours)
+}
+
+/// Answers `/robots.txt` or `/agents.txt` from the snapshot: 200, 304 on a
+/// matching `If-None-Match`, 405 for methods other than GET and HEAD.
+/// Returns the status written.
+pub async fn static_file(session: &mut Session, file: &StaticFile, cache_control: &str) -> Result<u16> {
+    let method = &session.req_header().method;
+    if method != http::Method::GET && method != http::Method::HEAD {
+        let body = Bytes::from_static(b"405 Method Not Allowed: use GET or HEAD\n");
+        write(session, 405, &[(header::ALLOW, "GET, HEAD"), (header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).await?;
+        return Ok(405);
+    }
+    let not_modified = session
+        .req_header()
+        .headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .any(|v| etag_matches(v.as_bytes(), &file.etag));
+    if not_modified {
+        let mut resp = ResponseHeader::build(304, Some(2))?;
+        resp.insert_header(header::ETAG, &file.etag)?;
+        resp.insert_header(header::CACHE_CONTROL, cache_control)?;
+        session.write_response_header(Box::new(resp), true).await?;
+        return Ok(304);
+    }
+    write(
+        session,
+        200,
+        &[
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::ETAG, &file.etag),
+            (header::CACHE_CONTROL, cache_control),
+        ],
+        file.body.clone(),
+    )
+    .await?;
+    Ok(200)
+}
+
+/// A short plain-text response that is never cached.
+pub async fn plain(session: &mut Session, status: u16, text: String) -> Result<()> {
+    write(
+        session,
+        status,
+        &[(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")],
+        Bytes::from(text),
+    )
+    .await
+}
+
+/// The body of an enforcement block: names the agent token and points to
+/// /robots.txt.
+pub fn block_body(status: u16, token: &str, path: &str) -> String {
+    let reason = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Blocked");
+    format!(
+        "{status} {reason}\n\nThis site's robots.txt disallows {path} for {token}, and the site enforces it.\nSee /robots.txt for what {token} may fetch.\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_comparison_is_weak_and_handles_lists() {
+        assert!(etag_matches(b"\"abc\"", "\"abc\""));
+        assert!(etag_matches(b"W/\"abc\"", "\"abc\""));
+        assert!(etag_matches(b"\"x\", \"abc\"", "\"abc\""));
+        assert!(etag_matches(b"*", "\"abc\""));
+        assert!(!etag_matches(b"\"abd\"", "\"abc\""));
+        assert!(!etag_matches(b"", "\"abc\""));
+    }
+
+    #[test]
+    fn block_body_names_token_and_robots_txt() {
+        assert_eq!(
+            block_body(403, "GPTBot", "/private/x"),
+            "403 Forbidden\n\nThis site's robots.txt disallows /private/x for GPTBot, and the site enforces it.\nSee /robots.txt for what GPTBot may fetch.\n"
+        );
+    }
+}

@@ -1,0 +1,341 @@
+//! The Pingora `ProxyHttp` implementation: thin hooks over the policy
+//! engine (`crawlgate-policy`) and the HTML rewriter (`crawlgate-html`).
+//!
+//! `request_filter` decides and stores the decision in the context;
+//! `response_filter` adds headers from it and sets up the rewriter; the body
+//! filter only feeds chunks to the rewriter; `logging` writes the access log
+//! and the request metrics.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use crawlgate_policy::matcher::normalize_request_target;
+use crawlgate_policy::{Action, UrlControls};
+use http::header;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::modules::http::compression::ResponseCompression;
+use pingora::proxy::{FailToProxy, ProxyHttp, Session};
+use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error, ErrorSource, ErrorType, Result};
+
+use crate::html::HtmlStream;
+use crate::metrics::OTHER_AGENT;
+use crate::respond;
+use crate::state::{Shared, Snapshot};
+
+/// The proxy service.
+pub struct Gate {
+    shared: Arc<Shared>,
+    access_log_counter: AtomicU64,
+}
+
+impl Gate {
+    /// A proxy serving from `shared`'s current snapshot.
+    pub fn new(shared: Arc<Shared>) -> Gate {
+        Gate { shared, access_log_counter: AtomicU64::new(0) }
+    }
+
+    /// Whether this request's access log line is written, by sampling rate.
+    fn sample_access_log(&self, rate: f64) -> bool {
+        if rate >= 1.0 {
+            return true;
+        }
+        if rate <= 0.0 {
+            return false;
+        }
+        // Deterministic sampling: request n is logged when the running total
+        // of `rate` crosses an integer, so 0.1 logs exactly every tenth.
+        let n = self.access_log_counter.fetch_add(1, Ordering::Relaxed) as f64;
+        ((n + 1.0) * rate).floor() > (n * rate).floor()
+    }
+}
+
+/// What one request decided and what happened to it.
+pub struct Ctx {
+    snap: Arc<Snapshot>,
+    started: Instant,
+    /// Canonical path and query the decision was made on.
+    path: String,
+    /// The policy token identified in the User-Agent.
+    agent: Option<String>,
+    group: Option<String>,
+    /// `allowed`, `violation_logged` or `blocked`.
+    decision: &'static str,
+    /// URL-level controls for a proxied request.
+    controls: Option<UrlControls>,
+    /// The request may get an HTML rewrite (non-HEAD and an HTML plan).
+    html_candidate: bool,
+    html: Option<HtmlStream>,
+    upstream: Option<SocketAddr>,
+    upstream_status: Option<u16>,
+    /// Set when the proxy answered itself: `robots.txt`, `agents.txt`,
+    /// `blocked`, `bad-request`.
+    local: Option<&'static str>,
+}
+
+impl Ctx {
+    fn agent_label(&self) -> &str {
+        self.agent.as_deref().unwrap_or(OTHER_AGENT)
+    }
+}
+
+fn header_str<'a>(req: &'a RequestHeader, name: header::HeaderName) -> std::borrow::Cow<'a, str> {
+    req.headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()))
+        .unwrap_or(std::borrow::Cow::Borrowed(""))
+}
+
+#[async_trait]
+impl ProxyHttp for Gate {
+    type CTX = Ctx;
+
+    /// Loads the current snapshot once; every phase of this request uses it.
+    fn new_ctx(&self) -> Ctx {
+        Ctx {
+            snap: self.shared.snapshot.load_full(),
+            started: Instant::now(),
+            path: String::new(),
+            agent: None,
+            group: None,
+            decision: "allowed",
+            controls: None,
+            html_candidate: false,
+            html: None,
+            upstream: None,
+            upstream_status: None,
+            local: None,
+        }
+    }
+
+    /// Request phase. Answers /robots.txt and /agents.txt itself, decides on
+    /// the canonical path and blocks when the policy says so. `Ok(true)`
+    /// means the response was written here and the origin is not contacted.
+    async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        let snap = ctx.snap.clone();
+        let req = session.req_header();
+        let raw = req.uri.path_and_query().map(|pq| pq.as_str()).unwrap_or("/");
+        let path = match normalize_request_target(raw) {
+            Ok(p) => p.into_owned(),
+            Err(e) => {
+                ctx.local = Some("bad-request");
+                respond::plain(session, 400, format!("400 Bad Request: {e}\n")).await?;
+                return Ok(true);
+            }
+        };
+        let ua = header_str(req, header::USER_AGENT).into_owned();
+        let decision = snap.policy.decide(&ua, &path);
+        ctx.agent = decision.agent.map(str::to_owned);
+        ctx.group = decision.group.as_ref().map(|g| g.name.to_owned());
+
+        let path_only = path.split('?').next().unwrap_or("/");
+        let file = match path_only {
+            "/robots.txt" => Some(("robots.txt", Some(&snap.robots))),
+            "/agents.txt" => Some(("agents.txt", snap.agents.as_ref())),
+            _ => None,
+        };
+        if let Some((name, file)) = file {
+            ctx.path = path;
+            ctx.local = Some(if name == "robots.txt" { "robots.txt" } else { "agents.txt" });
+            self.shared.metrics.robots_fetch(ctx.agent_label(), name);
+            match file {
+                Some(f) => {
+                    respond::static_file(session, f, &snap.cache_control).await?;
+                }
+                None => {
+                    respond::plain(session, 404, "404 Not Found: this site publishes no agents.txt\n".into()).await?;
+                }
+            }
+            return Ok(true);
+        }
+
+        match decision.action() {
+            Action::Pass => {}
+            Action::LogViolation | Action::Block => {
+                let token = decision.agent.unwrap_or(OTHER_AGENT);
+                let group = decision.group.as_ref().map(|g| g.name).unwrap_or("");
+                let (rule, line) = decision.rule.as_ref().map(|r| (r.pattern, r.line)).unwrap_or(("", 0));
+                self.shared.metrics.violation(token, group);
+                let blocked = decision.action() == Action::Block;
+                tracing::warn!(
+                    target: "crawlgate::violation",
+                    agent = token,
+                    group,
+                    rule,
+                    rule_line = line,
+                    path = %path,
+                    action = if blocked { "block" } else { "log" },
+                    "Request for a path robots.txt disallows"
+                );
+                if blocked {
+                    ctx.decision = "blocked";
+                    ctx.local = Some("blocked");
+                    let status = decision.block_status;
+                    let body = respond::block_body(status, token, path_only);
+                    ctx.path = path;
+                    respond::plain(session, status, body).await?;
+                    return Ok(true);
+                }
+                ctx.decision = "violation_logged";
+            }
+        }
+        let controls = snap.policy.url_controls(&path);
+        ctx.html_candidate = controls.html.is_some() && session.req_header().method != http::Method::HEAD;
+        ctx.controls = Some(controls);
+        ctx.path = path;
+        Ok(false)
+    }
+
+    /// Picks the next healthy origin server (round robin).
+    async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
+        match ctx.snap.upstream.peer() {
+            Some((peer, addr)) => {
+                ctx.upstream = Some(addr);
+                Ok(Box::new(peer))
+            }
+            None => Err(Error::explain(ErrorType::ConnectNoRoute, "no healthy upstream server")),
+        }
+    }
+
+    /// Adds X-Forwarded-For/-Proto (Host is forwarded unchanged) and asks
+    /// for an identity body when the response may be rewritten.
+    async fn upstream_request_filter(
+        &self,
+        session: &mut Session,
+        upstream_request: &mut RequestHeader,
+        ctx: &mut Ctx,
+    ) -> Result<()> {
+        if let Some(addr) = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()) {
+            let forwarded = match upstream_request.headers.get("x-forwarded-for") {
+                Some(prev) => format!("{}, {addr}", String::from_utf8_lossy(prev.as_bytes())),
+                None => addr.to_string(),
+            };
+            upstream_request.insert_header("x-forwarded-for", forwarded)?;
+        }
+        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+        upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+        if ctx.html_candidate {
+            upstream_request.insert_header(header::ACCEPT_ENCODING, "identity")?;
+            // An origin that compresses anyway is decompressed before the
+            // rewriter (gzip and br).
+            session.upstream_compression.adjust_decompression(true);
+        }
+        Ok(())
+    }
+
+    /// Response phase: merges Robots-Tag / X-Robots-Tag, adds Content-Usage,
+    /// and prepares the HTML rewrite for 2xx HTML responses.
+    async fn response_filter(&self, session: &mut Session, resp: &mut ResponseHeader, ctx: &mut Ctx) -> Result<()> {
+        ctx.upstream_status = Some(resp.status.as_u16());
+        let Some(controls) = ctx.controls.as_ref() else { return Ok(()) };
+        crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage)?;
+        if ctx.html_candidate {
+            if let Some(plan) = controls.html.as_ref() {
+                ctx.html = crate::html::start(session, resp, plan, &self.shared.metrics, &ctx.path)?;
+                if ctx.html.is_some() {
+                    if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
+                        // The client still gets a compressed response when it
+                        // asked for one (the origin was asked for identity).
+                        c.adjust_level(5);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Body phase: feeds the rewriter, if any. Never fails the response.
+    fn response_body_filter(
+        &self,
+        _session: &mut Session,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        ctx: &mut Ctx,
+    ) -> Result<Option<Duration>> {
+        if let Some(html) = ctx.html.as_mut() {
+            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path);
+        }
+        Ok(None)
+    }
+
+    /// Origin unreachable or failing: 502, or 504 on a timeout, with a
+    /// short body that does not leak internals.
+    async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
+        let code = match e.etype() {
+            ErrorType::HTTPStatus(code) => *code,
+            ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => 504,
+            _ => match e.esource() {
+                ErrorSource::Upstream => 502,
+                ErrorSource::Downstream => match e.etype() {
+                    ErrorType::WriteError | ErrorType::ReadError | ErrorType::ConnectionClosed => 0,
+                    _ => 400,
+                },
+                ErrorSource::Internal | ErrorSource::Unset => {
+                    if ctx.upstream.is_none() || matches!(e.etype(), ErrorType::ConnectNoRoute) { 502 } else { 500 }
+                }
+            },
+        };
+        let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
+        tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
+        if code > 0 && !session.response_written().is_some() {
+            let text = match code {
+                504 => "504 Gateway Timeout: the origin server did not answer in time\n".to_string(),
+                502 => "502 Bad Gateway: the origin server could not be reached\n".to_string(),
+                400 => "400 Bad Request\n".to_string(),
+                other => format!("{other} Error\n"),
+            };
+            if let Err(err) = respond::plain(session, code, text).await {
+                tracing::debug!(error = %err, "Cannot send the error response");
+            }
+        }
+        if ctx.upstream_status.is_none() {
+            self.shared.metrics.upstream_status(None);
+            ctx.upstream_status = Some(0);
+        }
+        FailToProxy { error_code: code, can_reuse_downstream: true }
+    }
+
+    /// End of the request: metrics and the access log line.
+    async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Ctx) {
+        let elapsed = ctx.started.elapsed();
+        self.shared.metrics.request(ctx.agent_label(), ctx.decision, elapsed);
+        if ctx.local.is_none() {
+            if let Some(status) = ctx.upstream_status.filter(|s| *s != 0) {
+                self.shared.metrics.upstream_status(Some(status));
+            }
+        }
+        let settings = &ctx.snap.policy.settings().server;
+        if !settings.access_log || !self.sample_access_log(settings.access_log_sample) {
+            return;
+        }
+        let status = session.response_written().map(|r| r.status.as_u16()).unwrap_or(0);
+        let req = session.req_header();
+        tracing::info!(
+            target: "crawlgate::access",
+            method = %req.method,
+            path = %ctx.path,
+            status,
+            agent = ctx.agent_label(),
+            group = ctx.group.as_deref().unwrap_or(""),
+            decision = ctx.decision,
+            local = ctx.local.unwrap_or(""),
+            upstream = %ctx.upstream.map(|a| a.to_string()).unwrap_or_default(),
+            duration_ms = elapsed.as_secs_f64() * 1000.0,
+            error = %e.map(|e| e.to_string()).unwrap_or_default(),
+            "request"
+        );
+    }
+}
+
+/// A mutex-free accessor for the html stream: the rewriter is `Send` but not
+/// `Sync`, so it sits in a `Mutex` and is reached with `get_mut`.
+pub(crate) fn unpoison<T>(m: &mut Mutex<T>) -> &mut T {
+    match m.get_mut() {
+        Ok(v) => v,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}

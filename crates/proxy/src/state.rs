@@ -1,0 +1,158 @@
+//! The running state: one immutable [`Snapshot`] (compiled policy, the
+//! pre-rendered robots.txt and agents.txt with their ETags, the upstream
+//! pool) behind one `ArcSwap`, plus what the admin endpoints report about
+//! reloads. A request loads the snapshot once, in `new_ctx`, and keeps that
+//! `Arc` for its whole life.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use crawlgate_policy::{Diagnostics, Policy};
+use sha2::{Digest, Sha256};
+
+use crate::metrics::Metrics;
+use crate::upstream::{Upstream, UpstreamError};
+
+/// A file the proxy answers itself, rendered once per policy load.
+pub struct StaticFile {
+    /// Exact bytes served.
+    pub body: Bytes,
+    /// Strong ETag (quoted), derived from the bytes.
+    pub etag: String,
+}
+
+impl StaticFile {
+    fn new(text: &str) -> StaticFile {
+        let digest = Sha256::digest(text.as_bytes());
+        let etag = format!("\"{}\"", hex::encode(&digest[..12]));
+        StaticFile { body: Bytes::copy_from_slice(text.as_bytes()), etag }
+    }
+}
+
+/// Everything one request needs, immutable.
+pub struct Snapshot {
+    /// The compiled policy.
+    pub policy: Policy,
+    /// 1 for the policy loaded at start, +1 per successful reload.
+    pub generation: u64,
+    /// When this snapshot was built.
+    pub loaded_at: SystemTime,
+    /// `/robots.txt`.
+    pub robots: StaticFile,
+    /// `/agents.txt`, `None` when disabled.
+    pub agents: Option<StaticFile>,
+    /// `Cache-Control` of both files.
+    pub cache_control: String,
+    /// The origin pool.
+    pub upstream: Arc<Upstream>,
+}
+
+/// Why a policy could not become a snapshot.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read policy file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The policy is invalid.
+    #[error("{0}")]
+    Invalid(Diagnostics),
+    /// The upstream section cannot be used.
+    #[error("{0}")]
+    Upstream(#[from] UpstreamError),
+}
+
+impl Snapshot {
+    /// Compiles `source` into a snapshot. `previous` lends its upstream pool
+    /// (and its health state) when `[upstream]` did not change.
+    pub fn build(
+        source: &str,
+        file_name: &str,
+        generation: u64,
+        previous: Option<&Snapshot>,
+    ) -> Result<(Snapshot, Vec<String>), LoadError> {
+        let loaded = crawlgate_policy::load(source, file_name).map_err(LoadError::Invalid)?;
+        let warnings = loaded.warnings.iter().map(ToString::to_string).collect();
+        let policy = loaded.policy;
+        let settings = policy.settings();
+        let upstream = match previous {
+            Some(prev) if prev.upstream.same_settings(&settings.upstream) => prev.upstream.clone(),
+            _ => Upstream::new(&settings.upstream)?,
+        };
+        let robots = StaticFile::new(policy.robots_txt());
+        let agents = policy.agents_txt().map(StaticFile::new);
+        let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
+        Ok((
+            Snapshot {
+                policy,
+                generation,
+                loaded_at: SystemTime::now(),
+                robots,
+                agents,
+                cache_control,
+                upstream,
+            },
+            warnings,
+        ))
+    }
+}
+
+/// What `/status` reports about loading.
+#[derive(Default, Clone)]
+pub struct LoadStatus {
+    /// The last failed load's error text, cleared by the next good load.
+    pub last_error: Option<String>,
+    /// When the last failure happened.
+    pub last_error_at: Option<SystemTime>,
+    /// Settings changed by a reload that only a restart applies.
+    pub restart_required: Vec<String>,
+}
+
+/// State shared by the proxy, the admin endpoints and the reloader.
+pub struct Shared {
+    /// The current snapshot.
+    pub snapshot: ArcSwap<Snapshot>,
+    /// The policy file (`None` when the policy came from memory, as in the demo).
+    pub config_path: Option<PathBuf>,
+    /// Reload bookkeeping for `/status`.
+    pub status: Mutex<LoadStatus>,
+    /// The metrics registry.
+    pub metrics: Metrics,
+}
+
+impl Shared {
+    /// Wraps the first snapshot.
+    pub fn new(first: Snapshot, config_path: Option<PathBuf>, metrics: Metrics) -> Arc<Shared> {
+        metrics.policy_loaded(&first, None);
+        Arc::new(Shared {
+            snapshot: ArcSwap::from_pointee(first),
+            config_path,
+            status: Mutex::new(LoadStatus::default()),
+            metrics,
+        })
+    }
+
+    /// A copy of the load status (poisoning is survivable: the data is plain).
+    pub fn load_status(&self) -> LoadStatus {
+        match self.status.lock() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Mutates the load status.
+    pub fn with_status(&self, f: impl FnOnce(&mut LoadStatus)) {
+        match self.status.lock() {
+            Ok(mut s) => f(&mut s),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+}

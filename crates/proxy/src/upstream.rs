@@ -1,0 +1,124 @@
+//! The origin servers: name resolution at policy load, round-robin
+//! selection with TCP health checks, and the `HttpPeer` for a request.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use crawlgate_policy::UpstreamSettings;
+use pingora::upstreams::peer::HttpPeer;
+use pingora_load_balancing::health_check::TcpHealthCheck;
+use pingora_load_balancing::selection::RoundRobin;
+use pingora_load_balancing::{Backend, LoadBalancer};
+
+/// Why the upstream section cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// A server name did not resolve.
+    #[error("upstream server `{server}` does not resolve: {source}")]
+    Resolve {
+        /// The server as written in the policy.
+        server: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// A server name resolved to no address.
+    #[error("upstream server `{0}` resolves to no address")]
+    NoAddress(String),
+}
+
+/// The origin pool of one policy snapshot. Reloads that leave `[upstream]`
+/// unchanged keep the same `Arc<Upstream>`, and with it the health state.
+pub struct Upstream {
+    lb: LoadBalancer<RoundRobin>,
+    /// `(server as written, resolved address)`, in policy order.
+    servers: Vec<(String, SocketAddr)>,
+    settings: UpstreamSettings,
+    key: String,
+}
+
+impl Upstream {
+    /// Resolves every server (blocking DNS: call off the request path) and
+    /// builds the pool. Pingora's `HttpPeer::new` panics on a failed lookup,
+    /// so names are resolved here, once, and peers use addresses.
+    pub fn new(settings: &UpstreamSettings) -> Result<Arc<Upstream>, UpstreamError> {
+        let mut servers = Vec::with_capacity(settings.servers.len());
+        for server in &settings.servers {
+            let addr = server
+                .to_socket_addrs()
+                .map_err(|source| UpstreamError::Resolve { server: server.clone(), source })?
+                .next()
+                .ok_or_else(|| UpstreamError::NoAddress(server.clone()))?;
+            servers.push((server.clone(), addr));
+        }
+        let addrs: Vec<SocketAddr> = servers.iter().map(|(_, a)| *a).collect();
+        let mut lb = LoadBalancer::<RoundRobin>::try_from_iter(addrs.iter().copied())
+            .map_err(|source| UpstreamError::Resolve { server: settings.servers.join(","), source })?;
+        let mut hc = TcpHealthCheck::new();
+        hc.peer_template.options.connection_timeout = Some(settings.connect_timeout);
+        // Two failures before a server is taken out, so one dropped SYN does
+        // not flap the pool.
+        hc.consecutive_failure = 2;
+        lb.set_health_check(hc);
+        lb.parallel_health_check = true;
+        Ok(Arc::new(Upstream { lb, servers, settings: settings.clone(), key: settings_key(settings) }))
+    }
+
+    /// Whether `settings` would build the same pool (then the pool is kept
+    /// across a reload).
+    pub fn same_settings(&self, settings: &UpstreamSettings) -> bool {
+        self.key == settings_key(settings)
+    }
+
+    /// The peer for the next request: the next healthy server in
+    /// round-robin order, `None` when every server is down.
+    pub fn peer(&self) -> Option<(HttpPeer, SocketAddr)> {
+        let backend: Backend = self.lb.select(b"", 256)?;
+        let addr = backend.addr.as_inet().copied()?;
+        let s = &self.settings;
+        let mut peer = HttpPeer::new(addr, s.tls, s.sni.clone());
+        peer.options.connection_timeout = Some(s.connect_timeout);
+        peer.options.read_timeout = Some(s.read_timeout);
+        peer.options.verify_cert = s.verify_cert;
+        peer.options.verify_hostname = s.verify_cert;
+        Some((peer, addr))
+    }
+
+    /// Runs one round of TCP health checks on every server.
+    pub async fn check_health(&self) {
+        self.lb.backends().run_health_check(true).await;
+    }
+
+    /// `(server as written, address, healthy)` for every server.
+    pub fn health(&self) -> Vec<(String, SocketAddr, bool)> {
+        let backends = self.lb.backends();
+        let set = backends.get_backend();
+        self.servers
+            .iter()
+            .map(|(name, addr)| {
+                let healthy = set
+                    .iter()
+                    .find(|b| b.addr.as_inet() == Some(addr))
+                    .is_some_and(|b| backends.ready(b));
+                (name.clone(), *addr, healthy)
+            })
+            .collect()
+    }
+
+    /// Whether at least one server is healthy.
+    pub fn any_healthy(&self) -> bool {
+        self.health().iter().any(|(_, _, h)| *h)
+    }
+
+    /// The settings this pool was built from.
+    pub fn settings(&self) -> &UpstreamSettings {
+        &self.settings
+    }
+}
+
+fn settings_key(s: &UpstreamSettings) -> String {
+    format!(
+        "{:?}|{}|{}|{}|{:?}|{:?}|{:?}",
+        s.servers, s.tls, s.sni, s.verify_cert, s.connect_timeout, s.read_timeout, s.health_check_interval
+    )
+}

@@ -1,0 +1,1 @@
+//! HTML rewriting through the proxy (being written).

@@ -1,0 +1,10 @@
+//! End-to-end tests of `crawlgate run`: the real binary in front of a real
+//! origin on 127.0.0.1, spoken to with a real HTTP client.
+
+mod enforce;
+mod errors;
+mod headers;
+mod html;
+mod ops;
+mod serving;
+mod support;

@@ -1,0 +1,1 @@
+//! Hot reload, metrics and admin endpoints (being written).

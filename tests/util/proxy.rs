@@ -1,0 +1,177 @@
+//! Runs the real `crawlgate run` process on 127.0.0.1 with a policy written
+//! to a temporary directory, and stops it when dropped.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::crawlgate_bin;
+
+/// A free port on 127.0.0.1 (bound and released; the small race is
+/// acceptable in tests).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+/// A fresh temporary directory for one test.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "crawlgate-test-{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    dir
+}
+
+/// Polls `f` every 20 ms until it returns `Some`, or panics with `what`
+/// after `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A running proxy process.
+pub struct Proxy {
+    /// The proxy listener.
+    pub addr: SocketAddr,
+    /// The admin listener.
+    pub admin: SocketAddr,
+    /// The policy file it runs (edit it to test reloads).
+    pub policy_path: PathBuf,
+    /// Its directory.
+    pub dir: PathBuf,
+    child: Option<Child>,
+    log_path: PathBuf,
+}
+
+/// The `[server]` and `[upstream]` sections for a test proxy; tests append
+/// their own groups and controls.
+pub fn base_policy(listen: SocketAddr, admin: SocketAddr, origin: SocketAddr) -> String {
+    format!(
+        "[server]\nlisten = [\"{listen}\"]\nadmin = \"{admin}\"\nthreads = 2\ngrace_period = \"1s\"\n\n\
+         [upstream]\nservers = [\"{origin}\"]\nconnect_timeout = \"1s\"\nread_timeout = \"2s\"\nhealth_check_interval = \"0s\"\n\n"
+    )
+}
+
+impl Proxy {
+    /// Starts `crawlgate run` on `base_policy(..) + rules` in front of
+    /// `origin` and waits until both listeners answer.
+    pub fn start(origin: SocketAddr, rules: &str) -> Proxy {
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+        let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+        let policy = base_policy(addr, admin, origin) + rules;
+        Self::start_with(addr, admin, &policy)
+    }
+
+    /// Starts `crawlgate run` on a complete policy text.
+    pub fn start_with(addr: SocketAddr, admin: SocketAddr, policy: &str) -> Proxy {
+        let dir = temp_dir("proxy");
+        let policy_path = dir.join("crawlgate.toml");
+        std::fs::write(&policy_path, policy).unwrap_or_else(|e| panic!("write policy: {e}"));
+        let log_path = dir.join("crawlgate.log");
+        let log = std::fs::File::create(&log_path).unwrap_or_else(|e| panic!("log file: {e}"));
+        let log2 = log.try_clone().unwrap_or_else(|e| panic!("log file: {e}"));
+        let child = Command::new(crawlgate_bin())
+            .args(["run", "--config"])
+            .arg(&policy_path)
+            .env("RUST_LOG", "info")
+            .env_remove("CRAWLGATE_CONFIG")
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::from(log2))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn crawlgate: {e}"));
+        let mut proxy = Proxy { addr, admin, policy_path, dir, child: Some(child), log_path };
+        let started = wait_for("the proxy to listen", Duration::from_secs(20), || {
+            if let Some(status) = proxy.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                return Some(Err(status));
+            }
+            (TcpStream::connect(addr).is_ok() && TcpStream::connect(admin).is_ok()).then_some(Ok(()))
+        });
+        if let Err(status) = started {
+            panic!("crawlgate exited with {status} before listening; log:\n{}", proxy.log());
+        }
+        proxy
+    }
+
+    /// `http://addr` + path.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// `http://admin` + path.
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.admin, path)
+    }
+
+    /// Everything the process logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
+    }
+
+    /// Sends a signal (`HUP`, `INT`, ...) with kill(1).
+    pub fn signal(&self, sig: &str) {
+        if let Some(child) = self.child.as_ref() {
+            let _ = Command::new("kill").arg(format!("-{sig}")).arg(child.id().to_string()).status();
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGINT: Pingora's fast shutdown.
+            let _ = Command::new("kill").arg("-INT").arg(child.id().to_string()).status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    let _ = std::fs::remove_dir_all(&self.dir);
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends raw bytes on a new connection and reads until the peer closes or
+/// `timeout` passes without data.
+pub fn raw_exchange(addr: SocketAddr, request: &[u8], timeout: Duration) -> Vec<u8> {
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(timeout)).unwrap_or_else(|e| panic!("{e}"));
+    s.write_all(request).unwrap_or_else(|e| panic!("write: {e}"));
+    let mut out = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+    }
+    out
+}
