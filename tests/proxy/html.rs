@@ -1,1 +1,207 @@
-//! HTML rewriting through the proxy (being written).
+//! HTML rewriting through the proxy: only 2xx HTML to non-HEAD requests,
+//! streamed, compressed origins decoded, the client's compression kept.
+
+use std::io::{Read, Write};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{open_gate, Body, Origin, Route};
+use crawlgate_e2e::proxy::Proxy;
+
+use crate::support::{client, header, Conn, BROWSER_UA};
+
+const RULES: &str = r#"
+[[group]]
+user_agents = ["*"]
+disallow = ["/nothing-here/"]
+
+[[robots_tag]]
+path = "/"
+rules = ["noindex", "nosnippet"]
+html = "inject"
+
+[[robots_tag]]
+path = "/"
+agents = ["GPTBot"]
+rules = ["noai"]
+html = "inject"
+
+[[robots_tag]]
+path = "/audit/"
+rules = ["noindex"]
+html = "audit"
+
+[[robots_tag]]
+path = "/enforce/"
+rules = ["noindex"]
+html = "enforce"
+"#;
+
+const PAGE: &str = "<!doctype html>\n<html>\n<head>\n<title>T</title>\n</head>\n<body><p>Hello</p></body>\n</html>\n";
+const CONFLICTING: &str = "<!doctype html>\n<html>\n<head>\n<meta name=\"robots\" content=\"index, follow\">\n<title>T</title>\n</head>\n<body><p>Hello</p></body>\n</html>\n";
+
+/// What the inject rules above make of [`PAGE`].
+fn injected(page: &str) -> String {
+    page.replacen("<head>", &format!("<head>{}", META), 1)
+}
+
+const META: &str = "<meta name=\"robots\" content=\"noindex, nosnippet\"><meta name=\"gptbot\" content=\"noai\">";
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let _ = e.write_all(data);
+    e.finish().unwrap_or_default()
+}
+
+fn gunzip(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = flate2::read::GzDecoder::new(data).read_to_end(&mut out);
+    out
+}
+
+fn brotli(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut w = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+        let _ = w.write_all(data);
+    }
+    out
+}
+
+fn html_origin() -> Origin {
+    let html = "text/html; charset=utf-8";
+    Origin::start(vec![
+        ("/page.html", Route::ok(html, PAGE).header("ETag", "\"v1\"")),
+        ("/chunked.html", Route::ok(html, "").body(Body::Chunked(vec![b"<!doctype html>\n<html>\n<he".to_vec(), b"ad>\n<title>T</title>\n</head>\n<body><p>Hel".to_vec(), b"lo</p></body>\n</html>\n".to_vec()]))),
+        ("/gzip.html", Route::ok(html, gzip(PAGE.as_bytes())).header("Content-Encoding", "gzip")),
+        ("/br.html", Route::ok(html, brotli(PAGE.as_bytes())).header("Content-Encoding", "br")),
+        ("/doc.pdf", Route::ok("application/pdf", b"%PDF-1.4 <head> not html".to_vec())),
+        ("/missing.html", Route { status: 404, ..Route::ok(html, PAGE) }),
+        ("/cached.html", Route { status: 304, ..Route::ok(html, "") }.header("ETag", "\"v1\"")),
+        ("/audit/page.html", Route::ok(html, CONFLICTING)),
+        ("/enforce/page.html", Route::ok(html, CONFLICTING)),
+        ("/utf16.html", Route::ok("text/html; charset=utf-16", b"\xff\xfe<\0h\0".to_vec())),
+    ])
+}
+
+#[test]
+fn html_gets_the_policy_metas_and_loses_its_length() {
+    let origin = html_origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let mut conn = Conn::open(proxy.addr);
+    let plain = conn.request("GET", "/page.html", &[("User-Agent", BROWSER_UA)]);
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-length"), None);
+    assert_eq!(plain.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(plain.header("etag"), Some("W/\"v1\""));
+    drop(conn);
+    let resp = client().get(proxy.url("/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.text().unwrap_or_default(), injected(PAGE));
+    let chunked = client().get(proxy.url("/chunked.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(chunked.text().unwrap_or_default(), injected(PAGE));
+    // The origin was asked for an identity body.
+    assert!(origin.seen().iter().all(|s| s.header("accept-encoding") == Some("identity")));
+}
+
+#[test]
+fn compressed_origins_are_decoded_and_the_client_gets_compression_back() {
+    let origin = html_origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    for path in ["/gzip.html", "/br.html"] {
+        let identity = client().get(proxy.url(path)).header("Accept-Encoding", "identity").send().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(header(&identity, "content-encoding"), "", "{path}");
+        assert_eq!(identity.text().unwrap_or_default(), injected(PAGE), "{path}");
+        let gz = client().get(proxy.url(path)).header("Accept-Encoding", "gzip").send().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(header(&gz, "content-encoding"), "gzip", "{path}");
+        let body = gz.bytes().map(|b| b.to_vec()).unwrap_or_default();
+        assert_eq!(String::from_utf8_lossy(&gunzip(&body)), injected(PAGE), "{path}");
+    }
+}
+
+#[test]
+fn head_errors_304_and_non_html_pass_untouched() {
+    let origin = html_origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let mut conn = Conn::open(proxy.addr);
+    let head = conn.request("HEAD", "/page.html", &[]);
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-length"), Some(PAGE.len().to_string().as_str()));
+    assert_eq!(head.header("etag"), Some("\"v1\""));
+    let pdf = conn.request("GET", "/doc.pdf", &[]);
+    assert_eq!(pdf.body, b"%PDF-1.4 <head> not html");
+    let missing = conn.request("GET", "/missing.html", &[]);
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.body, PAGE.as_bytes());
+    let cached = conn.request("GET", "/cached.html", &[("If-None-Match", "\"v1\"")]);
+    assert_eq!(cached.status, 304);
+    let utf16 = conn.request("GET", "/utf16.html", &[]);
+    assert_eq!(utf16.body, b"\xff\xfe<\0h\0");
+}
+
+#[test]
+fn audit_reports_and_enforce_fixes_conflicting_metas() {
+    let origin = html_origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let audit = client().get(proxy.url("/audit/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(header(&audit, "content-length"), CONFLICTING.len().to_string());
+    assert_eq!(audit.text().unwrap_or_default(), CONFLICTING);
+    let enforce = client().get(proxy.url("/enforce/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let body = enforce.text().unwrap_or_default();
+    assert!(!body.contains("index, follow"), "{body}");
+    assert!(body.contains("<meta name=\"robots\" content=\"noindex\">"), "{body}");
+    let metrics = client().get(proxy.admin_url("/metrics")).send().and_then(|r| r.text()).unwrap_or_default();
+    assert!(metrics.contains("crawlgate_html_findings_total{kind=\"conflict\",mode=\"audit\"} 1"), "{metrics}");
+    assert!(metrics.contains("crawlgate_html_rewrites_total{mode=\"enforce\"} 1"), "{metrics}");
+}
+
+/// A 50 MB page streams: the first rewritten bytes arrive while the origin
+/// is still holding the rest back, and the proxy's memory stays bounded.
+#[test]
+fn large_pages_stream_with_bounded_memory() {
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let head = b"<!doctype html>\n<html>\n<head>\n<title>Big</title>\n</head>\n<body>\n".to_vec();
+    let filler = b"<p>The quick brown fox jumps over the lazy dog, again and again.</p>\n".to_vec();
+    let origin = Origin::start(vec![
+        ("/gated.html", Route::ok("text/html", "").body(Body::Gated { first: head.clone(), rest: b"</body></html>\n".to_vec(), gate: gate.clone() })),
+        ("/big.html", Route::ok("text/html", "").body(Body::Generated { head: head.clone(), filler, tail: b"</body>\n</html>\n".to_vec(), total: 50 << 20 })),
+    ]);
+    let proxy = Proxy::start(origin.addr, RULES);
+
+    // Streaming: read the injected head while the origin waits on the gate.
+    let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap_or_else(|e| panic!("{e}"));
+    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
+    stream.write_all(b"GET /gated.html HTTP/1.1\r\nHost: t\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("<title>Big</title>") {
+        let n = stream.read(&mut buf).unwrap_or_else(|e| panic!("no bytes before the origin finished: {e}"));
+        assert!(n > 0, "connection closed early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&got).contains(META));
+    open_gate(&gate);
+
+    // Memory: stream 50 MB through the rewriter and compare peak RSS.
+    let before = proxy.memory_kb("VmRSS").unwrap_or(0);
+    let mut resp = client().get(proxy.url("/big.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let mut total = 0usize;
+    let mut first = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = resp.read(&mut chunk).unwrap_or_else(|e| panic!("read: {e}"));
+        if n == 0 {
+            break;
+        }
+        if first.len() < 200 {
+            first.extend_from_slice(&chunk[..n.min(200)]);
+        }
+        total += n;
+    }
+    assert!(String::from_utf8_lossy(&first).contains(META));
+    assert_eq!(total, (50 << 20) + META.len());
+    let peak = proxy.memory_kb("VmHWM").unwrap_or(0);
+    assert!(
+        peak < before + 40 * 1024,
+        "peak RSS {peak} kB grew more than 40 MB over {before} kB while streaming 50 MB"
+    );
+}

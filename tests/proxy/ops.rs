@@ -1,1 +1,334 @@
-//! Hot reload, metrics and admin endpoints (being written).
+//! Operations: hot reload (every way a file changes), a broken policy that
+//! changes nothing, reload under load, `/metrics`, `/status`, `/healthz`
+//! and `/readyz`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+
+use crate::support::{client, get};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn addr() -> SocketAddr {
+    format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Policy version `n`: ExampleBot may not fetch `/v{n}/`.
+fn version(base: &str, n: usize) -> String {
+    format!("{base}[[group]]\nuser_agents = [\"ExampleBot\"]\ndisallow = [\"/v{n}/\"]\nenforce = \"block\"\n")
+}
+
+fn status(proxy: &Proxy) -> serde_json::Value {
+    let text = client().get(proxy.admin_url("/status")).send().and_then(|r| r.text()).unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(serde_json::Value::Null)
+}
+
+fn robots(proxy: &Proxy) -> String {
+    get(&proxy.url("/robots.txt"), "t").text().unwrap_or_default()
+}
+
+/// Waits until version `n` is live: in robots.txt, in enforcement and in /status.
+fn assert_live(proxy: &Proxy, n: usize, generation: u64) {
+    wait_for(&format!("policy v{n} in robots.txt"), DEADLINE, || robots(proxy).contains(&format!("/v{n}/")).then_some(()));
+    assert_eq!(get(&proxy.url(&format!("/v{n}/x")), "ExampleBot/1.0").status(), 403);
+    assert_eq!(status(proxy)["generation"], generation);
+    assert_eq!(status(proxy)["last_error"], serde_json::Value::Null);
+}
+
+fn origin() -> Origin {
+    Origin::start(vec![("/", Route::ok("text/plain", "ok\n"))])
+}
+
+fn start(origin: &Origin) -> (Proxy, String) {
+    let (listen, admin) = (addr(), addr());
+    let base = base_policy(listen, admin, origin.addr);
+    let proxy = Proxy::start_with(listen, admin, &version(&base, 0));
+    (proxy, base)
+}
+
+#[test]
+fn every_kind_of_file_change_is_picked_up() {
+    let origin = origin();
+    let (proxy, base) = start(&origin);
+    assert_live(&proxy, 0, 1);
+    let path = proxy.policy_path.clone();
+
+    // 1. In-place write (truncate and write the same inode).
+    std::fs::write(&path, version(&base, 1)).unwrap_or_else(|e| panic!("{e}"));
+    assert_live(&proxy, 1, 2);
+
+    // 2. An editor's write-to-temp-and-rename.
+    let tmp = proxy.dir.join(".crawlgate.toml.swp");
+    std::fs::write(&tmp, version(&base, 2)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(&tmp, &path).unwrap_or_else(|e| panic!("{e}"));
+    assert_live(&proxy, 2, 3);
+
+    // 3. `cp` over the file.
+    let elsewhere = crawlgate_e2e::proxy::temp_dir("cp").join("new.toml");
+    std::fs::write(&elsewhere, version(&base, 3)).unwrap_or_else(|e| panic!("{e}"));
+    let cp = std::process::Command::new("cp").arg(&elsewhere).arg(&path).status().unwrap_or_else(|e| panic!("{e}"));
+    assert!(cp.success());
+    assert_live(&proxy, 3, 4);
+
+    // 4. SIGHUP with an unchanged file: a reload that finds nothing new.
+    let unchanged_before = metric(&proxy, "crawlgate_reloads_total", &[("result", "unchanged")]);
+    proxy.signal("HUP");
+    wait_for("SIGHUP reload", DEADLINE, || {
+        (metric(&proxy, "crawlgate_reloads_total", &[("result", "unchanged")]) > unchanged_before).then_some(())
+    });
+    assert_eq!(status(&proxy)["generation"], 4);
+}
+
+#[test]
+fn kubernetes_configmap_symlink_swap_is_picked_up() {
+    let origin = origin();
+    let (listen, admin) = (addr(), addr());
+    let base = base_policy(listen, admin, origin.addr);
+    // The kubelet's layout: crawlgate.toml -> ..data/crawlgate.toml,
+    // ..data -> ..<timestamp>/, swapped atomically by renaming a new link.
+    let dir = crawlgate_e2e::proxy::temp_dir("k8s");
+    let v1 = dir.join("..2026_11_22_10_00_00.000000001");
+    std::fs::create_dir(&v1).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(v1.join("crawlgate.toml"), version(&base, 1)).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(v1.file_name().unwrap_or_default(), dir.join("..data")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink("..data/crawlgate.toml", dir.join("crawlgate.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let child = std::process::Command::new(crawlgate_e2e::crawlgate_bin())
+        .args(["run", "--config"])
+        .arg(dir.join("crawlgate.toml"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let guard = KillOnDrop(child);
+    wait_for("proxy", DEADLINE, || std::net::TcpStream::connect(listen).ok());
+    let url = format!("http://{listen}/robots.txt");
+    wait_for("v1", DEADLINE, || get(&url, "t").text().ok().filter(|t| t.contains("/v1/")));
+
+    let v2 = dir.join("..2026_11_22_10_05_00.000000002");
+    std::fs::create_dir(&v2).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(v2.join("crawlgate.toml"), version(&base, 2)).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(v2.file_name().unwrap_or_default(), dir.join("..data_tmp")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_dir_all(&v1).unwrap_or_else(|e| panic!("{e}"));
+    wait_for("v2 after the ..data swap", DEADLINE, || get(&url, "t").text().ok().filter(|t| t.contains("/v2/")));
+    assert_eq!(get(&format!("http://{listen}/v2/x"), "ExampleBot/1.0").status(), 403);
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").arg("-INT").arg(self.0.id().to_string()).status();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_broken_or_deleted_policy_changes_nothing() {
+    let origin = origin();
+    let (proxy, base) = start(&origin);
+    let before = robots(&proxy);
+    let path = proxy.policy_path.clone();
+    std::fs::write(&path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\ndisallow = [\"nope\"]\n")).unwrap_or_else(|e| panic!("{e}"));
+    let st = wait_for("the reload error in /status", DEADLINE, || {
+        let s = status(&proxy);
+        if s["last_error"].is_string() { Some(s) } else { None }
+    });
+    let error = st["last_error"].as_str().unwrap_or_default().to_string();
+    let file = path.display().to_string();
+    assert!(error.lines().all(|l| l.starts_with(&format!("{file}:"))), "errors must be FILE:LINE:COL: {error}");
+    assert!(error.lines().count() >= 2, "every error is reported: {error}");
+    assert_eq!(st["generation"], 1);
+    assert_eq!(robots(&proxy), before);
+    assert_eq!(get(&proxy.url("/v0/x"), "ExampleBot/1.0").status(), 403);
+    assert_eq!(metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]), 1.0);
+    assert!(proxy.log().contains("Policy reload failed; the running policy stays in force"));
+
+    std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    wait_for("the deletion to be noticed", DEADLINE, || {
+        (metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) >= 2.0).then_some(())
+    });
+    assert_eq!(robots(&proxy), before);
+
+    std::fs::write(&path, version(&base, 5)).unwrap_or_else(|e| panic!("{e}"));
+    assert_live(&proxy, 5, 2);
+}
+
+#[test]
+fn restart_only_settings_are_reported_and_the_rest_applies() {
+    let origin = origin();
+    let (proxy, base) = start(&origin);
+    let moved = base.replacen(&format!("listen = [\"{}\"]", proxy.addr), &format!("listen = [\"{}\"]", addr()), 1);
+    assert_ne!(moved, base);
+    std::fs::write(&proxy.policy_path, version(&moved, 7)).unwrap_or_else(|e| panic!("{e}"));
+    assert_live(&proxy, 7, 2);
+    assert_eq!(status(&proxy)["restart_required"], serde_json::json!(["server.listen"]));
+}
+
+/// 50 alternating good and bad policy writes under continuous load: no
+/// failed request, every answer consistent with one of the good policies.
+#[test]
+fn reloads_under_load_drop_nothing() {
+    let origin = origin();
+    let (proxy, base) = start(&origin);
+    let good = [version(&base, 10), version(&base, 11)];
+    let bad = format!("{base}[[group]]\nuser_agents = [\"*\"]\nenforce = \"sometimes\"\n");
+    std::fs::write(&proxy.policy_path, &good[0]).unwrap_or_else(|e| panic!("{e}"));
+    wait_for("v10", DEADLINE, || robots(&proxy).contains("/v10/").then_some(()));
+    let renders = [robots(&proxy), {
+        let b = robots(&proxy);
+        b.replace("/v10/", "/v11/")
+    }];
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let served = Arc::new(AtomicUsize::new(0));
+    let mut workers = Vec::new();
+    for w in 0..4 {
+        let (stop, served, url, renders) = (stop.clone(), served.clone(), proxy.url(""), renders.clone());
+        workers.push(std::thread::spawn(move || -> Result<(), String> {
+            let c = client();
+            while !stop.load(Ordering::Relaxed) {
+                let robots = c.get(format!("{url}/robots.txt")).send().map_err(|e| format!("worker {w}: {e}"))?;
+                if robots.status() != 200 {
+                    return Err(format!("robots.txt status {}", robots.status()));
+                }
+                let body = robots.text().map_err(|e| e.to_string())?;
+                if !renders.contains(&body) {
+                    return Err(format!("robots.txt matches no good policy:\n{body}"));
+                }
+                // Under v10 /v10/x is blocked and /v11/x passes; under v11 the reverse.
+                let a = c.get(format!("{url}/v10/x")).header("User-Agent", "ExampleBot/1").send().map_err(|e| e.to_string())?.status().as_u16();
+                if a != 403 && a != 404 {
+                    return Err(format!("/v10/x gave {a}"));
+                }
+                served.fetch_add(2, Ordering::Relaxed);
+            }
+            Ok(())
+        }));
+    }
+    for i in 0..50 {
+        if i % 2 == 0 {
+            let failures = metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]);
+            std::fs::write(&proxy.policy_path, &bad).unwrap_or_else(|e| panic!("{e}"));
+            wait_for("bad write counted", DEADLINE, || {
+                (metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) > failures).then_some(())
+            });
+        } else {
+            let next = &good[(i / 2 + 1) % 2];
+            let marker = if (i / 2 + 1) % 2 == 0 { "/v10/" } else { "/v11/" };
+            std::fs::write(&proxy.policy_path, next).unwrap_or_else(|e| panic!("{e}"));
+            wait_for("good write live", DEADLINE, || robots(&proxy).contains(marker).then_some(()));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap_or_else(|_| Err("worker panicked".into())).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(served.load(Ordering::Relaxed) > 100, "load was too light to prove anything");
+    // Each bad write is counted (a write seen half-done may add more).
+    assert!(metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) >= 25.0);
+}
+
+/// Parses the Prometheus text format strictly enough to fail on garbage,
+/// returning `series -> value` with series as `name{a="b",...}`.
+fn parse_metrics(text: &str) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# ") {
+            assert!(rest.starts_with("HELP ") || rest.starts_with("TYPE "), "bad comment line {line:?}");
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("bad sample line {line:?}"));
+        let name_end = series.find('{').unwrap_or(series.len());
+        let name = &series[..name_end];
+        assert!(
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+            "bad metric name in {line:?}"
+        );
+        if name_end < series.len() {
+            assert!(series.ends_with('}'), "bad labels in {line:?}");
+        }
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line:?}"));
+        out.insert(series.to_string(), v);
+    }
+    out
+}
+
+fn metric(proxy: &Proxy, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let text = client().get(proxy.admin_url("/metrics")).send().and_then(|r| r.text()).unwrap_or_default();
+    let parsed = parse_metrics(&text);
+    parsed
+        .iter()
+        .filter(|(k, _)| {
+            k.split('{').next() == Some(name) && labels.iter().all(|(l, v)| k.contains(&format!("{l}=\"{v}\"")))
+        })
+        .map(|(_, v)| *v)
+        .sum()
+}
+
+#[test]
+fn metrics_move_as_the_requests_dictate() {
+    let origin = origin();
+    let rules = "[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\nenforce = \"block\"\n";
+    let proxy = Proxy::start(origin.addr, rules);
+    let gpt = "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+    for _ in 0..3 {
+        assert_eq!(get(&proxy.url("/"), gpt).status(), 403);
+    }
+    for _ in 0..2 {
+        get(&proxy.url("/"), "curl/8.5.0");
+    }
+    get(&proxy.url("/private/x"), "curl/8.5.0");
+    get(&proxy.url("/robots.txt"), gpt);
+    let text = client().get(proxy.admin_url("/metrics")).send().and_then(|r| r.text()).unwrap_or_default();
+    let m = parse_metrics(&text);
+    let get_m = |k: &str| m.get(k).copied().unwrap_or_else(|| panic!("missing series {k} in\n{text}"));
+    assert_eq!(get_m("crawlgate_requests_total{agent=\"GPTBot\",decision=\"blocked\"}"), 3.0);
+    assert_eq!(get_m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), 2.0);
+    assert_eq!(get_m("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"}"), 1.0);
+    assert_eq!(get_m("crawlgate_robots_fetches_total{agent=\"GPTBot\",file=\"robots.txt\"}"), 1.0);
+    assert_eq!(get_m("crawlgate_violations_total{agent=\"GPTBot\",group=\"GPTBot\"}"), 3.0);
+    assert_eq!(get_m("crawlgate_violations_total{agent=\"other\",group=\"*\"}"), 1.0);
+    assert_eq!(get_m("crawlgate_upstream_responses_total{class=\"2xx\"}"), 2.0);
+    assert_eq!(get_m("crawlgate_upstream_responses_total{class=\"4xx\"}"), 1.0);
+    assert_eq!(get_m("crawlgate_policy_generation"), 1.0);
+    assert!(get_m("crawlgate_policy_last_success_timestamp_seconds") > 1.7e9);
+    assert_eq!(get_m("crawlgate_request_duration_seconds_count{decision=\"blocked\"}"), 3.0);
+    assert!(text.contains("# TYPE crawlgate_request_duration_seconds histogram"));
+    // Label values stay bounded: no raw User-Agent strings.
+    assert!(!text.contains("curl"), "raw user agents leaked into labels");
+}
+
+#[test]
+fn health_readiness_and_status() {
+    let origin = origin();
+    let (listen, admin) = (addr(), addr());
+    let policy = base_policy(listen, admin, origin.addr).replace("health_check_interval = \"0s\"", "health_check_interval = \"100ms\"");
+    let proxy = Proxy::start_with(listen, admin, &policy);
+    assert_eq!(client().get(proxy.admin_url("/healthz")).send().map(|r| r.status().as_u16()).unwrap_or(0), 200);
+    wait_for("ready", DEADLINE, || {
+        (client().get(proxy.admin_url("/readyz")).send().map(|r| r.status().as_u16()).unwrap_or(0) == 200).then_some(())
+    });
+    let st = status(&proxy);
+    assert_eq!(st["policy_file"], proxy.policy_path.display().to_string());
+    assert_eq!(st["generation"], 1);
+    assert_eq!(st["upstreams"][0]["healthy"], true);
+    assert_eq!(st["content_sha256"].as_str().map(str::len), Some(64));
+    origin.stop();
+    drop(origin);
+    wait_for("not ready once the origin is down", DEADLINE, || {
+        (client().get(proxy.admin_url("/readyz")).send().map(|r| r.status().as_u16()).unwrap_or(0) == 503).then_some(())
+    });
+    assert_eq!(client().get(proxy.admin_url("/healthz")).send().map(|r| r.status().as_u16()).unwrap_or(0), 200);
+    assert_eq!(status(&proxy)["upstreams"][0]["healthy"], false);
+}

@@ -132,6 +132,21 @@ impl Proxy {
         }
     }
 
+    /// The process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// A `/proc/<pid>/status` field in kB (`VmHWM`, `VmRSS`).
+    pub fn memory_kb(&self, field: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find(|l| l.starts_with(field))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
