@@ -84,6 +84,13 @@ enum Command {
     Run(ConfigArg),
     /// Run the proxy in front of an embedded sample origin, with conf/demo.toml.
     Demo(demo::DemoArgs),
+    /// Run only the demo's sample origin (for load tests and experiments).
+    #[command(name = "sample-origin", hide = true)]
+    SampleOrigin {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8081")]
+        listen: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -126,6 +133,7 @@ fn main() -> ExitCode {
         }
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
+        Command::SampleOrigin { listen } => sample_origin::run_forever(&listen),
     };
     match result {
         Ok(code) => code,

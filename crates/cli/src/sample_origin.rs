@@ -35,6 +35,14 @@ fn page(path: &str) -> Option<Page> {
             extra: vec![],
             body: b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n".to_vec(),
         },
+        "/page20k.html" => {
+            let mut s = String::from("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>A 20 KB article</title>\n<link rel=\"stylesheet\" href=\"/site.css\">\n<script src=\"/app.js\" defer></script>\n</head>\n<body>\n<article>\n");
+            while s.len() < 20_000 {
+                s.push_str("<p>Operators publish robots.txt; crawlers are expected to read it, and <a href=\"/more\">most do</a>.</p>\n");
+            }
+            s.push_str("</article>\n</body>\n</html>\n");
+            html(&s)
+        }
         "/large.html" => {
             let mut s = String::from("<!doctype html>\n<html>\n<head><title>Large</title></head>\n<body>\n");
             for i in 0..20_000 {
@@ -108,6 +116,15 @@ fn handle(stream: TcpStream) -> std::io::Result<()> {
             out.write_all(&page.body)?;
         }
         out.flush()?;
+    }
+}
+
+/// Runs the sample origin in the foreground until the process is killed.
+pub fn run_forever(addr: &str) -> anyhow::Result<std::process::ExitCode> {
+    start(addr)?;
+    eprintln!("crawlgate sample origin on http://{addr}");
+    loop {
+        thread::park();
     }
 }
 
