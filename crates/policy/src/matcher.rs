@@ -1,1 +1,536 @@
-//! (being written)
+//! RFC 9309 pattern matching: the canonical percent-encoding of paths and
+//! patterns, compiled patterns (`*` wildcards, a trailing `$` anchor), rule
+//! sets that find the deciding rule (longest match, allow wins ties) through
+//! a prefix trie, and the normalisation of request targets the proxy
+//! decides on.
+
+use std::borrow::Cow;
+
+/// Why a pattern cannot be used in a policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PatternError {
+    /// The pattern is empty.
+    #[error("pattern is empty")]
+    Empty,
+    /// The pattern does not start with `/` or `*`.
+    #[error("pattern `{0}` must start with '/' or '*'")]
+    BadStart(String),
+    /// The pattern contains a control character or whitespace.
+    #[error("pattern `{0}` contains whitespace or a control character")]
+    BadChar(String),
+}
+
+/// Why a request target cannot be decided on (the proxy answers 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// Not origin-form (`/path`) or absolute-form (`http://host/path`).
+    #[error("request target must start with '/' or be an absolute http(s) URL")]
+    NotOriginForm,
+    /// A `%` not followed by two hex digits.
+    #[error("invalid percent-escape at byte {0}")]
+    BadEscape(usize),
+    /// A control character in the target.
+    #[error("control character at byte {0}")]
+    ControlChar(usize),
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// Whether `s` is already in canonical form (so no allocation is needed).
+/// In a path, `*` and `$` are data, so they are compared as `%2A`/`%24`.
+fn is_canonical(s: &[u8], pattern: bool) -> bool {
+    let mut i = 0;
+    while i < s.len() {
+        let b = s[i];
+        if b >= 0x80 || (!pattern && (b == b'*' || b == b'$')) {
+            return false;
+        }
+        if b == b'%' {
+            match (s.get(i + 1).copied().and_then(hex_val), s.get(i + 2).copied().and_then(hex_val)) {
+                (Some(h), Some(l)) => {
+                    if unreserved(h * 16 + l) || s[i + 1].is_ascii_lowercase() || s[i + 2].is_ascii_lowercase() {
+                        return false;
+                    }
+                    i += 3;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The RFC 9309 canonical form of a path (and query) or pattern: octets
+/// outside US-ASCII percent-encoded (UTF-8), `%XX` of unreserved characters
+/// decoded, hex digits upper-case. A `%` that starts no valid escape is
+/// kept. Borrowed when the input is already canonical.
+///
+/// In a path, literal `*` and `$` are encoded (`%2A`, `%24`) so they can
+/// only match the same escaped characters in a pattern.
+pub fn canonicalize(path_and_query: &str) -> Cow<'_, str> {
+    canonical(path_and_query, false)
+}
+
+fn canonical(path_and_query: &str, pattern: bool) -> Cow<'_, str> {
+    let bytes = path_and_query.as_bytes();
+    if is_canonical(bytes, pattern) {
+        return Cow::Borrowed(path_and_query);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' {
+            if let (Some(h), Some(l)) = (bytes.get(i + 1).copied().and_then(hex_val), bytes.get(i + 2).copied().and_then(hex_val)) {
+                let v = h * 16 + l;
+                if unreserved(v) {
+                    out.push(v as char);
+                } else {
+                    out.push('%');
+                    out.push(HEX[usize::from(h)] as char);
+                    out.push(HEX[usize::from(l)] as char);
+                }
+                i += 3;
+                continue;
+            }
+            out.push('%');
+        } else if b >= 0x80 || (!pattern && (b == b'*' || b == b'$')) {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
+        } else {
+            out.push(b as char);
+        }
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
+/// One compiled Allow/Disallow (or path-scoped) pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    canonical: String,
+    /// Literal pieces between `*`s (the `$` removed).
+    pieces: Vec<String>,
+    anchored: bool,
+}
+
+impl Pattern {
+    /// Compiles a pattern as written in a policy: it must start with `/`
+    /// or `*` and contain no whitespace or control characters.
+    pub fn new(raw: &str) -> Result<Pattern, PatternError> {
+        if raw.is_empty() {
+            return Err(PatternError::Empty);
+        }
+        if !raw.starts_with('/') && !raw.starts_with('*') {
+            return Err(PatternError::BadStart(raw.to_string()));
+        }
+        if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(PatternError::BadChar(raw.to_string()));
+        }
+        Ok(Self::new_lenient(raw))
+    }
+
+    /// Compiles a pattern found in a robots.txt in the wild; never fails.
+    pub fn new_lenient(raw: &str) -> Pattern {
+        // `*` is the wildcard and a final `$` the anchor; a `$` anywhere
+        // else is a literal character, compared as `%24`.
+        let (body, anchored) = match raw.strip_suffix('$') {
+            Some(b) => (b, true),
+            None => (raw, false),
+        };
+        let body = canonical(body, true).replace('$', "%24");
+        let pieces = body.split('*').map(str::to_owned).collect();
+        let canonical = if anchored { format!("{body}$") } else { body };
+        Pattern { pieces, anchored, canonical }
+    }
+
+    /// The canonical form.
+    pub fn as_str(&self) -> &str {
+        &self.canonical
+    }
+
+    /// Octets of the canonical pattern: what "longest match" compares.
+    pub fn specificity(&self) -> usize {
+        self.canonical.len()
+    }
+
+    /// The literal text before the first `*` (every matching path starts
+    /// with it).
+    pub fn literal_prefix(&self) -> &str {
+        self.pieces.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// Whether the pattern matches an already canonical path and query.
+    pub fn matches(&self, path: &str) -> bool {
+        let p = path.as_bytes();
+        let n = self.pieces.len();
+        let first = self.pieces[0].as_bytes();
+        if !p.starts_with(first) {
+            return false;
+        }
+        if n == 1 {
+            return !self.anchored || p.len() == first.len();
+        }
+        let mut pos = first.len();
+        let last = self.pieces[n - 1].as_bytes();
+        for piece in &self.pieces[1..n - 1] {
+            let piece = piece.as_bytes();
+            match memchr::memmem::find(&p[pos..], piece) {
+                Some(at) => pos += at + piece.len(),
+                None => return false,
+            }
+        }
+        if self.anchored {
+            p.len() >= pos + last.len() && p.ends_with(last)
+        } else {
+            memchr::memmem::find(&p[pos..], last).is_some()
+        }
+    }
+}
+
+/// A byte trie over the rules' literal prefixes.
+#[derive(Debug, Default, Clone)]
+struct Node {
+    children: Vec<(u8, u32)>,
+    /// Rules whose literal prefix ends here, best first.
+    rules: Vec<u32>,
+}
+
+/// A compiled set of rules `(pattern, allow)`.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    patterns: Vec<Pattern>,
+    allow: Vec<bool>,
+    /// Precedence rank per rule: lower is better (longer, then allow).
+    rank: Vec<u32>,
+    nodes: Vec<Node>,
+}
+
+impl RuleSet {
+    /// Compiles rules; `evaluate` returns indices into `rules`.
+    pub fn new(rules: Vec<(Pattern, bool)>) -> RuleSet {
+        let mut order: Vec<usize> = (0..rules.len()).collect();
+        order.sort_by(|&a, &b| {
+            rules[b].0.specificity().cmp(&rules[a].0.specificity()).then(rules[b].1.cmp(&rules[a].1)).then(a.cmp(&b))
+        });
+        let mut rank = vec![0u32; rules.len()];
+        for (r, &i) in order.iter().enumerate() {
+            rank[i] = u32::try_from(r).unwrap_or(u32::MAX);
+        }
+        let mut nodes = vec![Node::default()];
+        for &i in &order {
+            let mut at = 0usize;
+            for &b in rules[i].0.literal_prefix().as_bytes() {
+                let next = match nodes[at].children.iter().find(|(c, _)| *c == b) {
+                    Some(&(_, n)) => n as usize,
+                    None => {
+                        nodes.push(Node::default());
+                        let n = nodes.len() - 1;
+                        nodes[at].children.push((b, n as u32));
+                        n
+                    }
+                };
+                at = next;
+            }
+            nodes[at].rules.push(i as u32);
+        }
+        for n in &mut nodes {
+            n.children.sort_unstable();
+        }
+        let (patterns, allow) = rules.into_iter().unzip();
+        RuleSet { patterns, allow, rank, nodes }
+    }
+
+    /// Number of rules.
+    pub fn len(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// Whether there are no rules.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// The pattern of rule `i`.
+    pub fn pattern(&self, i: usize) -> &Pattern {
+        &self.patterns[i]
+    }
+
+    /// Whether rule `i` allows.
+    pub fn is_allow(&self, i: usize) -> bool {
+        self.allow[i]
+    }
+
+    /// The deciding rule for an already canonical path and query: the
+    /// longest matching pattern, allow winning ties; `None` when no rule
+    /// matches. No allocation.
+    pub fn evaluate(&self, path: &str) -> Option<usize> {
+        if self.patterns.is_empty() {
+            return None;
+        }
+        let mut best: Option<u32> = None;
+        let mut consider = |node: &Node| {
+            for &r in &node.rules {
+                let i = r as usize;
+                if best.is_some_and(|b| self.rank[b as usize] <= self.rank[i]) {
+                    // Rules in a node are best-first: nothing later wins.
+                    break;
+                }
+                if self.patterns[i].matches(path) {
+                    best = Some(r);
+                    break;
+                }
+            }
+        };
+        let mut at = 0usize;
+        consider(&self.nodes[0]);
+        for &b in path.as_bytes() {
+            let node = &self.nodes[at];
+            match node.children.binary_search_by_key(&b, |&(c, _)| c) {
+                Ok(k) => at = node.children[k].1 as usize,
+                Err(_) => break,
+            }
+            consider(&self.nodes[at]);
+        }
+        best.map(|b| b as usize)
+    }
+}
+
+/// Normalises a request target into the canonical path and query the
+/// policy decides on, so that no spelling reaches a blocked resource:
+///
+/// - absolute-form targets (`http://host/p`) keep their path and query;
+///   a fragment is dropped; an empty path is `/`;
+/// - percent-escapes are canonicalised (unreserved characters decoded, hex
+///   upper-case); `%2F` is decoded to `/` too, because most origins and
+///   frameworks decode it before routing; an invalid escape is an error;
+/// - `\` counts as `/` (as in WHATWG URL parsing and IIS);
+/// - `;` path parameters are removed from each segment (as servlet
+///   containers do before routing: `/secret;x/y` is `/secret/y`);
+/// - repeated slashes collapse to one (as most origins resolve them);
+/// - dot segments are removed (RFC 3986 5.2.4), including encoded dots.
+///
+/// The query is canonicalised but otherwise kept. The origin still
+/// receives the target exactly as the client sent it.
+pub fn normalize_request_target(raw: &str) -> Result<Cow<'_, str>, PathError> {
+    let mut target = raw;
+    for scheme in ["http://", "https://"] {
+        if target.len() >= scheme.len() && target[..scheme.len()].eq_ignore_ascii_case(scheme) {
+            let rest = &target[scheme.len()..];
+            target = match rest.find(['/', '?', '#']) {
+                Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+                Some(i) => {
+                    // `http://host?q`: empty path.
+                    return normalize_owned(format!("/{}", &rest[i..]));
+                }
+                None => "/",
+            };
+        }
+    }
+    if !target.starts_with('/') {
+        return Err(PathError::NotOriginForm);
+    }
+    let target = target.split('#').next().unwrap_or("/");
+    if let Some(i) = target.bytes().position(|b| b < 0x20 || b == 0x7f) {
+        return Err(PathError::ControlChar(i));
+    }
+    let bytes = target.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'%' && !(bytes.get(i + 1).copied().and_then(hex_val).is_some() && bytes.get(i + 2).copied().and_then(hex_val).is_some()) {
+            return Err(PathError::BadEscape(i));
+        }
+    }
+    let (path, query) = match target.find('?') {
+        Some(i) => (&target[..i], Some(&target[i..])),
+        None => (target, None),
+    };
+    let fast = is_canonical(path.as_bytes(), false)
+        && !path.contains("//")
+        && !path.contains(['\\', ';'])
+        && !path.contains("%2F")
+        && !path.split('/').any(|s| s == "." || s == "..")
+        && query.is_none_or(|q| is_canonical(q.as_bytes(), false));
+    if fast {
+        return Ok(Cow::Borrowed(target));
+    }
+    normalize_owned(target.to_string())
+}
+
+fn normalize_owned(target: String) -> Result<Cow<'static, str>, PathError> {
+    let (path, query) = match target.find('?') {
+        Some(i) => (&target[..i], Some(&target[i..])),
+        None => (target.as_str(), None),
+    };
+    let decoded = canonicalize(path).replace("%2F", "/").replace('\\', "/");
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = decoded.split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    let mut trailing_slash = false;
+    for (i, seg) in segments.iter().enumerate().skip(1) {
+        let seg = seg.split(';').next().unwrap_or("");
+        match seg {
+            "" => trailing_slash = i == last,
+            "." => trailing_slash = i == last,
+            ".." => {
+                out.pop();
+                trailing_slash = i == last;
+            }
+            s => {
+                out.push(s);
+                trailing_slash = false;
+            }
+        }
+    }
+    let mut result = String::with_capacity(decoded.len() + query.map_or(0, str::len));
+    for s in &out {
+        result.push('/');
+        result.push_str(s);
+    }
+    if out.is_empty() || trailing_slash {
+        result.push('/');
+    }
+    if let Some(q) = query {
+        result.push_str(&canonicalize(q));
+    }
+    Ok(Cow::Owned(result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Pattern {
+        Pattern::new_lenient(s)
+    }
+
+    #[test]
+    fn canonical_form() {
+        for (input, want) in [
+            ("/a%2fb", "/a%2Fb"),
+            ("/%7Efoo", "/~foo"),
+            ("/%41%42", "/AB"),
+            ("/caf\u{e9}", "/caf%C3%A9"),
+            ("/a b", "/a b"),
+            ("/%zz", "/%zz"),
+            ("/%", "/%"),
+            ("/already%20ok", "/already%20ok"),
+            ("/a*b$", "/a%2Ab%24"),
+        ] {
+            assert_eq!(canonicalize(input), want, "{input}");
+        }
+        assert!(matches!(canonicalize("/plain/path?q=1"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn wildcards_and_anchor() {
+        assert!(p("/fish*.php").matches("/fish.php"));
+        assert!(p("/fish*.php").matches("/fishheads/catfish.php?parameters"));
+        assert!(!p("/fish*.php").matches("/Fish.PHP"));
+        assert!(p("/*.php$").matches("/filename.php"));
+        assert!(!p("/*.php$").matches("/filename.php?parameters"));
+        assert!(!p("/*.php$").matches("/filename.php5"));
+        assert!(p("/fish$").matches("/fish"));
+        assert!(!p("/fish$").matches("/fish/"));
+        assert!(p("*").matches("/anything"));
+        assert!(p("/a*b*c$").matches("/aXbYc"));
+        assert!(!p("/a*b*c$").matches("/aXbYcd"));
+        assert!(p("/a*bc$").matches("/abcbc"));
+        assert!(p("/$").matches("/"));
+        assert!(!p("/$").matches("/a"));
+        // Escaped specials and a non-final `$` are literals.
+        assert!(p("/x%2Ax").matches(&canonicalize("/x*x/abc")));
+        assert!(p("/x$/abc").matches(&canonicalize("/x$/abcdef")));
+        assert!(p("/x$/abc").matches(&canonicalize("/x%24/abcdef")));
+        assert!(!p("/x$/abc").matches(&canonicalize("/x/abc")));
+    }
+
+    #[test]
+    fn longest_match_and_allow_ties() {
+        let rules = RuleSet::new(vec![(p("/p"), true), (p("/"), false)]);
+        assert_eq!(rules.evaluate("/page"), Some(0));
+        let rules = RuleSet::new(vec![(p("/folder"), true), (p("/folder"), false)]);
+        assert_eq!(rules.evaluate("/folder/page"), Some(0));
+        let rules = RuleSet::new(vec![(p("/page"), true), (p("/*.htm"), false)]);
+        assert_eq!(rules.evaluate("/page.htm"), Some(1));
+        let rules = RuleSet::new(vec![(p("/$"), true), (p("/"), false)]);
+        assert_eq!(rules.evaluate("/"), Some(0));
+        assert_eq!(rules.evaluate("/page.htm"), Some(1));
+        assert_eq!(RuleSet::new(vec![(p("/x"), false)]).evaluate("/y"), None);
+    }
+
+    #[test]
+    fn trie_finds_wildcard_rules_too() {
+        let mut rules = Vec::new();
+        for i in 0..300 {
+            rules.push((p(&format!("/section{i}/")), i % 2 == 0));
+        }
+        rules.push((p("/*.bak$"), false));
+        rules.push((p("/section7/*/private"), false));
+        let set = RuleSet::new(rules);
+        assert_eq!(set.evaluate("/section12/x"), Some(12));
+        assert_eq!(set.evaluate("/section7/a/private"), Some(301));
+        assert_eq!(set.evaluate("/elsewhere/x.bak"), Some(300));
+        assert_eq!(set.evaluate("/elsewhere/x"), None);
+    }
+
+    #[test]
+    fn policy_patterns_are_validated() {
+        assert_eq!(Pattern::new(""), Err(PatternError::Empty));
+        assert!(matches!(Pattern::new("private/"), Err(PatternError::BadStart(_))));
+        assert!(matches!(Pattern::new("/a b"), Err(PatternError::BadChar(_))));
+        assert!(Pattern::new("*.gif$").is_ok());
+    }
+
+    #[test]
+    fn request_targets_cannot_hide_a_path() {
+        for (raw, want) in [
+            ("/secret/x", "/secret/x"),
+            ("/a/../secret/x", "/secret/x"),
+            ("/a/%2e%2e/secret/x", "/secret/x"),
+            ("/a/%2E%2E/secret/x", "/secret/x"),
+            ("/./secret/x", "/secret/x"),
+            ("/../../secret/x", "/secret/x"),
+            ("//secret//x", "/secret/x"),
+            ("/%73ecret/x", "/secret/x"),
+            ("/secret%2fx", "/secret/x"),
+            ("/secret%2Fx", "/secret/x"),
+            ("/a\\..\\secret\\x", "/secret/x"),
+            ("/x/..", "/"),
+            ("/x/.", "/x/"),
+            ("/secret;jsessionid=1/x", "/secret/x"),
+            ("/PRIVATE", "/PRIVATE"),
+            ("/a?b=%41&c", "/a?b=A&c"),
+            ("/a#frag", "/a"),
+            ("http://example.com/secret/x?q", "/secret/x?q"),
+            ("HTTPS://example.com", "/"),
+            ("http://example.com?q=1", "/?q=1"),
+            ("/caf\u{e9}", "/caf%C3%A9"),
+        ] {
+            assert_eq!(normalize_request_target(raw).as_deref(), Ok(want), "{raw}");
+        }
+        assert!(matches!(normalize_request_target("/plain/path?q=1"), Ok(Cow::Borrowed(_))));
+        assert_eq!(normalize_request_target("*"), Err(PathError::NotOriginForm));
+        assert_eq!(normalize_request_target("example.com:443"), Err(PathError::NotOriginForm));
+        assert_eq!(normalize_request_target("/%zz"), Err(PathError::BadEscape(1)));
+        assert_eq!(normalize_request_target("/a%"), Err(PathError::BadEscape(2)));
+        assert_eq!(normalize_request_target("/a\u{0}b"), Err(PathError::ControlChar(2)));
+    }
+}
