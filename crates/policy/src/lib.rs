@@ -7,6 +7,7 @@
 
 pub mod agents_txt;
 pub mod catalog;
+pub mod identify;
 pub mod matcher;
 pub mod robots_tag;
 pub mod robotstxt;

@@ -1,1 +1,134 @@
-//! (being written)
+//! Structured-field values in the policy (RFC 9651 via `sfv`): the
+//! `App-Directives` list (seed 000) and the AIPREF `Content-Usage`
+//! dictionary (draft-ietf-aipref-vocab).
+
+use sfv::{BareItem, Dictionary, FieldType, List, ListEntry, Parser};
+
+/// The AIPREF vocabulary's category labels.
+pub const KNOWN_CATEGORIES: &[&str] = &["train-ai", "search"];
+
+/// Why a structured-field value is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SfError {
+    /// Not a valid RFC 9651 List.
+    #[error("invalid structured-field list `{value}`: {reason}")]
+    BadList {
+        /// The value.
+        value: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// A list member that is not a Token (an inner list, a string...).
+    #[error("App-Directives member `{0}` must be a token naming an application")]
+    NotToken(String),
+    /// Not a valid RFC 9651 Dictionary.
+    #[error("invalid structured-field dictionary `{value}`: {reason}")]
+    BadDictionary {
+        /// The value.
+        value: String,
+        /// The parser's reason.
+        reason: String,
+    },
+    /// A preference other than the tokens `y` / `n`.
+    #[error("content_usage value for `{key}` must be y or n, found `{found}`")]
+    BadPreference {
+        /// The category.
+        key: String,
+        /// What was found.
+        found: String,
+    },
+    /// An empty value.
+    #[error("value is empty")]
+    Empty,
+}
+
+/// A validated Content-Usage preference value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentUsage {
+    /// Canonical serialisation, e.g. `train-ai=n, search=y`.
+    pub canonical: String,
+    /// Keys outside [`KNOWN_CATEGORIES`] (kept; receivers ignore them).
+    pub unknown_keys: Vec<String>,
+}
+
+/// Validates an `App-Directives` list (after its optional path): a List of
+/// Tokens with parameters. Returns the canonical serialisation.
+pub fn parse_app_directives(list: &str) -> Result<String, SfError> {
+    if list.trim().is_empty() {
+        return Err(SfError::Empty);
+    }
+    let parsed: List = Parser::new(list)
+        .parse()
+        .map_err(|e| SfError::BadList { value: list.to_string(), reason: e.to_string() })?;
+    for entry in &parsed {
+        match entry {
+            ListEntry::Item(item) if matches!(item.bare_item, BareItem::Token(_)) => {}
+            other => return Err(SfError::NotToken(format!("{other:?}"))),
+        }
+    }
+    parsed.serialize().ok_or(SfError::Empty)
+}
+
+/// Validates a `Content-Usage` preference value: a Dictionary whose values
+/// are the Tokens `y` or `n`. Returns the canonical serialisation and the
+/// keys outside the vocabulary.
+pub fn parse_content_usage(prefs: &str) -> Result<ContentUsage, SfError> {
+    if prefs.trim().is_empty() {
+        return Err(SfError::Empty);
+    }
+    let dict: Dictionary = Parser::new(prefs)
+        .parse()
+        .map_err(|e| SfError::BadDictionary { value: prefs.to_string(), reason: e.to_string() })?;
+    let mut unknown_keys = Vec::new();
+    for (key, value) in &dict {
+        let ok = match value {
+            ListEntry::Item(item) => item.bare_item.as_token().is_some_and(|t| t.as_str() == "y" || t.as_str() == "n"),
+            ListEntry::InnerList(_) => false,
+        };
+        if !ok {
+            let found = match value {
+                ListEntry::Item(item) => match &item.bare_item {
+                    BareItem::Boolean(true) => "?1 (a bare key)".to_string(),
+                    BareItem::Token(t) => t.as_str().to_string(),
+                    other => format!("{other:?}"),
+                },
+                ListEntry::InnerList(_) => "an inner list".to_string(),
+            };
+            return Err(SfError::BadPreference { key: key.as_str().to_string(), found });
+        }
+        if !KNOWN_CATEGORIES.contains(&key.as_str()) {
+            unknown_keys.push(key.as_str().to_string());
+        }
+    }
+    Ok(ContentUsage { canonical: dict.serialize().ok_or(SfError::Empty)?, unknown_keys })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn app_directives() {
+        assert_eq!(parse_app_directives("examplesearch;widgets=?0").as_deref(), Ok("examplesearch;widgets=?0"));
+        assert_eq!(parse_app_directives("a,  b;x=1").as_deref(), Ok("a, b;x=1"));
+        assert!(matches!(parse_app_directives("9bot"), Err(SfError::BadList { .. })));
+        assert!(matches!(parse_app_directives("\"str\""), Err(SfError::NotToken(_))));
+        assert!(matches!(parse_app_directives("(a b)"), Err(SfError::NotToken(_))));
+        assert_eq!(parse_app_directives(" "), Err(SfError::Empty));
+    }
+
+    #[test]
+    fn content_usage() {
+        let cu = parse_content_usage("train-ai=n,search=y").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cu.canonical, "train-ai=n, search=y");
+        assert!(cu.unknown_keys.is_empty());
+        assert_eq!(parse_content_usage("future-use=n").map(|c| c.unknown_keys), Ok(vec!["future-use".to_string()]));
+        assert_eq!(
+            parse_content_usage("train-ai=maybe").map_err(|e| e.to_string()),
+            Err("content_usage value for `train-ai` must be y or n, found `maybe`".to_string())
+        );
+        assert!(matches!(parse_content_usage("train-ai"), Err(SfError::BadPreference { .. })));
+        assert!(matches!(parse_content_usage("Train-AI=n"), Err(SfError::BadDictionary { .. })));
+    }
+}

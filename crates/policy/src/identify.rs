@@ -1,0 +1,86 @@
+//! Identification of the agent behind a request: the policy's product
+//! tokens found in a full User-Agent header as whole words.
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+/// Finds product tokens in a User-Agent header: ASCII case-insensitive, as
+/// whole words (a boundary is any character outside `[A-Za-z0-9]`, or the
+/// start or end), the longest token found wins (`Googlebot-Image` before
+/// `Googlebot`), ties go to the earliest. One automaton, built once; no
+/// allocation per call.
+#[derive(Debug, Clone)]
+pub struct TokenMatcher {
+    ac: Option<AhoCorasick>,
+    lens: Vec<usize>,
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+}
+
+impl TokenMatcher {
+    /// A matcher over `tokens`; `find` returns indices into it.
+    pub fn new<S: AsRef<str>>(tokens: &[S]) -> TokenMatcher {
+        let lens = tokens.iter().map(|t| t.as_ref().len()).collect();
+        // Overlapping search (Standard match kind) so that a token hidden
+        // inside a longer non-word match is still seen.
+        let ac = AhoCorasickBuilder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(tokens.iter().map(AsRef::as_ref))
+            .ok();
+        TokenMatcher { ac, lens }
+    }
+
+    /// Index of the token identified in `user_agent`, if any.
+    pub fn find(&self, user_agent: &str) -> Option<usize> {
+        let ac = self.ac.as_ref()?;
+        let hay = user_agent.as_bytes();
+        let mut best: Option<(usize, usize)> = None; // (token, start)
+        for m in ac.find_overlapping_iter(hay) {
+            let (s, e) = (m.start(), m.end());
+            if s > 0 && is_word(hay[s - 1]) || e < hay.len() && is_word(hay[e]) {
+                continue;
+            }
+            let t = m.pattern().as_usize();
+            let better = match best {
+                None => true,
+                Some((bt, bs)) => self.lens[t] > self.lens[bt] || (self.lens[t] == self.lens[bt] && s < bs),
+            };
+            if better {
+                best = Some((t, s));
+            }
+        }
+        best.map(|(t, _)| t)
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.lens.len()
+    }
+
+    /// Whether there are no tokens.
+    pub fn is_empty(&self) -> bool {
+        self.lens.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_words_longest_first() {
+        let m = TokenMatcher::new(&["GPTBot", "Googlebot", "Googlebot-Image", "bot", "Xbot"]);
+        assert_eq!(m.find("GPTBot/1.0"), Some(0));
+        assert_eq!(m.find("MyGPTBotX"), None);
+        assert_eq!(m.find("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"), Some(0));
+        assert_eq!(m.find("Googlebot-Image/1.0"), Some(2));
+        assert_eq!(m.find("Mozilla/5.0 (compatible; googlebot/2.1)"), Some(1));
+        assert_eq!(m.find("Xbotty bot"), Some(3));
+        assert_eq!(m.find("élan GPTBot/1 ünï"), Some(0));
+        assert_eq!(m.find("robot"), None);
+        assert_eq!(m.find(""), None);
+        assert_eq!(TokenMatcher::new::<&str>(&[]).find("GPTBot"), None);
+    }
+}
