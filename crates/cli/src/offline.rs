@@ -1,12 +1,166 @@
-//! check, render and explain (being written).
-#![allow(unused_variables)]
-
-use std::process::ExitCode;
+//! `check`, `render` and `explain`: the offline questions about a policy.
 
 use std::path::Path;
-/// `crawlgate check`.
-pub fn check(config: &Path) -> anyhow::Result<ExitCode> { anyhow::bail!("not yet implemented") }
-/// `crawlgate render`.
-pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> { anyhow::bail!("not yet implemented") }
-/// `crawlgate explain`.
-pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> anyhow::Result<ExitCode> { anyhow::bail!("not yet implemented") }
+use std::process::ExitCode;
+
+use crawlgate_policy::robotstxt::path_of;
+use crawlgate_policy::{load, Loaded};
+
+use crate::config::read_policy_file;
+
+/// Loads a policy; on errors prints them (stdout) and returns exit 1.
+fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
+    let source = read_policy_file(config)?;
+    match load(&source, &config.display().to_string()) {
+        Ok(loaded) => {
+            for w in &loaded.warnings {
+                eprintln!("{w}");
+            }
+            Ok(Ok(loaded))
+        }
+        Err(errors) => {
+            println!("{errors}");
+            eprintln!("{}: {} error{}", config.display(), errors.0.len(), if errors.0.len() == 1 { "" } else { "s" });
+            Ok(Err(ExitCode::from(1)))
+        }
+    }
+}
+
+/// `crawlgate check`: exit 0 and a summary, or exit 1 and every error on
+/// stdout (`FILE:LINE:COL: message`); warnings go to stderr.
+pub fn check(config: &Path) -> anyhow::Result<ExitCode> {
+    let loaded = match load_or_report(config)? {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
+    let p = &loaded.policy;
+    let s = p.stats();
+    println!(
+        "OK {}: {} group{}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{} (sha256 {})",
+        config.display(),
+        s.groups,
+        plural(s.groups),
+        s.rules,
+        plural(s.rules),
+        s.robots_tags,
+        plural(s.robots_tags),
+        if p.agents_txt().is_some() { format!("enabled ({} directive{})", s.agents_rules, plural(s.agents_rules)) } else { "disabled".into() },
+        loaded.warnings.len(),
+        plural(loaded.warnings.len()),
+        &p.source_sha256()[..12],
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `crawlgate render robots.txt|agents.txt`: the exact bytes served.
+pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> {
+    let loaded = match load_or_report(config)? {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
+    let text = match what {
+        "robots.txt" => loaded.policy.robots_txt(),
+        _ => match loaded.policy.agents_txt() {
+            Some(t) => t,
+            None => {
+                eprintln!("{}: agents.txt is disabled (no [agents_txt] table, or enabled = false)", config.display());
+                return Ok(ExitCode::from(1));
+            }
+        },
+    };
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawlgate explain`: per URL, the decision and the headers and metas.
+pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> anyhow::Result<ExitCode> {
+    let loaded = match load_or_report(config)? {
+        Ok(l) => l,
+        Err(code) => return Ok(code),
+    };
+    let policy = &loaded.policy;
+    let mut out = Vec::new();
+    for url in urls {
+        let raw_path = path_of(url);
+        let path = match crawlgate_policy::matcher::normalize_request_target(&raw_path) {
+            Ok(p) => p.into_owned(),
+            Err(e) => anyhow::bail!("{url}: {e}"),
+        };
+        let d = policy.decide(user_agent, &path);
+        let c = policy.url_controls(&path);
+        let catalog = d.agent.and_then(crawlgate_policy::catalog::lookup);
+        let action = match d.action() {
+            crawlgate_policy::Action::Pass => "pass",
+            crawlgate_policy::Action::LogViolation => "log violation",
+            crawlgate_policy::Action::Block => "block",
+        };
+        out.push(serde_json::json!({
+            "url": url,
+            "path": path,
+            "agent": d.agent,
+            "catalog": catalog.map(|e| serde_json::json!({"token": e.token, "operator": e.operator, "categories": e.categories})),
+            "group": d.group.map(|g| serde_json::json!({"name": g.name, "line": g.line})),
+            "rule": d.rule.map(|r| serde_json::json!({"pattern": r.pattern, "allow": r.allow, "line": r.line})),
+            "allowed": d.allowed,
+            "enforce": d.enforce.as_str(),
+            "action": action,
+            "block_status": (d.action() == crawlgate_policy::Action::Block).then_some(d.block_status),
+            "headers": {
+                "robots-tag": c.robots_tag,
+                "x-robots-tag": c.x_robots_tag,
+                "content-usage": c.content_usage,
+            },
+            "html": c.html.as_ref().map(|h| serde_json::json!({
+                "mode": h.mode.as_str(),
+                "meta": h.metas.iter().map(|(n, v)| format!("<meta name=\"{n}\" content=\"{v}\">")).collect::<Vec<_>>(),
+            })),
+        }));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (i, o) in out.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let s = |v: &serde_json::Value| v.as_str().map(str::to_string).unwrap_or_else(|| "-".into());
+        println!("{}", s(&o["url"]));
+        let agent = match (&o["agent"], &o["catalog"]) {
+            (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
+            (a, serde_json::Value::Null) => s(a),
+            (a, c) => format!("{} (catalog: {}, {})", s(a), s(&c["operator"]), c["categories"].as_array().map(|v| v.iter().map(|x| s(x)).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
+        };
+        println!("  agent:    {agent}");
+        match &o["group"] {
+            serde_json::Value::Null => println!("  group:    none (no group applies: everything allowed)"),
+            g => println!("  group:    {} (line {})", s(&g["name"]), g["line"]),
+        }
+        match &o["rule"] {
+            serde_json::Value::Null => println!("  rule:     none matched"),
+            r => println!("  rule:     {}: {} (line {})", if r["allow"] == true { "Allow" } else { "Disallow" }, s(&r["pattern"]), r["line"]),
+        }
+        println!("  verdict:  {}", if o["allowed"] == true { "allowed" } else { "disallowed" });
+        let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
+        println!("  enforce:  {} -> {}{status}", s(&o["enforce"]), s(&o["action"]));
+        if let Some(v) = o["headers"]["robots-tag"].as_str() {
+            println!("  header:   Robots-Tag: {v}");
+        }
+        for v in o["headers"]["x-robots-tag"].as_array().into_iter().flatten() {
+            println!("  header:   X-Robots-Tag: {}", s(v));
+        }
+        if let Some(v) = o["headers"]["content-usage"].as_str() {
+            println!("  header:   Content-Usage: {v}");
+        }
+        if let Some(h) = o["html"].as_object() {
+            for m in h["meta"].as_array().into_iter().flatten() {
+                println!("  html:     {} {}", s(&h["mode"]), s(m));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

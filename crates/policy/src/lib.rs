@@ -3,12 +3,25 @@
 //! Owns the TOML schema, validation, compilation, RFC 9309 matching, agent
 //! identification and the rendering of every published surface (robots.txt,
 //! agents.txt, Robots-Tag, Content-Usage, robots meta). It does no I/O: no
-//! files, no network, no async runtime.
+//! files, no network, no async runtime. It does not know about HTTP
+//! servers, HTML rewriting or metrics.
 
 pub mod agents_txt;
 pub mod catalog;
+mod compile;
+mod diag;
 pub mod identify;
 pub mod matcher;
+mod policy;
+mod raw;
+mod render;
 pub mod robots_tag;
 pub mod robotstxt;
 pub mod sf;
+
+pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
+pub use diag::{parse_duration, Diagnostic, Diagnostics};
+pub use policy::{
+    Action, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef, ServerSettings, Settings, Stats,
+    UpstreamSettings, UrlControls,
+};

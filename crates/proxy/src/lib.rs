@@ -1,5 +1,122 @@
-//! crawlgate-proxy (being written; the real wiring lands with the policy API).
-#![allow(missing_docs, unused_variables)]
+//! crawlgate-proxy: the Pingora wiring of crawlgate.
+//!
+//! Owns the proxy service (thin hooks over `crawlgate-policy` and
+//! `crawlgate-html`), the snapshot behind one `ArcSwap`, the upstream pool,
+//! hot reload, the admin listener and the metrics registry. Policy
+//! decisions are not made here: every question goes to the policy crate.
+
+mod admin;
+mod headers;
+mod html;
+mod metrics;
+mod reload;
+mod respond;
+mod service;
+mod state;
+mod upstream;
+
 use std::path::{Path, PathBuf};
-pub fn run(path: &Path) -> anyhow::Result<()> { anyhow::bail!("not yet implemented") }
-pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> { anyhow::bail!("not yet implemented") }
+
+use anyhow::Context;
+use pingora::apps::HttpServerOptions;
+use pingora::listeners::tls::TlsSettings;
+use pingora::proxy::ProxyServiceBuilder;
+use pingora::server::configuration::ServerConf;
+use pingora::server::Server;
+use pingora::services::background::background_service;
+use pingora::services::listening::Service;
+
+pub use reload::Outcome;
+pub use state::LoadError;
+
+use crate::admin::Admin;
+use crate::metrics::Metrics;
+use crate::reload::{HealthChecker, Reloader, Watcher};
+use crate::service::Gate;
+use crate::state::{Shared, Snapshot};
+
+/// Installs the tracing subscriber: `RUST_LOG` filters (default `info`),
+/// `CRAWLGATE_LOG_FORMAT=json` switches to JSON lines. Pingora's `log`
+/// records are routed into it.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let json = std::env::var("CRAWLGATE_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if json { builder.json().try_init() } else { builder.try_init() };
+}
+
+/// Runs the proxy on the policy file at `path`, hot-reloading it. Returns
+/// only on a startup error (an invalid policy, an unusable listener);
+/// otherwise the process exits when Pingora shuts down.
+pub fn run(path: &Path) -> anyhow::Result<()> {
+    let source = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read policy file {}", path.display()))?;
+    run_source(&source, &path.display().to_string(), Some(path.to_path_buf()))
+}
+
+/// Runs the proxy on a policy given as text. `watch` is the file to
+/// hot-reload, if any (the demo runs from an embedded policy).
+pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
+    init_logging();
+    let metrics = Metrics::new().context("cannot register metrics")?;
+    let (snap, warnings) = Snapshot::build(source, file_name, 1, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    for w in &warnings {
+        tracing::warn!(target: "crawlgate::policy", "{w}");
+    }
+    let server_settings = &snap.policy.settings().server;
+    let listen = server_settings.listen.clone();
+    let tls_listen = server_settings.tls_listen.clone();
+    let tls_files = (server_settings.tls_cert.clone(), server_settings.tls_key.clone());
+    let admin = server_settings.admin.clone();
+    let h2c = server_settings.h2c;
+    let conf = ServerConf {
+        threads: server_settings.threads,
+        grace_period_seconds: Some(server_settings.grace_period.as_secs()),
+        graceful_shutdown_timeout_seconds: Some(server_settings.grace_period.as_secs().clamp(1, 5)),
+        ..ServerConf::default()
+    };
+    tracing::info!(
+        policy = file_name,
+        sha256 = snap.policy.source_sha256(),
+        listen = ?listen,
+        admin = ?admin,
+        upstreams = ?snap.policy.settings().upstream.servers,
+        "Starting crawlgate"
+    );
+    let mut server = Server::new_with_opt_and_conf(None, conf);
+    server.bootstrap();
+    let shared = Shared::new(snap, watch.clone(), metrics);
+
+    let mut options = HttpServerOptions::default();
+    options.h2c = h2c;
+    let mut proxy = ProxyServiceBuilder::new(&server.configuration, Gate::new(shared.clone()))
+        .name("crawlgate proxy")
+        .server_options(options)
+        .build();
+    for addr in &listen {
+        proxy.add_tcp(addr);
+    }
+    if !tls_listen.is_empty() {
+        let (Some(cert), Some(key)) = tls_files else {
+            anyhow::bail!("server.tls_listen needs server.tls_cert and server.tls_key");
+        };
+        for addr in &tls_listen {
+            let mut tls = TlsSettings::intermediate(&cert, &key)
+                .map_err(|e| anyhow::anyhow!("cannot load TLS certificate {cert} / key {key}: {e}"))?;
+            tls.enable_h2();
+            proxy.add_tls_with_settings(addr, None, tls);
+        }
+    }
+    server.add_service(proxy);
+    if let Some(addr) = admin {
+        let mut svc = Service::new("crawlgate admin".to_string(), Admin::new(shared.clone()));
+        svc.add_tcp(&addr);
+        server.add_service(svc);
+    }
+    if let Some(path) = watch {
+        server.add_service(background_service("policy watcher", Watcher::new(Reloader::new(shared.clone(), path))));
+    }
+    server.add_service(background_service("upstream health", HealthChecker::new(shared)));
+    server.run_forever()
+}

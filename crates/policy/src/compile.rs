@@ -1,0 +1,564 @@
+//! From the raw TOML to the compiled [`Policy`]: every key validated, every
+//! error collected (with line and column) before anything is returned,
+//! warnings kept apart.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use toml::Spanned;
+
+use crate::agents_txt::{self, AgentsRule};
+use crate::catalog;
+use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator};
+use crate::identify::TokenMatcher;
+use crate::matcher::{Pattern, RuleSet};
+use crate::policy::{Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings};
+use crate::raw::{RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream};
+use crate::render::{self, RobotsTxtExtras};
+use crate::robots_tag::TagRules;
+use crate::sf;
+
+/// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
+pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
+
+/// A loaded policy and its warnings.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The compiled policy.
+    pub policy: Policy,
+    /// Warnings (the policy is valid).
+    pub warnings: Vec<Diagnostic>,
+}
+
+struct Ctx<'a> {
+    loc: Locator<'a>,
+    errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
+}
+
+impl Ctx<'_> {
+    fn err<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
+        let d = self.loc.at(span.span().start, msg);
+        self.errors.push(d);
+    }
+    fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
+        let d = self.loc.at(offset, msg);
+        self.errors.push(d);
+    }
+    fn warn<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
+        let d = self.loc.at(span.span().start, format!("warning: {}", msg.into()));
+        self.warnings.push(d);
+    }
+    fn duration(&mut self, key: &str, v: Option<&Spanned<String>>, default: Duration) -> Duration {
+        match v {
+            None => default,
+            Some(s) => match parse_duration(s.get_ref()) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.err(s, format!("{key}: {e}"));
+                    default
+                }
+            },
+        }
+    }
+    fn line<T>(&self, s: &Spanned<T>) -> usize {
+        self.loc.line_of(s.span().start)
+    }
+}
+
+fn valid_token(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
+}
+
+fn valid_host_port(s: &str) -> bool {
+    match s.rsplit_once(':') {
+        Some((host, port)) => !host.is_empty() && !host.contains('/') && port.parse::<u16>().is_ok_and(|p| p > 0),
+        None => false,
+    }
+}
+
+/// Loads, validates and compiles a policy; `file_name` appears in every
+/// diagnostic. Returns every error at once.
+pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
+    let mut cx = Ctx { loc: Locator::new(file_name, source), errors: Vec::new(), warnings: Vec::new() };
+    let raw: RawPolicy = match toml::from_str(source) {
+        Ok(r) => r,
+        Err(e) => {
+            let offset = e.span().map_or(0, |s| s.start);
+            let msg = e.message().trim().to_string();
+            return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
+        }
+    };
+    let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt } = raw;
+    let server = compile_server(&mut cx, server.as_ref());
+    let upstream = compile_upstream(&mut cx, upstream.as_ref());
+    let (cache_max_age, extras) = compile_robots_txt(&mut cx, robots_txt.as_ref());
+    let groups = compile_groups(&mut cx, &group);
+    let tags = compile_tags(&mut cx, &robots_tag);
+    let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
+
+    // Identification tokens and the `*` group.
+    let mut tokens = Vec::new();
+    let mut token_group = Vec::new();
+    let mut star_group = None;
+    for (gi, g) in groups.iter().enumerate() {
+        for t in &g.tokens {
+            if t == "*" {
+                star_group = Some(gi);
+            } else {
+                tokens.push(t.clone());
+                token_group.push(gi);
+            }
+        }
+    }
+    let mut tag_tokens: Vec<String> = Vec::new();
+    for t in &tags {
+        for a in &t.agents {
+            if !tag_tokens.iter().any(|x| x.eq_ignore_ascii_case(a)) {
+                tag_tokens.push(a.clone());
+            }
+        }
+    }
+    // `*` first so the header reads `*;..., Token;...`.
+    tag_tokens.sort_by_key(|t| t != "*");
+
+    let robots_txt = render::robots_txt(file_name, &groups, star_group, &extras, &tags);
+    if robots_txt.len() > MAX_ROBOTS_TXT {
+        cx.err_at(0, format!("generated robots.txt is {} bytes, over the {} byte (500 KiB) limit crawlers must parse", robots_txt.len(), MAX_ROBOTS_TXT));
+    }
+    if !cx.errors.is_empty() {
+        cx.errors.sort_by_key(|d| (d.line, d.col));
+        return Err(Diagnostics(cx.errors));
+    }
+    cx.warnings.sort_by_key(|d| (d.line, d.col));
+    let policy = Policy {
+        settings: Settings { server, upstream, cache_max_age },
+        matcher: TokenMatcher::new(&tokens),
+        groups,
+        star_group,
+        tokens,
+        token_group,
+        tags,
+        tag_tokens,
+        robots_txt,
+        agents_rules,
+        agents_txt,
+        sha256: hex::encode(Sha256::digest(source.as_bytes())),
+    };
+    Ok(Loaded { policy, warnings: cx.warnings })
+}
+
+fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerSettings {
+    let mut s = ServerSettings {
+        listen: vec!["0.0.0.0:8080".into()],
+        h2c: false,
+        tls_listen: Vec::new(),
+        tls_cert: None,
+        tls_key: None,
+        admin: None,
+        threads: 2,
+        grace_period: Duration::from_secs(5),
+        access_log: true,
+        access_log_sample: 1.0,
+    };
+    let Some(raw) = raw else { return s };
+    let RawServer { listen, h2c, tls_listen, tls_cert, tls_key, admin, threads, grace_period, access_log, access_log_sample } = raw.get_ref();
+    let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
+        v.as_ref().map(|list| {
+            list.iter()
+                .filter(|a| {
+                    let ok = a.get_ref().parse::<SocketAddr>().is_ok();
+                    if !ok {
+                        cx.err(a, format!("server.{key}: `{}` is not a socket address (e.g. 0.0.0.0:8080 or [::]:8080)", a.get_ref()));
+                    }
+                    ok
+                })
+                .map(|a| a.get_ref().clone())
+                .collect()
+        })
+    };
+    if let Some(l) = addrs(cx, "listen", listen) {
+        s.listen = l;
+    }
+    if let Some(l) = addrs(cx, "tls_listen", tls_listen) {
+        s.tls_listen = l;
+    }
+    if s.listen.is_empty() && s.tls_listen.is_empty() {
+        cx.err(raw, "server: no listener (set listen or tls_listen)");
+    }
+    s.h2c = h2c.unwrap_or(false);
+    s.tls_cert = tls_cert.as_ref().map(|c| c.get_ref().clone());
+    s.tls_key = tls_key.as_ref().map(|c| c.get_ref().clone());
+    if !s.tls_listen.is_empty() && (s.tls_cert.is_none() || s.tls_key.is_none()) {
+        cx.err(raw, "server.tls_listen needs tls_cert and tls_key");
+    }
+    if let Some(a) = admin {
+        if a.get_ref().parse::<SocketAddr>().is_err() {
+            cx.err(a, format!("server.admin: `{}` is not a socket address (e.g. 127.0.0.1:9090)", a.get_ref()));
+        }
+        s.admin = Some(a.get_ref().clone());
+    }
+    if let Some(t) = threads {
+        match usize::try_from(*t.get_ref()) {
+            Ok(n) if n >= 1 => s.threads = n,
+            _ => cx.err(t, format!("server.threads must be at least 1, found {}", t.get_ref())),
+        }
+    }
+    s.grace_period = cx.duration("server.grace_period", grace_period.as_ref(), s.grace_period);
+    s.access_log = access_log.unwrap_or(true);
+    if let Some(r) = access_log_sample {
+        if !(0.0..=1.0).contains(r.get_ref()) {
+            cx.err(r, format!("server.access_log_sample must be between 0 and 1, found {}", r.get_ref()));
+        } else {
+            s.access_log_sample = *r.get_ref();
+        }
+    }
+    s
+}
+
+fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>) -> UpstreamSettings {
+    let mut u = UpstreamSettings {
+        servers: Vec::new(),
+        tls: false,
+        sni: String::new(),
+        verify_cert: true,
+        connect_timeout: Duration::from_secs(5),
+        read_timeout: Duration::from_secs(30),
+        health_check_interval: Duration::from_secs(5),
+        content_usage: OriginHeaderMode::Keep,
+    };
+    let Some(raw) = raw else {
+        cx.err_at(0, "missing [upstream] table: the proxy needs upstream.servers");
+        return u;
+    };
+    let RawUpstream { servers, tls, sni, verify_cert, connect_timeout, read_timeout, health_check_interval, content_usage } = raw.get_ref();
+    match servers {
+        None => cx.err(raw, "upstream.servers is required (e.g. [\"127.0.0.1:8000\"])"),
+        Some(list) if list.get_ref().is_empty() => cx.err(list, "upstream.servers needs at least one server"),
+        Some(list) => {
+            for s in list.get_ref() {
+                if valid_host_port(s.get_ref()) {
+                    u.servers.push(s.get_ref().clone());
+                } else {
+                    cx.err(s, format!("upstream.servers: `{}` is not host:port", s.get_ref()));
+                }
+            }
+        }
+    }
+    u.tls = tls.unwrap_or(false);
+    u.verify_cert = verify_cert.unwrap_or(true);
+    u.sni = match sni {
+        Some(s) => s.get_ref().clone(),
+        None => u
+            .servers
+            .first()
+            .and_then(|s| s.rsplit_once(':').map(|(h, _)| h.trim_start_matches('[').trim_end_matches(']').to_string()))
+            .unwrap_or_default(),
+    };
+    u.connect_timeout = cx.duration("upstream.connect_timeout", connect_timeout.as_ref(), u.connect_timeout);
+    u.read_timeout = cx.duration("upstream.read_timeout", read_timeout.as_ref(), u.read_timeout);
+    u.health_check_interval = cx.duration("upstream.health_check_interval", health_check_interval.as_ref(), u.health_check_interval);
+    if let Some(c) = content_usage {
+        match c.get_ref().as_str() {
+            "keep" => u.content_usage = OriginHeaderMode::Keep,
+            "replace" => u.content_usage = OriginHeaderMode::Replace,
+            other => cx.err(c, format!("upstream.content_usage must be keep or replace, found `{other}`")),
+        }
+    }
+    u
+}
+
+fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> (Duration, RobotsTxtExtras) {
+    let mut extras = RobotsTxtExtras::default();
+    let default_age = Duration::from_secs(3600);
+    let Some(raw) = raw else { return (default_age, extras) };
+    let RawRobotsTxt { sitemaps, cache_max_age, content_signal, acap } = raw.get_ref();
+    for s in sitemaps.iter().flatten() {
+        let v = s.get_ref();
+        if !(v.starts_with("https://") || v.starts_with("http://")) || v.contains(char::is_whitespace) {
+            cx.err(s, format!("robots_txt.sitemaps: `{v}` is not an absolute http(s) URL"));
+        } else {
+            extras.sitemaps.push(v.clone());
+        }
+    }
+    let age = cx.duration("robots_txt.cache_max_age", cache_max_age.as_ref(), default_age);
+    if let Some(cs) = content_signal {
+        let v = cs.get_ref();
+        let ok = v.split(',').all(|kv| {
+            kv.split_once('=').is_some_and(|(k, val)| {
+                let (k, val) = (k.trim(), val.trim());
+                !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') && (val == "yes" || val == "no")
+            })
+        });
+        if !ok {
+            cx.err(cs, format!("robots_txt.content_signal: `{v}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"));
+        } else {
+            extras.content_signal = Some(v.split(',').map(str::trim).collect::<Vec<_>>().join(", "));
+        }
+    }
+    extras.acap = acap.unwrap_or(false);
+    (age, extras)
+}
+
+/// Splits `"[path] value"`: a leading word starting with `/` or `*` is a path.
+fn split_path(v: &str) -> (Option<&str>, &str) {
+    let v = v.trim();
+    match v.split_once(char::is_whitespace) {
+        Some((first, rest)) if first.starts_with('/') || first.starts_with('*') => (Some(first), rest.trim()),
+        _ => (None, v),
+    }
+}
+
+fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
+    let mut groups = Vec::new();
+    // token (lowercase) -> offset of its first group
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    for g in raw {
+        let RawGroup { name, user_agents, categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status } = g.get_ref();
+        let mut tokens: Vec<String> = Vec::new();
+        let add_token = |cx: &mut Ctx<'_>, seen: &mut Vec<(String, usize)>, tokens: &mut Vec<String>, t: &str, at: usize, from_category: bool| {
+            let lower = t.to_ascii_lowercase();
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == lower) {
+                let first = cx.loc.at(*first, "");
+                let how = if from_category { " (from a category)" } else { "" };
+                cx.err_at(at, format!("group.user_agents: duplicate group for token `{t}`{how} (first at {}:{}:{})", first.file, first.line, first.col));
+            } else {
+                seen.push((lower, at));
+                tokens.push(t.to_string());
+            }
+        };
+        for ua in user_agents.iter().flatten() {
+            let t = ua.get_ref();
+            if t != "*" && !valid_token(t) {
+                cx.err(ua, format!("group.user_agents: `{t}` is not a product token (letters, '_' and '-' only, or \"*\")"));
+                continue;
+            }
+            add_token(cx, &mut seen, &mut tokens, t, ua.span().start, false);
+        }
+        for cat in categories.iter().flatten() {
+            match catalog::tokens_in_category(cat.get_ref()) {
+                Some(list) => {
+                    for t in list {
+                        if !tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+                            add_token(cx, &mut seen, &mut tokens, t, cat.span().start, true);
+                        }
+                    }
+                }
+                None => cx.err(cat, format!("group.categories: unknown category `{}` (known: {})", cat.get_ref(), catalog::CATEGORIES.join(", "))),
+            }
+        }
+        if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
+            cx.err(g, "group: needs user_agents or categories");
+        }
+        let mut rules_src = Vec::new();
+        let mut compiled = Vec::new();
+        for (list, is_allow, key) in [(allow, true, "allow"), (disallow, false, "disallow")] {
+            for p in list.iter().flatten() {
+                match Pattern::new(p.get_ref()) {
+                    Ok(pat) => {
+                        rules_src.push((p.get_ref().clone(), is_allow, cx.line(p)));
+                        compiled.push((pat, is_allow));
+                    }
+                    Err(e) => cx.err(p, format!("group.{key}: {e}")),
+                }
+            }
+        }
+        // File order for rendering: sort by line, stable.
+        let mut order: Vec<usize> = (0..rules_src.len()).collect();
+        order.sort_by_key(|&i| rules_src[i].2);
+        let rules_src: Vec<_> = order.iter().map(|&i| rules_src[i].clone()).collect();
+        let compiled: Vec<_> = order.iter().map(|&i| compiled[i].clone()).collect();
+
+        let crawl_delay = crawl_delay.as_ref().and_then(|d| match d.get_ref() {
+            toml::Value::Integer(i) if *i > 0 => Some(i.to_string()),
+            toml::Value::Float(f) if *f > 0.0 && f.is_finite() => Some(f.to_string()),
+            other => {
+                cx.err(d, format!("group.crawl_delay must be a positive number of seconds, found {other}"));
+                None
+            }
+        });
+        let mut cu = Vec::new();
+        for c in content_usage.iter().flatten() {
+            let (path, prefs) = split_path(c.get_ref());
+            if let Some(p) = path {
+                if let Err(e) = Pattern::new(p) {
+                    cx.err(c, format!("group.content_usage: {e}"));
+                    continue;
+                }
+            }
+            match sf::parse_content_usage(prefs) {
+                Ok(parsed) => {
+                    for k in &parsed.unknown_keys {
+                        cx.warn(c, format!("group.content_usage: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it", sf::KNOWN_CATEGORIES.join(", ")));
+                    }
+                    cu.push((path.map(str::to_string), parsed.canonical));
+                }
+                Err(e) => cx.err(c, format!("group.content_usage: {e}")),
+            }
+        }
+        let cu_set = RuleSet::new(cu.iter().map(|(p, _)| (Pattern::new_lenient(p.as_deref().unwrap_or("/")), true)).collect());
+        let mut ad = Vec::new();
+        let is_star = tokens.iter().any(|t| t == "*");
+        for a in app_directives.iter().flatten() {
+            let (path, list) = split_path(a.get_ref());
+            if let Some(p) = path {
+                if let Err(e) = Pattern::new(p) {
+                    cx.err(a, format!("group.app_directives: {e}"));
+                    continue;
+                }
+            }
+            match sf::parse_app_directives(list) {
+                Ok(canonical) => {
+                    if !is_star {
+                        cx.warn(a, "group.app_directives: App-Directives belong in the `*` group (seed 000); other groups may be ignored");
+                    }
+                    ad.push((path.map(str::to_string), canonical));
+                }
+                Err(e) => cx.err(a, format!("group.app_directives: {e}")),
+            }
+        }
+        let enforce = match enforce {
+            None => Enforce::Off,
+            Some(e) => match e.get_ref().as_str() {
+                "off" => Enforce::Off,
+                "log" => Enforce::Log,
+                "block" => {
+                    if is_star {
+                        cx.warn(e, "group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked");
+                    }
+                    for t in &tokens {
+                        if catalog::is_robots_only(t) {
+                            cx.warn(e, format!("group.enforce: `{t}` never appears in a User-Agent header (a robots.txt-only token), so `block` cannot apply to it"));
+                        }
+                    }
+                    Enforce::Block
+                }
+                other => {
+                    cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
+                    Enforce::Off
+                }
+            },
+        };
+        let block_status = match block_status {
+            None => 403,
+            Some(s) => match u16::try_from(*s.get_ref()) {
+                Ok(v) if (400..=599).contains(&v) => v,
+                _ => {
+                    cx.err(s, format!("group.block_status must be a 4xx or 5xx status, found {}", s.get_ref()));
+                    403
+                }
+            },
+        };
+        let name = name.as_ref().map(|n| n.get_ref().clone()).or_else(|| tokens.first().cloned()).unwrap_or_default();
+        groups.push(Group {
+            name,
+            line: cx.line(g),
+            tokens,
+            rules: RuleSet::new(compiled),
+            rules_src,
+            crawl_delay,
+            content_usage: cu,
+            content_usage_set: cu_set,
+            app_directives: ad,
+            enforce,
+            block_status,
+        });
+    }
+    groups
+}
+
+fn compile_tags(cx: &mut Ctx<'_>, raw: &[Spanned<RawRobotsTag>]) -> Vec<TagEntry> {
+    let mut out = Vec::new();
+    for t in raw {
+        let RawRobotsTag { path, agents, rules, header, html } = t.get_ref();
+        let pattern = match Pattern::new(path.get_ref()) {
+            Ok(p) => p,
+            Err(e) => {
+                cx.err(path, format!("robots_tag.path: {e}"));
+                continue;
+            }
+        };
+        let agents: Vec<String> = match agents {
+            None => vec!["*".to_string()],
+            Some(list) => list
+                .iter()
+                .filter(|a| {
+                    let ok = a.get_ref() == "*" || valid_token(a.get_ref());
+                    if !ok {
+                        cx.err(a, format!("robots_tag.agents: `{}` is not a product token (letters, '_' and '-' only, or \"*\")", a.get_ref()));
+                    }
+                    ok
+                })
+                .map(|a| a.get_ref().clone())
+                .collect(),
+        };
+        let mut ok_rules = Vec::new();
+        for r in rules {
+            match TagRules::new(vec![("*".to_string(), vec![r.get_ref().clone()])]) {
+                Ok(_) => ok_rules.push(r.get_ref().clone()),
+                Err(e) => cx.err(r, format!("robots_tag.rules: {e}")),
+            }
+        }
+        if rules.is_empty() {
+            cx.err(t, "robots_tag.rules: at least one rule is needed");
+        }
+        for a in &agents {
+            if a != "*" {
+                if let Err(e) = TagRules::new(vec![(a.clone(), vec!["noindex".to_string()])]) {
+                    cx.err(t, format!("robots_tag.agents: {e}"));
+                }
+            }
+        }
+        let html = match html {
+            None => None,
+            Some(h) => match h.get_ref().as_str() {
+                "off" => None,
+                "inject" => Some(HtmlMode::Inject),
+                "audit" => Some(HtmlMode::Audit),
+                "enforce" => Some(HtmlMode::Enforce),
+                other => {
+                    cx.err(h, format!("robots_tag.html must be off, inject, audit or enforce, found `{other}`"));
+                    None
+                }
+            },
+        };
+        out.push(TagEntry { path: path.get_ref().clone(), pattern, agents, rules: ok_rules, header: header.unwrap_or(true), html });
+    }
+    out
+}
+
+fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> (usize, Option<String>) {
+    let Some(raw) = raw else { return (0, None) };
+    let RawAgentsTxt { enabled, rules } = raw.get_ref();
+    let mut compiled = Vec::new();
+    for r in rules.iter().flatten() {
+        let rule = r.get_ref();
+        let allow = match rule.action.get_ref().to_ascii_lowercase().as_str() {
+            "allow" => true,
+            "disallow" => false,
+            other => {
+                cx.err(&rule.action, format!("agents_txt.rules.action must be allow or disallow, found `{other}`"));
+                continue;
+            }
+        };
+        let params = rule.params.iter().flatten().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect();
+        let candidate = AgentsRule { path: rule.path.get_ref().clone(), allow, params };
+        // Check each rule alone so the error points at the rule.
+        match agents_txt::render(&[], std::slice::from_ref(&candidate)) {
+            Ok(_) => compiled.push(candidate),
+            Err(e) => cx.err(r, format!("agents_txt.rules: this rule would make agents.txt fail its verifier: {e}")),
+        }
+    }
+    if !enabled.unwrap_or(true) {
+        return (0, None);
+    }
+    let count = compiled.len();
+    match agents_txt::render(&[("version", "1.0"), ("generated-by", "crawlgate")], &compiled) {
+        Ok(text) => (count, Some(text)),
+        Err(e) => {
+            cx.err(raw, format!("agents_txt: {e}"));
+            (0, None)
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Diagnostics with file, line and column, and the duration syntax.
+
+use std::fmt;
+use std::time::Duration;
+
+/// One error or warning about a policy file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file name as given to [`crate::load`].
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (characters).
+    pub col: usize,
+    /// What is wrong, naming the key.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+    }
+}
+
+/// Every error found in a policy, in file order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+/// Turns byte offsets into line and column.
+pub(crate) struct Locator<'a> {
+    file: &'a str,
+    source: &'a str,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) fn new(file: &'a str, source: &'a str) -> Self {
+        Locator { file, source }
+    }
+
+    pub(crate) fn at(&self, offset: usize, message: impl Into<String>) -> Diagnostic {
+        let offset = offset.min(self.source.len());
+        let before = self.source.get(..offset).unwrap_or("");
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        Diagnostic { file: self.file.to_string(), line, col, message: message.into() }
+    }
+
+    pub(crate) fn line_of(&self, offset: usize) -> usize {
+        self.at(offset, "").line
+    }
+}
+
+/// Parses `500ms`, `30s`, `5m`, `1h`, `2d`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)"))?;
+    let secs = |mult: u64| n.checked_mul(mult).map(Duration::from_secs);
+    let d = match unit {
+        "ms" => Some(Duration::from_millis(n)),
+        "s" => secs(1),
+        "m" => secs(60),
+        "h" => secs(3600),
+        "d" => secs(86_400),
+        _ => None,
+    };
+    d.ok_or_else(|| format!("`{s}` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
+        assert!(parse_duration("1 hour").is_err());
+        assert!(parse_duration("h").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn locations() {
+        let src = "a = 1\nbé = 2\n";
+        let l = Locator::new("f.toml", src);
+        assert_eq!(l.at(0, "x").to_string(), "f.toml:1:1: x");
+        assert_eq!(l.at(src.find('=').unwrap_or(0) + 7, "x").to_string(), "f.toml:2:4: x");
+    }
+}

@@ -1,0 +1,99 @@
+//! The policy file exactly as written: serde types mirroring the TOML,
+//! unknown keys rejected. Nothing outside the crate sees these.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+type S<T> = Spanned<T>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPolicy {
+    pub server: Option<S<RawServer>>,
+    pub upstream: Option<S<RawUpstream>>,
+    pub robots_txt: Option<S<RawRobotsTxt>>,
+    #[serde(default)]
+    pub group: Vec<S<RawGroup>>,
+    #[serde(default)]
+    pub robots_tag: Vec<S<RawRobotsTag>>,
+    pub agents_txt: Option<S<RawAgentsTxt>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawServer {
+    pub listen: Option<Vec<S<String>>>,
+    pub h2c: Option<bool>,
+    pub tls_listen: Option<Vec<S<String>>>,
+    pub tls_cert: Option<S<String>>,
+    pub tls_key: Option<S<String>>,
+    pub admin: Option<S<String>>,
+    pub threads: Option<S<i64>>,
+    pub grace_period: Option<S<String>>,
+    pub access_log: Option<bool>,
+    pub access_log_sample: Option<S<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawUpstream {
+    pub servers: Option<S<Vec<S<String>>>>,
+    pub tls: Option<bool>,
+    pub sni: Option<S<String>>,
+    pub verify_cert: Option<bool>,
+    pub connect_timeout: Option<S<String>>,
+    pub read_timeout: Option<S<String>>,
+    pub health_check_interval: Option<S<String>>,
+    pub content_usage: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRobotsTxt {
+    pub sitemaps: Option<Vec<S<String>>>,
+    pub cache_max_age: Option<S<String>>,
+    pub content_signal: Option<S<String>>,
+    pub acap: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGroup {
+    pub name: Option<S<String>>,
+    pub user_agents: Option<Vec<S<String>>>,
+    pub categories: Option<Vec<S<String>>>,
+    pub allow: Option<Vec<S<String>>>,
+    pub disallow: Option<Vec<S<String>>>,
+    pub crawl_delay: Option<S<toml::Value>>,
+    pub content_usage: Option<Vec<S<String>>>,
+    pub app_directives: Option<Vec<S<String>>>,
+    pub enforce: Option<S<String>>,
+    pub block_status: Option<S<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRobotsTag {
+    pub path: S<String>,
+    pub agents: Option<Vec<S<String>>>,
+    pub rules: Vec<S<String>>,
+    pub header: Option<bool>,
+    pub html: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAgentsTxt {
+    pub enabled: Option<bool>,
+    pub rules: Option<Vec<S<RawAgentsRule>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAgentsRule {
+    pub path: S<String>,
+    pub action: S<String>,
+    pub params: Option<BTreeMap<String, S<String>>>,
+}
