@@ -169,6 +169,10 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
                 Err(e) => return Err(e),
             }
         }
+        if stop.load(Ordering::Relaxed) {
+            // A stopped origin answers nothing, even on kept-alive connections.
+            return Ok(());
+        }
         let mut parts = line.split_whitespace();
         let method = parts.next().unwrap_or("").to_string();
         let target = parts.next().unwrap_or("/").to_string();
