@@ -112,10 +112,23 @@ impl ProxyHttp for Gate {
         }
     }
 
+    /// First request phase, before Pingora's modules: lets the response
+    /// compression module record the client's Accept-Encoding (it ignores
+    /// it while disabled). Compression is switched off again in
+    /// `response_filter` for every response that is not rewritten.
+    async fn early_request_filter(&self, session: &mut Session, _ctx: &mut Ctx) -> Result<()> {
+        if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
+            c.adjust_level(COMPRESSION_LEVEL);
+        }
+        Ok(())
+    }
+
     /// Request phase. Answers /robots.txt and /agents.txt itself, decides on
     /// the canonical path and blocks when the policy says so. `Ok(true)`
     /// means the response was written here and the origin is not contacted.
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
+        // Responses written here (robots.txt, blocks) are sent as they are.
+        compress(session, false);
         let snap = ctx.snap.clone();
         let req = session.req_header();
         let raw = req.uri.path_and_query().map(|pq| pq.as_str()).unwrap_or("/");
@@ -231,20 +244,20 @@ impl ProxyHttp for Gate {
     /// and prepares the HTML rewrite for 2xx HTML responses.
     async fn response_filter(&self, session: &mut Session, resp: &mut ResponseHeader, ctx: &mut Ctx) -> Result<()> {
         ctx.upstream_status = Some(resp.status.as_u16());
-        let Some(controls) = ctx.controls.as_ref() else { return Ok(()) };
+        let Some(controls) = ctx.controls.as_ref() else {
+            compress(session, false);
+            return Ok(());
+        };
         crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage)?;
         if ctx.html_candidate {
             if let Some(plan) = controls.html.as_ref() {
                 ctx.html = crate::html::start(session, resp, plan, &self.shared.metrics, &ctx.path)?;
-                if ctx.html.is_some() {
-                    if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
-                        // The client still gets a compressed response when it
-                        // asked for one (the origin was asked for identity).
-                        c.adjust_level(5);
-                    }
-                }
             }
         }
+        // A rewritten response is compressed for a client that asked for it
+        // (the origin was asked for identity); anything else is left as the
+        // origin sent it.
+        compress(session, ctx.html.is_some());
         Ok(())
     }
 
@@ -328,6 +341,17 @@ impl ProxyHttp for Gate {
             error = %e.map(|e| e.to_string()).unwrap_or_default(),
             "request"
         );
+    }
+}
+
+/// gzip/br level for rewritten responses.
+const COMPRESSION_LEVEL: u32 = 5;
+
+fn compress(session: &mut Session, on: bool) {
+    if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
+        if c.is_header_phase() {
+            c.adjust_level(if on { COMPRESSION_LEVEL } else { 0 });
+        }
     }
 }
 
