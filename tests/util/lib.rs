@@ -16,11 +16,11 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
-/// Path of the `crawlgate` binary built by the same `cargo test` run.
+/// Path of the `crawlgate` binary in the test executable's profile
+/// directory (`target/<profile>/deps/<test>` -> `target/<profile>/crawlgate`).
 ///
-/// `cargo test --workspace` builds every binary target of the workspace
-/// before running tests, into the same profile directory as the test
-/// executable (`target/<profile>/deps/<test>` -> `target/<profile>/crawlgate`).
+/// `cargo test` does not build another package's binary for this suite, so
+/// `scripts/test` runs `cargo build -p crawlgate` first.
 pub fn crawlgate_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     let profile_dir = exe
@@ -31,7 +31,7 @@ pub fn crawlgate_bin() -> PathBuf {
     let bin = profile_dir.join(format!("crawlgate{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),
-        "crawlgate binary not found at {}: run the suite with `cargo test --workspace`",
+        "crawlgate binary not found at {}: build it first: `cargo build -p crawlgate` (scripts/test does)",
         bin.display()
     );
     bin

@@ -103,6 +103,6 @@ mod tests {
         let src = "a = 1\nbé = 2\n";
         let l = Locator::new("f.toml", src);
         assert_eq!(l.at(0, "x").to_string(), "f.toml:1:1: x");
-        assert_eq!(l.at(src.find('=').unwrap_or(0) + 7, "x").to_string(), "f.toml:2:4: x");
+        assert_eq!(l.at(src.rfind('=').unwrap_or(0), "x").to_string(), "f.toml:2:4: x");
     }
 }
