@@ -2,5 +2,6 @@
 
 mod agents;
 mod catalog;
+mod golden;
 mod offline;
 mod robots;

@@ -1,0 +1,1 @@
+//! Golden renders of conf/ and tests/data/ policies (being written).
