@@ -6,5 +6,6 @@ mod errors;
 mod headers;
 mod html;
 mod ops;
+mod protocols;
 mod serving;
 mod support;
