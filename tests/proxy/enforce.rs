@@ -83,7 +83,23 @@ fn path_tricks_do_not_slip_past_a_block() {
         "/secret/x?y=1",
         "/backup.bak",
         "/dir/%62ackup.bak",
+        "/secret%2Fx",
+        "/secret%2fx",
+        "/a%2F..%2Fsecret/x",
+        "/a\\..\\secret\\x",
+        "/secret;jsessionid=1/x",
+        "/a/..;/secret/x",
+        "/%2e/secret/x",
+        "/a/.%2E/secret/x",
     ];
+    // Absolute-form targets and fragments: the proxy blocks them or refuses
+    // the request outright; either way the origin never sees them.
+    let refused = ["http://example.com/secret/x", "HTTP://example.com//secret/x", "/secret/x#frag"];
+    for path in refused {
+        let mut conn = Conn::open(proxy.addr);
+        let resp = conn.request("GET", path, &[("User-Agent", ua)]);
+        assert!([400, 451].contains(&resp.status), "{path} must be blocked or refused, got {}", resp.status);
+    }
     for path in blocked {
         let mut conn = Conn::open(proxy.addr);
         let resp = conn.request("GET", path, &[("User-Agent", ua)]);
