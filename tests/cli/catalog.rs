@@ -1,1 +1,167 @@
-//! CLI tests (being written).
+//! `crawlgate agents list` and a category-based policy through the real
+//! binary: the table and its count line, `--json` against `catalog.json`,
+//! `--category`, the exit code of an unknown category, and the golden
+//! robots.txt of `tests/data/catalog/categories.toml` (`UPDATE_GOLDEN=1`
+//! rewrites it; read the diff before committing) with its robots-only
+//! warning.
+
+use std::path::PathBuf;
+
+use crawlgate_e2e::{crawlgate, stderr, stdout, workspace_root};
+
+const POLICY: &str = "tests/data/catalog/categories.toml";
+const GOLDEN: &str = "tests/data/catalog/categories.robots.txt";
+
+fn catalog_json() -> Vec<serde_json::Value> {
+    let path = workspace_root().join("crates/policy/data/catalog.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn token_of(v: &serde_json::Value) -> String {
+    v["token"].as_str().unwrap_or_default().to_ascii_lowercase()
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out = crawlgate(args);
+    assert_eq!(out.status.code(), Some(0), "crawlgate {args:?}\n--- stdout\n{}--- stderr\n{}", stdout(&out), stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn agents_list_is_a_table_of_the_whole_catalog() {
+    let n = catalog_json().len();
+    let text = run_ok(&["agents", "list"]);
+    let lines: Vec<&str> = text.lines().collect();
+    // Header, one row per entry, the count line.
+    assert_eq!(lines.len(), n + 2, "{text}");
+    assert_eq!(n, 194);
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["TOKEN", "CATEGORIES", "SEEN", "IN", "UA", "OPERATOR"]);
+    assert_eq!(lines[n + 1], "194 agents (3 robots.txt only)");
+    // Exact rows: the columns are as wide as their longest cell (the token
+    // `cohere-training-data-crawler`, `social-preview`, `robots.txt only`).
+    let row = |token: &str| lines.iter().copied().find(|l| l.split_whitespace().next() == Some(token)).unwrap_or_else(|| panic!("no row for {token}:\n{text}"));
+    assert_eq!(row("GPTBot"), "GPTBot                        ai-training     yes              OpenAI");
+    assert_eq!(row("Google-Extended"), "Google-Extended               ai-training     robots.txt only  Google");
+    assert_eq!(row("facebookexternalhit"), "facebookexternalhit           social-preview  yes              Meta");
+    // Every row starts at the same columns, no trailing spaces.
+    let cat_col = lines[0].find("CATEGORIES").unwrap_or_default();
+    for l in &lines[..=n] {
+        assert!(!l.ends_with(' '), "trailing space: {l:?}");
+        assert_eq!(l.as_bytes().get(cat_col - 2..cat_col), Some(&b"  "[..]), "misaligned: {l:?}");
+        assert_ne!(l.as_bytes().get(cat_col), Some(&b' '), "misaligned: {l:?}");
+    }
+    // Sorted by token, case-insensitively.
+    let tokens: Vec<String> = lines[1..=n].iter().map(|l| l.split_whitespace().next().unwrap_or_default().to_ascii_lowercase()).collect();
+    let mut sorted = tokens.clone();
+    sorted.sort();
+    assert_eq!(tokens, sorted);
+    assert!(stderr(&crawlgate(&["agents", "list"])).is_empty());
+}
+
+#[test]
+fn agents_list_json_is_catalog_json() {
+    let text = run_ok(&["agents", "list", "--json"]);
+    let got: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
+    let mut want = catalog_json();
+    want.sort_by_key(token_of);
+    assert_eq!(got.len(), want.len());
+    assert_eq!(got, want);
+}
+
+#[test]
+fn agents_list_by_category() {
+    let text = run_ok(&["agents", "list", "--category", "ai-assistant", "--json"]);
+    let got: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
+    let mut want: Vec<serde_json::Value> = catalog_json().into_iter().filter(|e| e["categories"].as_array().is_some_and(|c| c.iter().any(|c| c == "ai-assistant"))).collect();
+    want.sort_by_key(token_of);
+    assert!(want.len() >= 30);
+    assert_eq!(got, want);
+    assert!(got.iter().any(|e| e["token"] == "ChatGPT-User"));
+
+    let text = run_ok(&["agents", "list", "--category", "ai-assistant"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), want.len() + 2, "{text}");
+    assert_eq!(lines.last().copied(), Some(format!("{} agents in category ai-assistant (0 robots.txt only)", want.len()).as_str()));
+    for l in &lines[1..lines.len() - 1] {
+        assert_eq!(l.split_whitespace().nth(1), Some("ai-assistant"), "{l}");
+    }
+    assert!(!text.contains("GPTBot "), "{text}");
+}
+
+#[test]
+fn agents_list_unknown_category_exits_2() {
+    let out = crawlgate(&["agents", "list", "--category", "ai"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        "crawlgate: unknown category `ai` (known: ai-training, ai-search, ai-assistant, search-engine, seo, archiver, scraper, social-preview, monitoring)\n"
+    );
+    let out = crawlgate(&["agents", "list", "--category", "AI-Training", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "categories are lowercase names");
+}
+
+#[test]
+fn category_policy_renders_the_golden_robots_txt() {
+    let out = crawlgate(&["render", "robots.txt", "--config", POLICY]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let golden: PathBuf = workspace_root().join(GOLDEN);
+    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| !v.is_empty() && v != "0") {
+        std::fs::write(&golden, &out.stdout).unwrap_or_else(|e| panic!("cannot write {GOLDEN}: {e}"));
+        eprintln!("UPDATE_GOLDEN: wrote {GOLDEN}");
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("cannot read {GOLDEN} (UPDATE_GOLDEN=1 writes it): {e}"));
+    let got = stdout(&out);
+    assert!(got == want, "{POLICY} renders differently from {GOLDEN} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}");
+
+    // The golden is the catalog's expansion: every token of each category
+    // once, except OAI-SearchBot, which the policy names in its own group.
+    let ua_lines: Vec<&str> = got.lines().filter_map(|l| l.strip_prefix("User-agent: ")).collect();
+    let cats = catalog_json();
+    let count = |c: &str| cats.iter().filter(|e| e["categories"].as_array().is_some_and(|v| v.iter().any(|x| x == c))).count();
+    assert_eq!(ua_lines.len(), 1 + count("search-engine") + count("ai-training") + count("ai-search"), "{got}");
+    let mut lower: Vec<String> = ua_lines.iter().map(|t| t.to_ascii_lowercase()).collect();
+    lower.sort();
+    lower.dedup();
+    assert_eq!(lower.len(), ua_lines.len(), "a token in two groups:\n{got}");
+    for t in ["Google-Extended", "Applebot-Extended", "GPTBot", "Googlebot", "PerplexityBot", "OAI-SearchBot"] {
+        assert!(ua_lines.contains(&t), "{t} missing:\n{got}");
+    }
+    assert!(got.contains("\nUser-agent: ZanistaBot\nDisallow: /drafts/\nDisallow: /private/\n\nUser-agent: OAI-SearchBot\nAllow: /drafts/public/\n"), "{got}");
+}
+
+#[test]
+fn category_policy_check_warns_about_robots_only_tokens() {
+    let out = crawlgate(&["check", "--config", POLICY]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with(&format!("OK {POLICY}: 5 groups, 8 rules, 0 robots_tags, agents.txt disabled, 1 warning ")), "{}", stdout(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "{POLICY}:26:11: warning: group.enforce: `Applebot-Extended`, `Google-Extended` never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them\n"
+        )
+    );
+}
+
+#[test]
+fn category_policy_explain_identifies_catalog_agents() {
+    // (User-Agent, path, group, action)
+    let cases = [
+        ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)", "/", "ai-training", "block (403)"),
+        ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)", "/drafts/public/a", "ai-search", "log violation"),
+        ("Mozilla/5.0 (compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot)", "/drafts/public/a", "openai-search", "pass"),
+        ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", "/private/x", "search", "pass"),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36", "/", "*", "pass"),
+    ];
+    for (ua, path, group, action) in cases {
+        let text = run_ok(&["explain", "--config", POLICY, "-A", ua, "--json", path]);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
+        assert_eq!(v[0]["group"]["name"], group, "{ua}: {text}");
+        let got_action = match v[0]["block_status"].as_u64() {
+            Some(s) => format!("{} ({s})", v[0]["action"].as_str().unwrap_or_default()),
+            None => v[0]["action"].as_str().unwrap_or_default().to_string(),
+        };
+        assert_eq!(got_action, action, "{ua}: {text}");
+    }
+}

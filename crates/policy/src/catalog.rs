@@ -1,12 +1,21 @@
 //! The built-in catalog of known crawlers and agents (data in
 //! `data/catalog.json`, compiled into the binary; see `data/README.md`).
+//!
+//! Used when a policy loads (`group.categories`, the robots-only warning)
+//! and by the CLI (`crawlgate agents list`, `crawlgate explain`); nothing on
+//! the request path reads it: requests are identified by the compiled
+//! policy's own token matcher.
 
+use std::cmp::Ordering;
 use std::sync::LazyLock;
 
 /// The category vocabulary.
 pub const CATEGORIES: &[&str] = &[
     "ai-training", "ai-search", "ai-assistant", "search-engine", "seo", "archiver", "scraper", "social-preview", "monitoring",
 ];
+
+/// The catalog as compiled into the binary.
+const EMBEDDED: &str = include_str!("../data/catalog.json");
 
 /// One catalog entry.
 #[derive(Debug, Clone, serde::Deserialize, serde::Serialize, PartialEq, Eq)]
@@ -21,38 +30,169 @@ pub struct Entry {
     /// Whether the token appears in User-Agent headers (false: robots.txt only).
     pub ua_visible: bool,
     /// Documentation.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// A real User-Agent string.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub example_ua: Option<String>,
 }
 
-static ENTRIES: LazyLock<Vec<Entry>> = LazyLock::new(|| {
-    let mut v: Vec<Entry> = serde_json::from_str(include_str!("../data/catalog.json")).unwrap_or_default();
-    v.sort_by_key(|e| e.token.to_ascii_lowercase());
-    v
-});
+impl Entry {
+    /// Whether the entry is in `category`.
+    pub fn in_category(&self, category: &str) -> bool {
+        self.categories.iter().any(|c| c == category)
+    }
+}
 
-/// Every entry, sorted by token.
+/// Parses catalog JSON and sorts it by token, ASCII case-insensitively (the
+/// order [`lookup`]'s binary search relies on).
+fn parse(json: &str) -> Result<Vec<Entry>, serde_json::Error> {
+    let mut v: Vec<Entry> = serde_json::from_str(json)?;
+    v.sort_by_key(|e| e.token.to_ascii_lowercase());
+    Ok(v)
+}
+
+// The embedded file is validated by the unit tests below (and by
+// `data/check_catalog.py`), so the fallback to an empty catalog can only be
+// reached by a build whose tests fail; it keeps a policy load from panicking.
+static ENTRIES: LazyLock<Vec<Entry>> = LazyLock::new(|| parse(EMBEDDED).unwrap_or_default());
+
+/// Every entry, sorted by token (case-insensitively).
 pub fn entries() -> &'static [Entry] {
     &ENTRIES
 }
 
-/// The entry of a token (case-insensitive).
-pub fn lookup(token: &str) -> Option<&'static Entry> {
-    ENTRIES.iter().find(|e| e.token.eq_ignore_ascii_case(token))
+/// Whether `category` is in the vocabulary.
+pub fn is_category(category: &str) -> bool {
+    CATEGORIES.contains(&category)
+}
+
+/// Entries of a category, sorted by token; `None` for an unknown category.
+pub fn entries_in_category(category: &str) -> Option<Vec<&'static Entry>> {
+    if !is_category(category) {
+        return None;
+    }
+    Some(ENTRIES.iter().filter(|e| e.in_category(category)).collect())
 }
 
 /// Tokens of a category, sorted; `None` for an unknown category.
 pub fn tokens_in_category(category: &str) -> Option<Vec<&'static str>> {
-    if !CATEGORIES.contains(&category) {
-        return None;
-    }
-    Some(ENTRIES.iter().filter(|e| e.categories.iter().any(|c| c == category)).map(|e| e.token.as_str()).collect())
+    entries_in_category(category).map(|v| v.into_iter().map(|e| e.token.as_str()).collect())
+}
+
+fn cmp_ignore_ascii_case(a: &str, b: &str) -> Ordering {
+    a.bytes().map(|c| c.to_ascii_lowercase()).cmp(b.bytes().map(|c| c.to_ascii_lowercase()))
+}
+
+/// The entry of a token (ASCII case-insensitive); a binary search, no
+/// allocation.
+pub fn lookup(token: &str) -> Option<&'static Entry> {
+    let i = ENTRIES.binary_search_by(|e| cmp_ignore_ascii_case(&e.token, token)).ok()?;
+    ENTRIES.get(i)
 }
 
 /// Whether a token only ever appears in robots.txt (never in a request).
 pub fn is_robots_only(token: &str) -> bool {
     lookup(token).is_some_and(|e| !e.ua_visible)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    fn valid_token(t: &str) -> bool {
+        !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
+    }
+
+    #[test]
+    fn embedded_catalog_parses() {
+        // Parsed explicitly: `entries()` would hide an error as an empty list.
+        let parsed = parse(EMBEDDED);
+        assert!(parsed.is_ok(), "data/catalog.json does not parse: {:?}", parsed.err());
+        let parsed = parsed.unwrap();
+        assert!(parsed.len() >= 150, "only {} entries", parsed.len());
+        assert_eq!(parsed, entries(), "entries() is not the embedded catalog");
+    }
+
+    #[test]
+    fn tokens_are_product_tokens() {
+        let bad: Vec<&str> = entries().iter().map(|e| e.token.as_str()).filter(|t| !valid_token(t)).collect();
+        assert!(bad.is_empty(), "tokens outside ^[A-Za-z_-]+$: {bad:?}");
+    }
+
+    #[test]
+    fn categories_are_known_and_present() {
+        for e in entries() {
+            assert!(!e.categories.is_empty(), "{}: no category", e.token);
+            for c in &e.categories {
+                assert!(is_category(c), "{}: unknown category `{c}` (known: {})", e.token, CATEGORIES.join(", "));
+            }
+        }
+        for c in CATEGORIES {
+            assert!(entries_in_category(c).is_some_and(|v| !v.is_empty()), "category `{c}` has no entry");
+        }
+    }
+
+    #[test]
+    fn no_duplicate_tokens_case_insensitively() {
+        let mut seen: Vec<String> = entries().iter().map(|e| e.token.to_ascii_lowercase()).collect();
+        let n = seen.len();
+        seen.dedup(); // sorted by lowercase token
+        assert_eq!(seen.len(), n, "duplicate tokens (case-insensitive)");
+    }
+
+    #[test]
+    fn lookup_every_token_in_any_case() {
+        for e in entries() {
+            assert_eq!(lookup(&e.token).map(|x| &x.token), Some(&e.token));
+            assert_eq!(lookup(&e.token.to_ascii_uppercase()).map(|x| &x.token), Some(&e.token));
+            assert_eq!(lookup(&e.token.to_ascii_lowercase()).map(|x| &x.token), Some(&e.token));
+        }
+        assert!(lookup("NoSuchBot").is_none());
+        assert!(lookup("").is_none());
+        assert!(lookup("GPTBo").is_none());
+        assert!(lookup("gptbot ").is_none());
+    }
+
+    #[test]
+    fn robots_only_tokens() {
+        assert!(is_robots_only("Google-Extended"));
+        assert!(is_robots_only("applebot-extended"));
+        assert!(!is_robots_only("GPTBot"));
+        assert!(!is_robots_only("NoSuchBot"));
+        for e in entries().iter().filter(|e| !e.ua_visible) {
+            assert!(e.example_ua.is_none(), "{}: robots-only entry with an example_ua", e.token);
+        }
+    }
+
+    #[test]
+    fn categories_partition_the_catalog() {
+        let total: usize = CATEGORIES.iter().map(|c| tokens_in_category(c).map_or(0, |v| v.len())).sum();
+        // One category per entry (data/README.md): a token in two categories
+        // would make two category groups collide.
+        assert_eq!(total, entries().len());
+        assert_eq!(tokens_in_category("no-such-category"), None);
+        assert!(tokens_in_category("ai-training").unwrap().contains(&"GPTBot"));
+    }
+
+    #[test]
+    fn broken_json_is_an_error_not_a_panic() {
+        assert!(parse("[{\"token\": \"X\"}]").is_err());
+        assert!(parse("not json").is_err());
+        assert!(parse("[{\"token\":\"X\",\"operator\":\"o\",\"categories\":[\"seo\"],\"ua_visible\":true,\"extra\":1}]").is_err());
+    }
+
+    #[test]
+    fn serializes_like_the_data_file() {
+        // `agents list --json` prints entries with serde; absent optional
+        // fields stay absent, as in catalog.json.
+        let e = lookup("AgentTimes").unwrap();
+        let v = serde_json::to_value(e).unwrap();
+        assert!(v.get("url").is_none() && v.get("example_ua").is_none(), "{v}");
+        let raw: Vec<serde_json::Value> = serde_json::from_str(EMBEDDED).unwrap();
+        let ours: Vec<serde_json::Value> = entries().iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        assert_eq!(raw, ours, "catalog.json is not sorted case-insensitively or does not round-trip");
+    }
 }

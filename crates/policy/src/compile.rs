@@ -314,15 +314,26 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
     let mut groups = Vec::new();
     // token (lowercase) -> offset of its first group
     let mut seen: Vec<(String, usize)> = Vec::new();
+    // Every token named in some group's `user_agents`. An explicit name wins
+    // over a category's expansion wherever the two groups are in the file:
+    // `user_agents = ["GPTBot"]` next to `categories = ["ai-training"]` is
+    // the natural way to treat one crawler of a category differently, so the
+    // category group just leaves that token out instead of reporting a
+    // duplicate.
+    let explicit: Vec<String> = raw
+        .iter()
+        .flat_map(|g| g.get_ref().user_agents.iter().flatten())
+        .map(|t| t.get_ref().to_ascii_lowercase())
+        .filter(|t| t != "*")
+        .collect();
     for g in raw {
         let RawGroup { name, user_agents, categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status } = g.get_ref();
         let mut tokens: Vec<String> = Vec::new();
-        let add_token = |cx: &mut Ctx<'_>, seen: &mut Vec<(String, usize)>, tokens: &mut Vec<String>, t: &str, at: usize, from_category: bool| {
+        let add_token = |cx: &mut Ctx<'_>, seen: &mut Vec<(String, usize)>, tokens: &mut Vec<String>, t: &str, at: usize| {
             let lower = t.to_ascii_lowercase();
             if let Some((_, first)) = seen.iter().find(|(s, _)| *s == lower) {
                 let first = cx.loc.at(*first, "");
-                let how = if from_category { " (from a category)" } else { "" };
-                cx.err_at(at, format!("group.user_agents: duplicate group for token `{t}`{how} (first at {}:{}:{})", first.file, first.line, first.col));
+                cx.err_at(at, format!("group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})", first.file, first.line, first.col));
             } else {
                 seen.push((lower, at));
                 tokens.push(t.to_string());
@@ -334,22 +345,58 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
                 cx.err(ua, format!("group.user_agents: `{t}` is not a product token (letters, '_' and '-' only, or \"*\")"));
                 continue;
             }
-            add_token(cx, &mut seen, &mut tokens, t, ua.span().start, false);
+            add_token(cx, &mut seen, &mut tokens, t, ua.span().start);
         }
+        let mut overridden = 0;
         for cat in categories.iter().flatten() {
-            match catalog::tokens_in_category(cat.get_ref()) {
-                Some(list) => {
-                    for t in list {
-                        if !tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
-                            add_token(cx, &mut seen, &mut tokens, t, cat.span().start, true);
-                        }
-                    }
+            let Some(list) = catalog::tokens_in_category(cat.get_ref()) else {
+                cx.err(cat, format!("group.categories: unknown category `{}` (known: {})", cat.get_ref(), catalog::CATEGORIES.join(", ")));
+                continue;
+            };
+            // Tokens another group already got from a category: one error
+            // per category and earlier group, not one per token.
+            let mut clashes: Vec<(usize, Vec<&str>)> = Vec::new();
+            for t in list {
+                let lower = t.to_ascii_lowercase();
+                if tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+                    continue;
                 }
-                None => cx.err(cat, format!("group.categories: unknown category `{}` (known: {})", cat.get_ref(), catalog::CATEGORIES.join(", "))),
+                if explicit.contains(&lower) {
+                    overridden += 1;
+                    continue;
+                }
+                match seen.iter().find(|(s, _)| *s == lower) {
+                    Some(&(_, first)) => match clashes.iter_mut().find(|(f, _)| *f == first) {
+                        Some((_, v)) => v.push(t),
+                        None => clashes.push((first, vec![t])),
+                    },
+                    None => add_token(cx, &mut seen, &mut tokens, t, cat.span().start),
+                }
+            }
+            for (first, list) in clashes {
+                let first = cx.loc.at(first, "");
+                let names = list.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ");
+                cx.err(
+                    cat,
+                    format!(
+                        "group.categories: `{}` brings {names}, already in the group at {}:{}:{} (a token belongs to one group; name it in user_agents to pick its group)",
+                        cat.get_ref(),
+                        first.file,
+                        first.line,
+                        first.col
+                    ),
+                );
             }
         }
         if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
             cx.err(g, "group: needs user_agents or categories");
+        }
+        // Every token of the categories is named explicitly elsewhere: a
+        // group with no User-agent line cannot be published (its rules
+        // would join the group above it in robots.txt).
+        let empty_after_overrides = tokens.is_empty() && overridden > 0;
+        if empty_after_overrides {
+            cx.warn(g, "group: every token of its categories is named in user_agents of another group, so this group is empty and left out of robots.txt");
         }
         let mut rules_src = Vec::new();
         let mut compiled = Vec::new();
@@ -427,10 +474,12 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
                     if is_star {
                         cx.warn(e, "group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked");
                     }
-                    for t in &tokens {
-                        if catalog::is_robots_only(t) {
-                            cx.warn(e, format!("group.enforce: `{t}` never appears in a User-Agent header (a robots.txt-only token), so `block` cannot apply to it"));
-                        }
+                    // One warning per group (a category can bring several).
+                    let robots_only: Vec<String> = tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
+                    match robots_only.as_slice() {
+                        [] => {}
+                        [one] => cx.warn(e, format!("group.enforce: {one} never appears in a User-Agent header (a robots.txt-only token): robots.txt publishes it, but `block` cannot apply to it")),
+                        many => cx.warn(e, format!("group.enforce: {} never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them", many.join(", "))),
                     }
                     Enforce::Block
                 }
@@ -450,6 +499,9 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
                 }
             },
         };
+        if empty_after_overrides {
+            continue;
+        }
         let name = name.as_ref().map(|n| n.get_ref().clone()).or_else(|| tokens.first().cloned()).unwrap_or_default();
         groups.push(Group {
             name,
