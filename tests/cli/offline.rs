@@ -1,1 +1,299 @@
-//! CLI tests (being written).
+//! `crawlgate check`, `render` and `explain` on small policies written to
+//! temp files: exact outputs and exit codes, the config path's sources.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crawlgate_e2e::{crawlgate, crawlgate_bin, stderr, stdout, workspace_root};
+
+use crate::robots::{arg, TempDir};
+
+const POLICY: &str = r#"[upstream]
+servers = ["127.0.0.1:8000"]
+
+[robots_txt]
+sitemaps = ["https://example.com/sitemap.xml"]
+
+# Everybody: not /private/ (logged when ignored); no AI training.
+[[group]]
+user_agents = ["*"]
+disallow = ["/private/"]
+content_usage = ["train-ai=n"]
+enforce = "log"
+
+[[group]]
+name = "ai"
+user_agents = ["GPTBot", "CCBot"]
+disallow = ["/"]
+allow = ["/public/"]
+enforce = "block"
+
+[[robots_tag]]
+path = "/drafts/"
+rules = ["noindex"]
+"#;
+
+/// The first 12 hex digits of SHA-256(POLICY) (computed outside crawlgate).
+const POLICY_SHA: &str = "b9b5bc3f2abd";
+
+const INVALID: &str = r#"[upstream]
+servers = ["127.0.0.1:8000"]
+
+[[group]]
+user_agents = ["GPT Bot", "*"]
+disallow = ["private/", "/ok"]
+enforce = "always"
+
+[[group]]
+user_agents = ["*"]
+crawl_delay = -1
+"#;
+
+const GPTBOT_UA: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+const BROWSER_UA: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+fn policy(dir: &TempDir) -> std::path::PathBuf {
+    dir.write("policy.toml", POLICY)
+}
+
+#[test]
+fn check_valid_policy() {
+    let dir = TempDir::new("check-valid");
+    let p = policy(&dir);
+    let out = crawlgate(&["check", "--config", arg(&p)]);
+    assert_eq!(code(&out), 0, "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("OK {}: 2 groups, 3 rules, 1 robots_tag, agents.txt disabled, 0 warnings (sha256 {POLICY_SHA})\n", p.display())
+    );
+    assert_eq!(stderr(&out), "");
+
+    // Warnings go to stderr and are counted; agents.txt is summarised.
+    let p2 = dir.write(
+        "warn.toml",
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/x\"]\nenforce = \"block\"\n\n[agents_txt]\nrules = [{ path = \"/a\", action = \"allow\" }]\n",
+    );
+    let out = crawlgate(&["check", "-c", arg(&p2)]);
+    assert_eq!(code(&out), 0);
+    let line = stdout(&out);
+    let prefix = format!("OK {}: 1 group, 1 rule, 0 robots_tags, agents.txt enabled (1 directive), 1 warning (sha256 ", p2.display());
+    assert!(line.starts_with(&prefix), "{line}");
+    let sha = line.strip_prefix(&prefix).and_then(|r| r.strip_suffix(")\n")).unwrap_or("");
+    assert!(sha.len() == 12 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{line}");
+    assert_eq!(
+        stderr(&out),
+        format!("{}:7:11: warning: group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked\n", p2.display())
+    );
+}
+
+#[test]
+fn check_invalid_policy_lists_every_error() {
+    let dir = TempDir::new("check-invalid");
+    let p = dir.write("bad.toml", INVALID);
+    let out = crawlgate(&["check", "--config", arg(&p)]);
+    assert_eq!(code(&out), 1);
+    let f = p.display();
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{f}:5:16: group.user_agents: `GPT Bot` is not a product token (letters, '_' and '-' only, or \"*\")\n\
+             {f}:6:13: group.disallow: pattern `private/` must start with '/' or '*'\n\
+             {f}:7:11: group.enforce must be off, log or block, found `always`\n\
+             {f}:10:16: group.user_agents: duplicate group for token `*` (first at {f}:5:27)\n\
+             {f}:11:15: group.crawl_delay must be a positive number of seconds, found -1\n"
+        )
+    );
+    assert_eq!(stderr(&out), format!("{f}: 5 errors\n"));
+
+    // A TOML-level error: one diagnostic, the unknown key located.
+    let p = dir.write("unknown.toml", "[upstream]\nservers = [\"127.0.0.1:8000\"]\nbogus = 1\n");
+    let out = crawlgate(&["check", "--config", arg(&p)]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(
+        stdout(&out),
+        format!("{}:3:1: unknown field `bogus`, expected one of `servers`, `tls`, `sni`, `verify_cert`, `connect_timeout`, `read_timeout`, `health_check_interval`, `content_usage`\n", p.display())
+    );
+    assert_eq!(stderr(&out), format!("{}: 1 error\n", p.display()));
+
+    // render and explain refuse an invalid policy the same way.
+    let out = crawlgate(&["render", "robots.txt", "--config", arg(&p)]);
+    assert_eq!((code(&out), stderr(&out)), (1, format!("{}: 1 error\n", p.display())));
+}
+
+#[test]
+fn missing_config_is_a_clear_error() {
+    let dir = TempDir::new("check-missing");
+    let missing = dir.path().join("nope.toml");
+    for args in [
+        vec!["check", "--config", arg(&missing)],
+        vec!["render", "robots.txt", "--config", arg(&missing)],
+        vec!["explain", "--config", arg(&missing), "-A", "GPTBot", "/"],
+    ] {
+        let out = crawlgate(&args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        assert_eq!(stdout(&out), "");
+        assert_eq!(stderr(&out), format!("crawlgate: cannot read policy file {}: No such file or directory (os error 2)\n", missing.display()));
+    }
+    // Neither --config nor CRAWLGATE_CONFIG: the documented default path.
+    let default = Path::new("/etc/crawlgate/crawlgate.toml");
+    if !default.exists() {
+        let out = crawlgate(&["check"]);
+        assert_eq!(code(&out), 2);
+        assert_eq!(stderr(&out), "crawlgate: cannot read policy file /etc/crawlgate/crawlgate.toml: No such file or directory (os error 2)\n");
+    }
+}
+
+#[test]
+fn crawlgate_config_env_var_is_honoured() {
+    let dir = TempDir::new("check-env");
+    let p = policy(&dir);
+    let run = |env: &Path, args: &[&str]| -> Output {
+        Command::new(crawlgate_bin())
+            .args(args)
+            .current_dir(workspace_root())
+            .env("CRAWLGATE_CONFIG", env)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+    };
+    let want = format!("OK {}: 2 groups, 3 rules, 1 robots_tag, agents.txt disabled, 0 warnings (sha256 {POLICY_SHA})\n", p.display());
+    let out = run(&p, &["check"]);
+    assert_eq!((code(&out), stdout(&out)), (0, want.clone()));
+    // --config wins over the environment.
+    let missing = dir.path().join("missing.toml");
+    let out = run(&missing, &["check", "--config", arg(&p)]);
+    assert_eq!((code(&out), stdout(&out)), (0, want));
+    let out = run(&missing, &["check"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stderr(&out), format!("crawlgate: cannot read policy file {}: No such file or directory (os error 2)\n", missing.display()));
+    let out = run(&p, &["render", "robots.txt"]);
+    assert_eq!(code(&out), 0);
+    assert!(stdout(&out).starts_with("# robots.txt generated by crawlgate from policy.toml;"), "{}", stdout(&out));
+}
+
+#[test]
+fn render_exact_bytes() {
+    let dir = TempDir::new("render");
+    let p = policy(&dir);
+    let out = crawlgate(&["render", "robots.txt", "--config", arg(&p)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        out.stdout,
+        b"# robots.txt generated by crawlgate from policy.toml; edit the policy, not this file.\n\
+\n\
+User-agent: *\n\
+Disallow: /private/\n\
+Content-Usage: train-ai=n\n\
+\n\
+User-agent: GPTBot\n\
+User-agent: CCBot\n\
+Disallow: /\n\
+Allow: /public/\n\
+\n\
+Sitemap: https://example.com/sitemap.xml\n"
+    );
+    assert_eq!(stderr(&out), "");
+    let out = crawlgate(&["render", "agents.txt", "--config", arg(&p)]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), format!("{}: agents.txt is disabled (no [agents_txt] table, or enabled = false)\n", p.display()));
+    let out = crawlgate(&["render", "sitemap.xml", "--config", arg(&p)]);
+    assert_eq!(code(&out), 2);
+}
+
+#[test]
+fn explain_text() {
+    let dir = TempDir::new("explain-text");
+    let p = policy(&dir);
+    let out = crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/drafts/x", "https://example.com/public/a?b"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "/drafts/x\n\
+         \x20 agent:    GPTBot (catalog: OpenAI, ai-training)\n\
+         \x20 group:    ai (line 14)\n\
+         \x20 rule:     Disallow: / (line 17)\n\
+         \x20 verdict:  disallowed\n\
+         \x20 enforce:  block -> block (403)\n\
+         \x20 header:   Robots-Tag: *;noindex\n\
+         \x20 header:   X-Robots-Tag: noindex\n\
+         \x20 header:   Content-Usage: train-ai=n\n\
+         \n\
+         https://example.com/public/a?b\n\
+         \x20 agent:    GPTBot (catalog: OpenAI, ai-training)\n\
+         \x20 group:    ai (line 14)\n\
+         \x20 rule:     Allow: /public/ (line 18)\n\
+         \x20 verdict:  allowed\n\
+         \x20 enforce:  block -> pass\n\
+         \x20 header:   Content-Usage: train-ai=n\n"
+    );
+    // A browser is never blocked: the `*` group's violation is logged.
+    let out = crawlgate(&["explain", "--config", arg(&p), "--user-agent", BROWSER_UA, "/private/x"]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(
+        stdout(&out),
+        "/private/x\n\
+         \x20 agent:    none (no policy token in the User-Agent)\n\
+         \x20 group:    * (line 8)\n\
+         \x20 rule:     Disallow: /private/ (line 10)\n\
+         \x20 verdict:  disallowed\n\
+         \x20 enforce:  log -> log violation\n"
+    );
+    // A target that cannot be decided on.
+    let out = crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/a%zz"]);
+    assert_eq!((code(&out), stdout(&out), stderr(&out)), (2, String::new(), "crawlgate: /a%zz: invalid percent-escape at byte 2\n".to_string()));
+}
+
+#[test]
+fn explain_json() {
+    let dir = TempDir::new("explain-json");
+    let p = policy(&dir);
+    let json = |ua: &str, urls: &[&str]| -> serde_json::Value {
+        let mut args = vec!["explain", "--json", "--config", arg(&p), "-A", ua];
+        args.extend_from_slice(urls);
+        let out = crawlgate(&args);
+        assert_eq!(code(&out), 0, "{}", stderr(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("explain --json is not JSON ({e}): {}", stdout(&out)))
+    };
+
+    let v = json(GPTBOT_UA, &["/private/../drafts/x"]);
+    let arr = v.as_array().unwrap_or_else(|| panic!("not an array: {v}"));
+    assert_eq!(arr.len(), 1);
+    let d = &arr[0];
+    assert_eq!(d["url"], "/private/../drafts/x");
+    assert_eq!(d["path"], "/drafts/x");
+    assert_eq!(d["agent"], "GPTBot");
+    assert_eq!(d["catalog"], serde_json::json!({"token": "GPTBot", "operator": "OpenAI", "categories": ["ai-training"]}));
+    assert_eq!(d["group"], serde_json::json!({"name": "ai", "line": 14}));
+    assert_eq!(d["rule"], serde_json::json!({"pattern": "/", "allow": false, "line": 17}));
+    assert_eq!(d["allowed"], false);
+    assert_eq!(d["enforce"], "block");
+    assert_eq!(d["action"], "block");
+    assert_eq!(d["block_status"], 403);
+    assert_eq!(d["headers"], serde_json::json!({"robots-tag": "*;noindex", "x-robots-tag": ["noindex"], "content-usage": "train-ai=n"}));
+    assert_eq!(d["html"], serde_json::Value::Null);
+
+    let v = json(BROWSER_UA, &["/private/x", "/elsewhere"]);
+    let arr = v.as_array().unwrap_or_else(|| panic!("not an array: {v}"));
+    assert_eq!(arr.len(), 2);
+    let d = &arr[0];
+    assert_eq!(d["path"], "/private/x");
+    assert_eq!(d["agent"], serde_json::Value::Null);
+    assert_eq!(d["catalog"], serde_json::Value::Null);
+    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
+    assert_eq!(d["rule"], serde_json::json!({"pattern": "/private/", "allow": false, "line": 10}));
+    assert_eq!(d["allowed"], false);
+    assert_eq!(d["enforce"], "log");
+    assert_eq!(d["action"], "log violation");
+    assert_eq!(d["block_status"], serde_json::Value::Null);
+    // No preference is published for a path the `*` group disallows.
+    assert_eq!(d["headers"], serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": null}));
+    let d = &arr[1];
+    assert_eq!(d["rule"], serde_json::Value::Null);
+    assert_eq!(d["allowed"], true);
+    assert_eq!(d["action"], "pass");
+    assert_eq!(d["headers"], serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": "train-ai=n"}));
+}

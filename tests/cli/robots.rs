@@ -1,1 +1,468 @@
-//! CLI tests (being written).
+//! `crawlgate robots-test` and `crawlgate import` through the real binary:
+//! exit codes and exact outputs, the whole public conformance suite, the
+//! import round trip over every suite body, and a golden import.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crawlgate_e2e::{crawlgate, crawlgate_bin, stderr, stdout, workspace_root};
+
+/// A directory under the system temp dir, unique per test, removed on drop.
+pub(crate) struct TempDir(PathBuf);
+
+impl TempDir {
+    pub(crate) fn new(test: &str) -> TempDir {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "crawlgate-e2e-{test}-{}-{nanos}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        TempDir(dir)
+    }
+
+    /// Writes `name` in the directory and returns its path.
+    pub(crate) fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, contents).unwrap_or_else(|e| panic!("cannot write {}: {e}", p.display()));
+        p
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Path as a `&str` argument.
+pub(crate) fn arg(p: &Path) -> &str {
+    p.to_str().unwrap_or_else(|| panic!("non-UTF-8 temp path {}", p.display()))
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+/// Runs `robots-test` and returns (exit code, stdout, stderr).
+fn robots_test(file: &Path, ua: &str, url: &str) -> (i32, String, String) {
+    let out = crawlgate(&["robots-test", arg(file), ua, url]);
+    (code(&out), stdout(&out), stderr(&out))
+}
+
+/// The verdict of a `robots-test` run, checking that stdout and the exit
+/// code agree and nothing else is printed.
+fn verdict(file: &Path, ua: &str, url: &str) -> bool {
+    let (c, out, err) = robots_test(file, ua, url);
+    match (c, out.as_str()) {
+        (0, "allowed\n") if err.is_empty() => true,
+        (1, "disallowed\n") if err.is_empty() => false,
+        _ => panic!("robots-test {} {ua:?} {url:?}: exit {c}, stdout {out:?}, stderr {err:?}", file.display()),
+    }
+}
+
+#[test]
+fn robots_test_verdicts_and_exit_codes() {
+    let dir = TempDir::new("robots-test");
+    let robots = dir.write(
+        "robots.txt",
+        "User-agent: *\nDisallow: /private/\nAllow: /private/ok$\n\nUser-agent: FooBot\nDisallow: /\nAllow: /public/\n",
+    );
+    let file = robots.as_path();
+    assert_eq!(robots_test(file, "OtherBot", "https://example.com/private/x"), (1, "disallowed\n".into(), String::new()));
+    assert_eq!(robots_test(file, "OtherBot", "https://example.com/private/ok"), (0, "allowed\n".into(), String::new()));
+    assert_eq!(robots_test(file, "OtherBot", "/private/ok?x"), (1, "disallowed\n".into(), String::new()));
+    assert_eq!(robots_test(file, "OtherBot", "/public/x"), (0, "allowed\n".into(), String::new()));
+    // Product tokens compare case-insensitively; a full UA is named by its
+    // first product.
+    assert_eq!(robots_test(file, "foobot", "/x"), (1, "disallowed\n".into(), String::new()));
+    assert_eq!(robots_test(file, "FooBot/2.1 (+https://foo.example/bot)", "/x"), (1, "disallowed\n".into(), String::new()));
+    assert_eq!(robots_test(file, "FooBot", "http://example.com/public/a#frag"), (0, "allowed\n".into(), String::new()));
+    // `Mozilla/5.0 (compatible; FooBot/2.1)` names Mozilla, so the `*` group applies.
+    assert_eq!(robots_test(file, "Mozilla/5.0 (compatible; FooBot/2.1)", "/x"), (0, "allowed\n".into(), String::new()));
+    // /robots.txt is always allowed.
+    assert_eq!(robots_test(file, "FooBot", "https://example.com/robots.txt"), (0, "allowed\n".into(), String::new()));
+
+    let missing = dir.path().join("missing.txt");
+    let (c, out, err) = robots_test(&missing, "FooBot", "/");
+    assert_eq!((c, out.as_str()), (2, ""));
+    assert_eq!(err, format!("crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n", missing.display()));
+    let (c, out, err) = robots_test(dir.path(), "FooBot", "/");
+    assert_eq!((c, out.as_str()), (2, ""));
+    assert!(err.starts_with(&format!("crawlgate: cannot read robots.txt file {}: ", dir.path().display())), "{err}");
+
+    let (c, out, err) = robots_test(file, " ", "/");
+    assert_eq!((c, out.as_str(), err.as_str()), (2, "", "crawlgate: robots-test: USER_AGENT is empty (give a product token such as Googlebot)\n"));
+    let (c, out, err) = robots_test(file, "FooBot", "");
+    assert_eq!((c, out.as_str(), err.as_str()), (2, "", "crawlgate: robots-test: URL is empty (give a URL or a path such as /index.html)\n"));
+    // Missing arguments: clap's usage error, exit 2.
+    let out = crawlgate(&["robots-test", arg(file), "FooBot"]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out).contains("Usage: crawlgate robots-test <ROBOTS_FILE> <USER_AGENT> <URL>"), "{}", stderr(&out));
+
+    // No file content at all: everything allowed. A BOM, CRLF and a
+    // missing colon are tolerated the RFC 9309 way.
+    let empty = dir.write("empty.txt", "");
+    assert!(verdict(&empty, "FooBot", "/x"));
+    let messy = dir.write("messy.txt", b"\xEF\xBB\xBFUser-agent: FooBot\r\nDisallow /nocolon\r\nDisallow: /yes # comment\r\n".as_slice());
+    assert!(verdict(&messy, "FooBot", "/nocolon"));
+    assert!(!verdict(&messy, "FooBot", "/yes/x"));
+}
+
+/// One line of crates/policy/tests/data/conformance/public.jsonl.
+struct Case {
+    id: String,
+    robots: String,
+    user_agent: String,
+    url: String,
+    allowed: bool,
+    google_specific: bool,
+    rfc_status: String,
+}
+
+impl Case {
+    /// The verdict RFC 9309 gives: for google_specific cases `allowed` is
+    /// Google's verdict and the RFC says the opposite (as the policy
+    /// crate's conformance test reads the suite).
+    fn rfc_verdict(&self) -> bool {
+        if self.google_specific { !self.allowed } else { self.allowed }
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let path = workspace_root().join("crates/policy/tests/data/conformance/public.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("bad case line: {e}"));
+            let s = |k: &str| v[k].as_str().unwrap_or_else(|| panic!("case without {k}: {l}")).to_string();
+            let b = |k: &str| v[k].as_bool().unwrap_or_else(|| panic!("case without {k}: {l}"));
+            Case {
+                id: s("id"),
+                robots: s("robots"),
+                user_agent: s("user_agent"),
+                url: s("url"),
+                allowed: b("allowed"),
+                google_specific: b("google_specific"),
+                rfc_status: s("rfc_status"),
+            }
+        })
+        .collect()
+}
+
+/// The distinct robots bodies, written once each; case index -> file.
+fn write_bodies(dir: &TempDir, cases: &[Case]) -> (Vec<PathBuf>, Vec<usize>) {
+    let mut bodies: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut body_of = Vec::new();
+    for c in cases {
+        let n = bodies.len();
+        let i = *bodies.entry(c.robots.as_str()).or_insert_with(|| {
+            files.push(dir.write(&format!("body{n}.robots.txt"), &c.robots));
+            n
+        });
+        body_of.push(i);
+    }
+    (files, body_of)
+}
+
+/// Runs `f` over `0..n` on a few threads, results in order.
+fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism().map_or(4, |t| t.get()).clamp(2, 8);
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, T)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break mine;
+                        }
+                        mine.push((i, f(i)));
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| panic!("worker thread panicked"))).collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, t)| t).collect()
+}
+
+#[test]
+fn conformance_suite_through_the_binary() {
+    let cases = cases();
+    assert_eq!(cases.len(), 1064);
+    let dir = TempDir::new("conformance");
+    let (files, body_of) = write_bodies(&dir, &cases);
+    assert_eq!(files.len(), 197, "distinct robots bodies");
+    let got = parallel(cases.len(), |i| verdict(&files[body_of[i]], &cases[i].user_agent, &cases[i].url));
+
+    let tally = |filter: &dyn Fn(&Case) -> bool| -> (usize, Vec<String>) {
+        let mut total = 0;
+        let mut failed = Vec::new();
+        for (c, &g) in cases.iter().zip(&got) {
+            if filter(c) {
+                total += 1;
+                if g != c.rfc_verdict() {
+                    failed.push(format!("{} (ua {:?}, url {:?}, expected allowed={})", c.id, c.user_agent, c.url, c.rfc_verdict()));
+                }
+            }
+        }
+        (total, failed)
+    };
+    let (total, failed) = tally(&|c| c.rfc_status == "consistent" && !c.google_specific);
+    assert_eq!(format!("{}/{total} consistent pass", total - failed.len()), "951/951 consistent pass", "{}", failed.join("\n"));
+    let (total, failed) = tally(&|c| c.google_specific);
+    assert_eq!(format!("{}/{total} google-specific follow the RFC", total - failed.len()), "33/33 google-specific follow the RFC", "{}", failed.join("\n"));
+    // The documented choices where the RFC leaves it open (see
+    // crates/policy/tests/conformance.rs): 47 of 80, as in-process.
+    let (total, failed) = tally(&|c| c.rfc_status == "ambiguous");
+    assert_eq!(format!("{}/{total} ambiguous match", total - failed.len()), "47/80 ambiguous match", "{}", failed.join("\n"));
+}
+
+/// Import warnings that mean a decision may change (the rest only drop
+/// lines RFC 9309 ignores or that do not affect Allow/Disallow).
+fn decision_warnings(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("decisions on paths it matches may differ") || l.contains("gets the `*` group instead"))
+        .collect()
+}
+
+#[test]
+fn import_round_trip_keeps_every_decision() {
+    let cases = cases();
+    let dir = TempDir::new("import-round-trip");
+    let (files, body_of) = write_bodies(&dir, &cases);
+    let bin = crawlgate_bin();
+    let run = |args: &[&str]| -> Output {
+        Command::new(&bin).args(args).env_remove("CRAWLGATE_CONFIG").output().unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+    };
+    // Per body: import, check, render; `Some(warnings that change decisions)`.
+    let rendered: Vec<(PathBuf, Vec<String>)> = parallel(files.len(), |b| {
+        let original = &files[b];
+        let out = run(&["import", arg(original)]);
+        assert_eq!(code(&out), 0, "import {}: {}", original.display(), stderr(&out));
+        let toml = dir.write(&format!("body{b}.toml"), &out.stdout);
+        let err = stderr(&out);
+        let risky: Vec<String> = decision_warnings(&err).into_iter().map(str::to_string).collect();
+        let check = run(&["check", "--config", arg(&toml)]);
+        assert_eq!(code(&check), 0, "check of the import of {}:\n{}\n{}", original.display(), stdout(&check), stderr(&check));
+        assert!(stdout(&check).starts_with(&format!("OK {}: ", toml.display())), "{}", stdout(&check));
+        let render = run(&["render", "robots.txt", "--config", arg(&toml)]);
+        assert_eq!(code(&render), 0, "{}", stderr(&render));
+        (dir.write(&format!("body{b}.rendered.txt"), &render.stdout), risky)
+    });
+    let agree = parallel(cases.len(), |i| {
+        let c = &cases[i];
+        verdict(&files[body_of[i]], &c.user_agent, &c.url) == verdict(&rendered[body_of[i]].0, &c.user_agent, &c.url)
+    });
+
+    let full: Vec<bool> = rendered.iter().map(|(_, risky)| risky.is_empty()).collect();
+    let mut differ_full = Vec::new();
+    let mut differ_partial = Vec::new();
+    let (mut cases_full, mut cases_partial) = (0, 0);
+    for (i, c) in cases.iter().enumerate() {
+        let b = body_of[i];
+        if full[b] {
+            cases_full += 1;
+        } else {
+            cases_partial += 1;
+        }
+        if !agree[i] {
+            let line = format!("{} (body{b}, ua {:?}, url {:?})", c.id, c.user_agent, c.url);
+            if full[b] { differ_full.push(line) } else { differ_partial.push(line) }
+        }
+    }
+    eprintln!("import round trip: {} of {} bodies imported without a decision-changing warning", full.iter().filter(|f| **f).count(), full.len());
+    eprintln!("  the others ({} cases, {} of them differ):", cases_partial, differ_partial.len());
+    for (b, (_, risky)) in rendered.iter().enumerate() {
+        for w in risky {
+            // `warning: /tmp/.../bodyN.robots.txt:LINE: message`
+            let msg = w.split_once(".robots.txt:").map_or(w.as_str(), |x| x.1);
+            eprintln!("    body{b}:{msg}");
+        }
+    }
+    for d in &differ_partial {
+        eprintln!("    differs: {d}");
+    }
+    // Every fully imported body gives the same verdict on every case.
+    assert!(differ_full.is_empty(), "fully imported bodies whose decisions changed:\n{}", differ_full.join("\n"));
+    assert_eq!(
+        format!("{} bodies fully imported, {} cases agree", full.iter().filter(|f| **f).count(), cases_full),
+        "181 bodies fully imported, 819 cases agree"
+    );
+    assert_eq!(format!("{} partial: {} cases, {} differ", full.len() - full.iter().filter(|f| **f).count(), cases_partial, differ_partial.len()), "16 partial: 245 cases, 33 differ");
+}
+
+#[test]
+fn import_golden_wild_robots_txt() {
+    let src = "tests/data/robots/wild.robots.txt";
+    let golden = workspace_root().join("tests/data/robots/wild.import.toml");
+    let out = crawlgate(&["import", src]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got = stdout(&out);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &got).unwrap_or_else(|e| panic!("cannot write {}: {e}", golden.display()));
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("cannot read {} (UPDATE_GOLDEN=1 writes it): {e}", golden.display()));
+    assert!(got == want, "import of {src} differs from {} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}", golden.display());
+    let p = |line: usize, msg: &str| format!("warning: {src}:{line}: {msg}; kept as a comment\n");
+    let no_key = |k: &str| format!("`{k}` has no policy key (crawlgate publishes Allow, Disallow, Crawl-delay, Content-Usage, App-Directives, Content-Signal and Sitemap)");
+    let want_err = [
+        p(3, "before any User-agent line: RFC 9309 ignores it"),
+        p(10, "an empty Disallow matches nothing (RFC 9309): nothing to import"),
+        p(12, &no_key("host")),
+        p(22, "group.user_agents: `CCBot/2.0` is not a product token (letters, '_' and '-' only, or \"*\"); under RFC 9309 it names no crawler, so no decision changes"),
+        p(25, "group.user_agents: `Baiduspider2` is not a product token (letters, '_' and '-' only, or \"*\"); a crawler named `Baiduspider2` gets the `*` group instead"),
+        p(26, "in a group whose User-agent values the policy cannot express"),
+        p(32, "Crawl-delay `five` is not a number of seconds"),
+        p(33, "no colon, so not a robots.txt field: RFC 9309 ignores it"),
+        p(34, "group.disallow: pattern `/file with space.html` contains whitespace or a control character; decisions on paths it matches may differ"),
+        p(35, &no_key("clean-param")),
+        p(40, &no_key("noindex")),
+        p(41, "group.disallow: pattern `relative/path` must start with '/' or '*'; decisions on paths it matches may differ"),
+        p(43, "robots_txt.sitemaps: `/sitemap-news.xml` is not an absolute http(s) URL"),
+        format!("imported {src}: 5 groups, 10 rules, 2 sitemaps; 13 lines kept as comments\n"),
+    ]
+    .concat();
+    assert_eq!(stderr(&out), want_err);
+
+    // The golden policy passes check, and its robots.txt decides like the
+    // original wherever the import kept everything.
+    let dir = TempDir::new("import-golden");
+    let toml = dir.write("wild.toml", &got);
+    let check = crawlgate(&["check", "--config", arg(&toml)]);
+    assert_eq!(code(&check), 0, "{}", stdout(&check));
+    let rendered = dir.write("rendered.txt", crawlgate(&["render", "robots.txt", "--config", arg(&toml)]).stdout);
+    let original = workspace_root().join(src);
+    for (ua, url, allowed) in [
+        ("Somebot", "/cgi-bin/x", false),
+        ("Somebot", "/search?q=a", false),
+        ("Somebot", "/search/about", true),
+        ("Somebot", "/doc.pdf", false),
+        ("Somebot", "/doc.pdf?x", true),
+        ("Somebot", "/tmp/x", true),
+        ("Googlebot", "/private/x", false),
+        ("Googlebot", "/private/press/x", true),
+        ("Googlebot", "/drafts/x", false),
+        ("Googlebot", "/cgi-bin/x", true),
+        ("Bingbot", "/drafts/x", true),
+        ("Bingbot", "/private/x", false),
+        ("GPTBot", "/anything", false),
+        ("CCBot", "/cgi-bin/x", false),
+        ("CCBot", "/anything", true),
+        ("Yandex", "/cgi-bin/x", true),
+        ("SlurpBot", "/old/x", true),
+        ("Googlebot", "/no-colon/x", true),
+    ] {
+        assert_eq!(verdict(&original, ua, url), allowed, "original: {ua} {url}");
+        assert_eq!(verdict(&rendered, ua, url), allowed, "rendered: {ua} {url}");
+    }
+    // Where the import warned, decisions differ, as it said.
+    assert!(!verdict(&original, "Baiduspider2", "/x"));
+    assert!(verdict(&rendered, "Baiduspider2", "/x"));
+    assert!(!verdict(&original, "Googlebot", "/file with space.html"));
+    assert!(verdict(&rendered, "Googlebot", "/file with space.html"));
+}
+
+#[test]
+fn import_edge_cases() {
+    let dir = TempDir::new("import-edges");
+    // No groups at all.
+    let f = dir.write("nogroups.txt", "# nothing here\nSitemap: https://e.example/s.xml\n");
+    let out = crawlgate(&["import", arg(&f)]);
+    assert_eq!(code(&out), 0);
+    let want = format!(
+        "# crawlgate policy imported from {} by `crawlgate import`.\n\
+         # One [[group]] per robots.txt group; groups naming the same crawler are\n\
+         # merged, as RFC 9309 merges them. Lines a policy cannot express are kept\n\
+         # as `# kept from line N` comments with the reason; the original's own\n\
+         # comments are not carried over.\n\
+         \n\
+         [upstream]\n\
+         # The origin the proxy forwards to: set it before `crawlgate run`.\n\
+         servers = [\"127.0.0.1:8000\"]\n\
+         \n\
+         [robots_txt]\n\
+         sitemaps = [\n  \"https://e.example/s.xml\",\n]\n\
+         \n\
+         # The robots.txt has no groups: every crawler may fetch everything.\n",
+        f.display()
+    );
+    assert_eq!(stdout(&out), want);
+    assert_eq!(stderr(&out), format!("imported {}: 0 groups, 0 rules, 1 sitemap; 0 lines kept as comments\n", f.display()));
+
+    // Overlapping groups: RFC 9309 gives `b` the rules of both; the rules
+    // before any user-agent, empty values, control characters.
+    let f = dir.write(
+        "overlap.txt",
+        "Disallow: /early\nUser-agent: a\nUser-agent: b\nDisallow: /one\nAllow:\n\nUser-agent: B\nUser-agent: c\nDisallow: /two\nCrawl-delay: 0\nDisallow: /x\u{1}y\nContent-Usage: train-ai=n\nContent-Usage: bogus\n",
+    );
+    let out = crawlgate(&["import", arg(&f)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let got = stdout(&out);
+    let body = got.split_once("servers = [\"127.0.0.1:8000\"]\n").map_or("", |x| x.1);
+    assert_eq!(
+        body,
+        "\n# Lines RFC 9309 ignores (outside any group, or without a colon):\n\
+         # kept from line 1: Disallow: /early\n\
+         #   (before any User-agent line: RFC 9309 ignores it)\n\
+         \n[[group]]\n\
+         # robots.txt group at line 2 (split: its other crawlers also take rules from other groups)\n\
+         user_agents = [\"a\"]\n\
+         disallow = [\n  \"/one\",\n]\n\
+         # kept from line 5: Allow:\n\
+         #   (an empty Allow matches nothing (RFC 9309): nothing to import)\n\
+         \n[[group]]\n\
+         # robots.txt groups at lines 2, 7 (merged: they name the same crawlers)\n\
+         user_agents = [\"b\"]\n\
+         disallow = [\n  \"/one\",\n  \"/two\",\n]\n\
+         content_usage = [\n  \"train-ai=n\",\n]\n\
+         # kept from line 5: Allow:\n\
+         #   (an empty Allow matches nothing (RFC 9309): nothing to import)\n\
+         # kept from line 10: Crawl-delay: 0\n\
+         #   (group.crawl_delay must be a positive number of seconds, found 0)\n\
+         # kept from line 11: Disallow: /x\\u0001y\n\
+         #   (group.disallow: pattern `/x\\u0001y` contains whitespace or a control character; decisions on paths it matches may differ)\n\
+         # kept from line 13: Content-Usage: bogus\n\
+         #   (group.content_usage: content_usage value for `bogus` must be y or n, found `?1 (a bare key)`)\n\
+         \n[[group]]\n\
+         # robots.txt group at line 7 (split: its other crawlers also take rules from other groups)\n\
+         user_agents = [\"c\"]\n\
+         disallow = [\n  \"/two\",\n]\n\
+         content_usage = [\n  \"train-ai=n\",\n]\n\
+         # kept from line 10: Crawl-delay: 0\n\
+         #   (group.crawl_delay must be a positive number of seconds, found 0)\n\
+         # kept from line 11: Disallow: /x\\u0001y\n\
+         #   (group.disallow: pattern `/x\\u0001y` contains whitespace or a control character; decisions on paths it matches may differ)\n\
+         # kept from line 13: Content-Usage: bogus\n\
+         #   (group.content_usage: content_usage value for `bogus` must be y or n, found `?1 (a bare key)`)\n"
+    );
+    // Warnings name the line; control characters are escaped there too.
+    let err = stderr(&out);
+    let w = format!("warning: {}:11: group.disallow: pattern `/x\\u0001y` contains whitespace or a control character; decisions on paths it matches may differ; kept as a comment\n", f.display());
+    assert!(err.contains(&w), "{err}");
+    assert!(err.ends_with(&format!("imported {}: 3 groups, 4 rules, 0 sitemaps; 5 lines kept as comments\n", f.display())), "{err}");
+    let toml = dir.write("overlap.toml", &got);
+    let check = crawlgate(&["check", "--config", arg(&toml)]);
+    assert_eq!(code(&check), 0, "{}", stdout(&check));
+
+    let missing = dir.path().join("missing.txt");
+    let out = crawlgate(&["import", arg(&missing)]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), format!("crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n", missing.display()));
+}

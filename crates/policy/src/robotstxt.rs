@@ -24,10 +24,14 @@ pub struct ParsedRule {
 pub struct ParsedGroup {
     /// The `user-agent:` values as written.
     pub user_agents: Vec<String>,
+    /// 1-based line of each `user_agents` value.
+    pub user_agent_lines: Vec<usize>,
     /// Allow/Disallow lines in order.
     pub rules: Vec<ParsedRule>,
     /// The last `crawl-delay:` value.
     pub crawl_delay: Option<String>,
+    /// Every `crawl-delay:` line in order: `(value, line)`.
+    pub crawl_delays: Vec<(String, usize)>,
     /// Other lines inside the group: `(key lowercase, value, line)`.
     pub other: Vec<(String, String, usize)>,
 }
@@ -37,6 +41,8 @@ pub struct ParsedGroup {
 pub struct RobotsTxt {
     groups: Vec<ParsedGroup>,
     sitemaps: Vec<String>,
+    /// 1-based line of each sitemap.
+    sitemap_lines: Vec<usize>,
     /// Lines outside any group or not understood: `(line, text)`.
     unknown: Vec<(usize, String)>,
 }
@@ -75,6 +81,15 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
         rest = &rest[end + skip..];
         Some((n, line))
     })
+}
+
+/// The lines of a robots.txt body exactly as [`RobotsTxt::parse`] numbers
+/// them (after the BOM, invalid UTF-8 replaced), blank ones included:
+/// `(1-based line, text)`. For tools that quote the source.
+pub fn source_lines(bytes: &[u8]) -> Vec<(usize, String)> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = String::from_utf8_lossy(bytes);
+    lines(&text).map(|(n, l)| (n, l.to_string())).collect()
 }
 
 /// The path and query of a URL or path; a fragment is dropped and an
@@ -130,9 +145,13 @@ impl RobotsTxt {
                     }
                     if let Some(g) = current.as_mut() {
                         g.user_agents.push(value);
+                        g.user_agent_lines.push(line_no);
                     }
                 }
-                "sitemap" => out.sitemaps.push(value),
+                "sitemap" => {
+                    out.sitemaps.push(value);
+                    out.sitemap_lines.push(line_no);
+                }
                 "allow" | "disallow" => match current.as_mut() {
                     Some(g) => {
                         in_rules = true;
@@ -144,6 +163,7 @@ impl RobotsTxt {
                     Some(g) => {
                         in_rules = true;
                         if key == "crawl-delay" {
+                            g.crawl_delays.push((value.clone(), line_no));
                             g.crawl_delay = Some(value);
                         } else {
                             g.other.push((key, value, line_no));
@@ -167,6 +187,11 @@ impl RobotsTxt {
     /// `Sitemap:` values.
     pub fn sitemaps(&self) -> &[String] {
         &self.sitemaps
+    }
+
+    /// The 1-based line of each [`RobotsTxt::sitemaps`] value.
+    pub fn sitemap_lines(&self) -> &[usize] {
+        &self.sitemap_lines
     }
 
     /// Lines that are outside any group or have no colon.
@@ -212,6 +237,8 @@ impl RobotsTxt {
     /// RFC 9309's verdict: may `user_agent` fetch `url`?
     pub fn is_allowed(&self, user_agent: &str, url: &str) -> bool {
         let path = path_of(url);
+        // Compared in canonical form, as rules are: `/robots%2Etxt` is it too.
+        let path = canonicalize(&path);
         if path == "/robots.txt" || path.starts_with("/robots.txt?") {
             return true;
         }
@@ -232,6 +259,9 @@ mod tests {
         assert_eq!(r.sitemaps(), ["https://e/s.xml"]);
         assert_eq!(r.groups()[1].other, vec![("foo".to_string(), "bar".to_string(), 7)]);
         assert_eq!(r.groups()[0].rules[0].line, 3);
+        assert_eq!(r.groups()[0].user_agent_lines, vec![1, 2]);
+        assert_eq!(r.sitemap_lines(), [4]);
+        assert_eq!(source_lines(b"\xEF\xBB\xBFa\r\n\nb")[2], (3, "b".to_string()));
         assert_eq!(r.unknown_lines(), [(8, "Disallow /nocolon".to_string())]);
         assert!(!r.is_allowed("b", "https://e/x"));
         assert!(r.is_allowed("B/2.0", "/x/y"));
