@@ -40,23 +40,27 @@ impl fmt::Display for Diagnostics {
 
 impl std::error::Error for Diagnostics {}
 
-/// Turns byte offsets into line and column.
+/// Turns byte offsets into line and column. Line starts are indexed once,
+/// so a policy with thousands of rules is located in O(log n) per rule.
 pub(crate) struct Locator<'a> {
     file: &'a str,
     source: &'a str,
+    /// Byte offset of the start of each line.
+    line_starts: Vec<usize>,
 }
 
 impl<'a> Locator<'a> {
     pub(crate) fn new(file: &'a str, source: &'a str) -> Self {
-        Locator { file, source }
+        let line_starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', source.as_bytes()).map(|i| i + 1)).collect();
+        Locator { file, source, line_starts }
     }
 
     pub(crate) fn at(&self, offset: usize, message: impl Into<String>) -> Diagnostic {
         let offset = offset.min(self.source.len());
-        let before = self.source.get(..offset).unwrap_or("");
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-        Diagnostic { file: self.file.to_string(), line, col, message: message.into() }
+        let line_idx = self.line_starts.partition_point(|&start| start <= offset).saturating_sub(1);
+        let start = self.line_starts.get(line_idx).copied().unwrap_or(0);
+        let col = self.source.get(start..offset).map_or(0, |l| l.chars().count()) + 1;
+        Diagnostic { file: self.file.to_string(), line: line_idx + 1, col, message: message.into() }
     }
 
     pub(crate) fn line_of(&self, offset: usize) -> usize {
