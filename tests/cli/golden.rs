@@ -1,1 +1,288 @@
-//! Golden renders of conf/ and tests/data/ policies (being written).
+//! Golden files for every policy shipped in `conf/` and `tests/data/`.
+//!
+//! - Every `conf/**/*.toml` and `tests/data/*.toml` passes `crawlgate check`
+//!   and renders byte for byte to the goldens next to it:
+//!   `<name>.robots.txt` (`crawlgate render robots.txt`) and, when the policy
+//!   enables agents.txt, `<name>.agents.txt` (`crawlgate render agents.txt`),
+//!   which must also pass `crawlgate agents-txt verify`. A golden without its
+//!   policy, or an agents.txt golden for a policy without agents.txt, fails.
+//! - Every `tests/data/invalid/*.toml` makes `crawlgate check` exit 1 with
+//!   stdout exactly equal to `<name>.errors` (`FILE:LINE:COL: message`, the
+//!   file as given on the command line: always the path relative to the
+//!   workspace root, which is the binary's working directory here).
+//!
+//! After an intended change to the policy crate or to a policy, regenerate
+//! the goldens instead of comparing them, then read the diff before
+//! committing it (a golden that enshrines a bug is worse than none):
+//!
+//! ```sh
+//! cargo build -p crawlgate
+//! UPDATE_GOLDEN=1 cargo test -p crawlgate-e2e --test cli golden::
+//! git diff conf tests/data
+//! ```
+//!
+//! (`golden::` keeps the run to this module: other modules honour
+//! `UPDATE_GOLDEN` for their own goldens.) In that mode goldens are written
+//! (and orphaned or stale ones deleted); a valid policy that fails `check`,
+//! or an invalid one that passes, still fails the test.
+
+// A test reports a failure by panicking.
+#![allow(clippy::panic)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crawlgate_e2e::{crawlgate, stderr, stdout, workspace_root};
+
+/// Whether `UPDATE_GOLDEN` asks for goldens to be rewritten.
+fn updating() -> bool {
+    std::env::var("UPDATE_GOLDEN").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `path` relative to the workspace root, with `/` separators: what the
+/// binary is given and prints back.
+fn rel(path: &Path) -> String {
+    let root = workspace_root();
+    let p = path.strip_prefix(&root).unwrap_or(path);
+    p.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+}
+
+/// Files under `dir` (into subdirectories when `recursive`) whose name
+/// ends with `suffix`, sorted.
+fn files(dir: &Path, recursive: bool, suffix: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display())).path();
+        if path.is_dir() {
+            if recursive {
+                out.extend(files(&path, true, suffix));
+            }
+        } else if path.file_name().is_some_and(|n| n.to_string_lossy().ends_with(suffix)) {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Directories holding valid policies and their goldens (recursive or not).
+fn valid_dirs() -> [(PathBuf, bool); 2] {
+    let root = workspace_root();
+    [(root.join("conf"), true), (root.join("tests/data"), false)]
+}
+
+fn invalid_dir() -> PathBuf {
+    workspace_root().join("tests/data/invalid")
+}
+
+/// Every valid policy, relative to the workspace root.
+fn valid_policies() -> Vec<String> {
+    let list: Vec<String> = valid_dirs().iter().flat_map(|(d, r)| files(d, *r, ".toml")).map(|p| rel(&p)).collect();
+    for must in ["conf/crawlgate.toml", "conf/demo.toml"] {
+        assert!(list.iter().any(|p| p == must), "{must} not found among {list:?}");
+    }
+    assert!(list.iter().any(|p| p.starts_with("tests/data/")), "no policy found in tests/data/");
+    list
+}
+
+/// Every invalid policy, relative to the workspace root.
+fn invalid_policies() -> Vec<String> {
+    let list: Vec<String> = files(&invalid_dir(), false, ".toml").iter().map(|p| rel(p)).collect();
+    assert!(!list.is_empty(), "no policy found in tests/data/invalid/");
+    list
+}
+
+/// `x/name.toml` -> `x/name<suffix>` (absolute).
+fn sibling(policy: &str, suffix: &str) -> PathBuf {
+    let stem = policy.strip_suffix(".toml").unwrap_or(policy);
+    workspace_root().join(format!("{stem}{suffix}"))
+}
+
+/// Where two texts first differ, line by line, for a failure message.
+fn first_difference(expected: &str, actual: &str) -> String {
+    let (mut e, mut a) = (expected.split_inclusive('\n'), actual.split_inclusive('\n'));
+    let mut line = 1;
+    loop {
+        match (e.next(), a.next()) {
+            (Some(x), Some(y)) if x == y => line += 1,
+            (None, None) => return "identical".into(),
+            (x, y) => {
+                let show = |l: Option<&str>| l.map_or("<end of file>".to_string(), |l| format!("{l:?}"));
+                return format!("first difference at line {line}:\n    expected: {}\n    actual:   {}", show(x), show(y));
+            }
+        }
+    }
+}
+
+/// Compares `actual` with the golden at `path`, or writes it when updating.
+/// Returns a failure message.
+fn check_golden(path: &Path, actual: &[u8], what: &str) -> Option<String> {
+    let name = rel(path);
+    if updating() {
+        let unchanged = fs::read(path).is_ok_and(|old| old == actual);
+        if !unchanged {
+            fs::write(path, actual).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
+            eprintln!("UPDATE_GOLDEN: wrote {name}");
+        }
+        return None;
+    }
+    let expected = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return Some(format!("{name}: cannot read the golden ({e}); {what} printed {} bytes. Create it with UPDATE_GOLDEN=1", actual.len())),
+    };
+    if expected == actual {
+        return None;
+    }
+    let diff = first_difference(&String::from_utf8_lossy(&expected), &String::from_utf8_lossy(actual));
+    Some(format!(
+        "{name}: {what} differs from the golden ({} bytes expected, {} printed); {diff}\n    (intended? regenerate with UPDATE_GOLDEN=1 and review the diff)",
+        expected.len(),
+        actual.len()
+    ))
+}
+
+/// Deletes a golden that should not exist when updating; otherwise reports it.
+fn unwanted_golden(path: &Path, why: &str) -> Option<String> {
+    let name = rel(path);
+    if updating() {
+        fs::remove_file(path).unwrap_or_else(|e| panic!("cannot remove {name}: {e}"));
+        eprintln!("UPDATE_GOLDEN: removed {name} ({why})");
+        return None;
+    }
+    Some(format!("{name}: {why}; delete it (UPDATE_GOLDEN=1 does)"))
+}
+
+fn describe(cmd: &str, out: &Output) -> String {
+    format!("`crawlgate {cmd}` exited with {:?}\n--- stdout\n{}--- stderr\n{}", out.status.code(), stdout(out), stderr(out))
+}
+
+fn finish(failures: Vec<String>, checked: usize) {
+    assert!(failures.is_empty(), "{} of {checked} failed:\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn valid_policies_pass_check() {
+    let policies = valid_policies();
+    let mut failures = Vec::new();
+    for p in &policies {
+        let out = crawlgate(&["check", "--config", p]);
+        if !out.status.success() || !stdout(&out).starts_with(&format!("OK {p}: ")) {
+            failures.push(describe(&format!("check --config {p}"), &out));
+        }
+    }
+    finish(failures, policies.len());
+}
+
+#[test]
+fn robots_txt_matches_goldens() {
+    let policies = valid_policies();
+    let mut failures = Vec::new();
+    for p in &policies {
+        let out = crawlgate(&["render", "robots.txt", "--config", p]);
+        if !out.status.success() {
+            failures.push(describe(&format!("render robots.txt --config {p}"), &out));
+            continue;
+        }
+        failures.extend(check_golden(&sibling(p, ".robots.txt"), &out.stdout, "`crawlgate render robots.txt`"));
+    }
+    finish(failures, policies.len());
+}
+
+#[test]
+fn agents_txt_matches_goldens_and_verifies() {
+    let policies = valid_policies();
+    let mut failures = Vec::new();
+    for p in &policies {
+        let golden = sibling(p, ".agents.txt");
+        let out = crawlgate(&["render", "agents.txt", "--config", p]);
+        if out.status.success() {
+            if let Some(f) = check_golden(&golden, &out.stdout, "`crawlgate render agents.txt`") {
+                failures.push(f);
+                continue;
+            }
+            let g = rel(&golden);
+            let verify = crawlgate(&["agents-txt", "verify", &g]);
+            if !verify.status.success() {
+                failures.push(describe(&format!("agents-txt verify {g}"), &verify));
+            }
+        } else if out.status.code() == Some(1) && stderr(&out).contains("agents.txt is disabled") {
+            if golden.exists() {
+                failures.extend(unwanted_golden(&golden, "the policy publishes no agents.txt"));
+            }
+        } else {
+            failures.push(describe(&format!("render agents.txt --config {p}"), &out));
+        }
+    }
+    finish(failures, policies.len());
+}
+
+#[test]
+fn no_orphaned_goldens() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    let mut orphans = |dir: &Path, recursive: bool, suffix: &str| {
+        for golden in files(dir, recursive, suffix) {
+            checked += 1;
+            let name = golden.to_string_lossy();
+            let policy = PathBuf::from(format!("{}.toml", &name[..name.len() - suffix.len()]));
+            if !policy.exists() {
+                failures.extend(unwanted_golden(&golden, &format!("no {} next to it", rel(&policy))));
+            }
+        }
+    };
+    for (dir, recursive) in valid_dirs() {
+        orphans(&dir, recursive, ".robots.txt");
+        orphans(&dir, recursive, ".agents.txt");
+    }
+    orphans(&invalid_dir(), false, ".errors");
+    // Goldens of valid policies do not belong among the invalid ones.
+    for suffix in [".robots.txt", ".agents.txt"] {
+        for golden in files(&invalid_dir(), false, suffix) {
+            checked += 1;
+            failures.extend(unwanted_golden(&golden, "invalid policies render nothing"));
+        }
+    }
+    finish(failures, checked);
+}
+
+#[test]
+fn invalid_policies_report_every_error() {
+    let policies = invalid_policies();
+    let mut failures = Vec::new();
+    for p in &policies {
+        let out = crawlgate(&["check", "--config", p]);
+        if out.status.code() != Some(1) {
+            failures.push(format!("{p}: expected exit 1 (an invalid policy)\n{}", describe(&format!("check --config {p}"), &out)));
+            continue;
+        }
+        let printed = stdout(&out);
+        // stderr ends with the count of the errors on stdout.
+        let n = printed.lines().count();
+        let summary = format!("{p}: {n} error{}", if n == 1 { "" } else { "s" });
+        if n == 0 || !printed.lines().all(|l| l.starts_with(&format!("{p}:"))) || !stderr(&out).contains(&summary) {
+            failures.push(format!("{p}: expected FILE:LINE:COL lines and `{summary}` on stderr\n{}", describe(&format!("check --config {p}"), &out)));
+            continue;
+        }
+        failures.extend(check_golden(&sibling(p, ".errors"), &out.stdout, "`crawlgate check` stdout"));
+    }
+    finish(failures, policies.len());
+}
+
+#[test]
+fn several_errors_are_reported_at_once() {
+    let p = "tests/data/invalid/several-errors.toml";
+    let out = crawlgate(&["check", "--config", p]);
+    let printed = stdout(&out);
+    assert!(printed.lines().count() >= 10, "expected every error of {p} at once:\n{}", describe(&format!("check --config {p}"), &out));
+    let positions: Vec<(usize, usize)> = printed
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.strip_prefix(&format!("{p}:"))?.splitn(3, ':');
+            Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(positions.len(), printed.lines().count(), "every line is FILE:LINE:COL: message:\n{printed}");
+    assert!(positions.windows(2).all(|w| w[0] <= w[1]), "errors are in file order:\n{printed}");
+}

@@ -68,13 +68,16 @@ pub(crate) fn robots_txt(file: &str, groups: &[Group], star: Option<usize>, extr
     out
 }
 
-/// ACAP prohibitions for robots_tag rules.
-fn acap_usage(rule: &str) -> Option<&'static str> {
+/// ACAP usage types a robots_tag rule prohibits (`none` is `noindex,
+/// nofollow`; ACAP has a `follow` usage type, seed 004 section 2.5.2).
+fn acap_usages(rule: &str) -> &'static [&'static str] {
     match rule.split([':', '=']).next().unwrap_or("").trim().to_ascii_lowercase().as_str() {
-        "noindex" | "none" => Some("index"),
-        "nosnippet" => Some("present-snippet"),
-        "noarchive" => Some("preserve"),
-        _ => None,
+        "noindex" => &["index"],
+        "nofollow" => &["follow"],
+        "none" => &["index", "follow"],
+        "nosnippet" => &["present-snippet"],
+        "noarchive" => &["preserve"],
+        _ => &[],
     }
 }
 
@@ -84,7 +87,7 @@ fn acap(out: &mut String, groups: &[Group], tags: &[TagEntry]) {
         let mut lines = Vec::new();
         for t in tags.iter().filter(|t| t.agents.iter().any(|a| a.eq_ignore_ascii_case(token))) {
             for r in &t.rules {
-                if let Some(u) = acap_usage(r) {
+                for u in acap_usages(r) {
                     let line = format!("ACAP-disallow-{u}: {}", t.path);
                     if !lines.contains(&line) {
                         lines.push(line);
@@ -96,20 +99,36 @@ fn acap(out: &mut String, groups: &[Group], tags: &[TagEntry]) {
     };
     let mut covered: Vec<String> = Vec::new();
     for g in groups {
-        out.push('\n');
-        for t in &g.tokens {
-            let _ = writeln!(out, "ACAP-crawler: {t}");
-            covered.push(t.to_ascii_lowercase());
-        }
-        for (pattern, allow, _) in &g.rules_src {
-            let _ = writeln!(out, "ACAP-{}-crawl: {pattern}", if *allow { "allow" } else { "disallow" });
-        }
-        let mut seen = Vec::new();
-        for t in &g.tokens {
-            for l in tag_lines(t) {
-                if !seen.contains(&l) {
-                    let _ = writeln!(out, "{l}");
-                    seen.push(l);
+        // An `ACAP-crawler: *` record must name no other crawler (seed 004
+        // section 2.3.1), so a group naming `*` and tokens becomes two
+        // records with the same fields.
+        let star: Vec<&String> = g.tokens.iter().filter(|t| *t == "*").collect();
+        let named: Vec<&String> = g.tokens.iter().filter(|t| *t != "*").collect();
+        for crawlers in [star, named] {
+            if crawlers.is_empty() {
+                continue;
+            }
+            out.push('\n');
+            for t in &crawlers {
+                let _ = writeln!(out, "ACAP-crawler: {t}");
+                covered.push(t.to_ascii_lowercase());
+            }
+            // A group without rules allows everything (RFC 9309). Saying so
+            // also keeps the record from being empty: blank lines do not end
+            // an ACAP record, so an empty one would merge with the next.
+            if g.rules_src.is_empty() {
+                out.push_str("ACAP-allow-crawl: /\n");
+            }
+            for (pattern, allow, _) in &g.rules_src {
+                let _ = writeln!(out, "ACAP-{}-crawl: {pattern}", if *allow { "allow" } else { "disallow" });
+            }
+            let mut seen = Vec::new();
+            for t in &crawlers {
+                for l in tag_lines(t) {
+                    if !seen.contains(&l) {
+                        let _ = writeln!(out, "{l}");
+                        seen.push(l);
+                    }
                 }
             }
         }
