@@ -1,24 +1,43 @@
 //! crawlgate-html: the streaming robots `<meta>` rewriter.
 //!
 //! Bytes in, bytes out, through lol_html: `inject` adds the policy's robots
-//! metas to `<head>`, `audit` changes nothing and reports how the page's
-//! own robots metas compare with the policy, `enforce` removes conflicting
+//! metas as the first children of `<head>`, `audit` changes nothing and
+//! reports how the page's own robots metas compare with the policy,
+//! `enforce` strips the rules that contradict the policy from the page's
 //! metas and injects the policy's. The rewriter never fails a response: on
 //! a lol_html error (memory limit) the rest of the body passes through
 //! unchanged. It knows nothing of HTTP or of the policy file: the proxy
 //! hands it a [`Config`].
 //!
-//! Streaming limits, by design: when `<head>` starts the rewriter cannot
-//! know which metas follow, so `inject` always adds the policy's metas
-//! (crawlers combine robots metas restrictively, so a duplicate is
-//! harmless); `missing` findings are known when the head ends.
+//! Where the head is, is decided the way an HTML parser decides it: an
+//! explicit `<head>`, else the implicit head that `<html>` or the first
+//! head-only element (`<title>`, `<meta>`, ...) opens. The head ends at the
+//! first element that belongs in `<body>`, not at `</head>`: a `<meta>`
+//! between `</head>` and `<body>` still lands in the head. Elements inside
+//! `<template>` are inert and never count.
+//!
+//! Streaming and duplicates: when `<head>` starts the rewriter cannot yet
+//! know which metas follow. It inserts a private marker instead and holds
+//! the output back until the head ends, or until twice
+//! [`KNOWLEDGE_WINDOW`] bytes have followed the insertion point. A policy
+//! meta the page already has (same name, same set of rules) starting
+//! within the window is then left out. Which page metas count depends only
+//! on the document, never on how it was split into chunks, so the output
+//! is the same for every chunking. In inject and enforce mode parsing
+//! stops once the head is over; the rest of the body is copied.
+//!
+//! Not handled: text directly inside `<head>` (a parser would end the head
+//! there; here only elements do), character references inside `content`
+//! (read as written), documents without any element (nothing to anchor the
+//! metas to; the proxy's `X-Robots-Tag` header still applies).
 
 use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use lol_html::html_content::{ContentType, Element};
-use lol_html::send::{HtmlRewriter, Settings};
+use lol_html::html_content::ContentType;
+use lol_html::send::{Element, HtmlRewriter, Settings};
 use lol_html::{element, AsciiCompatibleEncoding, MemorySettings, OutputSink};
 
 /// What the rewriter does.
@@ -28,7 +47,7 @@ pub enum Mode {
     Inject,
     /// Report only; output equals input.
     Audit,
-    /// Remove conflicting metas, add the policy's.
+    /// Strip contradicting rules from the page's metas, add the policy's.
     Enforce,
 }
 
@@ -47,13 +66,15 @@ pub struct Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FindingKind {
-    /// The policy requires a rule the page lacks.
+    /// The policy requires a rule the page's head lacks (audit only).
     Missing,
-    /// The page allows what the policy forbids (removed in enforce mode).
+    /// The page allows what the policy forbids, e.g. `index` or `all`
+    /// against `noindex` (stripped in enforce mode).
     Conflict,
     /// The page restricts more than the policy asks.
     Extra,
-    /// A robots meta outside `<head>` (ignored by crawlers).
+    /// A robots meta crawlers ignore because it is not in the head: in
+    /// `<body>` or inside a `<template>` (audit only).
     OutsideHead,
 }
 
@@ -69,7 +90,8 @@ impl FindingKind {
     }
 }
 
-/// One finding.
+/// One finding. `audit` reports all kinds; `enforce` reports the conflicts
+/// it stripped and the extras; `inject` reports nothing.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Finding {
     /// What kind.
@@ -85,57 +107,127 @@ pub struct Finding {
 #[error("charset `{0}` cannot be rewritten (not a known ASCII-compatible encoding)")]
 pub struct Unsupported(pub String);
 
+/// Page metas that start within this many input bytes after the insertion
+/// point are known when the inserted metas are decided. The output held
+/// back meanwhile is at most twice this.
+pub const KNOWLEDGE_WINDOW: usize = 32 * 1024;
+
+/// Held output beyond which the decision is taken without waiting for the
+/// head to end. Twice the window, so that by then every element starting
+/// inside the window has been seen even when enforce rewrites grew a few
+/// tags (lol_html quotes the attributes of a tag it rewrites).
+const HOLD_CAP: usize = 2 * KNOWLEDGE_WINDOW;
+
 /// Restrictive rules a page may carry beyond the policy.
 const RESTRICTIVE: &[&str] = &["noindex", "nofollow", "none", "noarchive", "nosnippet", "noimageindex", "notranslate", "noai", "noimageai"];
 
-/// Rules of the page that allow what `rule` forbids.
-fn contradicts(rule: &str) -> &'static [&'static str] {
-    match rule {
-        "noindex" => &["index", "all"],
-        "nofollow" => &["follow", "all"],
-        "none" => &["index", "follow", "all"],
-        "nosnippet" => &["snippet"],
-        "noarchive" => &["archive"],
-        "noai" => &["ai"],
-        "noimageai" => &["imageai"],
-        _ => &[],
+/// Meta names of well-known crawlers, read as robots metas even when the
+/// policy has no rules of its own for them: the policy's `*` rules apply
+/// to them, so `<meta name="googlebot" content="index">` contradicts a
+/// `*: noindex` policy.
+const KNOWN_CRAWLERS: &[&str] = &[
+    "googlebot",
+    "googlebot-news",
+    "bingbot",
+    "msnbot",
+    "yandex",
+    "baiduspider",
+    "slurp",
+    "duckduckbot",
+    "applebot",
+    "gptbot",
+    "ccbot",
+    "claudebot",
+    "perplexitybot",
+    "bytespider",
+    "amazonbot",
+];
+
+/// Bytes fed to lol_html at a time while the head is open (inject,
+/// enforce).
+const HEAD_SLICE: usize = 1024;
+
+/// Elements a parser puts in the head (anything else starts the body).
+const HEAD_CONTENT: &[&str] = &["title", "meta", "link", "script", "style", "base", "noscript", "template", "basefont", "bgsound"];
+
+/// `("noindex", "")`, `("max-snippet", "50")`.
+fn split_rule(rule: &str) -> (&str, &str) {
+    match rule.split_once([':', '=']) {
+        Some((name, value)) => (name.trim(), value.trim()),
+        None => (rule.trim(), ""),
     }
 }
 
 fn rule_name(rule: &str) -> &str {
-    rule.split([':', '=']).next().unwrap_or(rule).trim()
+    split_rule(rule).0
 }
 
+/// The rule as compared: `max-snippet : 50` and `max-snippet:50` agree.
+fn rule_key(rule: &str) -> String {
+    match split_rule(rule) {
+        (name, "") => name.to_string(),
+        (name, value) => format!("{name}:{value}"),
+    }
+}
+
+/// Whether the page rule `page` allows what the policy rule `policy`
+/// forbids.
+fn contradicts(policy: &str, page: &str) -> bool {
+    let p = rule_name(policy);
+    let (q, value) = split_rule(page);
+    if q == "all" {
+        // `all` means "no restrictions".
+        return RESTRICTIVE.contains(&p);
+    }
+    match p {
+        "noindex" => q == "index",
+        "nofollow" => q == "follow",
+        "none" => q == "index" || q == "follow",
+        "nosnippet" => q == "snippet" || (q == "max-snippet" && value != "0"),
+        "noarchive" => q == "archive",
+        "noimageindex" => q == "imageindex",
+        "noai" => q == "ai",
+        "noimageai" => q == "imageai",
+        _ => false,
+    }
+}
+
+/// Whether a set of rules (as [`rule_key`]s) includes `rule`; `none` stands
+/// for `noindex, nofollow` and the other way round.
+fn covers(keys: &[String], rule: &str) -> bool {
+    let key = rule_key(rule);
+    let has = |r: &str| keys.iter().any(|k| k == r);
+    has(&key) || (matches!(key.as_str(), "noindex" | "nofollow") && has("none")) || (key == "none" && has("noindex") && has("nofollow"))
+}
+
+/// The rules of a `content` attribute, lowercase, in order.
 fn parse_content(content: &str) -> Vec<String> {
     content.split(',').map(|r| r.trim().to_ascii_lowercase()).filter(|r| !r.is_empty()).collect()
 }
 
-#[derive(Default)]
-struct State {
-    head_open: bool,
-    head_done: bool,
-    html_seen: bool,
-    injected: bool,
-    /// The page's robots metas in head: token -> rules.
-    page: BTreeMap<String, Vec<String>>,
-    findings: Vec<Finding>,
-    audited: bool,
+/// A set of rules in a form that compares equal regardless of order, case,
+/// spacing and repetition.
+fn rule_set(rules: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = rules.iter().map(|r| rule_key(r)).collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
-#[derive(Clone, Default)]
-struct Sink(Arc<Mutex<Vec<u8>>>);
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
+fn escape_attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '<' => out.push_str("&lt;"),
+            // The metas are spliced into the output as bytes, which may be
+            // in any ASCII-compatible charset: keep them ASCII.
+            c if !c.is_ascii() => out.push_str(&format!("&#x{:x};", c as u32)),
+            c => out.push(c),
+        }
     }
-}
-
-impl OutputSink for Sink {
-    fn handle_chunk(&mut self, chunk: &[u8]) {
-        lock(&self.0).extend_from_slice(chunk);
-    }
+    out
 }
 
 /// The policy as the handlers need it.
@@ -143,7 +235,10 @@ struct Plan {
     mode: Mode,
     /// token (lowercase, `*`) -> rules.
     rules: BTreeMap<String, Vec<String>>,
-    metas_html: String,
+    /// The metas to insert, `robots` first: `(token, rule_set, html)`.
+    metas: Vec<(String, Vec<String>, String)>,
+    /// Unique per rewriter; see [`Slot`].
+    nonce: u64,
 }
 
 impl Plan {
@@ -156,17 +251,15 @@ impl Plan {
         v
     }
 
-    /// Whether a page meta for `token` with `rules` conflicts with the policy.
+    /// The page rules of a meta for `token` that contradict the policy.
     fn conflicts(&self, token: &str, rules: &[String]) -> Vec<String> {
-        let policy = self.for_token(token);
-        let mut out = Vec::new();
         // A `robots` meta speaks for every crawler: check every token.
         let tokens: Vec<&str> = if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
+        let mut out: Vec<String> = Vec::new();
         for t in tokens {
-            let policy_t = if token == "*" { self.for_token(t) } else { policy.clone() };
-            for p in &policy_t {
+            for p in self.for_token(t) {
                 for r in rules {
-                    if contradicts(rule_name(p)).contains(&rule_name(r)) && !out.contains(r) {
+                    if contradicts(p, r) && !out.contains(r) {
                         out.push(r.clone());
                     }
                 }
@@ -174,172 +267,455 @@ impl Plan {
         }
         out
     }
+
+    /// `*` for `robots`, the lowercase name for a policy token or a known
+    /// crawler, `None` for every other meta.
+    fn token_of(&self, name: &str) -> Option<String> {
+        let name = name.trim().to_ascii_lowercase();
+        if name == "robots" {
+            Some("*".to_string())
+        } else if self.rules.contains_key(&name) || KNOWN_CRAWLERS.contains(&name.as_str()) {
+            Some(name)
+        } else {
+            None
+        }
+    }
+
+    fn inserts(&self) -> bool {
+        self.mode != Mode::Audit && !self.metas.is_empty()
+    }
 }
 
-fn escape_attr(s: &str) -> String {
-    s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;")
+/// Where the parser is, as far as the head is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// No element yet.
+    BeforeHtml,
+    /// `<html>` seen, nothing after it yet.
+    BeforeHead,
+    /// In the head, explicit or implicit.
+    InHead,
+    /// The body (or the end) has started.
+    AfterHead,
 }
 
-fn head_closed(state: &mut State, plan: &Plan) {
-    if state.head_done {
-        return;
+/// What a marker turns into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fill {
+    /// Right after `<html>`, not yet known whether a `<head>` follows.
+    Undecided,
+    /// A `<head>` followed the `<html>`; the metas go into it instead.
+    Nothing,
+    /// The metas.
+    Metas,
+    /// `<head>` and the metas; an implicit head follows, the parser closes it.
+    OpenHead,
+    /// `<head>`, the metas, `</head>`.
+    ClosedHead,
+}
+
+/// An insertion point whose content is decided later. lol_html writes the
+/// marker (an HTML comment with the rewriter's nonce) into the output; the
+/// output from the marker on is held back and the marker is replaced once
+/// the page's head metas are known.
+struct Slot {
+    marker: String,
+    fill: Fill,
+    /// Offset of the marker in `State::out`, once seen.
+    at: Option<usize>,
+}
+
+struct State {
+    phase: Phase,
+    /// Open `<template>` elements (their content is inert).
+    templates: usize,
+    /// The injection point is chosen.
+    placed: bool,
+    slots: Vec<Slot>,
+    /// Fills and `seen` are final.
+    decided: bool,
+    /// Page metas starting before this input offset are known in time.
+    window_end: usize,
+    /// The page's head metas within the window: `(token, rule_set)`.
+    seen: Vec<(String, Vec<String>)>,
+    /// The page's head metas: token -> rules (for missing / extra).
+    page: BTreeMap<String, Vec<String>>,
+    findings: Vec<Finding>,
+    /// The metas replacing the markers, once decided.
+    metas_html: String,
+    /// Output not yet handed out; from the first slot's marker on it is held.
+    out: Vec<u8>,
+    /// Where to resume searching `out` for markers.
+    scan_from: usize,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            phase: Phase::BeforeHtml,
+            templates: 0,
+            placed: false,
+            slots: Vec::new(),
+            decided: false,
+            window_end: usize::MAX,
+            seen: Vec::new(),
+            page: BTreeMap::new(),
+            findings: Vec::new(),
+            metas_html: String::new(),
+            out: Vec::new(),
+            scan_from: 0,
+        }
     }
-    state.head_open = false;
-    state.head_done = true;
-    if plan.mode == Mode::Inject || state.audited {
-        return;
+
+    fn add_slot(&mut self, plan: &Plan, fill: Fill) -> String {
+        let marker = format!("<!--crawlgate-{:016x}-{}-->", plan.nonce, self.slots.len());
+        self.slots.push(Slot { marker: marker.clone(), fill, at: None });
+        marker
     }
-    state.audited = true;
-    // Missing: policy rules the page's head lacks (enforce injected them,
-    // so only audit reports missing).
-    if plan.mode == Mode::Audit {
-        for (token, rules) in &plan.rules {
-            let mut page: Vec<&str> = state.page.get("*").into_iter().flatten().map(|r| rule_name(r)).collect();
-            if token != "*" {
-                page.extend(state.page.get(token).into_iter().flatten().map(|r| rule_name(r)));
+
+    /// Sets the fill of the `<html>` slot while that can still depend on
+    /// what follows it.
+    fn decide_html_slot(&mut self, fill: Fill, start: usize) {
+        if self.decided || start >= self.window_end {
+            return;
+        }
+        if let Some(slot) = self.slots.first_mut() {
+            if slot.fill == Fill::Undecided {
+                slot.fill = fill;
             }
+        }
+    }
+
+    /// Fixes what the markers become.
+    fn decide(&mut self, plan: &Plan) {
+        if self.decided {
+            return;
+        }
+        self.decided = true;
+        for slot in &mut self.slots {
+            if slot.fill == Fill::Undecided {
+                slot.fill = Fill::ClosedHead;
+            }
+        }
+        let seen = &self.seen;
+        self.metas_html = plan.metas.iter().filter(|(token, set, _)| !seen.iter().any(|(t, s)| t == token && s == set)).map(|(_, _, html)| html.as_str()).collect();
+    }
+
+    /// The head ended: report what the head lacked or added, decide the
+    /// markers.
+    fn close_head(&mut self, plan: &Plan) {
+        if self.phase == Phase::AfterHead {
+            return;
+        }
+        self.phase = Phase::AfterHead;
+        self.decide(plan);
+        if plan.mode == Mode::Inject {
+            return;
+        }
+        // Missing: only audit; enforce has injected the policy's metas.
+        if plan.mode == Mode::Audit {
+            for (token, rules) in &plan.rules {
+                let mut page: Vec<String> = self.page.get("*").into_iter().flatten().map(|r| rule_key(r)).collect();
+                if token != "*" {
+                    page.extend(self.page.get(token).into_iter().flatten().map(|r| rule_key(r)));
+                }
+                for r in rules {
+                    if !covers(&page, r) {
+                        self.findings.push(Finding { kind: FindingKind::Missing, token: token.clone(), rule: r.clone() });
+                    }
+                }
+            }
+        }
+        // Extra: restrictions the policy does not ask for.
+        for (token, rules) in &self.page {
+            let policy: Vec<String> = plan.for_token(token).into_iter().map(rule_key).collect();
             for r in rules {
-                let covered = page.contains(&rule_name(r)) || (page.contains(&"none") && ["noindex", "nofollow"].contains(&rule_name(r)));
-                if !covered {
-                    state.findings.push(Finding { kind: FindingKind::Missing, token: token.clone(), rule: r.clone() });
+                if RESTRICTIVE.contains(&rule_name(r)) && !covers(&policy, r) {
+                    self.findings.push(Finding { kind: FindingKind::Extra, token: token.clone(), rule: r.clone() });
                 }
             }
         }
     }
-    // Extra: restrictions the policy does not ask for.
-    let page = std::mem::take(&mut state.page);
-    for (token, rules) in &page {
-        let policy: Vec<&str> = plan.for_token(token).into_iter().map(rule_name).collect();
-        for r in rules {
-            let name = rule_name(r);
-            if RESTRICTIVE.contains(&name) && !policy.contains(&name) {
-                state.findings.push(Finding { kind: FindingKind::Extra, token: token.clone(), rule: r.clone() });
+
+    /// Hands out the output that is ready: everything, or, while a marker
+    /// is undecided, what precedes the first marker. `force` decides and
+    /// releases everything (end of input, bail-out).
+    fn take_output(&mut self, plan: &Plan, force: bool) -> Vec<u8> {
+        if self.slots.is_empty() {
+            return std::mem::take(&mut self.out);
+        }
+        let from = self.scan_from.min(self.out.len());
+        for slot in self.slots.iter_mut().filter(|s| s.at.is_none()) {
+            slot.at = memchr::memmem::find(&self.out[from..], slot.marker.as_bytes()).map(|p| from + p);
+        }
+        self.scan_from = self.out.len().saturating_sub(self.slots[0].marker.len() + 8);
+        if !self.decided {
+            // Measured from the last marker: the window starts there.
+            let last = &self.slots[self.slots.len() - 1];
+            let held_past_marker = last.at.map(|at| self.out.len().saturating_sub(at + last.marker.len()));
+            if force || held_past_marker.is_some_and(|n| n > HOLD_CAP) {
+                self.decide(plan);
             }
         }
+        if self.decided && (force || self.slots.iter().all(|s| s.at.is_some())) {
+            let mut slots = std::mem::take(&mut self.slots);
+            slots.sort_by_key(|s| s.at);
+            let out = std::mem::take(&mut self.out);
+            let mut result = Vec::with_capacity(out.len() + self.metas_html.len() + 16);
+            let mut pos = 0;
+            for slot in slots {
+                let Some(at) = slot.at else { continue };
+                result.extend_from_slice(&out[pos..at]);
+                if !self.metas_html.is_empty() {
+                    match slot.fill {
+                        Fill::Nothing | Fill::Undecided => {}
+                        Fill::Metas => result.extend_from_slice(self.metas_html.as_bytes()),
+                        Fill::OpenHead => {
+                            result.extend_from_slice(b"<head>");
+                            result.extend_from_slice(self.metas_html.as_bytes());
+                        }
+                        Fill::ClosedHead => {
+                            result.extend_from_slice(b"<head>");
+                            result.extend_from_slice(self.metas_html.as_bytes());
+                            result.extend_from_slice(b"</head>");
+                        }
+                    }
+                }
+                pos = at + slot.marker.len();
+            }
+            result.extend_from_slice(&out[pos..]);
+            self.scan_from = 0;
+            return result;
+        }
+        // Still holding: release what precedes the first marker.
+        match self.slots[0].at {
+            Some(first) if first > 0 => {
+                let held = self.out.split_off(first);
+                for slot in &mut self.slots {
+                    slot.at = slot.at.map(|a| a - first);
+                }
+                self.scan_from = self.scan_from.saturating_sub(first);
+                std::mem::replace(&mut self.out, held)
+            }
+            _ => Vec::new(),
+        }
     }
-    state.page = page;
+}
+
+#[derive(Clone)]
+struct Sink(Arc<Mutex<State>>);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+impl OutputSink for Sink {
+    fn handle_chunk(&mut self, chunk: &[u8]) {
+        lock(&self.0).out.extend_from_slice(chunk);
+    }
+}
+
+/// The element handler: tracks the head, places the injection point and
+/// reads the page's robots metas.
+fn on_element(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, this: &Arc<Mutex<State>>) {
+    if st.phase == Phase::AfterHead && plan.mode != Mode::Audit {
+        return;
+    }
+    let name = el.tag_name();
+    let name = name.as_str();
+    let location = el.source_location().bytes();
+    if st.templates > 0 {
+        // Template content is inert: it is in no head and starts no body.
+        if name == "template" {
+            open_template(st, el, this);
+        } else if name == "meta" && plan.mode == Mode::Audit {
+            outside_head(st, plan, el);
+        }
+        return;
+    }
+    let head_content = HEAD_CONTENT.contains(&name);
+    match st.phase {
+        Phase::BeforeHtml => {
+            if name == "html" {
+                st.phase = Phase::BeforeHead;
+                if plan.inserts() && !st.placed {
+                    st.placed = true;
+                    st.window_end = location.end.saturating_add(KNOWLEDGE_WINDOW);
+                    let marker = st.add_slot(plan, Fill::Undecided);
+                    el.prepend(&marker, ContentType::Html);
+                }
+            } else if name == "head" {
+                open_head(st, plan, el, location.end);
+            } else if head_content {
+                st.phase = Phase::InHead;
+                if plan.inserts() && !st.placed {
+                    st.placed = true;
+                    st.window_end = location.start.saturating_add(KNOWLEDGE_WINDOW);
+                    let marker = st.add_slot(plan, Fill::Metas);
+                    el.before(&marker, ContentType::Html);
+                }
+            } else {
+                // A fragment that starts with body content: nothing to wait for.
+                if plan.inserts() && !st.placed {
+                    st.placed = true;
+                    let metas: String = plan.metas.iter().map(|(_, _, html)| html.as_str()).collect();
+                    el.before(&metas, ContentType::Html);
+                }
+                st.close_head(plan);
+            }
+        }
+        Phase::BeforeHead => {
+            if name == "html" {
+                // A second `<html>` is merged into the first by parsers.
+            } else if name == "head" {
+                st.decide_html_slot(Fill::Nothing, location.start);
+                if st.slots.first().is_some_and(|s| s.fill == Fill::Nothing) {
+                    st.placed = false;
+                }
+                open_head(st, plan, el, location.end);
+            } else if head_content {
+                st.decide_html_slot(Fill::OpenHead, location.start);
+                st.phase = Phase::InHead;
+            } else {
+                st.decide_html_slot(Fill::ClosedHead, location.start);
+                st.close_head(plan);
+            }
+        }
+        Phase::InHead => {
+            if !head_content && name != "head" && name != "html" {
+                st.close_head(plan);
+            }
+        }
+        Phase::AfterHead => {}
+    }
+    if name == "template" && st.phase != Phase::AfterHead {
+        open_template(st, el, this);
+        return;
+    }
+    if name != "meta" {
+        return;
+    }
+    if st.phase == Phase::AfterHead {
+        if plan.mode == Mode::Audit {
+            outside_head(st, plan, el);
+        }
+        return;
+    }
+    head_meta(st, plan, el, location.start);
+}
+
+fn open_template(st: &mut State, el: &mut Element<'_, '_>, this: &Arc<Mutex<State>>) {
+    st.templates += 1;
+    if let Some(handlers) = el.end_tag_handlers() {
+        let s = this.clone();
+        let handler: lol_html::send::EndTagHandler<'static> = Box::new(move |_end| {
+            let mut st = lock(&s);
+            st.templates = st.templates.saturating_sub(1);
+            Ok(())
+        });
+        handlers.push(handler);
+    }
+}
+
+fn open_head(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, tag_end: usize) {
+    st.phase = Phase::InHead;
+    if plan.inserts() && !st.placed {
+        st.placed = true;
+        st.window_end = tag_end.saturating_add(KNOWLEDGE_WINDOW);
+        let marker = st.add_slot(plan, Fill::Metas);
+        el.prepend(&marker, ContentType::Html);
+    }
+}
+
+fn outside_head(st: &mut State, plan: &Plan, el: &Element<'_, '_>) {
+    let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
+    for rule in parse_content(&el.get_attribute("content").unwrap_or_default()) {
+        st.findings.push(Finding { kind: FindingKind::OutsideHead, token: token.clone(), rule });
+    }
+}
+
+/// A `<meta>` in the head.
+fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize) {
+    let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
+    let content = el.get_attribute("content").unwrap_or_default();
+    let mut rules = parse_content(&content);
+    if plan.mode != Mode::Inject {
+        let conflicts = plan.conflicts(&token, &rules);
+        for r in &conflicts {
+            st.findings.push(Finding { kind: FindingKind::Conflict, token: token.clone(), rule: r.clone() });
+        }
+        if plan.mode == Mode::Enforce && !conflicts.is_empty() {
+            // Strip the contradicting rules; keep the page's own others
+            // (as written), drop the meta when nothing is left.
+            let kept: Vec<&str> = content.split(',').map(str::trim).filter(|r| !r.is_empty() && !conflicts.contains(&r.to_ascii_lowercase())).collect();
+            if kept.is_empty() {
+                el.remove();
+                return;
+            }
+            // `content` is a valid attribute name: this cannot fail.
+            let _ = el.set_attribute("content", &kept.join(", "));
+            rules.retain(|r| !conflicts.contains(r));
+        }
+        st.page.entry(token.clone()).or_default().extend(rules.iter().cloned());
+    }
+    if start < st.window_end {
+        st.seen.push((token, rule_set(&rules)));
+    }
 }
 
 /// A streaming rewriter for one response. `Send`, not `Sync`.
 pub struct Rewriter {
     inner: Option<HtmlRewriter<'static, Sink>>,
-    sink: Sink,
     state: Arc<Mutex<State>>,
     plan: Arc<Plan>,
     bail: Option<String>,
 }
 
-const HEAD_CONTENT: &[&str] = &["title", "meta", "link", "script", "style", "base", "noscript", "template"];
-
 impl Rewriter {
-    /// A rewriter for a body in `charset` (the Content-Type label, if any).
+    /// A rewriter for a body in `charset` (the Content-Type label, if any;
+    /// without one, a `<meta charset>` in the page is honoured).
     pub fn new(config: &Config, charset: Option<&str>) -> Result<Rewriter, Unsupported> {
         let mut rules: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (token, rs) in &config.directives {
-            let key = if token == "*" { "*".to_string() } else { token.to_ascii_lowercase() };
+            let key = if token == "*" { "*".to_string() } else { token.trim().to_ascii_lowercase() };
             let entry = rules.entry(key).or_default();
             for r in rs {
                 let r = r.trim().to_ascii_lowercase();
-                if !entry.contains(&r) {
+                if !r.is_empty() && !entry.contains(&r) {
                     entry.push(r);
                 }
             }
         }
-        let mut metas_html = String::new();
+        let mut metas = Vec::new();
         // `robots` first, then tokens in order.
         for (token, rs) in rules.iter().filter(|(t, _)| *t == "*").chain(rules.iter().filter(|(t, _)| *t != "*")) {
             if rs.is_empty() {
                 continue;
             }
             let name = if token == "*" { "robots" } else { token.as_str() };
-            metas_html.push_str(&format!("<meta name=\"{}\" content=\"{}\">", escape_attr(name), escape_attr(&rs.join(", "))));
+            let html = format!("<meta name=\"{}\" content=\"{}\">", escape_attr(name), escape_attr(&rs.join(", ")));
+            metas.push((token.clone(), rule_set(rs), html));
         }
-        let plan = Arc::new(Plan { mode: config.mode, rules, metas_html });
-        let encoding = match charset {
+        let nonce = {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_usize(std::ptr::addr_of!(rules) as usize);
+            h.finish()
+        };
+        let plan = Arc::new(Plan { mode: config.mode, rules, metas, nonce });
+        let encoding = match charset.map(str::trim).filter(|l| !l.is_empty()) {
             None => None,
             Some(label) => {
-                let enc = encoding_rs::Encoding::for_label(label.trim().as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
+                let enc = encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
                 Some(AsciiCompatibleEncoding::new(enc).ok_or_else(|| Unsupported(label.to_string()))?)
             }
         };
-        let state = Arc::new(Mutex::new(State::default()));
-        let sink = Sink::default();
-
-        let (s1, p1) = (state.clone(), plan.clone());
-        let head = element!("head", move |el: &mut Element<'_, '_, _>| {
-            let mut st = lock(&s1);
-            if st.head_done || st.head_open {
-                return Ok(());
-            }
-            st.head_open = true;
-            if p1.mode != Mode::Audit && !st.injected {
-                el.prepend(&p1.metas_html, ContentType::Html);
-                st.injected = true;
-            }
-            drop(st);
-            let (s, p) = (s1.clone(), p1.clone());
-            if let Some(handlers) = el.end_tag_handlers() {
-                let handler: lol_html::send::EndTagHandler<'static> = Box::new(move |_end| {
-                    head_closed(&mut lock(&s), &p);
-                    Ok(())
-                });
-                handlers.push(handler);
-            }
-            Ok(())
-        });
-        let (s2, p2) = (state.clone(), plan.clone());
-        let any = element!("*", move |el: &mut Element<'_, '_, _>| {
-            let name = el.tag_name();
-            let mut st = lock(&s2);
-            if name == "html" {
-                st.html_seen = true;
-                return Ok(());
-            }
-            if name == "head" || (st.head_open && HEAD_CONTENT.contains(&name.as_str())) {
-                return Ok(());
-            }
-            if !st.head_done && !HEAD_CONTENT.contains(&name.as_str()) {
-                // The first body element: the head (explicit or implicit) is over.
-                if !st.injected && p2.mode != Mode::Audit {
-                    if st.html_seen && !st.head_open {
-                        el.before(&format!("<head>{}</head>", p2.metas_html), ContentType::Html);
-                    } else {
-                        el.before(&p2.metas_html, ContentType::Html);
-                    }
-                    st.injected = true;
-                }
-                head_closed(&mut st, &p2);
-            }
-            Ok(())
-        });
-        let (s3, p3) = (state.clone(), plan.clone());
-        let meta = element!("meta[name]", move |el: &mut Element<'_, '_, _>| {
-            let name = el.get_attribute("name").unwrap_or_default().trim().to_ascii_lowercase();
-            let token = if name == "robots" { "*".to_string() } else { name };
-            if token != "*" && !p3.rules.contains_key(&token) {
-                return Ok(());
-            }
-            let content = parse_content(&el.get_attribute("content").unwrap_or_default());
-            let mut st = lock(&s3);
-            let in_head = st.head_open || (!st.head_done && !st.injected);
-            if !in_head {
-                for r in content {
-                    st.findings.push(Finding { kind: FindingKind::OutsideHead, token: token.clone(), rule: r });
-                }
-                return Ok(());
-            }
-            if p3.mode == Mode::Inject {
-                return Ok(());
-            }
-            let conflicts = p3.conflicts(&token, &content);
-            for r in &conflicts {
-                st.findings.push(Finding { kind: FindingKind::Conflict, token: token.clone(), rule: r.clone() });
-            }
-            if p3.mode == Mode::Enforce && !conflicts.is_empty() {
-                el.remove();
-                return Ok(());
-            }
-            st.page.entry(token).or_default().extend(content);
+        let state = Arc::new(Mutex::new(State::new()));
+        let (s, p) = (state.clone(), plan.clone());
+        let handler = element!("*", move |el: &mut Element<'_, '_>| {
+            on_element(&mut lock(&s), &p, el, &s);
             Ok(())
         });
         let mut settings = Settings::new_send()
@@ -351,47 +727,68 @@ impl Rewriter {
                     .with_graceful_bail_out_on_memory_limit_exceeded(true),
             )
             .with_graceful_bail_out_on_content_handler_error(true)
-            .append_element_content_handler(head)
-            .append_element_content_handler(meta)
-            .append_element_content_handler(any);
+            .append_element_content_handler(handler);
         settings = match encoding {
             Some(e) => settings.with_encoding(e),
             None => settings.with_adjust_charset_on_meta_tag(true),
         };
-        let inner = HtmlRewriter::new(settings, sink.clone());
-        Ok(Rewriter { inner: Some(inner), sink, state, plan, bail: None })
+        let inner = HtmlRewriter::new(settings, Sink(state.clone()));
+        Ok(Rewriter { inner: Some(inner), state, plan, bail: None })
     }
 
-    fn take_output(&self) -> Vec<u8> {
-        std::mem::take(&mut *lock(&self.sink.0))
+    /// Gives up parsing: the rest passes through. The head was not seen
+    /// to its end, so what it lacks is not reported.
+    fn give_up(&mut self, reason: String) {
+        self.inner = None;
+        self.bail = Some(reason);
+        lock(&self.state).phase = Phase::AfterHead;
     }
 
     /// Feeds a chunk; returns what is ready. Never fails: after a lol_html
     /// error the rest passes through unchanged.
     pub fn write(&mut self, chunk: &[u8]) -> Bytes {
-        match self.inner.as_mut() {
-            None => Bytes::copy_from_slice(chunk),
-            Some(rw) => match rw.write(chunk) {
-                Ok(()) => Bytes::from(self.take_output()),
-                Err(e) => {
-                    // Graceful bail-out flushed the unparsed input already.
-                    self.inner = None;
-                    self.bail = Some(e.to_string());
-                    Bytes::from(self.take_output())
+        // Nothing after the head is rewritten in inject and enforce mode:
+        // feed the head in small slices, so that parsing stops soon after
+        // it ends instead of at the end of the chunk (lol_html with a `*`
+        // handler is several times slower than a copy).
+        let step = if self.plan.mode == Mode::Audit { chunk.len() } else { HEAD_SLICE };
+        let mut pos = 0;
+        while pos < chunk.len() {
+            let Some(rw) = self.inner.as_mut() else { break };
+            let end = pos.saturating_add(step).min(chunk.len());
+            let result = rw.write(&chunk[pos..end]);
+            pos = end;
+            if let Err(e) = result {
+                // Graceful bail-out flushed the unparsed input already.
+                self.give_up(e.to_string());
+                break;
+            }
+            let head_over = self.plan.mode != Mode::Audit && lock(&self.state).phase == Phase::AfterHead;
+            if head_over {
+                // Stop parsing. `end` flushes a partial tag lol_html still
+                // buffers, unchanged.
+                if let Some(rw) = self.inner.take() {
+                    if let Err(e) = rw.end() {
+                        self.give_up(e.to_string());
+                    }
                 }
-            },
+            }
         }
+        let mut out = lock(&self.state).take_output(&self.plan, self.inner.is_none());
+        out.extend_from_slice(&chunk[pos..]);
+        Bytes::from(out)
     }
 
     /// End of input; returns the rest.
     pub fn finish(&mut self) -> Bytes {
         if let Some(rw) = self.inner.take() {
             if let Err(e) = rw.end() {
-                self.bail = Some(e.to_string());
+                self.give_up(e.to_string());
             }
         }
-        head_closed(&mut lock(&self.state), &self.plan);
-        Bytes::from(self.take_output())
+        let mut st = lock(&self.state);
+        st.close_head(&self.plan);
+        Bytes::from(st.take_output(&self.plan, true))
     }
 
     /// Findings so far (drained).
@@ -415,6 +812,7 @@ pub fn rewrite_all(config: &Config, charset: Option<&str>, input: &[u8]) -> Resu
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::panic)]
     use super::*;
 
     const fn assert_send<T: Send>() {}
@@ -435,8 +833,19 @@ mod tests {
     fn inject_into_head_or_create_one() {
         assert_eq!(run(Mode::Inject, "<html><head><title>t</title></head><body>x</body></html>").0, format!("<html><head>{METAS}<title>t</title></head><body>x</body></html>"));
         assert_eq!(run(Mode::Inject, "<html><body>x</body></html>").0, format!("<html><head>{METAS}</head><body>x</body></html>"));
+        assert_eq!(run(Mode::Inject, "<html><title>t</title><body>x</body></html>").0, format!("<html><head>{METAS}<title>t</title><body>x</body></html>"));
+        assert_eq!(run(Mode::Inject, "<html>Hi <b>x</b></html>").0, format!("<html><head>{METAS}</head>Hi <b>x</b></html>"));
         assert_eq!(run(Mode::Inject, "<p>x</p>").0, format!("{METAS}<p>x</p>"));
         assert_eq!(run(Mode::Inject, "<!doctype html><HEAD></HEAD>").0, format!("<!doctype html><HEAD>{METAS}</HEAD>"));
+    }
+
+    #[test]
+    fn inject_leaves_out_a_meta_the_head_already_has() {
+        let page = "<html><head><title>t</title><meta name=ROBOTS content=\"NoSnippet , noindex\"></head><body>x</body></html>";
+        assert_eq!(run(Mode::Inject, page).0, page.replace("<head>", "<head><meta name=\"gptbot\" content=\"noai\">"));
+        // In the body it does not count.
+        let page = "<html><head></head><body><meta name=robots content=\"noindex, nosnippet\"></body></html>";
+        assert_eq!(run(Mode::Inject, page).0, page.replace("<head>", &format!("<head>{METAS}")));
     }
 
     #[test]
@@ -460,10 +869,23 @@ mod tests {
     }
 
     #[test]
-    fn enforce_removes_conflicts_and_injects() {
+    fn enforce_strips_conflicts_and_injects() {
         let (out, f) = run(Mode::Enforce, "<html><head><meta name=\"ROBOTS\" content=\"INDEX\"><title>t</title></head></html>");
         assert_eq!(out, format!("<html><head>{METAS}<title>t</title></head></html>"));
         assert_eq!(f, vec![Finding { kind: FindingKind::Conflict, token: "*".into(), rule: "index".into() }]);
+        let (out, _) = run(Mode::Enforce, "<html><head><meta name=robots content=\"Index, NoArchive\"></head></html>");
+        assert_eq!(out, format!("<html><head>{METAS}<meta name=robots content=\"NoArchive\"></head></html>"));
+    }
+
+    #[test]
+    fn rules_compare_loosely() {
+        assert!(contradicts("noindex", "all"));
+        assert!(contradicts("nosnippet", "max-snippet:-1"));
+        assert!(!contradicts("nosnippet", "max-snippet : 0"));
+        assert!(covers(&["none".into()], "nofollow"));
+        assert!(covers(&["noindex".into(), "nofollow".into()], "none"));
+        assert_eq!(rule_set(&parse_content(" NoIndex ,  NOFOLLOW,noindex")), vec!["nofollow".to_string(), "noindex".to_string()]);
+        assert_eq!(escape_attr("a\"<&é"), "a&quot;&lt;&amp;&#xe9;");
     }
 
     #[test]
@@ -485,6 +907,7 @@ mod tests {
     fn charsets() {
         assert!(Rewriter::new(&cfg(Mode::Inject), Some("utf-16")).is_err());
         assert!(Rewriter::new(&cfg(Mode::Inject), Some("no-such-charset")).is_err());
+        assert!(Rewriter::new(&cfg(Mode::Inject), Some(" ")).is_ok());
         let (out, _) = rewrite_all(&cfg(Mode::Inject), Some("windows-1252"), b"<head></head><p>caf\xe9</p>").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out, [b"<head>".as_slice(), METAS.as_bytes(), b"</head><p>caf\xe9</p>"].concat());
     }

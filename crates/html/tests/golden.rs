@@ -1,0 +1,364 @@
+//! Golden corpus of the robots meta rewriter: `tests/data/NAME.src.html`
+//! through inject, enforce and audit must give `NAME.inject.html`,
+//! `NAME.enforce.html` and `NAME.audit.json` byte for byte, whole and split
+//! at random chunk boundaries. `tests/data/policy.json` holds the corpus
+//! policy and per-case overrides (`charset`, `directives`).
+//!
+//! `UPDATE_GOLDEN=1 cargo test -p crawlgate-html --test golden` rewrites
+//! the goldens: read every changed one before committing it.
+//! `GOLDEN_SEED=<n>` replays the random splits of a failed run.
+
+// A test reports a failure by panicking.
+#![allow(clippy::panic)]
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crawlgate_html::{rewrite_all, Config, Finding, Mode, Rewriter, KNOWLEDGE_WINDOW};
+
+const MAX_MEMORY: usize = 4 << 20;
+/// Random splittings per case and mode, besides the 1-byte one.
+const SPLITS: usize = 6;
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+/// splitmix64: small, seedable, good enough to pick chunk boundaries.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// In `0..n` (`n > 0`).
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Ascending cut offsets into `len` bytes. Empty chunks are allowed (a
+/// proxy may hand the rewriter one); chunk sizes are drawn up to a limit
+/// that itself varies, so some splittings are fine and some coarse.
+fn random_cuts(rng: &mut SplitMix, len: usize) -> Vec<usize> {
+    let limit = [1, 2, 3, 8, 64, 700, 4096, len.max(1)][rng.below(8)];
+    let mut cuts = Vec::new();
+    let mut at = 0;
+    while at < len {
+        let step = if rng.below(50) == 0 { 0 } else { 1 + rng.below(limit) };
+        at = (at + step).min(len);
+        cuts.push(at);
+    }
+    cuts.pop();
+    cuts
+}
+
+/// Feeds `input` cut at `cuts` like the proxy does: write, drain findings,
+/// then finish.
+fn feed(config: &Config, charset: Option<&str>, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Option<String>) {
+    let mut rw = Rewriter::new(config, charset).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = Vec::new();
+    let mut findings = Vec::new();
+    let mut prev = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
+        out.extend_from_slice(&rw.write(&input[prev..cut]));
+        findings.extend(rw.take_findings());
+        prev = cut;
+    }
+    out.extend_from_slice(&rw.finish());
+    findings.extend(rw.take_findings());
+    (out, findings, rw.bail_reason().map(str::to_owned))
+}
+
+fn show(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Where two outputs part, with some context.
+fn first_difference(want: &[u8], got: &[u8]) -> String {
+    let at = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+    let from = at.saturating_sub(60);
+    format!(
+        "first difference at byte {at} (lengths {} and {})\n  want: {:?}\n  got:  {:?}",
+        want.len(),
+        got.len(),
+        show(&want[from..(at + 60).min(want.len())]),
+        show(&got[from..(at + 60).min(got.len())])
+    )
+}
+
+fn describe_cuts(cuts: &[usize]) -> String {
+    if cuts.len() > 400 {
+        format!("{} cuts: {:?} ...", cuts.len(), &cuts[..400])
+    } else {
+        format!("{cuts:?}")
+    }
+}
+
+struct Case {
+    name: String,
+    src: Vec<u8>,
+    charset: Option<String>,
+    directives: Vec<(String, Vec<String>)>,
+}
+
+fn directives(v: &serde_json::Value) -> Vec<(String, Vec<String>)> {
+    let pairs = v.as_array().unwrap_or_else(|| panic!("directives must be an array of [token, [rules]]"));
+    pairs
+        .iter()
+        .map(|pair| {
+            let token = pair[0].as_str().unwrap_or_else(|| panic!("token must be a string: {pair}"));
+            let rules = pair[1].as_array().unwrap_or_else(|| panic!("rules must be an array: {pair}"));
+            (token.to_owned(), rules.iter().map(|r| r.as_str().unwrap_or_default().to_owned()).collect())
+        })
+        .collect()
+}
+
+fn cases() -> Vec<Case> {
+    let dir = data_dir();
+    let policy_text = std::fs::read_to_string(dir.join("policy.json")).unwrap_or_else(|e| panic!("policy.json: {e}"));
+    let policy: serde_json::Value = serde_json::from_str(&policy_text).unwrap_or_else(|e| panic!("policy.json: {e}"));
+    let default = directives(&policy["directives"]);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".src.html").map(str::to_owned))
+        .collect();
+    names.sort();
+    if let Some(overrides) = policy["cases"].as_object() {
+        for name in overrides.keys() {
+            assert!(names.contains(name), "policy.json names a case without {name}.src.html");
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let src = std::fs::read(dir.join(format!("{name}.src.html"))).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let o = &policy["cases"][&name];
+            Case {
+                charset: o["charset"].as_str().map(str::to_owned),
+                directives: if o["directives"].is_null() { default.clone() } else { directives(&o["directives"]) },
+                name,
+                src,
+            }
+        })
+        .collect()
+}
+
+fn config(case: &Case, mode: Mode) -> Config {
+    Config { mode, directives: case.directives.clone(), max_memory: MAX_MEMORY }
+}
+
+fn findings_json(findings: &[Finding]) -> Vec<u8> {
+    let mut s = serde_json::to_string_pretty(findings).unwrap_or_else(|e| panic!("{e}"));
+    s.push('\n');
+    s.into_bytes()
+}
+
+const MODES: [(Mode, &str); 3] = [(Mode::Inject, "inject.html"), (Mode::Enforce, "enforce.html"), (Mode::Audit, "audit.json")];
+
+#[test]
+fn corpus_matches_goldens() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let dir = data_dir();
+    let cases = cases();
+    assert!(cases.len() >= 20, "only {} cases in {}", cases.len(), dir.display());
+    let mut failures = String::new();
+    for case in &cases {
+        for (mode, ext) in MODES {
+            let (out, findings) = rewrite_all(&config(case, mode), case.charset.as_deref(), &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            if mode == Mode::Audit {
+                if out != case.src {
+                    let _ = writeln!(failures, "{} audit changed the page: {}", case.name, first_difference(&case.src, &out));
+                }
+            } else if mode == Mode::Inject && !findings.is_empty() {
+                let _ = writeln!(failures, "{} inject reported findings: {findings:?}", case.name);
+            }
+            let got = if mode == Mode::Audit { findings_json(&findings) } else { out };
+            let path = dir.join(format!("{}.{ext}", case.name));
+            if update {
+                std::fs::write(&path, &got).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                continue;
+            }
+            match std::fs::read(&path) {
+                Ok(want) if want == got => {}
+                Ok(want) => {
+                    let _ = writeln!(failures, "{}.{ext} differs: {}", case.name, first_difference(&want, &got));
+                }
+                Err(e) => {
+                    let _ = writeln!(failures, "{}: {e} (UPDATE_GOLDEN=1 writes it)", path.display());
+                }
+            }
+        }
+    }
+    // Goldens of a case that no longer exists.
+    let known: Vec<String> = cases.iter().flat_map(|c| MODES.iter().map(move |(_, ext)| format!("{}.{ext}", c.name))).collect();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == "policy.json" || name.ends_with(".src.html") || known.contains(&name) {
+            continue;
+        }
+        if update {
+            std::fs::remove_file(entry.path()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        } else {
+            let _ = writeln!(failures, "{name}: no such case (UPDATE_GOLDEN=1 deletes it)");
+        }
+    }
+    assert!(failures.is_empty(), "{failures}");
+}
+
+#[test]
+fn corpus_is_independent_of_chunk_boundaries() {
+    let seed: u64 = match std::env::var("GOLDEN_SEED") {
+        Ok(s) => s.parse().unwrap_or_else(|e| panic!("GOLDEN_SEED: {e}")),
+        Err(_) => 0x5eed_c0de,
+    };
+    let mut rng = SplitMix(seed);
+    let mut runs = 0;
+    for case in cases() {
+        for (mode, _) in MODES {
+            let config = config(&case, mode);
+            let charset = case.charset.as_deref();
+            let (want, want_findings) = rewrite_all(&config, charset, &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let one_byte: Vec<usize> = (1..case.src.len()).collect();
+            let mut splittings = vec![("1-byte chunks".to_string(), one_byte)];
+            for i in 0..SPLITS {
+                splittings.push((format!("random splitting {i}"), random_cuts(&mut rng, case.src.len())));
+            }
+            for (what, cuts) in splittings {
+                runs += 1;
+                let (got, findings, bail) = feed(&config, charset, &case.src, &cuts);
+                let context = || format!("case {} mode {mode:?}, {what}, GOLDEN_SEED={seed}, cuts {}", case.name, describe_cuts(&cuts));
+                assert!(bail.is_none(), "{}: bailed out: {bail:?}", context());
+                assert!(got == want, "{}: output differs from the whole-document output: {}", context(), first_difference(&want, &got));
+                assert!(findings == want_findings, "{}: findings differ:\n  want {want_findings:?}\n  got  {findings:?}", context());
+            }
+        }
+    }
+    assert!(runs > 0);
+}
+
+const POLICY_METAS: &str = "<meta name=\"robots\" content=\"noindex, nosnippet\"><meta name=\"gptbot\" content=\"noai\">";
+
+fn policy(mode: Mode, max_memory: usize) -> Config {
+    Config { mode, directives: vec![("*".into(), vec!["noindex".into(), "nosnippet".into()]), ("GPTBot".into(), vec!["noai".into()])], max_memory }
+}
+
+/// Past the memory limit the rewriter bails out: what it has rewritten so
+/// far stays rewritten, everything else passes through byte for byte.
+#[test]
+fn memory_limit_passes_the_rest_through() {
+    // A giant attribute that never closes: lol_html must buffer the tag.
+    let mut page = b"<!doctype html>\n<html><head><title>T</title>\n<meta name=\"description\" content=\"".to_vec();
+    page.extend(std::iter::repeat_n(b'a', 200_000));
+    // No `"` follows: the attribute never ends.
+    page.extend_from_slice(b"\n<meta name=robots content=index></head><body><p>caf\xc3\xa9</p>");
+    let want = [b"<!doctype html>\n<html><head>".as_slice(), POLICY_METAS.as_bytes(), &page[b"<!doctype html>\n<html><head>".len()..]].concat();
+    let mut rng = SplitMix(7);
+    let mut splittings = vec![vec![], (1..page.len()).step_by(4096).collect::<Vec<_>>()];
+    splittings.extend((0..4).map(|_| random_cuts(&mut rng, page.len())));
+    for mode in [Mode::Inject, Mode::Enforce] {
+        for cuts in &splittings {
+            let (out, findings, bail) = feed(&policy(mode, 16 * 1024), None, &page, cuts);
+            assert!(bail.as_deref().is_some_and(|r| r.contains("memory")), "{mode:?}: bail reason {bail:?}");
+            assert!(out == want, "{mode:?} cuts {}: {}", describe_cuts(cuts), first_difference(&want, &out));
+            // The head was not seen to its end: nothing can be said about it.
+            assert!(findings.is_empty(), "{findings:?}");
+        }
+    }
+    let (out, findings, bail) = feed(&policy(Mode::Audit, 16 * 1024), None, &page, &[100, 5000]);
+    assert!(bail.is_some());
+    assert!(out == page, "audit: {}", first_difference(&page, &out));
+    assert!(findings.is_empty(), "{findings:?}");
+
+    // A huge comment in the head is skipped, not buffered: no bail-out.
+    let mut page = b"<html><head><!--".to_vec();
+    page.extend(std::iter::repeat_n(b'-', 300_000));
+    page.extend_from_slice(b"--><title>T</title></head><body></body></html>");
+    let (out, _, bail) = feed(&policy(Mode::Inject, 16 * 1024), None, &page, &(1..page.len()).step_by(1000).collect::<Vec<_>>());
+    assert_eq!(bail, None);
+    let want = [b"<html><head>".as_slice(), POLICY_METAS.as_bytes(), &page[12..]].concat();
+    assert!(out == want, "{}", first_difference(&want, &out));
+}
+
+/// After a bail-out, later writes come back unchanged. Here it happens
+/// inside the first tag, before any handler ran: nothing is inserted.
+#[test]
+fn writes_after_a_bail_out_pass_through() {
+    let mut rw = Rewriter::new(&policy(Mode::Inject, 2048), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = rw.write(b"<p title=\"").to_vec();
+    let big = vec![b'x'; 10_000];
+    out.extend_from_slice(&rw.write(&big));
+    assert!(rw.bail_reason().is_some());
+    out.extend_from_slice(&rw.write(b"\"><head><meta name=robots content=index>"));
+    out.extend_from_slice(&rw.finish());
+    let want = [b"<p title=\"".as_slice(), &big, b"\"><head><meta name=robots content=index>"].concat();
+    assert!(out == want, "{}", first_difference(&want, &out));
+}
+
+#[test]
+fn charsets_that_cannot_be_rewritten_are_refused() {
+    for label in ["utf-16", "UTF-16LE", "utf-16be", "unicodefffe", "iso-2022-jp", "csiso2022kr", "x-no-such-charset", "utf-8 please"] {
+        let err = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), Some(label)).err();
+        assert!(err.as_ref().is_some_and(|e| e.to_string().contains(label)), "{label}: {err:?}");
+        assert!(rewrite_all(&policy(Mode::Audit, MAX_MEMORY), Some(label), b"<head></head>").is_err(), "{label}");
+    }
+    for label in ["utf-8", "UTF8", "latin1", "windows-1252", "Shift_JIS", " iso-8859-15 ", ""] {
+        assert!(Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), Some(label)).is_ok(), "{label}");
+    }
+}
+
+/// A page meta identical to the policy's is known when it starts within
+/// [`KNOWLEDGE_WINDOW`] bytes of the insertion point; past that the
+/// policy's meta is added anyway. Either way the output does not depend on
+/// how the page is split.
+#[test]
+fn duplicates_are_known_within_the_window_whatever_the_chunks() {
+    let page = |filler: usize| {
+        format!(
+            "<!doctype html><html><head><style>{}</style><meta name=\"robots\" content=\"nosnippet, noindex\"><meta name=gptbot content=noai></head><body><p>x</p></body></html>",
+            "p{margin:0}".repeat(filler / 11)
+        )
+    };
+    let near = page(KNOWLEDGE_WINDOW - 2000);
+    let far = page(KNOWLEDGE_WINDOW + 2000);
+    // The window starts after the head tag, however long that is.
+    let big_head_tag = page(KNOWLEDGE_WINDOW - 2000).replacen("<head>", &format!("<head data-x=\"{}\">", "y".repeat(KNOWLEDGE_WINDOW + 8000)), 1);
+    let mut rng = SplitMix(42);
+    for (page, injected) in [(&near, ""), (&far, POLICY_METAS), (&big_head_tag, "")] {
+        let head_end = page.find("<head").and_then(|at| page[at..].find('>').map(|end| at + end + 1)).unwrap_or(0);
+        let want = format!("{}{injected}{}", &page[..head_end], &page[head_end..]);
+        let mut splittings = vec![vec![], (1..page.len()).collect::<Vec<_>>()];
+        splittings.extend((0..6).map(|_| random_cuts(&mut rng, page.len())));
+        for mode in [Mode::Inject, Mode::Enforce] {
+            for cuts in &splittings {
+                let (out, _, bail) = feed(&policy(mode, MAX_MEMORY), None, page.as_bytes(), cuts);
+                assert_eq!(bail, None);
+                assert!(out == want.as_bytes(), "{mode:?} page of {} bytes, cuts {}: {}", page.len(), describe_cuts(cuts), first_difference(want.as_bytes(), &out));
+            }
+        }
+    }
+}
+
+/// The output held back while the head is open never exceeds the cap,
+/// even for a head that never ends.
+#[test]
+fn held_output_is_bounded() {
+    let mut rw = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut given = 0usize;
+    let mut got = 0usize;
+    given += 12;
+    got += rw.write(b"<html><head>").len();
+    for _ in 0..100 {
+        let chunk = b"<script>var a = 1;</script>\n".repeat(100);
+        given += chunk.len();
+        got += rw.write(&chunk).len();
+        assert!(given + POLICY_METAS.len() - got <= 2 * KNOWLEDGE_WINDOW + 4096, "holding {} bytes", given - got);
+    }
+    got += rw.finish().len();
+    assert_eq!(got, given + POLICY_METAS.len());
+}
