@@ -18,7 +18,7 @@
 //!
 //! Streaming and duplicates: when `<head>` starts the rewriter cannot yet
 //! know which metas follow. It inserts a private marker instead and holds
-//! the output back until the head ends, or until twice
+//! the output back until `</head>` or the first body element, or until twice
 //! [`KNOWLEDGE_WINDOW`] bytes have followed the insertion point. A policy
 //! meta the page already has (same name, same set of rules) starting
 //! within the window is then left out. Which page metas count depends only
@@ -520,7 +520,7 @@ impl OutputSink for Sink {
 
 /// The element handler: tracks the head, places the injection point and
 /// reads the page's robots metas.
-fn on_element(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, this: &Arc<Mutex<State>>) {
+fn on_element(st: &mut State, plan: &Arc<Plan>, el: &mut Element<'_, '_>, this: &Arc<Mutex<State>>) {
     if st.phase == Phase::AfterHead && plan.mode != Mode::Audit {
         return;
     }
@@ -548,7 +548,7 @@ fn on_element(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, this: &Arc<
                     el.prepend(&marker, ContentType::Html);
                 }
             } else if name == "head" {
-                open_head(st, plan, el, location.end);
+                open_head(st, plan, el, location.end, this);
             } else if head_content {
                 st.phase = Phase::InHead;
                 if plan.inserts() && !st.placed {
@@ -575,7 +575,7 @@ fn on_element(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, this: &Arc<
                 if st.slots.first().is_some_and(|s| s.fill == Fill::Nothing) {
                     st.placed = false;
                 }
-                open_head(st, plan, el, location.end);
+                open_head(st, plan, el, location.end, this);
             } else if head_content {
                 st.decide_html_slot(Fill::OpenHead, location.start);
                 st.phase = Phase::InHead;
@@ -620,13 +620,25 @@ fn open_template(st: &mut State, el: &mut Element<'_, '_>, this: &Arc<Mutex<Stat
     }
 }
 
-fn open_head(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, tag_end: usize) {
+fn open_head(st: &mut State, plan: &Arc<Plan>, el: &mut Element<'_, '_>, tag_end: usize, this: &Arc<Mutex<State>>) {
     st.phase = Phase::InHead;
     if plan.inserts() && !st.placed {
         st.placed = true;
         st.window_end = tag_end.saturating_add(KNOWLEDGE_WINDOW);
         let marker = st.add_slot(plan, Fill::Metas);
         el.prepend(&marker, ContentType::Html);
+        // Decide at `</head>` already, not only at the first body element:
+        // a page that flushes its head early (so that browsers fetch its
+        // styles) should not have it held back until the body comes. A
+        // meta between `</head>` and `<body>` is then not known in time.
+        if let Some(handlers) = el.end_tag_handlers() {
+            let (s, p) = (this.clone(), plan.clone());
+            let handler: lol_html::send::EndTagHandler<'static> = Box::new(move |_end| {
+                lock(&s).decide(&p);
+                Ok(())
+            });
+            handlers.push(handler);
+        }
     }
 }
 

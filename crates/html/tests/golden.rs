@@ -344,6 +344,20 @@ fn duplicates_are_known_within_the_window_whatever_the_chunks() {
     }
 }
 
+/// A head flushed early by the origin is passed on at its end tag, before
+/// the body arrives.
+#[test]
+fn a_head_is_released_at_its_end_tag() {
+    for mode in [Mode::Inject, Mode::Enforce] {
+        let mut rw = Rewriter::new(&policy(mode, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+        let head = "<!doctype html><html><head><title>T</title><link rel=stylesheet href=/a.css></head>";
+        let out = rw.write(head.as_bytes());
+        assert_eq!(show(&out), head.replace("<head>", &format!("<head>{POLICY_METAS}")), "{mode:?}");
+        let rest = rw.write(b"\n<body><p>x</p></body></html>");
+        assert_eq!(show(&rest), "\n<body><p>x</p></body></html>", "{mode:?}");
+    }
+}
+
 /// The output held back while the head is open never exceeds the cap,
 /// even for a head that never ends.
 #[test]
