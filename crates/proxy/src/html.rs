@@ -38,7 +38,10 @@ fn mode_name(mode: HtmlMode) -> &'static str {
 fn html_content_type(value: &str) -> (bool, Option<String>) {
     let mut parts = value.split(';');
     let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-    let is_html = media == "text/html" || media == "application/xhtml+xml";
+    // XHTML is XML: lol_html parses it as HTML and the injected void
+    // `<meta>` (and any inserted `<head>`) would break well-formedness, so
+    // XHTML passes through untouched (the Robots-Tag header still applies).
+    let is_html = media == "text/html";
     let charset = parts.find_map(|p| {
         let (k, v) = p.split_once('=')?;
         k.trim().eq_ignore_ascii_case("charset").then(|| v.trim().trim_matches('"').to_owned())
@@ -130,7 +133,9 @@ impl HtmlStream {
         }
         for f in rw.take_findings() {
             metrics.html_finding(self.mode, f.kind.as_str());
-            tracing::info!(target: "crawlgate::html", path, mode = self.mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
+            // Counted in crawlgate_html_findings_total; one line per finding
+            // would flood the log on a busy site, so it is debug.
+            tracing::debug!(target: "crawlgate::html", path, mode = self.mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
         }
         if !self.bailed {
             if let Some(reason) = rw.bail_reason() {
@@ -151,7 +156,8 @@ mod tests {
     fn content_type_parsing() {
         assert_eq!(html_content_type("text/html; charset=UTF-8"), (true, Some("UTF-8".into())));
         assert_eq!(html_content_type("Text/HTML"), (true, None));
-        assert_eq!(html_content_type("application/xhtml+xml;charset=\"iso-8859-1\""), (true, Some("iso-8859-1".into())));
+        assert_eq!(html_content_type("text/html;charset=\"iso-8859-1\""), (true, Some("iso-8859-1".into())));
+        assert_eq!(html_content_type("application/xhtml+xml; charset=utf-8"), (false, Some("utf-8".into())));
         assert_eq!(html_content_type("text/plain; charset=utf-8").0, false);
         assert_eq!(html_content_type("").0, false);
     }
