@@ -1,7 +1,7 @@
 //! Identification of the agent behind a request: the policy's product
 //! tokens found in a full User-Agent header as whole words.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// Finds product tokens in a User-Agent header: ASCII case-insensitive, as
 /// whole words (a boundary is any character outside `[A-Za-z0-9]`, or the
@@ -23,12 +23,19 @@ impl TokenMatcher {
     pub fn new<S: AsRef<str>>(tokens: &[S]) -> TokenMatcher {
         let lens = tokens.iter().map(|t| t.as_ref().len()).collect();
         // Overlapping search (Standard match kind) so that a token hidden
-        // inside a longer non-word match is still seen.
-        let ac = AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .build(tokens.iter().map(AsRef::as_ref))
-            .ok();
+        // inside a longer non-word match is still seen. A DFA even past the
+        // 100 patterns where the crate's default switches to an NFA: a
+        // User-Agent is scanned on every request, and a DFA scans it about
+        // three times faster (a catalog-sized policy's DFA is a few hundred
+        // KiB). The default automaton if a DFA cannot be built.
+        let build = |kind| {
+            AhoCorasickBuilder::new()
+                .ascii_case_insensitive(true)
+                .match_kind(MatchKind::Standard)
+                .kind(kind)
+                .build(tokens.iter().map(AsRef::as_ref))
+        };
+        let ac = build(Some(AhoCorasickKind::DFA)).or_else(|_| build(None)).ok();
         TokenMatcher { ac, lens }
     }
 

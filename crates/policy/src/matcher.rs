@@ -19,6 +19,11 @@ pub enum PatternError {
     /// The pattern contains a control character or whitespace.
     #[error("pattern `{0}` contains whitespace or a control character")]
     BadChar(String),
+    /// The pattern contains `#`, which starts a comment in robots.txt (a
+    /// reader would see a shorter pattern) and never occurs in a request
+    /// path (it starts the fragment).
+    #[error("pattern `{0}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')")]
+    Hash(String),
 }
 
 /// Why a request target cannot be decided on (the proxy answers 400).
@@ -54,6 +59,11 @@ fn unreserved(b: u8) -> bool {
 /// Whether `s` is already in canonical form (so no allocation is needed).
 /// In a path, `*` and `$` are data, so they are compared as `%2A`/`%24`.
 fn is_canonical(s: &[u8], pattern: bool) -> bool {
+    // The common case, checked with vectorised scans: nothing to look at.
+    let special = if pattern { memchr::memchr(b'%', s) } else { memchr::memchr3(b'%', b'*', b'$', s) };
+    if special.is_none() && s.is_ascii() {
+        return true;
+    }
     let mut i = 0;
     while i < s.len() {
         let b = s[i];
@@ -130,6 +140,25 @@ pub struct Pattern {
     /// Literal pieces between `*`s (the `$` removed).
     pieces: Vec<String>,
     anchored: bool,
+    /// The ASCII bytes the pattern's literal pieces contain: a path lacking
+    /// one cannot match, which rejects most wildcard patterns without a
+    /// substring search.
+    bytes: ByteSet,
+}
+
+/// A set of ASCII bytes (bytes >= 0x80 are never members: canonical paths
+/// and patterns are ASCII, and leaving them out can only keep a candidate).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct ByteSet(u128);
+
+impl ByteSet {
+    fn of(s: &[u8]) -> ByteSet {
+        ByteSet(s.iter().filter(|b| b.is_ascii()).fold(0, |m, &b| m | 1u128 << b))
+    }
+
+    fn is_subset_of(self, other: ByteSet) -> bool {
+        self.0 & !other.0 == 0
+    }
 }
 
 impl Pattern {
@@ -145,6 +174,9 @@ impl Pattern {
         if raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(PatternError::BadChar(raw.to_string()));
         }
+        if raw.contains('#') {
+            return Err(PatternError::Hash(raw.to_string()));
+        }
         Ok(Self::new_lenient(raw))
     }
 
@@ -158,8 +190,9 @@ impl Pattern {
         };
         let body = canonical(body, true).replace('$', "%24");
         let pieces = body.split('*').map(str::to_owned).collect();
+        let bytes = ByteSet::of(body.replace('*', "").as_bytes());
         let canonical = if anchored { format!("{body}$") } else { body };
-        Pattern { pieces, anchored, canonical }
+        Pattern { pieces, anchored, canonical, bytes }
     }
 
     /// The canonical form.
@@ -180,12 +213,14 @@ impl Pattern {
 
     /// Whether the pattern matches an already canonical path and query.
     pub fn matches(&self, path: &str) -> bool {
-        let p = path.as_bytes();
+        path.as_bytes().starts_with(self.pieces[0].as_bytes()) && self.matches_after_prefix(path.as_bytes())
+    }
+
+    /// [`Pattern::matches`] for a path known to start with the literal
+    /// prefix (the rule trie has compared it already).
+    fn matches_after_prefix(&self, p: &[u8]) -> bool {
         let n = self.pieces.len();
         let first = self.pieces[0].as_bytes();
-        if !p.starts_with(first) {
-            return false;
-        }
         if n == 1 {
             return !self.anchored || p.len() == first.len();
         }
@@ -206,12 +241,59 @@ impl Pattern {
     }
 }
 
-/// A byte trie over the rules' literal prefixes.
+/// A radix trie node over the rules' literal prefixes.
 #[derive(Debug, Default, Clone)]
 struct Node {
+    /// `(first byte of the edge, child)`, sorted by byte.
     children: Vec<(u8, u32)>,
+    /// The rest of the edge into this node: the bytes after its first one
+    /// (a chain of nodes without rules or branches, collapsed so a lookup
+    /// compares them at once instead of stepping byte by byte).
+    label: Box<[u8]>,
     /// Rules whose literal prefix ends here, best first.
-    rules: Vec<u32>,
+    rules: Vec<Candidate>,
+}
+
+/// A rule as the trie holds it: enough to pass over it without reading
+/// its pattern.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    rule: u32,
+    /// Its precedence rank (lower is better).
+    rank: u32,
+    /// Bytes a path needs for the pattern to match; empty for a pattern
+    /// without `*`, whose literal the trie has compared already.
+    needs: ByteSet,
+}
+
+/// `s.starts_with(prefix)` as an inlined loop: labels are a few bytes, for
+/// which a call to `memcmp` costs more than the comparison.
+#[inline]
+fn has_prefix(s: &[u8], prefix: &[u8]) -> bool {
+    prefix.len() <= s.len() && s.iter().zip(prefix).all(|(a, b)| a == b)
+}
+
+/// Collapses the byte trie `trie` (root 0, children sorted) into a radix
+/// trie: every chain of nodes with one child and no rules becomes a label.
+fn compress(trie: &[Node]) -> Vec<Node> {
+    let mut out = vec![Node { rules: trie[0].rules.clone(), ..Node::default() }];
+    let mut stack = vec![(0usize, 0usize)];
+    while let Some((t, o)) = stack.pop() {
+        for &(b, c) in &trie[t].children {
+            let mut c = c as usize;
+            let mut label = Vec::new();
+            while trie[c].rules.is_empty() && trie[c].children.len() == 1 {
+                let (next_b, next) = trie[c].children[0];
+                label.push(next_b);
+                c = next as usize;
+            }
+            out.push(Node { children: Vec::new(), label: label.into_boxed_slice(), rules: trie[c].rules.clone() });
+            let n = out.len() - 1;
+            out[o].children.push((b, n as u32));
+            stack.push((c, n));
+        }
+    }
+    out
 }
 
 /// A compiled set of rules `(pattern, allow)`.
@@ -219,8 +301,6 @@ struct Node {
 pub struct RuleSet {
     patterns: Vec<Pattern>,
     allow: Vec<bool>,
-    /// Precedence rank per rule: lower is better (longer, then allow).
-    rank: Vec<u32>,
     nodes: Vec<Node>,
 }
 
@@ -231,6 +311,7 @@ impl RuleSet {
         order.sort_by(|&a, &b| {
             rules[b].0.specificity().cmp(&rules[a].0.specificity()).then(rules[b].1.cmp(&rules[a].1)).then(a.cmp(&b))
         });
+        // Precedence rank per rule: lower is better (longer, then allow).
         let mut rank = vec![0u32; rules.len()];
         for (r, &i) in order.iter().enumerate() {
             rank[i] = u32::try_from(r).unwrap_or(u32::MAX);
@@ -250,13 +331,16 @@ impl RuleSet {
                 };
                 at = next;
             }
-            nodes[at].rules.push(i as u32);
+            let p = &rules[i].0;
+            let needs = if p.pieces.len() > 1 { p.bytes } else { ByteSet::default() };
+            nodes[at].rules.push(Candidate { rule: i as u32, rank: rank[i], needs });
         }
         for n in &mut nodes {
             n.children.sort_unstable();
         }
+        let nodes = compress(&nodes);
         let (patterns, allow) = rules.into_iter().unzip();
-        RuleSet { patterns, allow, rank, nodes }
+        RuleSet { patterns, allow, nodes }
     }
 
     /// Number of rules.
@@ -286,31 +370,42 @@ impl RuleSet {
         if self.patterns.is_empty() {
             return None;
         }
-        let mut best: Option<u32> = None;
+        // (rule, rank) of the best match so far.
+        let mut best: Option<(u32, u32)> = None;
+        // Computed on first use: most nodes on the way hold no wildcard rule.
+        let mut path_bytes: Option<ByteSet> = None;
         let mut consider = |node: &Node| {
-            for &r in &node.rules {
-                let i = r as usize;
-                if best.is_some_and(|b| self.rank[b as usize] <= self.rank[i]) {
+            for c in &node.rules {
+                if best.is_some_and(|(_, rank)| rank <= c.rank) {
                     // Rules in a node are best-first: nothing later wins.
                     break;
                 }
-                if self.patterns[i].matches(path) {
-                    best = Some(r);
+                if c.needs != ByteSet::default() && !c.needs.is_subset_of(*path_bytes.get_or_insert_with(|| ByteSet::of(path.as_bytes()))) {
+                    continue;
+                }
+                if self.patterns[c.rule as usize].matches_after_prefix(path.as_bytes()) {
+                    best = Some((c.rule, c.rank));
                     break;
                 }
             }
         };
-        let mut at = 0usize;
+        let bytes = path.as_bytes();
+        let (mut at, mut pos) = (0usize, 0usize);
         consider(&self.nodes[0]);
-        for &b in path.as_bytes() {
+        while let Some(&b) = bytes.get(pos) {
             let node = &self.nodes[at];
-            match node.children.binary_search_by_key(&b, |&(c, _)| c) {
-                Ok(k) => at = node.children[k].1 as usize,
-                Err(_) => break,
+            let Ok(k) = node.children.binary_search_by_key(&b, |&(c, _)| c) else { break };
+            let child = node.children[k].1 as usize;
+            // Nodes collapsed into the label held no rules: a path that
+            // leaves the label reaches no further rule.
+            if !has_prefix(&bytes[pos + 1..], &self.nodes[child].label) {
+                break;
             }
+            pos += 1 + self.nodes[child].label.len();
+            at = child;
             consider(&self.nodes[at]);
         }
-        best.map(|b| b as usize)
+        best.map(|(rule, _)| rule as usize)
     }
 }
 
@@ -333,13 +428,15 @@ impl RuleSet {
 pub fn normalize_request_target(raw: &str) -> Result<Cow<'_, str>, PathError> {
     let mut target = raw;
     for scheme in ["http://", "https://"] {
-        if target.len() >= scheme.len() && target[..scheme.len()].eq_ignore_ascii_case(scheme) {
+        // `get`: a target starting with a multi-byte character is no scheme.
+        if target.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
             let rest = &target[scheme.len()..];
             target = match rest.find(['/', '?', '#']) {
                 Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
                 Some(i) => {
-                    // `http://host?q`: empty path.
-                    return normalize_owned(format!("/{}", &rest[i..]));
+                    // `http://host?q` or `http://host#f`: empty path, and the
+                    // same checks and fragment removal as any other target.
+                    return normalize_request_target(&format!("/{}", &rest[i..])).map(|t| Cow::Owned(t.into_owned()));
                 }
                 None => "/",
             };
@@ -497,6 +594,7 @@ mod tests {
         assert!(matches!(Pattern::new("private/"), Err(PatternError::BadStart(_))));
         assert!(matches!(Pattern::new("/a b"), Err(PatternError::BadChar(_))));
         assert!(Pattern::new("*.gif$").is_ok());
+        assert!(matches!(Pattern::new("/a#b"), Err(PatternError::Hash(_))));
     }
 
     #[test]

@@ -27,6 +27,13 @@ pub(crate) fn robots_txt(file: &str, groups: &[Group], star: Option<usize>, extr
         for t in &g.tokens {
             let _ = writeln!(out, "User-agent: {t}");
         }
+        // User-agent lines with only blank lines between them form one
+        // group (RFC 9309), so a group with nothing else to say would take
+        // the next group's rules: an empty Disallow (matches nothing) ends it.
+        let star_signal = Some(gi) == star && extras.content_signal.is_some();
+        if g.rules_src.is_empty() && g.crawl_delay.is_none() && g.content_usage.is_empty() && g.app_directives.is_empty() && !star_signal {
+            out.push_str("Disallow:\n");
+        }
         for (pattern, allow, _) in &g.rules_src {
             let _ = writeln!(out, "{}: {pattern}", if *allow { "Allow" } else { "Disallow" });
         }
