@@ -27,11 +27,12 @@ pub(crate) fn robots_txt(file: &str, groups: &[Group], star: Option<usize>, extr
         for t in &g.tokens {
             let _ = writeln!(out, "User-agent: {t}");
         }
-        // User-agent lines with only blank lines between them form one
-        // group (RFC 9309), so a group with nothing else to say would take
-        // the next group's rules: an empty Disallow (matches nothing) ends it.
-        let star_signal = Some(gi) == star && extras.content_signal.is_some();
-        if g.rules_src.is_empty() && g.crawl_delay.is_none() && g.content_usage.is_empty() && g.app_directives.is_empty() && !star_signal {
+        // Consecutive User-agent lines form one group (RFC 9309), and
+        // Google's parser only ends that run at an Allow or Disallow line
+        // (not at Crawl-delay or other extensions), so a group with no rule
+        // would take the next group's rules: an empty Disallow (matches
+        // nothing) ends it.
+        if g.rules_src.is_empty() {
             out.push_str("Disallow:\n");
         }
         for (pattern, allow, _) in &g.rules_src {
