@@ -301,12 +301,18 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
     (age, extras)
 }
 
-/// Splits `"[path] value"`: a leading word starting with `/` or `*` is a path.
-fn split_path(v: &str) -> (Option<&str>, &str) {
+/// Splits `"[path] value"`: a leading word starting with `/` is a path.
+/// Readers of Content-Usage and App-Directives lines only recognise a path
+/// that starts with `/` (a `*...` word would be read as part of the value),
+/// so a leading `*` word is an error rather than a published broken line.
+fn split_path(v: &str) -> Result<(Option<&str>, &str), String> {
     let v = v.trim();
     match v.split_once(char::is_whitespace) {
-        Some((first, rest)) if first.starts_with('/') || first.starts_with('*') => (Some(first), rest.trim()),
-        _ => (None, v),
+        Some((first, rest)) if first.starts_with('/') => Ok((Some(first), rest.trim())),
+        Some((first, _)) if first.starts_with('*') => {
+            Err(format!("path `{first}` must start with `/` (readers take a leading `*` word as part of the value)"))
+        }
+        _ => Ok((None, v)),
     }
 }
 
@@ -427,7 +433,13 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         });
         let mut cu = Vec::new();
         for c in content_usage.iter().flatten() {
-            let (path, prefs) = split_path(c.get_ref());
+            let (path, prefs) = match split_path(c.get_ref()) {
+                Ok(split) => split,
+                Err(e) => {
+                    cx.err(c, format!("group.content_usage: {e}"));
+                    continue;
+                }
+            };
             if let Some(p) = path {
                 if let Err(e) = Pattern::new(p) {
                     cx.err(c, format!("group.content_usage: {e}"));
@@ -448,7 +460,13 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         let mut ad = Vec::new();
         let is_star = tokens.iter().any(|t| t == "*");
         for a in app_directives.iter().flatten() {
-            let (path, list) = split_path(a.get_ref());
+            let (path, list) = match split_path(a.get_ref()) {
+                Ok(split) => split,
+                Err(e) => {
+                    cx.err(a, format!("group.app_directives: {e}"));
+                    continue;
+                }
+            };
             if let Some(p) = path {
                 if let Err(e) = Pattern::new(p) {
                     cx.err(a, format!("group.app_directives: {e}"));
