@@ -583,10 +583,10 @@ fn compile_tags(cx: &mut Ctx<'_>, raw: &[Spanned<RawRobotsTag>]) -> Vec<TagEntry
         let html = match html {
             None => None,
             Some(h) => match h.get_ref().as_str() {
-                "off" => None,
-                "inject" => Some(HtmlMode::Inject),
-                "audit" => Some(HtmlMode::Audit),
-                "enforce" => Some(HtmlMode::Enforce),
+                "off" => Some(None),
+                "inject" => Some(Some(HtmlMode::Inject)),
+                "audit" => Some(Some(HtmlMode::Audit)),
+                "enforce" => Some(Some(HtmlMode::Enforce)),
                 other => {
                     cx.err(h, format!("robots_tag.html must be off, inject, audit or enforce, found `{other}`"));
                     None

@@ -249,7 +249,9 @@ pub(crate) struct TagEntry {
     pub agents: Vec<String>,
     pub rules: Vec<String>,
     pub header: bool,
-    pub html: Option<HtmlMode>,
+    /// `None`: no `html` key (a shorter entry's mode still applies);
+    /// `Some(None)`: `html = "off"` (no rewrite on these paths).
+    pub html: Option<Option<HtmlMode>>,
 }
 
 /// The compiled policy: immutable, `Send + Sync`.
@@ -272,8 +274,9 @@ pub struct Policy {
 }
 
 fn is_fixed_file(path: &str) -> bool {
-    let p = path.split('?').next().unwrap_or(path);
-    p == "/robots.txt" || p == "/agents.txt"
+    // Compares the start only: splitting at `?` would scan the whole path
+    // on every decision.
+    ["/robots.txt", "/agents.txt"].iter().any(|f| path.strip_prefix(f).is_some_and(|rest| rest.is_empty() || rest.starts_with('?')))
 }
 
 impl Policy {
@@ -362,7 +365,7 @@ impl Policy {
                 controls.robots_tag = rules.robots_tag_value();
                 controls.x_robots_tag = rules.x_robots_tag_values();
             }
-            let mode = matching.iter().filter(|t| t.html.is_some()).max_by_key(|t| t.pattern.specificity()).and_then(|t| t.html);
+            let mode = matching.iter().filter(|t| t.html.is_some()).max_by_key(|t| t.pattern.specificity()).and_then(|t| t.html.flatten());
             if let (Some(mode), Ok(rules)) = (mode, TagRules::new(all_entries.clone())) {
                 if !rules.is_empty() {
                     let directives = rules

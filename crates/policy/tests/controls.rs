@@ -1,0 +1,35 @@
+//! URL-level controls: which robots_tag entry decides the HTML mode.
+
+use crawlgate_policy::{load, HtmlMode};
+
+const POLICY: &str = r#"
+[upstream]
+servers = ["127.0.0.1:8000"]
+
+[[robots_tag]]
+path = "/"
+rules = ["noindex"]
+html = "inject"
+
+[[robots_tag]]
+path = "/translations/"
+rules = ["nosnippet"]
+html = "off"
+
+[[robots_tag]]
+path = "/translations/drafts/"
+rules = ["noarchive"]
+"#;
+
+#[test]
+fn an_explicit_html_off_on_a_longer_entry_stops_the_rewrite() {
+    let policy = load(POLICY, "t.toml").map(|l| l.policy).unwrap_or_else(|e| panic!("{e}"));
+    let mode = |p: &str| policy.url_controls(p).html.map(|h| h.mode);
+    assert_eq!(mode("/articles/x"), Some(HtmlMode::Inject));
+    assert_eq!(mode("/translations/x"), None, "html = \"off\" on the longer entry wins");
+    // An entry without `html` does not change the mode of the entries it
+    // extends: the longest entry that sets html is `/translations/` (off).
+    assert_eq!(mode("/translations/drafts/x"), None);
+    // Per token the longest matching entry gives the header rules.
+    assert_eq!(policy.url_controls("/translations/x").robots_tag.as_deref(), Some("*;nosnippet"));
+}
