@@ -85,6 +85,11 @@ fn copy(input: &[u8]) -> usize {
 }
 
 fn bench(c: &mut Criterion) {
+    // The fixed cost per response: building the rewriter (lol_html compiles
+    // its selectors here) and ending it on an empty body.
+    c.bench_function("rewriter/new+finish", |b| {
+        b.iter(|| Rewriter::new(&config(Mode::Inject), None).map(|mut rw| rw.finish().len()).unwrap_or(0))
+    });
     for (label, size) in [("20KB", 20 * 1024), ("500KB", 500 * 1024)] {
         let input = page(size);
         let mut g = c.benchmark_group(format!("rewrite/{label}"));
