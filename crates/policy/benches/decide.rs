@@ -30,7 +30,7 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 mod common;
-use common::{policy, PATHS, USER_AGENTS};
+use common::{policy, policy_with_catalog, PATHS, USER_AGENTS};
 
 fn bench(c: &mut Criterion) {
     let policy = policy();
@@ -76,6 +76,18 @@ fn bench(c: &mut Criterion) {
             let (u, p) = pairs[i % pairs.len()];
             i += 1;
             black_box(policy.decide(black_box(USER_AGENTS[u].0), black_box(PATHS[p])).allowed)
+        })
+    });
+    // The catalog issue's regression check: the same questions with every
+    // catalog token in the policy as well (one group per category).
+    let with_catalog = policy_with_catalog();
+    eprintln!("with the catalog: {} tokens, {} groups", with_catalog.tokens().count(), with_catalog.stats().groups);
+    g.bench_function("crawlgate+catalog", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            let (u, p) = pairs[i % pairs.len()];
+            i += 1;
+            black_box(with_catalog.decide(black_box(USER_AGENTS[u].0), black_box(PATHS[p])).allowed)
         })
     });
     g.bench_function("texting_robots", |b| {

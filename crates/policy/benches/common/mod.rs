@@ -218,7 +218,23 @@ pub fn policy_toml() -> String {
 
 /// The loaded policy.
 pub fn policy() -> Policy {
-    match load(&policy_toml(), "bench.toml") {
+    load_or_panic(&policy_toml())
+}
+
+/// The same policy plus one group per catalog category (`categories =
+/// [..]`), so every token of the built-in catalog is in it too (tokens the
+/// policy already names explicitly stay in their explicit group).
+#[allow(dead_code)] // used by the decide bench, not by the memory bench
+pub fn policy_with_catalog() -> Policy {
+    let mut toml = policy_toml();
+    for cat in crawlgate_policy::catalog::CATEGORIES {
+        toml.push_str(&format!("\n[[group]]\nname = \"catalog-{cat}\"\ncategories = [\"{cat}\"]\ndisallow = [\"/{cat}-only/\"]\nenforce = \"log\"\n"));
+    }
+    load_or_panic(&toml)
+}
+
+fn load_or_panic(toml: &str) -> Policy {
+    match load(toml, "bench.toml") {
         Ok(l) => l.policy,
         Err(e) => panic!("bench policy does not load:\n{e}"),
     }
