@@ -251,7 +251,8 @@ fn merge_param(params: &mut Parameters, key: &Key, value: &BareItem) {
 /// joined by `, `) are parsed: complete members before the limit are
 /// honoured; a member cut by the limit and everything after it are
 /// ignored, as seed 001 requires. Lines that are not structured fields are
-/// passed on verbatim as their own lines (first), never dropped.
+/// passed on verbatim as their own lines (first), never dropped; so are
+/// structured lines with a member that is not a token.
 pub fn merge_robots_tag(upstream: &[&[u8]], policy: Option<&str>) -> Vec<Vec<u8>> {
     let mut verbatim: Vec<Vec<u8>> = Vec::new();
     let mut order: Vec<String> = Vec::new();
@@ -279,6 +280,12 @@ pub fn merge_robots_tag(upstream: &[&[u8]], policy: Option<&str>) -> Vec<Vec<u8>
         };
         match Parser::new(text).parse::<List>() {
             Err(_) => verbatim.push(line.to_vec()),
+            // A valid list with members that are not tokens (strings, inner
+            // lists...) is not ours to rewrite: passed on as it came.
+            Ok(list) if !exhausted && text.len() <= budget && list.iter().any(|e| !is_token_item(e)) => {
+                budget = budget.saturating_sub(text.len() + 2);
+                verbatim.push(line.to_vec());
+            }
             Ok(list) if !exhausted && text.len() <= budget => {
                 budget = budget.saturating_sub(text.len() + 2);
                 absorb(list, &mut order);
@@ -310,6 +317,10 @@ pub fn merge_robots_tag(upstream: &[&[u8]], policy: Option<&str>) -> Vec<Vec<u8>
         verbatim.push(s.into_bytes());
     }
     verbatim
+}
+
+fn is_token_item(entry: &ListEntry) -> bool {
+    matches!(entry, ListEntry::Item(Item { bare_item: BareItem::Token(_), .. }))
 }
 
 fn normalise(v: &[u8]) -> String {
@@ -359,6 +370,13 @@ mod tests {
         assert!(err.as_ref().is_err_and(|e| e.starts_with("unknown rule `noindx`")), "{err:?}");
         assert!(matches!(TagRules::new(vec![("*".into(), vec!["max-snippet:lots".into()])]), Err(RobotsTagError::BadValue { .. })));
         assert!(matches!(TagRules::new(vec![("_bot".into(), vec!["noai".into()])]), Err(RobotsTagError::BadToken(_))));
+    }
+
+    #[test]
+    fn structured_lines_with_non_token_members_pass_verbatim() {
+        let up: [&[u8]; 2] = [b"\"quoted\";noindex, (inner list)", b"*;noarchive"];
+        let merged = lines(merge_robots_tag(&up, Some("*;noindex")));
+        assert_eq!(merged, vec!["\"quoted\";noindex, (inner list)", "*;noarchive;noindex"]);
     }
 
     #[test]
