@@ -341,6 +341,12 @@ impl Policy {
         Decision { agent, group, allowed: rule.is_none_or(|r| r.allow), rule, enforce: g.enforce, block_status: g.block_status }
     }
 
+    /// Whether any `[[robots_tag]]` entry rewrites HTML (a mode other than
+    /// `off`): when none does, no response of this policy is rewritten.
+    pub fn rewrites_html(&self) -> bool {
+        self.tags.iter().any(|t| matches!(t.html, Some(Some(_))))
+    }
+
     /// The URL-level controls of a path, the same for every User-Agent.
     pub fn url_controls(&self, path_and_query: &str) -> UrlControls {
         let path = canonicalize(path_and_query);

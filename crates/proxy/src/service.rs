@@ -112,13 +112,17 @@ impl ProxyHttp for Gate {
         }
     }
 
-    /// First request phase, before Pingora's modules: lets the response
-    /// compression module record the client's Accept-Encoding (it ignores
-    /// it while disabled). Compression is switched off again in
-    /// `response_filter` for every response that is not rewritten.
-    async fn early_request_filter(&self, session: &mut Session, _ctx: &mut Ctx) -> Result<()> {
-        if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
-            c.adjust_level(COMPRESSION_LEVEL);
+    /// First request phase, before Pingora's modules: when the policy
+    /// rewrites HTML, lets the response compression module record the
+    /// client's Accept-Encoding (it ignores it while disabled); compression
+    /// is switched off again in `response_filter` for every response that
+    /// is not rewritten. A policy without HTML rules leaves the module off
+    /// (it costs throughput on every response otherwise).
+    async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
+        if ctx.snap.policy.rewrites_html() {
+            if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
+                c.adjust_level(COMPRESSION_LEVEL);
+            }
         }
         Ok(())
     }
