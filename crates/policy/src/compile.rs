@@ -351,6 +351,10 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
                 cx.err(ua, format!("group.user_agents: `{t}` is not a product token (letters, '_' and '-' only, or \"*\")"));
                 continue;
             }
+            if tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+                cx.warn(ua, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
+                continue;
+            }
             add_token(cx, &mut seen, &mut tokens, t, ua.span().start);
         }
         let mut overridden = 0;
