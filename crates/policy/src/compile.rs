@@ -184,7 +184,10 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
     if let Some(l) = addrs(cx, "tls_listen", tls_listen) {
         s.tls_listen = l;
     }
-    if s.listen.is_empty() && s.tls_listen.is_empty() {
+    // Only when nothing was written: an address already reported as invalid
+    // needs no second error.
+    let written = |v: &Option<Vec<Spanned<String>>>| v.as_ref().is_some_and(|l| !l.is_empty());
+    if s.listen.is_empty() && s.tls_listen.is_empty() && !written(listen) && !written(tls_listen) {
         cx.err(raw, "server: no listener (set listen or tls_listen)");
     }
     s.h2c = h2c.unwrap_or(false);
@@ -616,6 +619,11 @@ fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> 
                 continue;
             }
         };
+        let path = rule.path.get_ref();
+        if !path.starts_with('/') || path.contains(char::is_whitespace) {
+            cx.err(&rule.path, format!("agents_txt.rules.path must start with `/` and contain no whitespace (write %20), found `{path}`"));
+            continue;
+        }
         let params = rule.params.iter().flatten().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect();
         let candidate = AgentsRule { path: rule.path.get_ref().clone(), allow, params };
         // Check each rule alone so the error points at the rule.
