@@ -133,7 +133,7 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
         let agent = match (&o["agent"], &o["catalog"]) {
             (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
             (a, serde_json::Value::Null) => s(a),
-            (a, c) => format!("{} (catalog: {}, {})", s(a), s(&c["operator"]), c["categories"].as_array().map(|v| v.iter().map(|x| s(x)).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
+            (a, c) => format!("{} (catalog: {}, {})", s(a), s(&c["operator"]), c["categories"].as_array().map(|v| v.iter().map(&s).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
         };
         println!("  agent:    {agent}");
         match &o["group"] {

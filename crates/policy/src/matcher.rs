@@ -71,15 +71,12 @@ fn is_canonical(s: &[u8], pattern: bool) -> bool {
             return false;
         }
         if b == b'%' {
-            match (s.get(i + 1).copied().and_then(hex_val), s.get(i + 2).copied().and_then(hex_val)) {
-                (Some(h), Some(l)) => {
-                    if unreserved(h * 16 + l) || s[i + 1].is_ascii_lowercase() || s[i + 2].is_ascii_lowercase() {
-                        return false;
-                    }
-                    i += 3;
-                    continue;
+            if let (Some(h), Some(l)) = (s.get(i + 1).copied().and_then(hex_val), s.get(i + 2).copied().and_then(hex_val)) {
+                if unreserved(h * 16 + l) || s[i + 1].is_ascii_lowercase() || s[i + 2].is_ascii_lowercase() {
+                    return false;
                 }
-                _ => {}
+                i += 3;
+                continue;
             }
         }
         i += 1;

@@ -298,7 +298,7 @@ impl ProxyHttp for Gate {
         };
         let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
         tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
-        if code > 0 && !session.response_written().is_some() {
+        if code > 0 && session.response_written().is_none() {
             let text = match code {
                 504 => "504 Gateway Timeout: the origin server did not answer in time\n".to_string(),
                 502 => "502 Bad Gateway: the origin server could not be reached\n".to_string(),
