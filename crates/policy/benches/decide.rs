@@ -109,5 +109,18 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// `url_controls` on a policy with Robots-Tag entries: what a proxied
+/// response under header/meta rules asks of the policy.
+fn bench_controls(c: &mut Criterion) {
+    let toml = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"train-ai=n\"]\n\n\
+                [[robots_tag]]\npath = \"/\"\nagents = [\"GPTBot\"]\nrules = [\"noai\"]\nhtml = \"inject\"\n\n\
+                [[robots_tag]]\npath = \"/drafts/\"\nrules = [\"noindex\", \"nosnippet\"]\n";
+    let policy = match crawlgate_policy::load(toml, "controls.toml") {
+        Ok(l) => l.policy,
+        Err(e) => panic!("{e}"),
+    };
+    c.bench_function("url_controls/drafts", |b| b.iter(|| black_box(policy.url_controls(black_box("/drafts/post.html")))));
+}
+
+criterion_group!(benches, bench, bench_controls);
 criterion_main!(benches);

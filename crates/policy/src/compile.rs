@@ -145,6 +145,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         agents_rules,
         agents_txt,
         sha256: hex::encode(Sha256::digest(source.as_bytes())),
+        tag_cache: Default::default(),
     };
     Ok(Loaded { policy, warnings: cx.warnings })
 }

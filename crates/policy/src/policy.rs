@@ -271,7 +271,22 @@ pub struct Policy {
     pub(crate) agents_txt: Option<String>,
     pub(crate) agents_rules: usize,
     pub(crate) sha256: String,
+    /// Memo of [`Policy::tag_controls`] by bit set of matching entries;
+    /// shared by clones of this policy (same entries, same answers).
+    pub(crate) tag_cache: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<u64, std::sync::Arc<TagControls>>>>,
 }
+
+/// The robots_tag part of [`UrlControls`].
+#[derive(Debug, Default)]
+pub(crate) struct TagControls {
+    robots_tag: Option<String>,
+    x_robots_tag: Vec<String>,
+    html: Option<HtmlPlan>,
+}
+
+/// How many sets of matching robots_tag entries are memoised; a policy
+/// whose paths produce more (hardly possible) builds the rest per request.
+const TAG_CACHE_LIMIT: usize = 4096;
 
 fn is_fixed_file(path: &str) -> bool {
     // Compares the start only: splitting at `?` would scan the whole path
@@ -352,36 +367,10 @@ impl Policy {
         let path = canonicalize(path_and_query);
         let mut controls = UrlControls::default();
         if !self.tags.is_empty() {
-            let matching: Vec<&TagEntry> = self.tags.iter().filter(|t| t.pattern.matches(&path)).collect();
-            let mut header_entries = Vec::new();
-            let mut all_entries = Vec::new();
-            for token in &self.tag_tokens {
-                let winner = matching
-                    .iter()
-                    .filter(|t| t.agents.iter().any(|a| a.eq_ignore_ascii_case(token)))
-                    .max_by_key(|t| t.pattern.specificity());
-                if let Some(w) = winner {
-                    all_entries.push((token.clone(), w.rules.clone()));
-                    if w.header {
-                        header_entries.push((token.clone(), w.rules.clone()));
-                    }
-                }
-            }
-            if let Ok(rules) = TagRules::new(header_entries) {
-                controls.robots_tag = rules.robots_tag_value();
-                controls.x_robots_tag = rules.x_robots_tag_values();
-            }
-            let mode = matching.iter().filter(|t| t.html.is_some()).max_by_key(|t| t.pattern.specificity()).and_then(|t| t.html.flatten());
-            if let (Some(mode), Ok(rules)) = (mode, TagRules::new(all_entries.clone())) {
-                if !rules.is_empty() {
-                    let directives = rules
-                        .entries()
-                        .iter()
-                        .map(|(t, r)| (t.clone(), r.iter().map(crate::robots_tag::Rule::legacy).collect()))
-                        .collect();
-                    controls.html = Some(HtmlPlan { mode, directives, metas: rules.meta_elements() });
-                }
-            }
+            let tagged = self.tag_controls(&path);
+            controls.robots_tag = tagged.robots_tag.clone();
+            controls.x_robots_tag = tagged.x_robots_tag.clone();
+            controls.html = tagged.html.clone();
         }
         if let Some(star) = self.star_group.map(|i| &self.groups[i]) {
             let allowed = star.rules.evaluate(&path).is_none_or(|i| star.rules.is_allow(i));
@@ -390,5 +379,73 @@ impl Policy {
             }
         }
         controls
+    }
+
+    /// The robots_tag part of the URL controls. It depends only on which
+    /// entries match the path, so it is built once per set of matching
+    /// entries and memoised (building means parsing rules and serialising
+    /// structured fields: microseconds, too much for every request).
+    fn tag_controls(&self, path: &str) -> std::sync::Arc<TagControls> {
+        let mut mask: u64 = 0;
+        let cacheable = self.tags.len() <= 64;
+        if cacheable {
+            for (i, t) in self.tags.iter().enumerate() {
+                if t.pattern.matches(path) {
+                    mask |= 1 << i;
+                }
+            }
+            let cached = self.tag_cache.read().ok().and_then(|c| c.get(&mask).cloned());
+            if let Some(hit) = cached {
+                return hit;
+            }
+        }
+        let matching: Vec<&TagEntry> = if cacheable {
+            self.tags.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, t)| t).collect()
+        } else {
+            self.tags.iter().filter(|t| t.pattern.matches(path)).collect()
+        };
+        let built = std::sync::Arc::new(self.build_tag_controls(&matching));
+        if cacheable {
+            if let Ok(mut c) = self.tag_cache.write() {
+                if c.len() < TAG_CACHE_LIMIT {
+                    c.insert(mask, built.clone());
+                }
+            }
+        }
+        built
+    }
+
+    fn build_tag_controls(&self, matching: &[&TagEntry]) -> TagControls {
+        let mut out = TagControls::default();
+        let mut header_entries = Vec::new();
+        let mut all_entries = Vec::new();
+        for token in &self.tag_tokens {
+            let winner = matching
+                .iter()
+                .filter(|t| t.agents.iter().any(|a| a.eq_ignore_ascii_case(token)))
+                .max_by_key(|t| t.pattern.specificity());
+            if let Some(w) = winner {
+                all_entries.push((token.clone(), w.rules.clone()));
+                if w.header {
+                    header_entries.push((token.clone(), w.rules.clone()));
+                }
+            }
+        }
+        if let Ok(rules) = TagRules::new(header_entries) {
+            out.robots_tag = rules.robots_tag_value();
+            out.x_robots_tag = rules.x_robots_tag_values();
+        }
+        let mode = matching.iter().filter(|t| t.html.is_some()).max_by_key(|t| t.pattern.specificity()).and_then(|t| t.html.flatten());
+        if let (Some(mode), Ok(rules)) = (mode, TagRules::new(all_entries)) {
+            if !rules.is_empty() {
+                let directives = rules
+                    .entries()
+                    .iter()
+                    .map(|(t, r)| (t.clone(), r.iter().map(crate::robots_tag::Rule::legacy).collect()))
+                    .collect();
+                out.html = Some(HtmlPlan { mode, directives, metas: rules.meta_elements() });
+            }
+        }
+        out
     }
 }

@@ -33,3 +33,21 @@ fn an_explicit_html_off_on_a_longer_entry_stops_the_rewrite() {
     // Per token the longest matching entry gives the header rules.
     assert_eq!(policy.url_controls("/translations/x").robots_tag.as_deref(), Some("*;nosnippet"));
 }
+
+#[test]
+fn memoised_controls_equal_freshly_built_ones() {
+    let load_policy = || load(POLICY, "t.toml").map(|l| l.policy).unwrap_or_else(|e| panic!("{e}"));
+    let warm = load_policy();
+    let paths = ["/a", "/translations/x", "/translations/drafts/y", "/b", "/translations/z", "/a"];
+    // Every path asked first of a fresh policy (built) and of one that has
+    // already answered the others (memoised).
+    for p in paths {
+        let fresh = load_policy().url_controls(p);
+        for q in paths {
+            let _ = warm.url_controls(q);
+        }
+        assert_eq!(warm.url_controls(p), fresh, "{p}");
+    }
+    assert_eq!(warm.url_controls("/a").robots_tag.as_deref(), Some("*;noindex"));
+    assert_eq!(warm.url_controls("/translations/x").robots_tag.as_deref(), Some("*;nosnippet"));
+}
