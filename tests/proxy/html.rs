@@ -71,7 +71,8 @@ fn brotli(data: &[u8]) -> Vec<u8> {
 fn html_origin() -> Origin {
     let html = "text/html; charset=utf-8";
     Origin::start(vec![
-        ("/page.html", Route::ok(html, PAGE).header("ETag", "\"v1\"")),
+        ("/page.html", Route::ok(html, PAGE).header("ETag", "\"v1\"").header("Accept-Ranges", "bytes")),
+        ("/range.html", Route { status: 206, ..Route::ok(html, &PAGE[..20]) }.header("Content-Range", format!("bytes 0-19/{}", PAGE.len()).as_str())),
         ("/chunked.html", Route::ok(html, "").body(Body::Chunked(vec![b"<!doctype html>\n<html>\n<he".to_vec(), b"ad>\n<title>T</title>\n</head>\n<body><p>Hel".to_vec(), b"lo</p></body>\n</html>\n".to_vec()]))),
         ("/gzip.html", Route::ok(html, gzip(PAGE.as_bytes())).header("Content-Encoding", "gzip")),
         ("/br.html", Route::ok(html, brotli(PAGE.as_bytes())).header("Content-Encoding", "br")),
@@ -84,20 +85,39 @@ fn html_origin() -> Origin {
     ])
 }
 
+/// Inject keeps a Content-Length response one: the length grows by
+/// `<head>`, the metas and `</head>`, and what the page did not need of it
+/// follows its last byte as spaces.
+fn injected_sized(page: &str) -> String {
+    format!("{}{}", injected(page), " ".repeat("<head></head>".len()))
+}
+
 #[test]
-fn html_gets_the_policy_metas_and_loses_its_length() {
+fn html_gets_the_policy_metas_and_a_new_length() {
     let origin = html_origin();
     let proxy = Proxy::start(origin.addr, RULES);
     let mut conn = Conn::open(proxy.addr);
     let plain = conn.request("GET", "/page.html", &[("User-Agent", BROWSER_UA)]);
     assert_eq!(plain.status, 200);
-    assert_eq!(plain.header("content-length"), None);
-    assert_eq!(plain.header("transfer-encoding"), Some("chunked"));
+    let want = injected_sized(PAGE);
+    assert_eq!(plain.header("content-length"), Some(want.len().to_string().as_str()));
+    assert_eq!(plain.header("transfer-encoding"), None);
     assert_eq!(plain.header("etag"), Some("W/\"v1\""));
+    assert_eq!(plain.header("accept-ranges"), None);
+    assert_eq!(String::from_utf8_lossy(&plain.body), want);
+    // The connection is still good for the next request.
+    let again = conn.request("GET", "/page.html", &[]);
+    assert_eq!(String::from_utf8_lossy(&again.body), want);
+    // A byte range of the origin's body passes through untouched.
+    let range = conn.request("GET", "/range.html", &[("Range", "bytes=0-19")]);
+    assert_eq!(range.status, 206);
+    assert_eq!(range.body, PAGE[..20].as_bytes());
     drop(conn);
     let resp = client().get(proxy.url("/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(resp.text().unwrap_or_default(), injected(PAGE));
+    assert_eq!(resp.text().unwrap_or_default(), want);
+    // Without a length from the origin the answer is chunked, unpadded.
     let chunked = client().get(proxy.url("/chunked.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(header(&chunked, "transfer-encoding"), "chunked");
     assert_eq!(chunked.text().unwrap_or_default(), injected(PAGE));
     // The origin was asked for an identity body.
     assert!(origin.seen().iter().all(|s| s.header("accept-encoding") == Some("identity")));
@@ -146,6 +166,8 @@ fn audit_reports_and_enforce_fixes_conflicting_metas() {
     assert_eq!(header(&audit, "content-length"), CONFLICTING.len().to_string());
     assert_eq!(audit.text().unwrap_or_default(), CONFLICTING);
     let enforce = client().get(proxy.url("/enforce/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    // Enforce can shrink the page: its length is not known in advance.
+    assert_eq!(header(&enforce, "transfer-encoding"), "chunked");
     let body = enforce.text().unwrap_or_default();
     assert!(!body.contains("index, follow"), "{body}");
     assert!(body.contains("<meta name=\"robots\" content=\"noindex\">"), "{body}");
@@ -158,28 +180,36 @@ fn audit_reports_and_enforce_fixes_conflicting_metas() {
 /// is still holding the rest back, and the proxy's memory stays bounded.
 #[test]
 fn large_pages_stream_with_bounded_memory() {
-    let gate = Arc::new((Mutex::new(false), Condvar::new()));
     let head = b"<!doctype html>\n<html>\n<head>\n<title>Big</title>\n</head>\n<body>\n".to_vec();
     let filler = b"<p>The quick brown fox jumps over the lazy dog, again and again.</p>\n".to_vec();
+    // Chunked and Content-Length origins; the head is a few hundred bytes
+    // and comes alone, then the origin waits.
+    let gates: Vec<_> = (0..2).map(|_| Arc::new((Mutex::new(false), Condvar::new()))).collect();
+    let gated = |sized: bool, gate: &Arc<(Mutex<bool>, Condvar)>| {
+        Route::ok("text/html", "").body(Body::Gated { first: head.clone(), rest: b"</body></html>\n".to_vec(), gate: gate.clone(), sized })
+    };
     let origin = Origin::start(vec![
-        ("/gated.html", Route::ok("text/html", "").body(Body::Gated { first: head.clone(), rest: b"</body></html>\n".to_vec(), gate: gate.clone() })),
-        ("/big.html", Route::ok("text/html", "").body(Body::Generated { head: head.clone(), filler, tail: b"</body>\n</html>\n".to_vec(), total: 50 << 20 })),
+        ("/gated.html", gated(false, &gates[0])),
+        ("/gated-sized.html", gated(true, &gates[1])),
+        ("/big.html", Route::ok("text/html", "").body(Body::Generated { head: head.clone(), filler, tail: b"</body>\n</html>\n".to_vec(), total: 50 << 20, sized: true })),
     ]);
     let proxy = Proxy::start(origin.addr, RULES);
 
     // Streaming: read the injected head while the origin waits on the gate.
-    let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap_or_else(|e| panic!("{e}"));
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
-    stream.write_all(b"GET /gated.html HTTP/1.1\r\nHost: t\r\n\r\n").unwrap_or_else(|e| panic!("{e}"));
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&got).contains("<title>Big</title>") {
-        let n = stream.read(&mut buf).unwrap_or_else(|e| panic!("no bytes before the origin finished: {e}"));
-        assert!(n > 0, "connection closed early");
-        got.extend_from_slice(&buf[..n]);
+    for (path, gate) in ["/gated.html", "/gated-sized.html"].into_iter().zip(&gates) {
+        let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap_or_else(|e| panic!("{e}"));
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
+        stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("<title>Big</title>") {
+            let n = stream.read(&mut buf).unwrap_or_else(|e| panic!("{path}: no bytes before the origin finished: {e}"));
+            assert!(n > 0, "{path}: connection closed early");
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(String::from_utf8_lossy(&got).contains(META), "{path}");
+        open_gate(gate);
     }
-    assert!(String::from_utf8_lossy(&got).contains(META));
-    open_gate(&gate);
 
     // Memory: stream 50 MB through the rewriter and compare peak RSS.
     let before = proxy.memory_kb("VmRSS").unwrap_or(0);
@@ -198,7 +228,7 @@ fn large_pages_stream_with_bounded_memory() {
         total += n;
     }
     assert!(String::from_utf8_lossy(&first).contains(META));
-    assert_eq!(total, (50 << 20) + META.len());
+    assert_eq!(total, (50 << 20) + META.len() + "<head></head>".len());
     let peak = proxy.memory_kb("VmHWM").unwrap_or(0);
     assert!(
         peak < before + 40 * 1024,

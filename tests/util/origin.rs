@@ -18,12 +18,14 @@ pub enum Body {
     Fixed(Vec<u8>),
     /// `Transfer-Encoding: chunked`, one HTTP chunk per element.
     Chunked(Vec<Vec<u8>>),
-    /// Chunked; after the first chunk, waits until the test opens the gate
-    /// (so a test can see bytes arrive before the origin finishes).
-    Gated { first: Vec<u8>, rest: Vec<u8>, gate: Arc<(Mutex<bool>, std::sync::Condvar)> },
-    /// Chunked, `total` bytes generated on the fly: `head`, then `filler`
-    /// repeated, then `tail` (never held in memory at once).
-    Generated { head: Vec<u8>, filler: Vec<u8>, tail: Vec<u8>, total: usize },
+    /// After `first`, waits until the test opens the gate (so a test can
+    /// see bytes arrive before the origin finishes). Chunked, or with a
+    /// `Content-Length` when `sized`.
+    Gated { first: Vec<u8>, rest: Vec<u8>, gate: Arc<(Mutex<bool>, std::sync::Condvar)>, sized: bool },
+    /// `total` bytes generated on the fly: `head`, then `filler` repeated,
+    /// then `tail` (never held in memory at once). Chunked, or with a
+    /// `Content-Length` when `sized`.
+    Generated { head: Vec<u8>, filler: Vec<u8>, tail: Vec<u8>, total: usize, sized: bool },
     /// Never answers (for gateway timeouts).
     Hang,
 }
@@ -142,7 +144,7 @@ pub fn open_gate(gate: &Arc<(Mutex<bool>, std::sync::Condvar)>) {
     cv.notify_all();
 }
 
-fn write_chunk(out: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
+fn write_chunk(out: &mut dyn Write, data: &[u8]) -> std::io::Result<()> {
     if data.is_empty() {
         return Ok(());
     }
@@ -213,8 +215,17 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
             head.push_str(&format!("{k}: {v}\r\n"));
         }
         let head_only = method == "HEAD" || route.status == 304 || route.status == 204;
+        let sized = match &route.body {
+            Body::Fixed(b) => Some(b.len()),
+            Body::Gated { first, rest, sized: true, .. } => Some(first.len() + rest.len()),
+            Body::Generated { total, sized: true, .. } => Some(*total),
+            _ => None,
+        };
+        // Writes one piece of a streamed body in the route's framing.
+        let piece = |out: &mut dyn Write, data: &[u8]| if sized.is_some() { out.write_all(data) } else { write_chunk(out, data) };
+        let last = |out: &mut dyn Write| if sized.is_some() { Ok(()) } else { out.write_all(b"0\r\n\r\n") };
         match &route.body {
-            Body::Fixed(b) => head.push_str(&format!("Content-Length: {}\r\n\r\n", b.len())),
+            _ if sized.is_some() => head.push_str(&format!("Content-Length: {}\r\n\r\n", sized.unwrap_or(0))),
             _ if head_only => head.push_str("\r\n"),
             _ => head.push_str("Transfer-Encoding: chunked\r\n\r\n"),
         }
@@ -229,8 +240,8 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
                     }
                     out.write_all(b"0\r\n\r\n")?;
                 }
-                Body::Gated { first, rest, gate } => {
-                    write_chunk(&mut out, first)?;
+                Body::Gated { first, rest, gate, .. } => {
+                    piece(&mut out, first)?;
                     out.flush()?;
                     let (lock, cv) = &**gate;
                     let mut open = lock.lock().map_err(|_| std::io::Error::other("poisoned"))?;
@@ -238,21 +249,21 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
                         open = cv.wait(open).map_err(|_| std::io::Error::other("poisoned"))?;
                     }
                     drop(open);
-                    write_chunk(&mut out, rest)?;
-                    out.write_all(b"0\r\n\r\n")?;
+                    piece(&mut out, rest)?;
+                    last(&mut out)?;
                 }
                 Body::Hang => {}
-                Body::Generated { head, filler, tail, total } => {
-                    write_chunk(&mut out, head)?;
+                Body::Generated { head, filler, tail, total, .. } => {
+                    piece(&mut out, head)?;
                     let mut sent = head.len() + tail.len();
                     let block: Vec<u8> = filler.iter().copied().cycle().take(64 * 1024 / filler.len().max(1) * filler.len().max(1)).collect();
                     while sent < *total {
                         let n = block.len().min(*total - sent);
-                        write_chunk(&mut out, &block[..n])?;
+                        piece(&mut out, &block[..n])?;
                         sent += n;
                     }
-                    write_chunk(&mut out, tail)?;
-                    out.write_all(b"0\r\n\r\n")?;
+                    piece(&mut out, tail)?;
+                    last(&mut out)?;
                 }
             }
         }

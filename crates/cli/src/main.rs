@@ -8,6 +8,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc instead of glibc's allocator: a proxied request makes a few dozen
+/// short-lived allocations (Pingora's per-request futures and buffers, header
+/// maps), many of them over glibc's 1 KiB per-thread cache. See
+/// docs/performance.md for what it changes.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod agents_cmds;
 mod catalog_cmds;
 mod config;

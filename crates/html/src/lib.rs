@@ -347,6 +347,8 @@ struct State {
     out: Vec<u8>,
     /// Where to resume searching `out` for markers.
     scan_from: usize,
+    /// Bytes inserted into the output so far (metas, `<head>`, `</head>`).
+    grown: usize,
 }
 
 impl State {
@@ -364,6 +366,7 @@ impl State {
             metas_html: String::new(),
             out: Vec::new(),
             scan_from: 0,
+            grown: 0,
         }
     }
 
@@ -466,6 +469,7 @@ impl State {
             for slot in slots {
                 let Some(at) = slot.at else { continue };
                 result.extend_from_slice(&out[pos..at]);
+                let before = result.len();
                 if !self.metas_html.is_empty() {
                     match slot.fill {
                         Fill::Nothing | Fill::Undecided => {}
@@ -481,6 +485,7 @@ impl State {
                         }
                     }
                 }
+                self.grown += result.len() - before;
                 pos = at + slot.marker.len();
             }
             result.extend_from_slice(&out[pos..]);
@@ -562,6 +567,7 @@ fn on_element(st: &mut State, plan: &Arc<Plan>, el: &mut Element<'_, '_>, this: 
                 if plan.inserts() && !st.placed {
                     st.placed = true;
                     let metas: String = plan.metas.iter().map(|(_, _, html)| html.as_str()).collect();
+                    st.grown += metas.len();
                     el.before(&metas, ContentType::Html);
                 }
                 st.close_head(plan);
@@ -684,6 +690,9 @@ pub struct Rewriter {
     state: Arc<Mutex<State>>,
     plan: Arc<Plan>,
     bail: Option<String>,
+    /// Set by [`Rewriter::fix_growth`]: the output is exactly this many
+    /// bytes longer than the input.
+    growth: Option<usize>,
 }
 
 impl Rewriter {
@@ -745,7 +754,30 @@ impl Rewriter {
             None => settings.with_adjust_charset_on_meta_tag(true),
         };
         let inner = HtmlRewriter::new(settings, Sink(state.clone()));
-        Ok(Rewriter { inner: Some(inner), state, plan, bail: None })
+        Ok(Rewriter { inner: Some(inner), state, plan, bail: None, growth: None })
+    }
+
+    /// Makes the output exactly `n` bytes longer than the input, whatever
+    /// the page turns out to hold, and returns `n`; `None` in enforce mode
+    /// (it removes bytes) and in audit mode (it changes none). Call it
+    /// before the first [`Rewriter::write`].
+    ///
+    /// `n` is the most inject can insert: `<head>`, every policy meta and
+    /// `</head>`. When less goes in (the page has its own `<head>`, already
+    /// carries a policy meta, or the rewriter gave up before the insertion
+    /// point) [`Rewriter::finish`] appends the difference as spaces after
+    /// the last byte of the page, where HTML ignores them. The proxy uses
+    /// this to keep a `Content-Length` response a `Content-Length`
+    /// response: no chunked framing and one write instead of three for a
+    /// small page.
+    pub fn fix_growth(&mut self) -> Option<usize> {
+        if self.plan.mode != Mode::Inject {
+            return None;
+        }
+        let metas: usize = self.plan.metas.iter().map(|(_, _, html)| html.len()).sum();
+        let n = if metas == 0 { 0 } else { "<head>".len() + metas + "</head>".len() };
+        self.growth = Some(n);
+        Some(n)
     }
 
     /// Gives up parsing: the rest passes through. The head was not seen
@@ -800,7 +832,14 @@ impl Rewriter {
         }
         let mut st = lock(&self.state);
         st.close_head(&self.plan);
-        Bytes::from(st.take_output(&self.plan, true))
+        let mut out = st.take_output(&self.plan, true);
+        if let Some(n) = self.growth {
+            // At most `n` went in: one insertion point gets the metas.
+            debug_assert!(st.grown <= n, "inserted {} bytes, promised {n}", st.grown);
+            out.resize(out.len() + n.saturating_sub(st.grown), b' ');
+            st.grown = n;
+        }
+        Bytes::from(out)
     }
 
     /// Findings so far (drained).

@@ -61,7 +61,10 @@ fn random_cuts(rng: &mut SplitMix, len: usize) -> Vec<usize> {
 /// Feeds `input` cut at `cuts` like the proxy does: write, drain findings,
 /// then finish.
 fn feed(config: &Config, charset: Option<&str>, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Option<String>) {
-    let mut rw = Rewriter::new(config, charset).unwrap_or_else(|e| panic!("{e}"));
+    feed_with(Rewriter::new(config, charset).unwrap_or_else(|e| panic!("{e}")), input, cuts)
+}
+
+fn feed_with(mut rw: Rewriter, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Option<String>) {
     let mut out = Vec::new();
     let mut findings = Vec::new();
     let mut prev = 0;
@@ -240,6 +243,52 @@ fn corpus_is_independent_of_chunk_boundaries() {
         }
     }
     assert!(runs > 0);
+}
+
+/// `fix_growth`: the output is the input plus exactly the promised number
+/// of bytes, and differs from the normal output only by a run of spaces at
+/// its very end; for every case and every splitting.
+#[test]
+fn fixed_growth_adds_exactly_the_promised_bytes() {
+    let mut rng = SplitMix(0xf1ed);
+    let mut runs = 0;
+    for case in cases() {
+        let config = config(&case, Mode::Inject);
+        let charset = case.charset.as_deref();
+        let (normal, _) = rewrite_all(&config, charset, &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let mut splittings = vec![vec![], (1..case.src.len()).collect::<Vec<_>>()];
+        splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, case.src.len())));
+        for cuts in splittings {
+            runs += 1;
+            let mut rw = Rewriter::new(&config, charset).unwrap_or_else(|e| panic!("{e}"));
+            let n = rw.fix_growth().unwrap_or_else(|| panic!("inject mode promises a growth"));
+            let (got, _, _) = feed_with(rw, &case.src, &cuts);
+            let context = format!("case {} cuts {}", case.name, describe_cuts(&cuts));
+            assert_eq!(got.len(), case.src.len() + n, "{context}");
+            let (head, pad) = got.split_at(normal.len());
+            assert!(head == normal.as_slice(), "{context}: {}", first_difference(&normal, head));
+            assert!(pad.iter().all(|b| *b == b' '), "{context}: padding {:?}", show(pad));
+        }
+    }
+    assert!(runs > 0);
+    // The promise: `<head>`, every meta, `</head>`.
+    let mut rw = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rw.fix_growth(), Some("<head></head>".len() + POLICY_METAS.len()));
+    let (out, _, _) = feed_with(rw, b"<p>no head</p>", &[]);
+    // A fragment gets the metas before its first element, no `<head>`.
+    assert_eq!(show(&out), format!("{POLICY_METAS}<p>no head</p>{}", " ".repeat("<head></head>".len())));
+    // Enforce removes bytes, audit changes none: no promise.
+    for mode in [Mode::Enforce, Mode::Audit] {
+        let mut rw = Rewriter::new(&policy(mode, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rw.fix_growth(), None, "{mode:?}");
+    }
+    // A bail-out before the insertion point: all of it is padding.
+    let mut rw = Rewriter::new(&policy(Mode::Inject, 2048), None).unwrap_or_else(|e| panic!("{e}"));
+    let n = rw.fix_growth().unwrap_or(0);
+    let page = [b"<p title=\"".as_slice(), &[b'x'; 10_000], b"\"><head></head>"].concat();
+    let (out, _, bail) = feed_with(rw, &page, &[10, 5000]);
+    assert!(bail.is_some());
+    assert!(out == [page.as_slice(), &vec![b' '; n]].concat(), "{}", show(&out[page.len()..]));
 }
 
 const POLICY_METAS: &str = "<meta name=\"robots\" content=\"noindex, nosnippet\"><meta name=\"gptbot\" content=\"noai\">";

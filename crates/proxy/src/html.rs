@@ -34,6 +34,19 @@ fn mode_name(mode: HtmlMode) -> &'static str {
     }
 }
 
+/// The body length of a response framed by Content-Length alone.
+fn content_length(resp: &ResponseHeader) -> Option<usize> {
+    if resp.headers.contains_key(header::TRANSFER_ENCODING) {
+        return None;
+    }
+    let mut values = resp.headers.get_all(header::CONTENT_LENGTH).iter();
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    std::str::from_utf8(value.as_bytes()).ok()?.trim().parse().ok()
+}
+
 /// `(media type is HTML, charset label)` of a Content-Type value.
 fn html_content_type(value: &str) -> (bool, Option<String>) {
     let mut parts = value.split(';');
@@ -50,7 +63,7 @@ fn html_content_type(value: &str) -> (bool, Option<String>) {
 }
 
 /// Sets up the rewrite for a response, or returns `None` when it does not
-/// apply: not 2xx, not HTML, still encoded (an encoding pingora cannot
+/// apply: not 2xx (or a 204, or a 206 byte range), not HTML, still encoded (an encoding pingora cannot
 /// decode), or a charset lol_html cannot rewrite (passed through, logged).
 pub fn start(
     session: &mut Session,
@@ -60,7 +73,9 @@ pub fn start(
     path: &str,
 ) -> Result<Option<HtmlStream>> {
     let _ = session;
-    if !resp.status.is_success() || resp.status.as_u16() == 204 {
+    // 206: a byte range of the origin's body is not a page to rewrite; it
+    // passes through (the Robots-Tag header still applies).
+    if !resp.status.is_success() || matches!(resp.status.as_u16(), 204 | 206) {
         return Ok(None);
     }
     let ct = resp
@@ -88,7 +103,7 @@ pub fn start(
         directives: plan.directives.clone(),
         max_memory: MAX_MEMORY,
     };
-    let rewriter = match Rewriter::new(&config, charset.as_deref()) {
+    let mut rewriter = match Rewriter::new(&config, charset.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             metrics.html_passthrough("charset");
@@ -98,11 +113,23 @@ pub fn start(
     };
     let mode = mode_name(plan.mode);
     if plan.mode != HtmlMode::Audit {
-        // The body length changes: no Content-Length, chunked (pingora's h1
-        // writer would otherwise close the connection), and the ETag is no
-        // longer byte-exact.
-        resp.remove_header(&header::CONTENT_LENGTH);
-        resp.insert_header(header::TRANSFER_ENCODING, "chunked")?;
+        // The body changes. Inject knows by how much before it has seen the
+        // body (`fix_growth`): a Content-Length response keeps one, which
+        // saves the chunked framing and lets pingora send a small page in
+        // one write instead of three (header, chunk, last chunk). Otherwise
+        // (enforce, or no length from the origin): no Content-Length,
+        // chunked (pingora's h1 writer would otherwise close the
+        // connection). Either way byte ranges of the origin's body no longer
+        // apply, and the ETag is no longer byte-exact.
+        let length = content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64));
+        match length {
+            Some(n) => resp.insert_header(header::CONTENT_LENGTH, n)?,
+            None => {
+                resp.remove_header(&header::CONTENT_LENGTH);
+                resp.insert_header(header::TRANSFER_ENCODING, "chunked")?;
+            }
+        }
+        resp.remove_header(&header::ACCEPT_RANGES);
         if let Some(etag) = resp.headers.get(header::ETAG) {
             let etag = String::from_utf8_lossy(etag.as_bytes()).into_owned();
             if !etag.starts_with("W/") {

@@ -21,6 +21,7 @@ use anyhow::Context;
 use pingora::apps::HttpServerOptions;
 use pingora::listeners::tls::TlsSettings;
 use pingora::proxy::ProxyServiceBuilder;
+use pingora::listeners::{L4BufferSettings, ListenerConfig};
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
 use pingora::services::background::background_service;
@@ -99,7 +100,7 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
         .server_options(options)
         .build();
     for addr in &listen {
-        proxy.add_tcp(addr);
+        proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer()));
     }
     if !tls_listen.is_empty() {
         let (Some(cert), Some(key)) = tls_files else {
@@ -109,7 +110,7 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
             let mut tls = TlsSettings::intermediate(&cert, &key)
                 .map_err(|e| anyhow::anyhow!("cannot load TLS certificate {cert} / key {key}: {e}"))?;
             tls.enable_h2();
-            proxy.add_tls_with_settings(addr, None, tls);
+            proxy.add_listener(ListenerConfig::tcp(addr.as_str()).tls(tls).l4_buffer(l4_buffer()));
         }
     }
     server.add_service(proxy);
@@ -123,4 +124,17 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
     }
     server.add_service(background_service("upstream health", HealthChecker::new(shared)));
     server.run_forever()
+}
+
+/// Client-side socket buffers. Pingora's default write buffer (1460 bytes,
+/// one MSS) sends a response header and a body that does not fit beside it
+/// in two writes, so a small page costs two syscalls and two packets. With
+/// a larger buffer, a Content-Length response of up to this size leaves in
+/// one write. Real-time bodies are not held back: Pingora flushes after every
+/// chunk of a chunked (or close-delimited) body and buffers only bodies
+/// whose length is known, flushing when the last byte is written.
+const WRITE_BUFFER: usize = 32 * 1024;
+
+fn l4_buffer() -> L4BufferSettings {
+    L4BufferSettings::default().write(WRITE_BUFFER)
 }
