@@ -58,6 +58,20 @@ fn page(size: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// The load test's small page (scripts/load-test builds the same bytes).
+fn small_page() -> Vec<u8> {
+    let head = "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>An article</title>\n\
+                <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"stylesheet\" href=\"/site.css\">\n\
+                <script src=\"/app.js\" defer></script>\n</head>\n<body>\n<article>\n";
+    let para = "<p>Operators publish robots.txt; crawlers are expected to read it, and <a href=\"/more\">most do</a>.</p>\n";
+    let mut s = head.to_string();
+    while s.len() < 1500 {
+        s.push_str(para);
+    }
+    s.push_str("</article>\n</body>\n</html>\n");
+    s.into_bytes()
+}
+
 fn config(mode: Mode) -> Config {
     Config { mode, directives: vec![("*".into(), vec!["noindex".into(), "nosnippet".into()]), ("gptbot".into(), vec!["noai".into()])], max_memory: 4 << 20 }
 }
@@ -90,6 +104,14 @@ fn bench(c: &mut Criterion) {
     c.bench_function("rewriter/new+finish", |b| {
         b.iter(|| Rewriter::new(&config(Mode::Inject), None).map(|mut rw| rw.finish().len()).unwrap_or(0))
     });
+    // The 1.5 KB page of scripts/load-test: a short head (charset, title,
+    // viewport, a stylesheet, a script), then paragraphs.
+    let small = small_page();
+    let mut g = c.benchmark_group("rewrite/1.5KB-short-head");
+    g.throughput(Throughput::Bytes(small.len() as u64));
+    g.bench_with_input(BenchmarkId::from_parameter("copy"), &small, |b, i| b.iter(|| copy(black_box(i))));
+    g.bench_with_input(BenchmarkId::from_parameter("inject"), &small, |b, i| b.iter(|| rewrite(Mode::Inject, black_box(i))));
+    g.finish();
     for (label, size) in [("20KB", 20 * 1024), ("500KB", 500 * 1024)] {
         let input = page(size);
         let mut g = c.benchmark_group(format!("rewrite/{label}"));

@@ -320,6 +320,8 @@ enum Fill {
 /// the page's head metas are known.
 struct Slot {
     marker: String,
+    /// Searches the output for `marker` (built once per slot).
+    finder: memchr::memmem::Finder<'static>,
     fill: Fill,
     /// Offset of the marker in `State::out`, once seen.
     at: Option<usize>,
@@ -372,7 +374,8 @@ impl State {
 
     fn add_slot(&mut self, plan: &Plan, fill: Fill) -> String {
         let marker = format!("<!--crawlgate-{:016x}-{}-->", plan.nonce, self.slots.len());
-        self.slots.push(Slot { marker: marker.clone(), fill, at: None });
+        let finder = memchr::memmem::Finder::new(marker.as_bytes()).into_owned();
+        self.slots.push(Slot { marker: marker.clone(), finder, fill, at: None });
         marker
     }
 
@@ -449,7 +452,7 @@ impl State {
         }
         let from = self.scan_from.min(self.out.len());
         for slot in self.slots.iter_mut().filter(|s| s.at.is_none()) {
-            slot.at = memchr::memmem::find(&self.out[from..], slot.marker.as_bytes()).map(|p| from + p);
+            slot.at = slot.finder.find(&self.out[from..]).map(|p| from + p);
         }
         self.scan_from = self.out.len().saturating_sub(self.slots[0].marker.len() + 8);
         if !self.decided {
@@ -684,6 +687,22 @@ fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize
     }
 }
 
+/// Raised by the element handler to stop lol_html once the head is over.
+#[derive(Debug)]
+struct HeadOver;
+
+impl std::fmt::Display for HeadOver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the head is over")
+    }
+}
+
+impl std::error::Error for HeadOver {}
+
+fn is_head_over(e: &lol_html::errors::RewritingError) -> bool {
+    matches!(e, lol_html::errors::RewritingError::ContentHandlerError(inner) if inner.is::<HeadOver>())
+}
+
 /// A streaming rewriter for one response. `Send`, not `Sync`.
 pub struct Rewriter {
     inner: Option<HtmlRewriter<'static, Sink>>,
@@ -736,7 +755,16 @@ impl Rewriter {
         let state = Arc::new(Mutex::new(State::new()));
         let (s, p) = (state.clone(), plan.clone());
         let handler = element!("*", move |el: &mut Element<'_, '_>| {
-            on_element(&mut lock(&s), &p, el, &s);
+            let mut st = lock(&s);
+            let (phase, placed) = (st.phase, st.placed);
+            on_element(&mut st, &p, el, &s);
+            // Inject and enforce change nothing after the head. When this
+            // element ended it (and did not get the metas itself), stop
+            // lol_html right here: it passes this tag and the rest of the
+            // input through as they are, and `write` copies the rest.
+            if p.mode != Mode::Audit && phase != Phase::AfterHead && st.phase == Phase::AfterHead && st.placed == placed {
+                return Err(Box::new(HeadOver));
+            }
             Ok(())
         });
         let mut settings = Settings::new_send()
@@ -804,7 +832,11 @@ impl Rewriter {
             pos = end;
             if let Err(e) = result {
                 // Graceful bail-out flushed the unparsed input already.
-                self.give_up(e.to_string());
+                if is_head_over(&e) {
+                    self.inner = None;
+                } else {
+                    self.give_up(e.to_string());
+                }
                 break;
             }
             let head_over = self.plan.mode != Mode::Audit && lock(&self.state).phase == Phase::AfterHead;
