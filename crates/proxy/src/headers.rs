@@ -18,17 +18,31 @@ const CONTENT_USAGE: &str = "content-usage";
 /// Adds the policy's headers to a proxied response. Upstream values that
 /// are not structured fields are passed on verbatim, never dropped.
 pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: OriginHeaderMode) -> Result<()> {
+    // Most origins send neither header: the policy's values are then the
+    // merge's result as they are (they are already in the merge's canonical
+    // form; `tests::no_upstream_value_is_the_policys_own` holds us to it),
+    // which saves parsing and serialising them on every response.
     if let Some(ours) = controls.robots_tag.as_deref() {
-        let upstream = values(resp, ROBOTS_TAG);
+        if !resp.headers.contains_key(ROBOTS_TAG) {
+            resp.insert_header(ROBOTS_TAG, ours)?;
+        } else {
+            let upstream = values(resp, ROBOTS_TAG);
         let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
-        let merged = merge_robots_tag(&refs, Some(ours));
-        replace(resp, ROBOTS_TAG, merged)?;
+            let merged = merge_robots_tag(&refs, Some(ours));
+            replace(resp, ROBOTS_TAG, merged)?;
+        }
     }
     if !controls.x_robots_tag.is_empty() {
-        let upstream = values(resp, X_ROBOTS_TAG);
-        let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
-        let merged = merge_x_robots_tag(&refs, &controls.x_robots_tag);
-        replace(resp, X_ROBOTS_TAG, merged)?;
+        if !resp.headers.contains_key(X_ROBOTS_TAG) {
+            for line in &controls.x_robots_tag {
+                resp.append_header(X_ROBOTS_TAG, line.as_str())?;
+            }
+        } else {
+            let upstream = values(resp, X_ROBOTS_TAG);
+            let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
+            let merged = merge_x_robots_tag(&refs, &controls.x_robots_tag);
+            replace(resp, X_ROBOTS_TAG, merged)?;
+        }
     }
     if let Some(cu) = controls.content_usage.as_deref() {
         let origin_has = resp.headers.contains_key(CONTENT_USAGE);
@@ -54,4 +68,31 @@ fn replace(resp: &mut ResponseHeader, name: &'static str, lines: Vec<Vec<u8>>) -
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawlgate_policy::robots_tag::TagRules;
+
+    /// The fast path in `apply` (no upstream header: insert the policy's
+    /// values as they are) gives what the merge gives.
+    #[test]
+    fn no_upstream_value_is_the_policys_own() {
+        let sets: &[&[(&str, &[&str])]] = &[
+            &[("*", &["noindex"])],
+            &[("*", &["noindex", "NoSnippet", "max-snippet:50"]), ("GPTBot", &["noai"])],
+            &[("*", &["unavailable_after: 2026-12-31", "max-image-preview:large"]), ("CCBot", &["noai", "noimageai"])],
+            &[("Google-Extended", &["noai"]), ("*", &["nofollow"])],
+        ];
+        for set in sets {
+            let rules = TagRules::new(set.iter().map(|(t, r)| (t.to_string(), r.iter().map(|s| s.to_string()).collect())).collect())
+                .unwrap_or_else(|e| panic!("{e}"));
+            let ours = rules.robots_tag_value().unwrap_or_else(|| panic!("{set:?}: no value"));
+            assert_eq!(merge_robots_tag(&[], Some(&ours)), vec![ours.clone().into_bytes()], "{set:?}");
+            let lines = rules.x_robots_tag_values();
+            let want: Vec<Vec<u8>> = lines.iter().map(|l| l.clone().into_bytes()).collect();
+            assert_eq!(merge_x_robots_tag(&[], &lines), want, "{set:?}");
+        }
+    }
 }
