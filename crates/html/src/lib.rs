@@ -855,6 +855,21 @@ impl Rewriter {
         Bytes::from(out)
     }
 
+    /// [`Rewriter::write`] for a chunk the caller owns: once parsing is over
+    /// (the head ended in inject or enforce mode, or the rewriter gave up)
+    /// the chunk comes back as it is, without a copy.
+    pub fn write_bytes(&mut self, chunk: Bytes) -> Bytes {
+        if self.inner.is_some() {
+            return self.write(&chunk);
+        }
+        let mut held = lock(&self.state).take_output(&self.plan, true);
+        if held.is_empty() {
+            return chunk;
+        }
+        held.extend_from_slice(&chunk);
+        Bytes::from(held)
+    }
+
     /// End of input; returns the rest.
     pub fn finish(&mut self) -> Bytes {
         if let Some(rw) = self.inner.take() {

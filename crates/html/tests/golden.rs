@@ -68,8 +68,11 @@ fn feed_with(mut rw: Rewriter, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Fi
     let mut out = Vec::new();
     let mut findings = Vec::new();
     let mut prev = 0;
-    for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
-        out.extend_from_slice(&rw.write(&input[prev..cut]));
+    for (i, &cut) in cuts.iter().chain(std::iter::once(&input.len())).enumerate() {
+        // Both entry points, the borrowed and the owned one (the proxy's).
+        let piece = &input[prev..cut];
+        let got = if i % 2 == 0 { rw.write(piece) } else { rw.write_bytes(bytes::Bytes::copy_from_slice(piece)) };
+        out.extend_from_slice(&got);
         findings.extend(rw.take_findings());
         prev = cut;
     }

@@ -146,7 +146,7 @@ impl HtmlStream {
     pub fn filter(&mut self, body: &mut Option<Bytes>, end_of_stream: bool, metrics: &Metrics, path: &str) {
         let rw = unpoison(&mut self.rewriter);
         let mut out = match body.take() {
-            Some(chunk) => rw.write(&chunk),
+            Some(chunk) => rw.write_bytes(chunk),
             None => Bytes::new(),
         };
         if end_of_stream {

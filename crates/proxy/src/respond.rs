@@ -64,18 +64,22 @@ pub async fn static_file(session: &mut Session, file: &StaticFile, cache_control
         session.write_response_header(Box::new(resp), true).await?;
         return Ok(304);
     }
-    write(
-        session,
-        200,
-        &[
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::ETAG, &file.etag),
-            (header::CACHE_CONTROL, cache_control),
-        ],
-        file.body.clone(),
-    )
-    .await?;
+    let head = session.req_header().method == http::Method::HEAD;
+    session.write_response_header(Box::new(file.ok_header.clone()), head).await?;
+    if !head {
+        session.write_response_body(Some(file.body.clone()), true).await?;
+    }
     Ok(200)
+}
+
+/// The 200 header of a static file (see [`static_file`]).
+pub fn static_header(etag: &str, cache_control: &str, len: usize) -> Result<ResponseHeader> {
+    let mut resp = ResponseHeader::build(200, Some(4))?;
+    resp.insert_header(header::CONTENT_TYPE, "text/plain; charset=utf-8")?;
+    resp.insert_header(header::ETAG, etag)?;
+    resp.insert_header(header::CACHE_CONTROL, cache_control)?;
+    resp.insert_header(header::CONTENT_LENGTH, len.to_string())?;
+    Ok(resp)
 }
 
 /// A short plain-text response that is never cached.

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use pingora::http::ResponseHeader;
 use crawlgate_policy::{Diagnostics, Policy};
 use sha2::{Digest, Sha256};
 
@@ -22,13 +23,18 @@ pub struct StaticFile {
     pub body: Bytes,
     /// Strong ETag (quoted), derived from the bytes.
     pub etag: String,
+    /// The 200 response header, built once per snapshot and cloned per
+    /// request (building one costs an allocation per header).
+    pub ok_header: ResponseHeader,
 }
 
 impl StaticFile {
-    fn new(text: &str) -> StaticFile {
+    fn new(text: &str, cache_control: &str) -> pingora::Result<StaticFile> {
         let digest = Sha256::digest(text.as_bytes());
         let etag = format!("\"{}\"", hex::encode(&digest[..12]));
-        StaticFile { body: Bytes::copy_from_slice(text.as_bytes()), etag }
+        let body = Bytes::copy_from_slice(text.as_bytes());
+        let ok_header = crate::respond::static_header(&etag, cache_control, body.len())?;
+        Ok(StaticFile { body, etag, ok_header })
     }
 }
 
@@ -68,6 +74,15 @@ pub enum LoadError {
     /// The upstream section cannot be used.
     #[error("{0}")]
     Upstream(#[from] UpstreamError),
+    /// robots.txt or agents.txt cannot be served (a header value the
+    /// policy rendered is not a valid field value).
+    #[error("cannot serve {file}: {error}")]
+    Serve {
+        /// `robots.txt` or `agents.txt`.
+        file: &'static str,
+        /// What went wrong.
+        error: String,
+    },
 }
 
 impl Snapshot {
@@ -87,9 +102,10 @@ impl Snapshot {
             Some(prev) if prev.upstream.same_settings(&settings.upstream) => prev.upstream.clone(),
             _ => Upstream::new(&settings.upstream)?,
         };
-        let robots = StaticFile::new(policy.robots_txt());
-        let agents = policy.agents_txt().map(StaticFile::new);
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
+        let serve = |file: &'static str| move |e: Box<pingora::Error>| LoadError::Serve { file, error: e.to_string() };
+        let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
+        let agents = policy.agents_txt().map(|t| StaticFile::new(t, &cache_control)).transpose().map_err(serve("agents.txt"))?;
         Ok((
             Snapshot {
                 policy,
