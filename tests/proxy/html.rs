@@ -143,10 +143,13 @@ fn head_errors_304_and_non_html_pass_untouched() {
     let origin = html_origin();
     let proxy = Proxy::start(origin.addr, RULES);
     let mut conn = Conn::open(proxy.addr);
+    // HEAD: the headers the GET gets, no body.
     let head = conn.request("HEAD", "/page.html", &[]);
     assert_eq!(head.status, 200);
-    assert_eq!(head.header("content-length"), Some(PAGE.len().to_string().as_str()));
-    assert_eq!(head.header("etag"), Some("\"v1\""));
+    assert_eq!(head.header("content-length"), Some(injected_sized(PAGE).len().to_string().as_str()));
+    assert_eq!(head.header("etag"), Some("W/\"v1\""));
+    assert_eq!(head.header("accept-ranges"), None);
+    assert!(head.body.is_empty());
     let pdf = conn.request("GET", "/doc.pdf", &[]);
     assert_eq!(pdf.body, b"%PDF-1.4 <head> not html");
     let missing = conn.request("GET", "/missing.html", &[]);

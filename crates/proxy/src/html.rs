@@ -72,7 +72,8 @@ pub fn start(
     metrics: &Metrics,
     path: &str,
 ) -> Result<Option<HtmlStream>> {
-    let _ = session;
+    // A HEAD gets the headers the GET would get (length, ETag), no body.
+    let head = session.req_header().method == http::Method::HEAD;
     // 206: a byte range of the origin's body is not a page to rewrite; it
     // passes through (the Robots-Tag header still applies).
     if !resp.status.is_success() || matches!(resp.status.as_u16(), 204 | 206) {
@@ -136,6 +137,9 @@ pub fn start(
                 resp.insert_header(header::ETAG, format!("W/{etag}"))?;
             }
         }
+    }
+    if head {
+        return Ok(None);
     }
     metrics.html_rewrite(mode);
     Ok(Some(HtmlStream { rewriter: Mutex::new(rewriter), mode, bailed: false }))

@@ -206,7 +206,8 @@ impl ProxyHttp for Gate {
             }
         }
         let controls = snap.policy.url_controls(&path);
-        ctx.html_candidate = controls.html.is_some() && session.req_header().method != http::Method::HEAD;
+        // HEAD too: it gets the headers the GET would get.
+        ctx.html_candidate = controls.html.is_some();
         ctx.controls = Some(controls);
         ctx.path = path;
         Ok(false)
