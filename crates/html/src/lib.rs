@@ -237,8 +237,11 @@ struct Plan {
     rules: BTreeMap<String, Vec<String>>,
     /// The metas to insert, `robots` first: `(token, rule_set, html)`.
     metas: Vec<(String, Vec<String>, String)>,
-    /// Unique per rewriter; see [`Slot`].
+    /// Random per plan; see [`Slot`]. Markers never leave the rewriter, so
+    /// a page cannot learn it.
     nonce: u64,
+    /// lol_html memory limit in bytes.
+    max_memory: usize,
 }
 
 impl Plan {
@@ -703,21 +706,16 @@ fn is_head_over(e: &lol_html::errors::RewritingError) -> bool {
     matches!(e, lol_html::errors::RewritingError::ContentHandlerError(inner) if inner.is::<HeadOver>())
 }
 
-/// A streaming rewriter for one response. `Send`, not `Sync`.
-pub struct Rewriter {
-    inner: Option<HtmlRewriter<'static, Sink>>,
-    state: Arc<Mutex<State>>,
-    plan: Arc<Plan>,
-    bail: Option<String>,
-    /// Set by [`Rewriter::fix_growth`]: the output is exactly this many
-    /// bytes longer than the input.
-    growth: Option<usize>,
-}
+/// The policy's side of a rewriter (the rule table, the meta elements to
+/// insert), built once per plan and shared by every rewriter that uses it:
+/// the proxy keeps one per HTML plan of the policy instead of rebuilding it
+/// for every response. Cheap to clone.
+#[derive(Clone)]
+pub struct Prepared(Arc<Plan>);
 
-impl Rewriter {
-    /// A rewriter for a body in `charset` (the Content-Type label, if any;
-    /// without one, a `<meta charset>` in the page is honoured).
-    pub fn new(config: &Config, charset: Option<&str>) -> Result<Rewriter, Unsupported> {
+impl Prepared {
+    /// Builds the plan for `config`.
+    pub fn new(config: &Config) -> Prepared {
         let mut rules: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (token, rs) in &config.directives {
             let key = if token == "*" { "*".to_string() } else { token.trim().to_ascii_lowercase() };
@@ -744,7 +742,38 @@ impl Rewriter {
             h.write_usize(std::ptr::addr_of!(rules) as usize);
             h.finish()
         };
-        let plan = Arc::new(Plan { mode: config.mode, rules, metas, nonce });
+        Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory }))
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.0.mode
+    }
+}
+
+/// A streaming rewriter for one response. `Send`, not `Sync`.
+pub struct Rewriter {
+    inner: Option<HtmlRewriter<'static, Sink>>,
+    state: Arc<Mutex<State>>,
+    plan: Arc<Plan>,
+    bail: Option<String>,
+    /// Set by [`Rewriter::fix_growth`]: the output is exactly this many
+    /// bytes longer than the input.
+    growth: Option<usize>,
+}
+
+impl Rewriter {
+    /// A rewriter for a body in `charset` (the Content-Type label, if any;
+    /// without one, a `<meta charset>` in the page is honoured).
+    pub fn new(config: &Config, charset: Option<&str>) -> Result<Rewriter, Unsupported> {
+        Rewriter::prepared(&Prepared::new(config), charset)
+    }
+
+    /// A rewriter on a plan built beforehand: what the proxy does for every
+    /// response, with one [`Prepared`] per policy plan.
+    pub fn prepared(prepared: &Prepared, charset: Option<&str>) -> Result<Rewriter, Unsupported> {
+        let plan = prepared.0.clone();
+        let max_memory = plan.max_memory;
         let encoding = match charset.map(str::trim).filter(|l| !l.is_empty()) {
             None => None,
             Some(label) => {
@@ -771,8 +800,8 @@ impl Rewriter {
             .with_strict(false)
             .with_memory_settings(
                 MemorySettings::new()
-                    .with_max_allowed_memory_usage(config.max_memory)
-                    .with_preallocated_parsing_buffer_size(1024.min(config.max_memory))
+                    .with_max_allowed_memory_usage(max_memory)
+                    .with_preallocated_parsing_buffer_size(1024.min(max_memory))
                     .with_graceful_bail_out_on_memory_limit_exceeded(true),
             )
             .with_graceful_bail_out_on_content_handler_error(true)

@@ -217,8 +217,9 @@ pub struct UrlControls {
     pub x_robots_tag: Vec<String>,
     /// `Content-Usage` value (from the `*` group).
     pub content_usage: Option<String>,
-    /// HTML rewrite plan.
-    pub html: Option<HtmlPlan>,
+    /// HTML rewrite plan, shared with the policy's memo (cloning the
+    /// controls per request does not copy it).
+    pub html: Option<std::sync::Arc<HtmlPlan>>,
 }
 
 /// A compiled `[[group]]`.
@@ -281,7 +282,7 @@ pub struct Policy {
 pub(crate) struct TagControls {
     robots_tag: Option<String>,
     x_robots_tag: Vec<String>,
-    html: Option<HtmlPlan>,
+    html: Option<std::sync::Arc<HtmlPlan>>,
 }
 
 /// How many sets of matching robots_tag entries are memoised; a policy
@@ -443,7 +444,7 @@ impl Policy {
                     .iter()
                     .map(|(t, r)| (t.clone(), r.iter().map(crate::robots_tag::Rule::legacy).collect()))
                     .collect();
-                out.html = Some(HtmlPlan { mode, directives, metas: rules.meta_elements() });
+                out.html = Some(std::sync::Arc::new(HtmlPlan { mode, directives, metas: rules.meta_elements() }));
             }
         }
         out

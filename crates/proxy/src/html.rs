@@ -2,10 +2,10 @@
 //! is rewritten, adjusts its headers (no Content-Length, chunked, weak
 //! ETag) and feeds body chunks to the streaming rewriter.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::Bytes;
-use crawlgate_html::{Config, Mode, Rewriter};
+use crawlgate_html::{Config, Mode, Prepared, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header;
 use pingora::http::ResponseHeader;
@@ -18,6 +18,47 @@ use crate::service::unpoison;
 /// Memory lol_html may use per response before it bails out to
 /// pass-through.
 const MAX_MEMORY: usize = 4 << 20;
+
+/// How many distinct HTML plans a snapshot keeps prepared. A policy has one
+/// per combination of matching `[[robots_tag]]` entries that rewrite HTML;
+/// past this (hardly possible) the rest are prepared per response.
+const PLANS_LIMIT: usize = 64;
+
+/// The rewriter plans of one policy snapshot, prepared on first use and
+/// shared by every response after that (building one formats the metas
+/// and the rule table).
+#[derive(Default)]
+pub struct Plans(RwLock<Vec<(Arc<HtmlPlan>, Prepared)>>);
+
+impl Plans {
+    /// The prepared plan for `plan`. The policy memoises its plans, so the
+    /// pointer comparison almost always decides; equal plans built apart
+    /// share one too.
+    pub fn get(&self, plan: &Arc<HtmlPlan>) -> Prepared {
+        let same = |k: &Arc<HtmlPlan>| Arc::ptr_eq(k, plan) || **k == **plan;
+        if let Ok(list) = self.0.read() {
+            if let Some((_, p)) = list.iter().find(|(k, _)| same(k)) {
+                return p.clone();
+            }
+        }
+        let config = Config {
+            mode: match plan.mode {
+                HtmlMode::Inject => Mode::Inject,
+                HtmlMode::Audit => Mode::Audit,
+                HtmlMode::Enforce => Mode::Enforce,
+            },
+            directives: plan.directives.clone(),
+            max_memory: MAX_MEMORY,
+        };
+        let prepared = Prepared::new(&config);
+        if let Ok(mut list) = self.0.write() {
+            if list.len() < PLANS_LIMIT && !list.iter().any(|(k, _)| same(k)) {
+                list.push((plan.clone(), prepared.clone()));
+            }
+        }
+        prepared
+    }
+}
 
 /// One response being rewritten.
 pub struct HtmlStream {
@@ -68,7 +109,8 @@ fn html_content_type(value: &str) -> (bool, Option<String>) {
 pub fn start(
     session: &mut Session,
     resp: &mut ResponseHeader,
-    plan: &HtmlPlan,
+    plan: &Arc<HtmlPlan>,
+    plans: &Plans,
     metrics: &Metrics,
     path: &str,
 ) -> Result<Option<HtmlStream>> {
@@ -95,16 +137,7 @@ pub fn start(
             return Ok(None);
         }
     }
-    let config = Config {
-        mode: match plan.mode {
-            HtmlMode::Inject => Mode::Inject,
-            HtmlMode::Audit => Mode::Audit,
-            HtmlMode::Enforce => Mode::Enforce,
-        },
-        directives: plan.directives.clone(),
-        max_memory: MAX_MEMORY,
-    };
-    let mut rewriter = match Rewriter::new(&config, charset.as_deref()) {
+    let mut rewriter = match Rewriter::prepared(&plans.get(plan), charset.as_deref()) {
         Ok(r) => r,
         Err(e) => {
             metrics.html_passthrough("charset");
@@ -181,7 +214,28 @@ impl HtmlStream {
 
 #[cfg(test)]
 mod tests {
-    use super::html_content_type;
+    use super::{html_content_type, HtmlMode, HtmlPlan, Plans, PLANS_LIMIT};
+    use std::sync::Arc;
+
+    fn plan(rule: &str) -> Arc<HtmlPlan> {
+        Arc::new(HtmlPlan { mode: HtmlMode::Inject, directives: vec![("*".into(), vec![rule.into()])], metas: vec![] })
+    }
+
+    #[test]
+    fn plans_are_prepared_once_and_bounded() {
+        let plans = Plans::default();
+        let a = plan("noindex");
+        let _ = plans.get(&a);
+        let _ = plans.get(&a.clone());
+        // Equal but built apart: the same entry.
+        let _ = plans.get(&plan("noindex"));
+        let _ = plans.get(&plan("nosnippet"));
+        assert_eq!(plans.0.read().map(|l| l.len()).unwrap_or(0), 2);
+        for i in 0..PLANS_LIMIT + 10 {
+            let _ = plans.get(&plan(&format!("max-snippet:{i}")));
+        }
+        assert_eq!(plans.0.read().map(|l| l.len()).unwrap_or(0), PLANS_LIMIT);
+    }
 
     #[test]
     fn content_type_parsing() {

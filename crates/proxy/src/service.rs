@@ -261,7 +261,7 @@ impl ProxyHttp for Gate {
         crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage)?;
         if ctx.html_candidate {
             if let Some(plan) = controls.html.as_ref() {
-                ctx.html = crate::html::start(session, resp, plan, &self.shared.metrics, &ctx.path)?;
+                ctx.html = crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?;
             }
         }
         // A rewritten response is compressed for a client that asked for it

@@ -52,6 +52,8 @@ pub struct Snapshot {
     pub agents: Option<StaticFile>,
     /// `Cache-Control` of both files.
     pub cache_control: String,
+    /// The HTML rewriter plans of this policy, prepared on first use.
+    pub html_plans: crate::html::Plans,
     /// The origin pool.
     pub upstream: Arc<Upstream>,
 }
@@ -114,6 +116,7 @@ impl Snapshot {
                 robots,
                 agents,
                 cache_control,
+                html_plans: crate::html::Plans::default(),
                 upstream,
             },
             warnings,
