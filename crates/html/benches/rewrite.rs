@@ -7,7 +7,7 @@
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use crawlgate_html::{Config, Mode, Rewriter};
+use crawlgate_html::{Config, Mode, Prepared, Rewriter};
 
 const CHUNK: usize = 16 * 1024;
 
@@ -103,6 +103,11 @@ fn bench(c: &mut Criterion) {
     // its selectors here) and ending it on an empty body.
     c.bench_function("rewriter/new+finish", |b| {
         b.iter(|| Rewriter::new(&config(Mode::Inject), None).map(|mut rw| rw.finish().len()).unwrap_or(0))
+    });
+    // What the proxy pays: the plan is prepared once per policy plan.
+    let prepared = Prepared::new(&config(Mode::Inject));
+    c.bench_function("rewriter/prepared+finish", |b| {
+        b.iter(|| Rewriter::prepared(&prepared, None).map(|mut rw| rw.finish().len()).unwrap_or(0))
     });
     // The 1.5 KB page of scripts/load-test: a short head (charset, title,
     // viewport, a stylesheet, a script), then paragraphs.
