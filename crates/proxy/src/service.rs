@@ -67,7 +67,8 @@ pub struct Ctx {
     decision: &'static str,
     /// URL-level controls for a proxied request.
     controls: Option<UrlControls>,
-    /// The request may get an HTML rewrite (non-HEAD and an HTML plan).
+    /// The request's path has an HTML plan (a HEAD gets the rewrite's
+    /// headers only).
     html_candidate: bool,
     html: Option<HtmlStream>,
     upstream: Option<SocketAddr>,
@@ -133,8 +134,9 @@ impl ProxyHttp for Gate {
     ///
     /// The local responses are awaited behind a `Box::pin`: inline, their
     /// futures (over 1 KiB) made this hook's own future 1.5 KiB, allocated
-    /// for every request, past glibc's per-thread cache and into its slow
-    /// path. Boxed, only the requests answered here pay for them.
+    /// for every request (past glibc's per-thread cache, when the binary
+    /// used glibc's allocator). Boxed, only the requests answered here pay
+    /// for them.
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         // Responses written here (robots.txt, blocks) are sent as they are.
         compress(session, false);
