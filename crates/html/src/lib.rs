@@ -745,10 +745,6 @@ impl Prepared {
         Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory }))
     }
 
-    /// The mode.
-    pub fn mode(&self) -> Mode {
-        self.0.mode
-    }
 }
 
 /// A streaming rewriter for one response. `Send`, not `Sync`.
