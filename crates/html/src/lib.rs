@@ -744,7 +744,6 @@ impl Prepared {
         };
         Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory }))
     }
-
 }
 
 /// A streaming rewriter for one response. `Send`, not `Sync`.
