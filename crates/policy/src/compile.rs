@@ -17,7 +17,7 @@ use crate::policy::{Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSe
 use crate::raw::{RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream};
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
-use crate::sf;
+use crate::validate::{self, valid_token};
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -65,10 +65,6 @@ impl Ctx<'_> {
     fn line<T>(&self, s: &Spanned<T>) -> usize {
         self.loc.line_of(s.span().start)
     }
-}
-
-fn valid_token(t: &str) -> bool {
-    !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
 }
 
 fn valid_host_port(s: &str) -> bool {
@@ -279,45 +275,20 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
     let Some(raw) = raw else { return (default_age, extras) };
     let RawRobotsTxt { sitemaps, cache_max_age, content_signal, acap } = raw.get_ref();
     for s in sitemaps.iter().flatten() {
-        let v = s.get_ref();
-        if !(v.starts_with("https://") || v.starts_with("http://")) || v.contains(char::is_whitespace) {
-            cx.err(s, format!("robots_txt.sitemaps: `{v}` is not an absolute http(s) URL"));
-        } else {
-            extras.sitemaps.push(v.clone());
+        match validate::sitemap(s.get_ref()) {
+            Ok(()) => extras.sitemaps.push(s.get_ref().clone()),
+            Err(e) => cx.err(s, e),
         }
     }
     let age = cx.duration("robots_txt.cache_max_age", cache_max_age.as_ref(), default_age);
     if let Some(cs) = content_signal {
-        let v = cs.get_ref();
-        let ok = v.split(',').all(|kv| {
-            kv.split_once('=').is_some_and(|(k, val)| {
-                let (k, val) = (k.trim(), val.trim());
-                !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') && (val == "yes" || val == "no")
-            })
-        });
-        if !ok {
-            cx.err(cs, format!("robots_txt.content_signal: `{v}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"));
-        } else {
-            extras.content_signal = Some(v.split(',').map(str::trim).collect::<Vec<_>>().join(", "));
+        match validate::content_signal(cs.get_ref()) {
+            Ok(v) => extras.content_signal = Some(v),
+            Err(e) => cx.err(cs, e),
         }
     }
     extras.acap = acap.unwrap_or(false);
     (age, extras)
-}
-
-/// Splits `"[path] value"`: a leading word starting with `/` is a path.
-/// Readers of Content-Usage and App-Directives lines only recognise a path
-/// that starts with `/` (a `*...` word would be read as part of the value),
-/// so a leading `*` word is an error rather than a published broken line.
-fn split_path(v: &str) -> Result<(Option<&str>, &str), String> {
-    let v = v.trim();
-    match v.split_once(char::is_whitespace) {
-        Some((first, rest)) if first.starts_with('/') => Ok((Some(first), rest.trim())),
-        Some((first, _)) if first.starts_with('*') => {
-            Err(format!("path `{first}` must start with `/` (readers take a leading `*` word as part of the value)"))
-        }
-        _ => Ok((None, v)),
-    }
 }
 
 fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
@@ -351,8 +322,8 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         };
         for ua in user_agents.iter().flatten() {
             let t = ua.get_ref();
-            if t != "*" && !valid_token(t) {
-                cx.err(ua, format!("group.user_agents: `{t}` is not a product token (letters, '_' and '-' only, or \"*\")"));
+            if let Err(e) = validate::user_agent(t) {
+                cx.err(ua, e);
                 continue;
             }
             if tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
@@ -414,14 +385,14 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         }
         let mut rules_src = Vec::new();
         let mut compiled = Vec::new();
-        for (list, is_allow, key) in [(allow, true, "allow"), (disallow, false, "disallow")] {
+        for (list, is_allow) in [(allow, true), (disallow, false)] {
             for p in list.iter().flatten() {
-                match Pattern::new(p.get_ref()) {
+                match validate::rule(is_allow, p.get_ref()) {
                     Ok(pat) => {
                         rules_src.push((p.get_ref().clone(), is_allow, cx.line(p)));
                         compiled.push((pat, is_allow));
                     }
-                    Err(e) => cx.err(p, format!("group.{key}: {e}")),
+                    Err(e) => cx.err(p, e),
                 }
             }
         }
@@ -431,64 +402,37 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         let rules_src: Vec<_> = order.iter().map(|&i| rules_src[i].clone()).collect();
         let compiled: Vec<_> = order.iter().map(|&i| compiled[i].clone()).collect();
 
-        let crawl_delay = crawl_delay.as_ref().and_then(|d| match d.get_ref() {
-            toml::Value::Integer(i) if *i > 0 => Some(i.to_string()),
-            toml::Value::Float(f) if *f > 0.0 && f.is_finite() => Some(f.to_string()),
-            other => {
-                cx.err(d, format!("group.crawl_delay must be a positive number of seconds, found {other}"));
+        let crawl_delay = crawl_delay.as_ref().and_then(|d| match validate::crawl_delay_value(d.get_ref()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                cx.err(d, e);
                 None
             }
         });
         let mut cu = Vec::new();
         for c in content_usage.iter().flatten() {
-            let (path, prefs) = match split_path(c.get_ref()) {
-                Ok(split) => split,
-                Err(e) => {
-                    cx.err(c, format!("group.content_usage: {e}"));
-                    continue;
-                }
-            };
-            if let Some(p) = path {
-                if let Err(e) = Pattern::new(p) {
-                    cx.err(c, format!("group.content_usage: {e}"));
-                    continue;
-                }
-            }
-            match sf::parse_content_usage(prefs) {
-                Ok(parsed) => {
-                    for k in &parsed.unknown_keys {
-                        cx.warn(c, format!("group.content_usage: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it", sf::KNOWN_CATEGORIES.join(", ")));
+            match validate::content_usage(c.get_ref()) {
+                Ok(v) => {
+                    for w in v.warnings {
+                        cx.warn(c, w);
                     }
-                    cu.push((path.map(str::to_string), parsed.canonical));
+                    cu.push((v.path, v.value));
                 }
-                Err(e) => cx.err(c, format!("group.content_usage: {e}")),
+                Err(e) => cx.err(c, e),
             }
         }
         let cu_set = RuleSet::new(cu.iter().map(|(p, _)| (Pattern::new_lenient(p.as_deref().unwrap_or("/")), true)).collect());
         let mut ad = Vec::new();
         let is_star = tokens.iter().any(|t| t == "*");
         for a in app_directives.iter().flatten() {
-            let (path, list) = match split_path(a.get_ref()) {
-                Ok(split) => split,
-                Err(e) => {
-                    cx.err(a, format!("group.app_directives: {e}"));
-                    continue;
-                }
-            };
-            if let Some(p) = path {
-                if let Err(e) = Pattern::new(p) {
-                    cx.err(a, format!("group.app_directives: {e}"));
-                    continue;
-                }
-            }
-            match sf::parse_app_directives(list) {
-                Ok(canonical) => {
-                    if !is_star {
-                        cx.warn(a, "group.app_directives: App-Directives belong in the `*` group (seed 000); other groups may be ignored");
+            match validate::app_directives(a.get_ref(), is_star) {
+                Ok(v) => {
+                    for w in v.warnings {
+                        cx.warn(a, w);
                     }
-                    ad.push((path.map(str::to_string), canonical));
+                    ad.push((v.path, v.value));
                 }
-                Err(e) => cx.err(a, format!("group.app_directives: {e}")),
+                Err(e) => cx.err(a, e),
             }
         }
         let enforce = match enforce {

@@ -18,6 +18,7 @@ mod render;
 pub mod robots_tag;
 pub mod robotstxt;
 pub mod sf;
+pub mod validate;
 
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};

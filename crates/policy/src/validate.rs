@@ -1,0 +1,184 @@
+//! One validator per kind of policy value, shared by [`load`](crate::load)
+//! and by callers that check single values (`crawlgate import`).
+//!
+//! Each returns the value as compiled (with its warnings where it can have
+//! some) or the error message that `crawlgate check` prints for it, both
+//! without a location or the `warning: ` prefix. Checks that need the whole
+//! policy (duplicate groups, the size of the generated robots.txt) are not
+//! here: they stay in `load`.
+
+use crate::matcher::Pattern;
+use crate::sf;
+
+/// Whether `t` is a product token: letters, `_` and `-` only.
+pub(crate) fn valid_token(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
+}
+
+/// A `group.user_agents` entry: a product token or `*`.
+pub fn user_agent(token: &str) -> Result<(), String> {
+    if token == "*" || valid_token(token) {
+        Ok(())
+    } else {
+        Err(format!("group.user_agents: `{token}` is not a product token (letters, '_' and '-' only, or \"*\")"))
+    }
+}
+
+/// A `group.allow` (`allow` true) or `group.disallow` pattern, compiled.
+pub fn rule(allow: bool, pattern: &str) -> Result<Pattern, String> {
+    let key = if allow { "allow" } else { "disallow" };
+    Pattern::new(pattern).map_err(|e| format!("group.{key}: {e}"))
+}
+
+/// A valid `"[path] value"` entry (Content-Usage, App-Directives).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathValue {
+    /// The leading path, when there is one.
+    pub path: Option<String>,
+    /// The value in its canonical serialisation.
+    pub value: String,
+    /// Warnings about the entry (it is valid).
+    pub warnings: Vec<String>,
+}
+
+/// Splits `"[path] value"`: a leading word starting with `/` is a path.
+/// Readers of Content-Usage and App-Directives lines only recognise a path
+/// that starts with `/` (a `*...` word would be read as part of the value),
+/// so a leading `*` word is an error rather than a published broken line.
+fn split_path(v: &str) -> Result<(Option<&str>, &str), String> {
+    let v = v.trim();
+    match v.split_once(char::is_whitespace) {
+        Some((first, rest)) if first.starts_with('/') => Ok((Some(first), rest.trim())),
+        Some((first, _)) if first.starts_with('*') => {
+            Err(format!("path `{first}` must start with `/` (readers take a leading `*` word as part of the value)"))
+        }
+        _ => Ok((None, v)),
+    }
+}
+
+/// The path and value of an entry under `key`, the path checked as a pattern.
+fn path_and_value<'v>(key: &str, entry: &'v str) -> Result<(Option<&'v str>, &'v str), String> {
+    let (path, value) = split_path(entry).map_err(|e| format!("{key}: {e}"))?;
+    if let Some(p) = path {
+        Pattern::new(p).map_err(|e| format!("{key}: {e}"))?;
+    }
+    Ok((path, value))
+}
+
+/// A `group.content_usage` entry (`"[path] prefs"`); warns about keys
+/// outside the AIPREF vocabulary.
+pub fn content_usage(entry: &str) -> Result<PathValue, String> {
+    const KEY: &str = "group.content_usage";
+    let (path, prefs) = path_and_value(KEY, entry)?;
+    let parsed = sf::parse_content_usage(prefs).map_err(|e| format!("{KEY}: {e}"))?;
+    let warnings = parsed
+        .unknown_keys
+        .iter()
+        .map(|k| format!("{KEY}: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it", sf::KNOWN_CATEGORIES.join(", ")))
+        .collect();
+    Ok(PathValue { path: path.map(str::to_string), value: parsed.canonical, warnings })
+}
+
+/// A `group.app_directives` entry (`"[path] list"`) of a group that is
+/// (`in_star_group`) or is not the `*` group; warns when it is not.
+pub fn app_directives(entry: &str, in_star_group: bool) -> Result<PathValue, String> {
+    const KEY: &str = "group.app_directives";
+    let (path, list) = path_and_value(KEY, entry)?;
+    let value = sf::parse_app_directives(list).map_err(|e| format!("{KEY}: {e}"))?;
+    let mut warnings = Vec::new();
+    if !in_star_group {
+        warnings.push(format!("{KEY}: App-Directives belong in the `*` group (seed 000); other groups may be ignored"));
+    }
+    Ok(PathValue { path: path.map(str::to_string), value, warnings })
+}
+
+/// A number of seconds as TOML holds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Seconds {
+    /// A TOML integer.
+    Integer(i64),
+    /// A TOML float.
+    Float(f64),
+}
+
+/// A `group.crawl_delay`; returns it as robots.txt publishes it.
+pub fn crawl_delay(seconds: Seconds) -> Result<String, String> {
+    let v = match seconds {
+        Seconds::Integer(i) => toml::Value::Integer(i),
+        Seconds::Float(f) => toml::Value::Float(f),
+    };
+    crawl_delay_value(&v)
+}
+
+/// [`crawl_delay`] for any TOML value (a wrong type is reported as found).
+pub(crate) fn crawl_delay_value(v: &toml::Value) -> Result<String, String> {
+    match v {
+        toml::Value::Integer(i) if *i > 0 => Ok(i.to_string()),
+        toml::Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(f.to_string()),
+        other => Err(format!("group.crawl_delay must be a positive number of seconds, found {other}")),
+    }
+}
+
+/// A `robots_txt.sitemaps` entry: an absolute http(s) URL.
+pub fn sitemap(url: &str) -> Result<(), String> {
+    if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(char::is_whitespace) {
+        Err(format!("robots_txt.sitemaps: `{url}` is not an absolute http(s) URL"))
+    } else {
+        Ok(())
+    }
+}
+
+/// `robots_txt.content_signal`: a list of `key=yes|no`; returns it as
+/// robots.txt publishes it (entries joined by `, `).
+pub fn content_signal(value: &str) -> Result<String, String> {
+    let ok = value.split(',').all(|kv| {
+        kv.split_once('=').is_some_and(|(k, val)| {
+            let (k, val) = (k.trim(), val.trim());
+            !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') && (val == "yes" || val == "no")
+        })
+    });
+    if ok {
+        Ok(value.split(',').map(str::trim).collect::<Vec<_>>().join(", "))
+    } else {
+        Err(format!("robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_rules() {
+        assert_eq!(user_agent("*"), Ok(()));
+        assert_eq!(user_agent("Googlebot-Image"), Ok(()));
+        assert_eq!(user_agent("Bot2").unwrap_err(), "group.user_agents: `Bot2` is not a product token (letters, '_' and '-' only, or \"*\")");
+        assert!(rule(true, "/a*b$").is_ok());
+        assert_eq!(rule(false, "a").unwrap_err(), "group.disallow: pattern `a` must start with '/' or '*'");
+        assert_eq!(rule(true, "").unwrap_err(), "group.allow: pattern is empty");
+    }
+
+    #[test]
+    fn content_usage_and_app_directives() {
+        let cu = content_usage(" /docs  train-ai=n, foo=y ").unwrap();
+        assert_eq!(cu.path.as_deref(), Some("/docs"));
+        assert_eq!(cu.warnings, ["group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it"]);
+        assert_eq!(content_usage("*x train-ai=n").unwrap_err(), "group.content_usage: path `*x` must start with `/` (readers take a leading `*` word as part of the value)");
+        assert!(content_usage("/a#b train-ai=n").unwrap_err().starts_with("group.content_usage: pattern `/a#b`"));
+        assert!(app_directives("/x foo", true).unwrap().warnings.is_empty());
+        assert_eq!(app_directives("foo", false).unwrap().warnings.len(), 1);
+        assert!(app_directives("a=b", true).unwrap_err().starts_with("group.app_directives: "));
+    }
+
+    #[test]
+    fn numbers_urls_signals() {
+        assert_eq!(crawl_delay(Seconds::Integer(5)), Ok("5".into()));
+        assert_eq!(crawl_delay(Seconds::Float(0.5)), Ok("0.5".into()));
+        assert_eq!(crawl_delay(Seconds::Integer(0)).unwrap_err(), "group.crawl_delay must be a positive number of seconds, found 0");
+        assert_eq!(crawl_delay(Seconds::Float(-0.0)).unwrap_err(), "group.crawl_delay must be a positive number of seconds, found -0.0");
+        assert_eq!(sitemap("https://e.example/s.xml"), Ok(()));
+        assert_eq!(sitemap("/s.xml").unwrap_err(), "robots_txt.sitemaps: `/s.xml` is not an absolute http(s) URL");
+        assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));
+        assert!(content_signal("x").is_err());
+    }
+}
