@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use crawlgate_policy::robotstxt::{product_token, source_lines, ParsedGroup, RobotsTxt};
+use crawlgate_policy::validate::{self, Seconds};
 
 /// `crawlgate robots-test ROBOTS_FILE USER_AGENT URL`: prints `allowed`
 /// (exit 0) or `disallowed` (exit 1); a usage or read error exits 2.
@@ -146,87 +147,6 @@ struct Importer<'a> {
     warned: HashSet<(usize, String)>,
     /// Lines kept as comments.
     kept_lines: HashSet<usize>,
-    /// Check results per value.
-    cache: HashMap<(Check, String), Checked>,
-}
-
-/// A value checked against the policy's own validation: `Ok` with its
-/// warnings, or the error message.
-type Checked = Result<Vec<String>, String>;
-
-/// What a value is checked as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Check {
-    Token,
-    Allow,
-    Disallow,
-    ContentUsage,
-    AppDirectives,
-    Sitemap,
-    /// A TOML number.
-    CrawlDelay,
-    ContentSignal,
-}
-
-/// Values checked per `load`: enough to keep the number of loads small,
-/// few enough that each policy stays small.
-const CHECK_BATCH: usize = 200;
-
-/// A product token for the `i`th throw-away group of a batch (letters only).
-fn dummy_token(mut i: usize) -> String {
-    let mut t = String::from("importcheck");
-    loop {
-        t.push(char::from(b'a' + (i % 26) as u8));
-        i /= 26;
-        if i == 0 {
-            return t;
-        }
-    }
-}
-
-/// A policy holding `values` as `check`, and the line range of each value.
-fn check_source(check: Check, values: &[&String]) -> (String, Vec<(usize, usize)>) {
-    let mut src = format!("[upstream]\nservers = [\"{UPSTREAM_PLACEHOLDER}\"]\n");
-    let mut ranges = Vec::with_capacity(values.len());
-    let array = |src: &mut String, head: &str, key: &str| {
-        src.push_str(head);
-        src.push_str(key);
-        src.push_str(" = [\n");
-    };
-    match check {
-        Check::Token => array(&mut src, "[[group]]\n", "user_agents"),
-        Check::Allow => array(&mut src, "[[group]]\nuser_agents = [\"*\"]\n", "allow"),
-        Check::Disallow => array(&mut src, "[[group]]\nuser_agents = [\"*\"]\n", "disallow"),
-        Check::ContentUsage => array(&mut src, "[[group]]\nuser_agents = [\"*\"]\n", "content_usage"),
-        Check::AppDirectives => array(&mut src, "[[group]]\nuser_agents = [\"*\"]\n", "app_directives"),
-        Check::Sitemap => array(&mut src, "[robots_txt]\n", "sitemaps"),
-        Check::CrawlDelay | Check::ContentSignal => {}
-    }
-    // 1-based line of the next value.
-    let mut line = src.matches('\n').count() + 1;
-    for (i, v) in values.iter().enumerate() {
-        match check {
-            Check::CrawlDelay => {
-                let _ = write!(src, "[[group]]\nuser_agents = [\"{}\"]\ncrawl_delay = {v}\n", dummy_token(i));
-                ranges.push((line, line + 2));
-                line += 3;
-            }
-            Check::ContentSignal => {
-                let _ = write!(src, "[robots_txt]\ncontent_signal = {}\n", toml_str(v));
-                ranges.push((line, line + 1));
-                line += 2;
-            }
-            _ => {
-                let _ = writeln!(src, "{},", toml_str(v));
-                ranges.push((line, line));
-                line += 1;
-            }
-        }
-    }
-    if !matches!(check, Check::CrawlDelay | Check::ContentSignal) {
-        src.push_str("]\n");
-    }
-    (src, ranges)
 }
 
 /// Stands in for the origin so the output passes `crawlgate check`.
@@ -235,106 +155,7 @@ const UPSTREAM_PLACEHOLDER: &str = "127.0.0.1:8000";
 impl<'a> Importer<'a> {
     fn new(bytes: &[u8], source_name: &'a str) -> Self {
         let text = source_lines(bytes).into_iter().map(|(_, l)| l).collect();
-        Importer { robots: RobotsTxt::parse(bytes), text, source_name, warnings: Vec::new(), warned: HashSet::new(), kept_lines: HashSet::new(), cache: HashMap::new() }
-    }
-
-    /// Checks values the way `crawlgate check` would, by loading small
-    /// policies that hold them (many per policy; each diagnostic is matched
-    /// to its value by line). Results go to the cache.
-    fn check_all(&mut self, check: Check, values: &[String]) {
-        // Tokens are one per policy whatever their case (a second spelling
-        // is a duplicate group): check one spelling, record it for all.
-        let norm = |v: &String| if check == Check::Token { v.to_ascii_lowercase() } else { v.clone() };
-        let mut todo: Vec<&String> = Vec::new();
-        let mut spellings: HashMap<String, Vec<&String>> = HashMap::new();
-        for v in values {
-            if self.cache.contains_key(&(check, v.clone())) {
-                continue;
-            }
-            let e = spellings.entry(norm(v)).or_default();
-            if e.is_empty() {
-                todo.push(v);
-            }
-            if !e.contains(&v) {
-                e.push(v);
-            }
-        }
-        for chunk in todo.chunks(CHECK_BATCH) {
-            let (src, ranges) = check_source(check, chunk);
-            let mut results: Vec<Checked> = vec![Ok(Vec::new()); chunk.len()];
-            let diagnostics = match crawlgate_policy::load(&src, "import") {
-                Ok(loaded) => loaded.warnings,
-                Err(errors) => errors.0,
-            };
-            let mut unplaced: Option<String> = None;
-            for d in diagnostics {
-                let Some(i) = ranges.iter().position(|&(a, b)| (a..=b).contains(&d.line)) else {
-                    if !d.message.starts_with("warning: ") {
-                        unplaced.get_or_insert(d.message);
-                    }
-                    continue;
-                };
-                match (&mut results[i], d.message.strip_prefix("warning: ")) {
-                    (Ok(w), Some(msg)) => w.push(msg.to_string()),
-                    (Ok(_), None) => results[i] = Err(d.message),
-                    (Err(_), _) => {}
-                }
-            }
-            if unplaced.is_some() && chunk.len() > 1 {
-                // A diagnostic about the batch as a whole: check one by one.
-                for v in chunk {
-                    self.check_all(check, std::slice::from_ref(*v));
-                }
-                continue;
-            }
-            for (v, r) in chunk.iter().zip(results) {
-                let r = match &unplaced {
-                    Some(msg) => Err(msg.clone()),
-                    None => r,
-                };
-                for same in spellings.get(&norm(v)).into_iter().flatten() {
-                    self.cache.insert((check, (*same).clone()), r.clone());
-                }
-            }
-        }
-    }
-
-    /// One value's check result (from the cache, else checked now).
-    fn validate(&mut self, check: Check, value: &str) -> Checked {
-        let key = (check, value.to_string());
-        if !self.cache.contains_key(&key) {
-            self.check_all(check, std::slice::from_ref(&key.1));
-        }
-        self.cache.get(&key).cloned().unwrap_or_else(|| Err("not checked".into()))
-    }
-
-    /// Checks every value of the file in batches up front.
-    fn check_everything(&mut self) {
-        let groups = self.robots.groups();
-        let tokens: Vec<String> = groups
-            .iter()
-            .flat_map(|g| g.user_agents.iter())
-            .map(|ua| product_token(ua))
-            .filter(|t| *t != "*" && !t.is_empty())
-            .map(str::to_string)
-            .collect();
-        let rules = |allow: bool| -> Vec<String> {
-            groups.iter().flat_map(|g| g.rules.iter()).filter(|r| r.allow == allow && !r.pattern.is_empty()).map(|r| r.pattern.clone()).collect()
-        };
-        let other = |key: &str| -> Vec<String> {
-            groups.iter().flat_map(|g| g.other.iter()).filter(|(k, _, _)| k == key).map(|(_, v, _)| v.clone()).collect()
-        };
-        let delays: Vec<String> = groups.iter().flat_map(|g| g.crawl_delays.iter()).filter_map(|(v, _)| crawl_delay_value(v)).collect();
-        let (allow, disallow) = (rules(true), rules(false));
-        let (cu, ad) = (other("content-usage"), other("app-directives"));
-        let sitemaps = self.robots.sitemaps().to_vec();
-        self.check_all(Check::Token, &tokens);
-        self.check_all(Check::Allow, &allow);
-        self.check_all(Check::Disallow, &disallow);
-        self.check_all(Check::ContentUsage, &cu);
-        self.check_all(Check::AppDirectives, &ad);
-        self.check_all(Check::CrawlDelay, &delays);
-        self.check_all(Check::Sitemap, &sitemaps);
+        Importer { robots: RobotsTxt::parse(bytes), text, source_name, warnings: Vec::new(), warned: HashSet::new(), kept_lines: HashSet::new() }
     }
 
     fn warn(&mut self, line: usize, message: &str) {
@@ -364,7 +185,6 @@ impl<'a> Importer<'a> {
     }
 
     fn run(mut self) -> Imported {
-        self.check_everything();
         let groups: Vec<ParsedGroup> = self.robots.groups().to_vec();
 
         // Tokens (lowercase key) with their spelling and the groups naming
@@ -383,8 +203,8 @@ impl<'a> Importer<'a> {
                 } else if token.is_empty() {
                     Err("an empty User-agent value names no crawler".to_string())
                 } else {
-                    match self.validate(Check::Token, token) {
-                        Ok(_) => Ok(()),
+                    match validate::user_agent(token) {
+                        Ok(()) => Ok(()),
                         Err(e) if token.contains(|c: char| c.is_whitespace() || c == '/') => {
                             Err(format!("{e}; under RFC 9309 it names no crawler, so no decision changes"))
                         }
@@ -461,8 +281,8 @@ impl<'a> Importer<'a> {
         let sm: Vec<(String, usize)> =
             self.robots.sitemaps().iter().cloned().zip(self.robots.sitemap_lines().iter().copied()).collect();
         for (s, line) in sm {
-            match self.validate(Check::Sitemap, &s) {
-                Ok(_) => sitemaps.push(s),
+            match validate::sitemap(&s) {
+                Ok(()) => sitemaps.push(s),
                 Err(e) => sitemap_kept.push(self.keep(line, e)),
             }
         }
@@ -532,7 +352,7 @@ impl<'a> Importer<'a> {
                     o.kept.push(k);
                     continue;
                 }
-                match self.validate(if r.allow { Check::Allow } else { Check::Disallow }, &r.pattern) {
+                match validate::rule(r.allow, &r.pattern) {
                     Ok(_) if r.allow => o.allow.push(r.pattern.clone()),
                     Ok(_) => o.disallow.push(r.pattern.clone()),
                     Err(e) => {
@@ -546,9 +366,9 @@ impl<'a> Importer<'a> {
                 let (line, value) = (*line, value.as_str());
                 match key.as_str() {
                     "content-usage" => {
-                        match self.validate(Check::ContentUsage, value) {
-                            Ok(warnings) => {
-                                for w in warnings {
+                        match validate::content_usage(value) {
+                            Ok(valid) => {
+                                for w in valid.warnings {
                                     self.warn(line, &w);
                                 }
                                 o.content_usage.push(value.to_string());
@@ -560,10 +380,10 @@ impl<'a> Importer<'a> {
                         }
                     }
                     "app-directives" => {
-                        match self.validate(Check::AppDirectives, value) {
-                            Ok(_) => {
-                                if !star {
-                                    self.warn(line, "group.app_directives: App-Directives belong in the `*` group (seed 000); other groups may be ignored");
+                        match validate::app_directives(value, star) {
+                            Ok(valid) => {
+                                for w in valid.warnings {
+                                    self.warn(line, &w);
                                 }
                                 o.app_directives.push(value.to_string());
                             }
@@ -579,7 +399,7 @@ impl<'a> Importer<'a> {
                             o.kept.push(k);
                             continue;
                         }
-                        match self.validate(Check::ContentSignal, value) {
+                        match validate::content_signal(value) {
                             Ok(_) => *content_signal = Some((value.to_string(), line)),
                             Err(e) => {
                                 let k = self.keep(line, e);
@@ -603,7 +423,7 @@ impl<'a> Importer<'a> {
         let mut valid: Vec<(String, usize)> = Vec::new();
         for (value, line) in delays {
             match crawl_delay_value(&value) {
-                Some(v) => match self.validate(Check::CrawlDelay, &v) {
+                Some((v, seconds)) => match validate::crawl_delay(seconds) {
                     Ok(_) => valid.push((v, line)),
                     Err(e) => {
                         let k = self.keep(line, e);
@@ -749,15 +569,16 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// A Crawl-delay value as a TOML number: an integer when it is one, else
-/// a float; `None` when it is not a finite number.
-fn crawl_delay_value(v: &str) -> Option<String> {
+/// A Crawl-delay value as a TOML number (an integer when it is one, else
+/// a float) and as that number; `None` when it is not a finite number.
+fn crawl_delay_value(v: &str) -> Option<(String, Seconds)> {
     if let Ok(i) = v.parse::<i64>() {
-        return Some(i.to_string());
+        return Some((i.to_string(), Seconds::Integer(i)));
     }
     match v.parse::<f64>() {
-        // `{:?}` always writes a decimal point or an exponent: a TOML float.
-        Ok(f) if f.is_finite() => Some(format!("{f:?}")),
+        // `{:?}` always writes a decimal point or an exponent: a TOML float,
+        // and it reads back as the same f64.
+        Ok(f) if f.is_finite() => Some((format!("{f:?}"), Seconds::Float(f))),
         _ => None,
     }
 }
@@ -805,9 +626,9 @@ mod tests {
     fn toml_strings_and_comments() {
         assert_eq!(toml_str("/a\"b\\c\u{0}d\u{7f}é"), "\"/a\\\"b\\\\c\\u0000d\\u007Fé\"");
         assert_eq!(comment_text("a\u{0}b\tc"), "a\\u0000b\tc");
-        assert_eq!(crawl_delay_value("10"), Some("10".into()));
-        assert_eq!(crawl_delay_value("0.5"), Some("0.5".into()));
-        assert_eq!(crawl_delay_value("1e3"), Some("1000.0".into()));
+        assert_eq!(crawl_delay_value("10"), Some(("10".into(), Seconds::Integer(10))));
+        assert_eq!(crawl_delay_value("0.5"), Some(("0.5".into(), Seconds::Float(0.5))));
+        assert_eq!(crawl_delay_value("1e3"), Some(("1000.0".into(), Seconds::Float(1000.0))));
         assert_eq!(crawl_delay_value("inf"), None);
         assert_eq!(crawl_delay_value("5 seconds"), None);
     }
