@@ -466,3 +466,30 @@ fn import_edge_cases() {
     assert_eq!(stdout(&out), "");
     assert_eq!(stderr(&out), format!("crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n", missing.display()));
 }
+
+/// A value too big for robots.txt on its own is kept as a comment (import
+/// still succeeds), and a value's warnings are reported even when a value
+/// next to it is invalid.
+#[test]
+fn import_keeps_oversized_values_and_every_warning() {
+    let dir = TempDir::new("import-oversized");
+    let huge = format!("/{}", "x".repeat(520_000));
+    let f = dir.write(
+        "huge.txt",
+        format!("User-agent: *\nDisallow: /a\nDisallow: {huge}\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\n"),
+    );
+    let out = crawlgate(&["import", arg(&f)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let err = stderr(&out);
+    let too_big = format!(
+        "warning: {}:3: the value is 520001 bytes: alone it takes the generated robots.txt over the 512000 byte (500 KiB) limit crawlers must parse; decisions on paths it matches may differ; kept as a comment\n",
+        f.display()
+    );
+    assert!(err.contains(&too_big), "{err}");
+    let vocabulary = format!("warning: {}:4: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it\n", f.display());
+    assert!(err.contains(&vocabulary), "{err}");
+    assert!(err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 2 lines kept as comments\n", f.display())), "{err}");
+    let toml = dir.write("huge.toml", stdout(&out));
+    let check = crawlgate(&["check", "--config", arg(&toml)]);
+    assert_eq!(code(&check), 0, "{}", stdout(&check));
+}

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use crawlgate_policy::robotstxt::{product_token, source_lines, ParsedGroup, RobotsTxt};
 use crawlgate_policy::validate::{self, Seconds};
+use crawlgate_policy::MAX_ROBOTS_TXT;
 
 /// `crawlgate robots-test ROBOTS_FILE USER_AGENT URL`: prints `allowed`
 /// (exit 0) or `disallowed` (exit 1); a usage or read error exits 2.
@@ -203,7 +204,7 @@ impl<'a> Importer<'a> {
                 } else if token.is_empty() {
                     Err("an empty User-agent value names no crawler".to_string())
                 } else {
-                    match validate::user_agent(token) {
+                    match fits(token, validate::user_agent) {
                         Ok(()) => Ok(()),
                         Err(e) if token.contains(|c: char| c.is_whitespace() || c == '/') => {
                             Err(format!("{e}; under RFC 9309 it names no crawler, so no decision changes"))
@@ -281,7 +282,7 @@ impl<'a> Importer<'a> {
         let sm: Vec<(String, usize)> =
             self.robots.sitemaps().iter().cloned().zip(self.robots.sitemap_lines().iter().copied()).collect();
         for (s, line) in sm {
-            match validate::sitemap(&s) {
+            match fits(&s, validate::sitemap) {
                 Ok(()) => sitemaps.push(s),
                 Err(e) => sitemap_kept.push(self.keep(line, e)),
             }
@@ -352,7 +353,7 @@ impl<'a> Importer<'a> {
                     o.kept.push(k);
                     continue;
                 }
-                match validate::rule(r.allow, &r.pattern) {
+                match fits(&r.pattern, |p| validate::rule(r.allow, p)) {
                     Ok(_) if r.allow => o.allow.push(r.pattern.clone()),
                     Ok(_) => o.disallow.push(r.pattern.clone()),
                     Err(e) => {
@@ -366,7 +367,7 @@ impl<'a> Importer<'a> {
                 let (line, value) = (*line, value.as_str());
                 match key.as_str() {
                     "content-usage" => {
-                        match validate::content_usage(value) {
+                        match fits(value, validate::content_usage) {
                             Ok(valid) => {
                                 for w in valid.warnings {
                                     self.warn(line, &w);
@@ -380,7 +381,7 @@ impl<'a> Importer<'a> {
                         }
                     }
                     "app-directives" => {
-                        match validate::app_directives(value, star) {
+                        match fits(value, |v| validate::app_directives(v, star)) {
                             Ok(valid) => {
                                 for w in valid.warnings {
                                     self.warn(line, &w);
@@ -399,7 +400,7 @@ impl<'a> Importer<'a> {
                             o.kept.push(k);
                             continue;
                         }
-                        match validate::content_signal(value) {
+                        match fits(value, validate::content_signal) {
                             Ok(_) => *content_signal = Some((value.to_string(), line)),
                             Err(e) => {
                                 let k = self.keep(line, e);
@@ -563,6 +564,20 @@ impl<'a> Importer<'a> {
         }
         out
     }
+}
+
+/// Checks a value that goes into robots.txt with `check`, after making
+/// sure it does not alone take robots.txt past the size crawlers must
+/// parse (`check` on the whole policy would refuse it; kept as a comment
+/// instead, like any other value the policy cannot hold).
+fn fits<T>(value: &str, check: impl FnOnce(&str) -> Result<T, String>) -> Result<T, String> {
+    if value.len() >= MAX_ROBOTS_TXT {
+        return Err(format!(
+            "the value is {} bytes: alone it takes the generated robots.txt over the {MAX_ROBOTS_TXT} byte (500 KiB) limit crawlers must parse",
+            value.len()
+        ));
+    }
+    check(value)
 }
 
 fn plural(n: usize) -> &'static str {
