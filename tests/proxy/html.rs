@@ -71,7 +71,7 @@ fn brotli(data: &[u8]) -> Vec<u8> {
 fn html_origin() -> Origin {
     let html = "text/html; charset=utf-8";
     Origin::start(vec![
-        ("/page.html", Route::ok(html, PAGE).header("ETag", "\"v1\"").header("Accept-Ranges", "bytes")),
+        ("/page.html", Route::ok(html, PAGE).header("ETag", "\"v1\"").header("Accept-Ranges", "bytes").header("Content-MD5", "Q2hlY2sgSW50ZWdyaXR5IQ==").header("Repr-Digest", "sha-256=:AAAA:")),
         ("/range.html", Route { status: 206, ..Route::ok(html, &PAGE[..20]) }.header("Content-Range", format!("bytes 0-19/{}", PAGE.len()).as_str())),
         ("/chunked.html", Route::ok(html, "").body(Body::Chunked(vec![b"<!doctype html>\n<html>\n<he".to_vec(), b"ad>\n<title>T</title>\n</head>\n<body><p>Hel".to_vec(), b"lo</p></body>\n</html>\n".to_vec()]))),
         ("/gzip.html", Route::ok(html, gzip(PAGE.as_bytes())).header("Content-Encoding", "gzip")),
@@ -104,6 +104,8 @@ fn html_gets_the_policy_metas_and_a_new_length() {
     assert_eq!(plain.header("transfer-encoding"), None);
     assert_eq!(plain.header("etag"), Some("W/\"v1\""));
     assert_eq!(plain.header("accept-ranges"), None);
+    assert_eq!(plain.header("content-md5"), None);
+    assert_eq!(plain.header("repr-digest"), None);
     assert_eq!(String::from_utf8_lossy(&plain.body), want);
     // The connection is still good for the next request.
     let again = conn.request("GET", "/page.html", &[]);

@@ -60,6 +60,10 @@ impl Plans {
     }
 }
 
+/// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
+/// dropped from a rewritten response, whose bytes they no longer describe.
+const DIGEST_HEADERS: [&str; 4] = ["content-digest", "repr-digest", "digest", "content-md5"];
+
 /// One response being rewritten.
 pub struct HtmlStream {
     rewriter: Mutex<Rewriter>,
@@ -164,6 +168,10 @@ pub fn start(
             }
         }
         resp.remove_header(&header::ACCEPT_RANGES);
+        // Digests of the origin's bytes no longer match the body.
+        for name in DIGEST_HEADERS {
+            resp.remove_header(name);
+        }
         if let Some(etag) = resp.headers.get(header::ETAG) {
             let etag = String::from_utf8_lossy(etag.as_bytes()).into_owned();
             if !etag.starts_with("W/") {
