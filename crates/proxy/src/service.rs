@@ -120,7 +120,7 @@ impl ProxyHttp for Gate {
     /// is not rewritten. A policy without HTML rules leaves the module off
     /// (it costs throughput on every response otherwise).
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
-        if ctx.snap.policy.rewrites_html() {
+        if ctx.snap.rewrites_html {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
             }
@@ -139,7 +139,7 @@ impl ProxyHttp for Gate {
     /// for them.
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         // Responses written here (robots.txt, blocks) are sent as they are.
-        compress(session, false);
+        compress(session, &ctx.snap, false);
         let snap = ctx.snap.clone();
         let req = session.req_header();
         let raw = req.uri.path_and_query().map(|pq| pq.as_str()).unwrap_or("/");
@@ -257,7 +257,7 @@ impl ProxyHttp for Gate {
     async fn response_filter(&self, session: &mut Session, resp: &mut ResponseHeader, ctx: &mut Ctx) -> Result<()> {
         ctx.upstream_status = Some(resp.status.as_u16());
         let Some(controls) = ctx.controls.as_ref() else {
-            compress(session, false);
+            compress(session, &ctx.snap, false);
             return Ok(());
         };
         crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage)?;
@@ -269,7 +269,7 @@ impl ProxyHttp for Gate {
         // A rewritten response is compressed for a client that asked for it
         // (the origin was asked for identity); anything else is left as the
         // origin sent it.
-        compress(session, ctx.html.is_some());
+        compress(session, &ctx.snap, ctx.html.is_some());
         Ok(())
     }
 
@@ -359,7 +359,12 @@ impl ProxyHttp for Gate {
 /// gzip/br level for rewritten responses.
 const COMPRESSION_LEVEL: u32 = 5;
 
-fn compress(session: &mut Session, on: bool) {
+/// Switches response compression on or off for this response. A policy
+/// that rewrites no HTML never turned it on (`early_request_filter`).
+fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
+    if !snap.rewrites_html {
+        return;
+    }
     if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
         if c.is_header_phase() {
             c.adjust_level(if on { COMPRESSION_LEVEL } else { 0 });

@@ -54,6 +54,8 @@ pub struct Snapshot {
     pub cache_control: String,
     /// The HTML rewriter plans of this policy, prepared on first use.
     pub html_plans: crate::html::Plans,
+    /// Some `[[robots_tag]]` entry rewrites HTML (`Policy::rewrites_html`).
+    pub rewrites_html: bool,
     /// The origin pool.
     pub upstream: Arc<Upstream>,
 }
@@ -105,6 +107,7 @@ impl Snapshot {
             _ => Upstream::new(&settings.upstream)?,
         };
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
+        let rewrites_html = policy.rewrites_html();
         let serve = |file: &'static str| move |e: Box<pingora::Error>| LoadError::Serve { file, error: e.to_string() };
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
         let agents = policy.agents_txt().map(|t| StaticFile::new(t, &cache_control)).transpose().map_err(serve("agents.txt"))?;
@@ -117,6 +120,7 @@ impl Snapshot {
                 agents,
                 cache_control,
                 html_plans: crate::html::Plans::default(),
+                rewrites_html,
                 upstream,
             },
             warnings,
