@@ -242,6 +242,24 @@ struct Plan {
     nonce: u64,
     /// lol_html memory limit in bytes.
     max_memory: usize,
+    /// The markers of the first slots, built with the plan (a page has at
+    /// most two: after `<html>` and in `<head>`).
+    markers: Vec<Arc<Marker>>,
+}
+
+/// A slot's marker and the searcher that finds it in the output (building
+/// a searcher costs more than a short page's search).
+struct Marker {
+    text: String,
+    finder: memchr::memmem::Finder<'static>,
+}
+
+impl Marker {
+    fn new(nonce: u64, index: usize) -> Marker {
+        let text = format!("<!--crawlgate-{nonce:016x}-{index}-->");
+        let finder = memchr::memmem::Finder::new(text.as_bytes()).into_owned();
+        Marker { text, finder }
+    }
 }
 
 impl Plan {
@@ -322,9 +340,7 @@ enum Fill {
 /// output from the marker on is held back and the marker is replaced once
 /// the page's head metas are known.
 struct Slot {
-    marker: String,
-    /// Searches the output for `marker` (built once per slot).
-    finder: memchr::memmem::Finder<'static>,
+    marker: Arc<Marker>,
     fill: Fill,
     /// Offset of the marker in `State::out`, once seen.
     at: Option<usize>,
@@ -376,10 +392,11 @@ impl State {
     }
 
     fn add_slot(&mut self, plan: &Plan, fill: Fill) -> String {
-        let marker = format!("<!--crawlgate-{:016x}-{}-->", plan.nonce, self.slots.len());
-        let finder = memchr::memmem::Finder::new(marker.as_bytes()).into_owned();
-        self.slots.push(Slot { marker: marker.clone(), finder, fill, at: None });
-        marker
+        let i = self.slots.len();
+        let marker = plan.markers.get(i).cloned().unwrap_or_else(|| Arc::new(Marker::new(plan.nonce, i)));
+        let text = marker.text.clone();
+        self.slots.push(Slot { marker, fill, at: None });
+        text
     }
 
     /// Sets the fill of the `<html>` slot while that can still depend on
@@ -455,13 +472,13 @@ impl State {
         }
         let from = self.scan_from.min(self.out.len());
         for slot in self.slots.iter_mut().filter(|s| s.at.is_none()) {
-            slot.at = slot.finder.find(&self.out[from..]).map(|p| from + p);
+            slot.at = slot.marker.finder.find(&self.out[from..]).map(|p| from + p);
         }
-        self.scan_from = self.out.len().saturating_sub(self.slots[0].marker.len() + 8);
+        self.scan_from = self.out.len().saturating_sub(self.slots[0].marker.text.len() + 8);
         if !self.decided {
             // Measured from the last marker: the window starts there.
             let last = &self.slots[self.slots.len() - 1];
-            let held_past_marker = last.at.map(|at| self.out.len().saturating_sub(at + last.marker.len()));
+            let held_past_marker = last.at.map(|at| self.out.len().saturating_sub(at + last.marker.text.len()));
             if force || held_past_marker.is_some_and(|n| n > HOLD_CAP) {
                 self.decide(plan);
             }
@@ -492,7 +509,7 @@ impl State {
                     }
                 }
                 self.grown += result.len() - before;
-                pos = at + slot.marker.len();
+                pos = at + slot.marker.text.len();
             }
             result.extend_from_slice(&out[pos..]);
             self.scan_from = 0;
@@ -742,7 +759,8 @@ impl Prepared {
             h.write_usize(std::ptr::addr_of!(rules) as usize);
             h.finish()
         };
-        Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory }))
+        let markers = (0..2).map(|i| Arc::new(Marker::new(nonce, i))).collect();
+        Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory, markers }))
     }
 }
 
