@@ -8,7 +8,9 @@ use std::process::Command;
 
 use crawlgate_e2e::proxy::{base_policy, free_port, temp_dir, Proxy};
 
-use crate::support::{origin, BROWSER_UA, GPTBOT_UA, POLICY};
+use crawlgate_e2e::origin::{Origin, Route};
+
+use crate::support::{BROWSER_UA, GPTBOT_UA, POLICY};
 
 /// One response as curl saw it: protocol version, status, lower-case
 /// header lines (without the ones that differ by protocol) and body.
@@ -80,7 +82,8 @@ fn addr() -> SocketAddr {
 }
 
 /// Requests whose answers must not depend on the protocol: locally served
-/// files, a block, a forwarded page with policy headers, a violation.
+/// files, a block, a forwarded page with policy headers, a violation, an
+/// HTML page with injected metas (its Content-Length grown to match).
 const CASES: &[(&str, &str)] = &[
     ("/robots.txt", BROWSER_UA),
     ("/agents.txt", BROWSER_UA),
@@ -88,11 +91,20 @@ const CASES: &[(&str, &str)] = &[
     ("/public/page", GPTBOT_UA),
     ("/public/page", BROWSER_UA),
     ("/private/x", BROWSER_UA),
+    ("/pages/a.html", BROWSER_UA),
 ];
+
+const PAGE: &str = "<!doctype html><html><head><title>A</title></head><body><p>A</p></body></html>\n";
+
+const INJECT: &str = "\n[[robots_tag]]\npath = \"/pages/\"\nrules = [\"noindex\"]\nhtml = \"inject\"\n";
 
 #[test]
 fn http2_over_tls_and_h2c_answer_as_http1() {
-    let origin = origin();
+    let origin = Origin::start(vec![
+        ("/public/page", Route::ok("text/plain", "public page\n")),
+        ("/private/x", Route::ok("text/plain", "private x\n")),
+        ("/pages/a.html", Route::ok("text/html; charset=utf-8", PAGE)),
+    ]);
     let dir = temp_dir("tls");
     let (cert, key) = self_signed(&dir);
     let (plain, tls, admin) = (addr(), addr(), addr());
@@ -101,7 +113,8 @@ fn http2_over_tls_and_h2c_answer_as_http1() {
             "[server]\n",
             &format!("[server]\nh2c = true\ntls_listen = [\"{tls}\"]\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n"),
         )
-        + POLICY;
+        + POLICY
+        + INJECT;
     let proxy = Proxy::start_with(plain, admin, &policy);
     for (path, ua) in CASES {
         let h1 = curl(&["--http1.1"], &format!("http://{plain}{path}"), ua);
@@ -122,7 +135,11 @@ fn http2_over_tls_and_h2c_answer_as_http1() {
     }
     // The cases really exercise different paths of the proxy.
     let statuses: Vec<u16> = CASES.iter().map(|(p, ua)| curl(&["--http1.1"], &format!("http://{plain}{p}"), ua).status).collect();
-    assert_eq!(statuses, vec![200, 200, 403, 200, 200, 200]);
+    assert_eq!(statuses, vec![200, 200, 403, 200, 200, 200, 200]);
+    let page = curl(&["--http2"], &format!("https://{tls}/pages/a.html"), BROWSER_UA);
+    let want = PAGE.replacen("<head>", "<head><meta name=\"robots\" content=\"noindex\">", 1) + &" ".repeat("<head></head>".len());
+    assert_eq!(String::from_utf8_lossy(&page.body), want);
+    assert!(page.headers.contains(&("content-length".to_string(), want.len().to_string())), "{:?}", page.headers);
     drop(proxy);
     let _ = std::fs::remove_dir_all(&dir);
 }
