@@ -1,7 +1,7 @@
 //! Origin failures become short 502/504 responses; the proxy stays up.
 
 use crawlgate_e2e::origin::{Body, Origin, Route};
-use crawlgate_e2e::proxy::Proxy;
+use crawlgate_e2e::proxy::{free_port, Proxy};
 
 use crate::support::{get, header, BROWSER_UA};
 
@@ -20,9 +20,9 @@ fn origin_timeout_is_a_504_and_refused_connection_a_502() {
     assert!(proxy.log().contains("Request to the origin failed"));
     assert!(proxy.is_running());
 
-    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-    let dead_addr = dead.local_addr().unwrap_or_else(|e| panic!("{e}"));
-    drop(dead);
+    // A port nothing listens on: handed out to this test only, never bound
+    // (a released `bind :0` port could go to another test's origin).
+    let dead_addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
     let proxy2 = Proxy::start(dead_addr, "");
     let resp = get(&proxy2.url("/"), BROWSER_UA);
     assert_eq!(resp.status(), 502);

@@ -10,13 +10,36 @@ use std::time::{Duration, Instant};
 
 use crate::crawlgate_bin;
 
-/// A free port on 127.0.0.1 (bound and released; the small race is
-/// acceptable in tests).
+/// A free port on 127.0.0.1 for a proxy to listen on.
+///
+/// Asking the kernel for one (`bind :0`, then release) raced: the kernel
+/// could hand the same port to another test's origin or proxy before ours
+/// bound it, and the readiness check then talked to the wrong process (a
+/// 404 where a 504 was expected). Ports come instead from below the
+/// kernel's ephemeral range, where `bind :0` and client sockets never land,
+/// each handed out once per test process, in a block chosen by process id
+/// so that two test processes rarely share one; a port found busy is
+/// skipped.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("no free port: {e}"))
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    const BLOCK: usize = 1000;
+    let ephemeral_start = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next().and_then(|p| p.parse::<usize>().ok()))
+        .unwrap_or(32768);
+    // Blocks of BLOCK ports from 10000 up to the ephemeral range.
+    let blocks = ephemeral_start.saturating_sub(10_000) / BLOCK;
+    if blocks == 0 {
+        return TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or_else(|e| panic!("no free port: {e}"));
+    }
+    let base = 10_000 + (std::process::id() as usize % blocks) * BLOCK;
+    for _ in 0..BLOCK {
+        let port = (base + NEXT.fetch_add(1, Ordering::Relaxed) % BLOCK) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in 127.0.0.1:{base}..{}", base + BLOCK)
 }
 
 /// A fresh temporary directory for one test.
