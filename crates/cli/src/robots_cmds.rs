@@ -366,27 +366,18 @@ impl<'a> Importer<'a> {
             for (key, value, line) in &g.other {
                 let (line, value) = (*line, value.as_str());
                 match key.as_str() {
-                    "content-usage" => {
-                        match fits(value, validate::content_usage) {
+                    "content-usage" | "app-directives" => {
+                        let (checked, into) = if key == "content-usage" {
+                            (fits(value, validate::content_usage), &mut o.content_usage)
+                        } else {
+                            (fits(value, |v| validate::app_directives(v, star)), &mut o.app_directives)
+                        };
+                        match checked {
                             Ok(valid) => {
                                 for w in valid.warnings {
                                     self.warn(line, &w);
                                 }
-                                o.content_usage.push(value.to_string());
-                            }
-                            Err(e) => {
-                                let k = self.keep(line, e);
-                                o.kept.push(k);
-                            }
-                        }
-                    }
-                    "app-directives" => {
-                        match fits(value, |v| validate::app_directives(v, star)) {
-                            Ok(valid) => {
-                                for w in valid.warnings {
-                                    self.warn(line, &w);
-                                }
-                                o.app_directives.push(value.to_string());
+                                into.push(value.to_string());
                             }
                             Err(e) => {
                                 let k = self.keep(line, e);

@@ -18,31 +18,11 @@ const CONTENT_USAGE: &str = "content-usage";
 /// Adds the policy's headers to a proxied response. Upstream values that
 /// are not structured fields are passed on verbatim, never dropped.
 pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: OriginHeaderMode) -> Result<()> {
-    // Most origins send neither header: the policy's values are then the
-    // merge's result as they are (they are already in the merge's canonical
-    // form; `tests::no_upstream_value_is_the_policys_own` holds us to it),
-    // which saves parsing and serialising them on every response.
     if let Some(ours) = controls.robots_tag.as_deref() {
-        if !resp.headers.contains_key(ROBOTS_TAG) {
-            resp.insert_header(ROBOTS_TAG, ours)?;
-        } else {
-            let upstream = values(resp, ROBOTS_TAG);
-        let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
-            let merged = merge_robots_tag(&refs, Some(ours));
-            replace(resp, ROBOTS_TAG, merged)?;
-        }
+        merge_header(resp, ROBOTS_TAG, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
     }
     if !controls.x_robots_tag.is_empty() {
-        if !resp.headers.contains_key(X_ROBOTS_TAG) {
-            for line in &controls.x_robots_tag {
-                resp.append_header(X_ROBOTS_TAG, line.as_str())?;
-            }
-        } else {
-            let upstream = values(resp, X_ROBOTS_TAG);
-            let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
-            let merged = merge_x_robots_tag(&refs, &controls.x_robots_tag);
-            replace(resp, X_ROBOTS_TAG, merged)?;
-        }
+        merge_header(resp, X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| merge_x_robots_tag(upstream, &controls.x_robots_tag))?;
     }
     if let Some(cu) = controls.content_usage.as_deref() {
         let origin_has = resp.headers.contains_key(CONTENT_USAGE);
@@ -51,6 +31,28 @@ pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: O
         }
     }
     Ok(())
+}
+
+/// Sets header `name` to the policy's lines `ours` merged with the origin's
+/// by `merge`. Most origins send neither header: the policy's lines are
+/// then the merge's result as they are (they are already in its canonical
+/// form; `tests::no_upstream_value_is_the_policys_own` holds us to it),
+/// which saves parsing and serialising them on every response.
+fn merge_header<S: AsRef<str>>(
+    resp: &mut ResponseHeader,
+    name: &'static str,
+    ours: &[S],
+    merge: impl FnOnce(&[&[u8]]) -> Vec<Vec<u8>>,
+) -> Result<()> {
+    if !resp.headers.contains_key(name) {
+        for line in ours {
+            resp.append_header(name, line.as_ref())?;
+        }
+        return Ok(());
+    }
+    let upstream = values(resp, name);
+    let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
+    replace(resp, name, merge(&refs))
 }
 
 fn values(resp: &ResponseHeader, name: &str) -> Vec<Vec<u8>> {
