@@ -861,10 +861,11 @@ impl Rewriter {
     /// Feeds a chunk; returns what is ready. Never fails: after a lol_html
     /// error the rest passes through unchanged.
     pub fn write(&mut self, chunk: &[u8]) -> Bytes {
-        // Nothing after the head is rewritten in inject and enforce mode:
-        // feed the head in small slices, so that parsing stops soon after
-        // it ends instead of at the end of the chunk (lol_html with a `*`
-        // handler is several times slower than a copy).
+        // Nothing after the head is rewritten in inject and enforce mode.
+        // The element that ends the head usually stops lol_html on the spot
+        // (`HeadOver`); when that element itself got the metas (a fragment)
+        // it cannot, and the slices bound how far parsing runs on past it
+        // (lol_html with a `*` handler is several times slower than a copy).
         let step = if self.plan.mode == Mode::Audit { chunk.len() } else { HEAD_SLICE };
         let mut pos = 0;
         while pos < chunk.len() {
