@@ -54,7 +54,10 @@ fn rendered_agents_txt_verifies() {
     let file = dir.write("agents.txt", &text);
     assert_eq!(verify(&file), (0, "valid: 3 directives\n".into(), String::new()));
     // CRLF line endings, blank and comment lines between directives.
-    let crlf = dir.write("crlf.txt", format!("# c\r\n*{HASH}\r\n\r\n/status ALLOW\r\n# mid\r\n/search ALLOW limit=50\r\n/private DISALLOW"));
+    let crlf = dir.write(
+        "crlf.txt",
+        format!("# c\r\n*{HASH}\r\n\r\n/status ALLOW\r\n# mid\r\n/search ALLOW limit=50\r\n/private DISALLOW"),
+    );
     assert_eq!(verify(&crlf), (0, "valid: 3 directives\n".into(), String::new()));
     // No directives: the hash of nothing.
     let empty = dir.write("empty.txt", format!("*{EMPTY_HASH}\n"));
@@ -75,7 +78,10 @@ fn tampered_agents_txt_is_invalid() {
     // The hash itself altered.
     let wrong = HASH.replace("edd7", "0dd7");
     let bad_hash = dir.write("bad-hash.txt", text.replace(HASH, &wrong));
-    assert_eq!(verify(&bad_hash), (1, format!("invalid: hash mismatch: file says {wrong}, directives hash to {HASH}\n"), String::new()));
+    assert_eq!(
+        verify(&bad_hash),
+        (1, format!("invalid: hash mismatch: file says {wrong}, directives hash to {HASH}\n"), String::new())
+    );
     // A directive added.
     let added = dir.write("added.txt", format!("{text}/extra ALLOW\n"));
     let (code, out, _) = verify(&added);
@@ -135,7 +141,14 @@ fn missing_agents_txt_is_a_read_error() {
     let missing = dir.path().join("agents.txt");
     assert_eq!(
         verify(&missing),
-        (2, String::new(), format!("crawlgate: cannot read agents.txt file {}: No such file or directory (os error 2)\n", missing.display()))
+        (
+            2,
+            String::new(),
+            format!(
+                "crawlgate: cannot read agents.txt file {}: No such file or directory (os error 2)\n",
+                missing.display()
+            )
+        )
     );
     let out = crawlgate(&["agents-txt", "verify"]);
     assert_eq!(out.status.code(), Some(2));

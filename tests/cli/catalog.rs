@@ -24,7 +24,13 @@ fn token_of(v: &serde_json::Value) -> String {
 
 fn run_ok(args: &[&str]) -> String {
     let out = crawlgate(args);
-    assert_eq!(out.status.code(), Some(0), "crawlgate {args:?}\n--- stdout\n{}--- stderr\n{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "crawlgate {args:?}\n--- stdout\n{}--- stderr\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
     stdout(&out)
 }
 
@@ -36,11 +42,20 @@ fn agents_list_is_a_table_of_the_whole_catalog() {
     // Header, one row per entry, the count line.
     assert_eq!(lines.len(), n + 2, "{text}");
     assert_eq!(n, 194);
-    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["TOKEN", "CATEGORIES", "SEEN", "IN", "UA", "OPERATOR"]);
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["TOKEN", "CATEGORIES", "SEEN", "IN", "UA", "OPERATOR"]
+    );
     assert_eq!(lines[n + 1], "194 agents (3 robots.txt only)");
     // Exact rows: the columns are as wide as their longest cell (the token
     // `cohere-training-data-crawler`, `social-preview`, `robots.txt only`).
-    let row = |token: &str| lines.iter().copied().find(|l| l.split_whitespace().next() == Some(token)).unwrap_or_else(|| panic!("no row for {token}:\n{text}"));
+    let row = |token: &str| {
+        lines
+            .iter()
+            .copied()
+            .find(|l| l.split_whitespace().next() == Some(token))
+            .unwrap_or_else(|| panic!("no row for {token}:\n{text}"))
+    };
     assert_eq!(row("GPTBot"), "GPTBot                        ai-training     yes              OpenAI");
     assert_eq!(row("Google-Extended"), "Google-Extended               ai-training     robots.txt only  Google");
     assert_eq!(row("facebookexternalhit"), "facebookexternalhit           social-preview  yes              Meta");
@@ -52,7 +67,8 @@ fn agents_list_is_a_table_of_the_whole_catalog() {
         assert_ne!(l.as_bytes().get(cat_col), Some(&b' '), "misaligned: {l:?}");
     }
     // Sorted by token, case-insensitively.
-    let tokens: Vec<String> = lines[1..=n].iter().map(|l| l.split_whitespace().next().unwrap_or_default().to_ascii_lowercase()).collect();
+    let tokens: Vec<String> =
+        lines[1..=n].iter().map(|l| l.split_whitespace().next().unwrap_or_default().to_ascii_lowercase()).collect();
     let mut sorted = tokens.clone();
     sorted.sort();
     assert_eq!(tokens, sorted);
@@ -73,7 +89,10 @@ fn agents_list_json_is_catalog_json() {
 fn agents_list_by_category() {
     let text = run_ok(&["agents", "list", "--category", "ai-assistant", "--json"]);
     let got: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
-    let mut want: Vec<serde_json::Value> = catalog_json().into_iter().filter(|e| e["categories"].as_array().is_some_and(|c| c.iter().any(|c| c == "ai-assistant"))).collect();
+    let mut want: Vec<serde_json::Value> = catalog_json()
+        .into_iter()
+        .filter(|e| e["categories"].as_array().is_some_and(|c| c.iter().any(|c| c == "ai-assistant")))
+        .collect();
     want.sort_by_key(token_of);
     assert!(want.len() >= 30);
     assert_eq!(got, want);
@@ -82,7 +101,10 @@ fn agents_list_by_category() {
     let text = run_ok(&["agents", "list", "--category", "ai-assistant"]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), want.len() + 2, "{text}");
-    assert_eq!(lines.last().copied(), Some(format!("{} agents in category ai-assistant (0 robots.txt only)", want.len()).as_str()));
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("{} agents in category ai-assistant (0 robots.txt only)", want.len()).as_str())
+    );
     for l in &lines[1..lines.len() - 1] {
         assert_eq!(l.split_whitespace().nth(1), Some("ai-assistant"), "{l}");
     }
@@ -111,15 +133,20 @@ fn category_policy_renders_the_golden_robots_txt() {
         std::fs::write(&golden, &out.stdout).unwrap_or_else(|e| panic!("cannot write {GOLDEN}: {e}"));
         eprintln!("UPDATE_GOLDEN: wrote {GOLDEN}");
     }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("cannot read {GOLDEN} (UPDATE_GOLDEN=1 writes it): {e}"));
+    let want = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|e| panic!("cannot read {GOLDEN} (UPDATE_GOLDEN=1 writes it): {e}"));
     let got = stdout(&out);
-    assert!(got == want, "{POLICY} renders differently from {GOLDEN} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}");
+    assert!(
+        got == want,
+        "{POLICY} renders differently from {GOLDEN} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}"
+    );
 
     // The golden is the catalog's expansion: every token of each category
     // once, except OAI-SearchBot, which the policy names in its own group.
     let ua_lines: Vec<&str> = got.lines().filter_map(|l| l.strip_prefix("User-agent: ")).collect();
     let cats = catalog_json();
-    let count = |c: &str| cats.iter().filter(|e| e["categories"].as_array().is_some_and(|v| v.iter().any(|x| x == c))).count();
+    let count =
+        |c: &str| cats.iter().filter(|e| e["categories"].as_array().is_some_and(|v| v.iter().any(|x| x == c))).count();
     assert_eq!(ua_lines.len(), 1 + count("search-engine") + count("ai-training") + count("ai-search"), "{got}");
     let mut lower: Vec<String> = ua_lines.iter().map(|t| t.to_ascii_lowercase()).collect();
     lower.sort();
@@ -135,7 +162,12 @@ fn category_policy_renders_the_golden_robots_txt() {
 fn category_policy_check_warns_about_robots_only_tokens() {
     let out = crawlgate(&["check", "--config", POLICY]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stdout(&out).starts_with(&format!("OK {POLICY}: 5 groups, 8 rules, 0 robots_tags, agents.txt disabled, 1 warning ")), "{}", stdout(&out));
+    assert!(
+        stdout(&out)
+            .starts_with(&format!("OK {POLICY}: 5 groups, 8 rules, 0 robots_tags, agents.txt disabled, 1 warning ")),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(
         stderr(&out),
         format!(

@@ -110,7 +110,11 @@ fn first_difference(expected: &str, actual: &str) -> String {
             (None, None) => return "identical".into(),
             (x, y) => {
                 let show = |l: Option<&str>| l.map_or("<end of file>".to_string(), |l| format!("{l:?}"));
-                return format!("first difference at line {line}:\n    expected: {}\n    actual:   {}", show(x), show(y));
+                return format!(
+                    "first difference at line {line}:\n    expected: {}\n    actual:   {}",
+                    show(x),
+                    show(y)
+                );
             }
         }
     }
@@ -130,7 +134,12 @@ fn check_golden(path: &Path, actual: &[u8], what: &str) -> Option<String> {
     }
     let expected = match fs::read(path) {
         Ok(b) => b,
-        Err(e) => return Some(format!("{name}: cannot read the golden ({e}); {what} printed {} bytes. Create it with UPDATE_GOLDEN=1", actual.len())),
+        Err(e) => {
+            return Some(format!(
+                "{name}: cannot read the golden ({e}); {what} printed {} bytes. Create it with UPDATE_GOLDEN=1",
+                actual.len()
+            ))
+        }
     };
     if expected == actual {
         return None;
@@ -155,7 +164,12 @@ fn unwanted_golden(path: &Path, why: &str) -> Option<String> {
 }
 
 fn describe(cmd: &str, out: &Output) -> String {
-    format!("`crawlgate {cmd}` exited with {:?}\n--- stdout\n{}--- stderr\n{}", out.status.code(), stdout(out), stderr(out))
+    format!(
+        "`crawlgate {cmd}` exited with {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        stdout(out),
+        stderr(out)
+    )
 }
 
 fn finish(failures: Vec<String>, checked: usize) {
@@ -254,7 +268,10 @@ fn invalid_policies_report_every_error() {
     for p in &policies {
         let out = crawlgate(&["check", "--config", p]);
         if out.status.code() != Some(1) {
-            failures.push(format!("{p}: expected exit 1 (an invalid policy)\n{}", describe(&format!("check --config {p}"), &out)));
+            failures.push(format!(
+                "{p}: expected exit 1 (an invalid policy)\n{}",
+                describe(&format!("check --config {p}"), &out)
+            ));
             continue;
         }
         let printed = stdout(&out);
@@ -262,7 +279,10 @@ fn invalid_policies_report_every_error() {
         let n = printed.lines().count();
         let summary = format!("{p}: {n} error{}", if n == 1 { "" } else { "s" });
         if n == 0 || !printed.lines().all(|l| l.starts_with(&format!("{p}:"))) || !stderr(&out).contains(&summary) {
-            failures.push(format!("{p}: expected FILE:LINE:COL lines and `{summary}` on stderr\n{}", describe(&format!("check --config {p}"), &out)));
+            failures.push(format!(
+                "{p}: expected FILE:LINE:COL lines and `{summary}` on stderr\n{}",
+                describe(&format!("check --config {p}"), &out)
+            ));
             continue;
         }
         failures.extend(check_golden(&sibling(p, ".errors"), &out.stdout, "`crawlgate check` stdout"));
@@ -275,7 +295,11 @@ fn several_errors_are_reported_at_once() {
     let p = "tests/data/invalid/several-errors.toml";
     let out = crawlgate(&["check", "--config", p]);
     let printed = stdout(&out);
-    assert!(printed.lines().count() >= 10, "expected every error of {p} at once:\n{}", describe(&format!("check --config {p}"), &out));
+    assert!(
+        printed.lines().count() >= 10,
+        "expected every error of {p} at once:\n{}",
+        describe(&format!("check --config {p}"), &out)
+    );
     let positions: Vec<(usize, usize)> = printed
         .lines()
         .filter_map(|l| {

@@ -77,14 +77,20 @@ fn robots_test_verdicts_and_exit_codes() {
         "User-agent: *\nDisallow: /private/\nAllow: /private/ok$\n\nUser-agent: FooBot\nDisallow: /\nAllow: /public/\n",
     );
     let file = robots.as_path();
-    assert_eq!(robots_test(file, "OtherBot", "https://example.com/private/x"), (1, "disallowed\n".into(), String::new()));
+    assert_eq!(
+        robots_test(file, "OtherBot", "https://example.com/private/x"),
+        (1, "disallowed\n".into(), String::new())
+    );
     assert_eq!(robots_test(file, "OtherBot", "https://example.com/private/ok"), (0, "allowed\n".into(), String::new()));
     assert_eq!(robots_test(file, "OtherBot", "/private/ok?x"), (1, "disallowed\n".into(), String::new()));
     assert_eq!(robots_test(file, "OtherBot", "/public/x"), (0, "allowed\n".into(), String::new()));
     // Product tokens compare case-insensitively; a full UA is named by its
     // first product.
     assert_eq!(robots_test(file, "foobot", "/x"), (1, "disallowed\n".into(), String::new()));
-    assert_eq!(robots_test(file, "FooBot/2.1 (+https://foo.example/bot)", "/x"), (1, "disallowed\n".into(), String::new()));
+    assert_eq!(
+        robots_test(file, "FooBot/2.1 (+https://foo.example/bot)", "/x"),
+        (1, "disallowed\n".into(), String::new())
+    );
     assert_eq!(robots_test(file, "FooBot", "http://example.com/public/a#frag"), (0, "allowed\n".into(), String::new()));
     // `Mozilla/5.0 (compatible; FooBot/2.1)` names Mozilla, so the `*` group applies.
     assert_eq!(robots_test(file, "Mozilla/5.0 (compatible; FooBot/2.1)", "/x"), (0, "allowed\n".into(), String::new()));
@@ -94,15 +100,27 @@ fn robots_test_verdicts_and_exit_codes() {
     let missing = dir.path().join("missing.txt");
     let (c, out, err) = robots_test(&missing, "FooBot", "/");
     assert_eq!((c, out.as_str()), (2, ""));
-    assert_eq!(err, format!("crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n", missing.display()));
+    assert_eq!(
+        err,
+        format!(
+            "crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
     let (c, out, err) = robots_test(dir.path(), "FooBot", "/");
     assert_eq!((c, out.as_str()), (2, ""));
     assert!(err.starts_with(&format!("crawlgate: cannot read robots.txt file {}: ", dir.path().display())), "{err}");
 
     let (c, out, err) = robots_test(file, " ", "/");
-    assert_eq!((c, out.as_str(), err.as_str()), (2, "", "crawlgate: robots-test: USER_AGENT is empty (give a product token such as Googlebot)\n"));
+    assert_eq!(
+        (c, out.as_str(), err.as_str()),
+        (2, "", "crawlgate: robots-test: USER_AGENT is empty (give a product token such as Googlebot)\n")
+    );
     let (c, out, err) = robots_test(file, "FooBot", "");
-    assert_eq!((c, out.as_str(), err.as_str()), (2, "", "crawlgate: robots-test: URL is empty (give a URL or a path such as /index.html)\n"));
+    assert_eq!(
+        (c, out.as_str(), err.as_str()),
+        (2, "", "crawlgate: robots-test: URL is empty (give a URL or a path such as /index.html)\n")
+    );
     // Missing arguments: clap's usage error, exit 2.
     let out = crawlgate(&["robots-test", arg(file), "FooBot"]);
     assert_eq!(code(&out), 2);
@@ -112,7 +130,10 @@ fn robots_test_verdicts_and_exit_codes() {
     // missing colon are tolerated the RFC 9309 way.
     let empty = dir.write("empty.txt", "");
     assert!(verdict(&empty, "FooBot", "/x"));
-    let messy = dir.write("messy.txt", b"\xEF\xBB\xBFUser-agent: FooBot\r\nDisallow /nocolon\r\nDisallow: /yes # comment\r\n".as_slice());
+    let messy = dir.write(
+        "messy.txt",
+        b"\xEF\xBB\xBFUser-agent: FooBot\r\nDisallow /nocolon\r\nDisallow: /yes # comment\r\n".as_slice(),
+    );
     assert!(verdict(&messy, "FooBot", "/nocolon"));
     assert!(!verdict(&messy, "FooBot", "/yes/x"));
 }
@@ -133,7 +154,11 @@ impl Case {
     /// Google's verdict and the RFC says the opposite (as the policy
     /// crate's conformance test reads the suite).
     fn rfc_verdict(&self) -> bool {
-        if self.google_specific { !self.allowed } else { self.allowed }
+        if self.google_specific {
+            !self.allowed
+        } else {
+            self.allowed
+        }
     }
 }
 
@@ -216,20 +241,41 @@ fn conformance_suite_through_the_binary() {
             if filter(c) {
                 total += 1;
                 if g != c.rfc_verdict() {
-                    failed.push(format!("{} (ua {:?}, url {:?}, expected allowed={})", c.id, c.user_agent, c.url, c.rfc_verdict()));
+                    failed.push(format!(
+                        "{} (ua {:?}, url {:?}, expected allowed={})",
+                        c.id,
+                        c.user_agent,
+                        c.url,
+                        c.rfc_verdict()
+                    ));
                 }
             }
         }
         (total, failed)
     };
     let (total, failed) = tally(&|c| c.rfc_status == "consistent" && !c.google_specific);
-    assert_eq!(format!("{}/{total} consistent pass", total - failed.len()), "951/951 consistent pass", "{}", failed.join("\n"));
+    assert_eq!(
+        format!("{}/{total} consistent pass", total - failed.len()),
+        "951/951 consistent pass",
+        "{}",
+        failed.join("\n")
+    );
     let (total, failed) = tally(&|c| c.google_specific);
-    assert_eq!(format!("{}/{total} google-specific follow the RFC", total - failed.len()), "33/33 google-specific follow the RFC", "{}", failed.join("\n"));
+    assert_eq!(
+        format!("{}/{total} google-specific follow the RFC", total - failed.len()),
+        "33/33 google-specific follow the RFC",
+        "{}",
+        failed.join("\n")
+    );
     // The documented choices where the RFC leaves it open (see
     // crates/policy/tests/conformance.rs): 47 of 80, as in-process.
     let (total, failed) = tally(&|c| c.rfc_status == "ambiguous");
-    assert_eq!(format!("{}/{total} ambiguous match", total - failed.len()), "47/80 ambiguous match", "{}", failed.join("\n"));
+    assert_eq!(
+        format!("{}/{total} ambiguous match", total - failed.len()),
+        "47/80 ambiguous match",
+        "{}",
+        failed.join("\n")
+    );
 }
 
 /// Import warnings that mean a decision may change (the rest only drop
@@ -248,7 +294,11 @@ fn import_round_trip_keeps_every_decision() {
     let (files, body_of) = write_bodies(&dir, &cases);
     let bin = crawlgate_bin();
     let run = |args: &[&str]| -> Output {
-        Command::new(&bin).args(args).env_remove("CRAWLGATE_CONFIG").output().unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+        Command::new(&bin)
+            .args(args)
+            .env_remove("CRAWLGATE_CONFIG")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
     };
     // Per body: import, check, render; `Some(warnings that change decisions)`.
     let rendered: Vec<(PathBuf, Vec<String>)> = parallel(files.len(), |b| {
@@ -259,7 +309,14 @@ fn import_round_trip_keeps_every_decision() {
         let err = stderr(&out);
         let risky: Vec<String> = decision_warnings(&err).into_iter().map(str::to_string).collect();
         let check = run(&["check", "--config", arg(&toml)]);
-        assert_eq!(code(&check), 0, "check of the import of {}:\n{}\n{}", original.display(), stdout(&check), stderr(&check));
+        assert_eq!(
+            code(&check),
+            0,
+            "check of the import of {}:\n{}\n{}",
+            original.display(),
+            stdout(&check),
+            stderr(&check)
+        );
         assert!(stdout(&check).starts_with(&format!("OK {}: ", toml.display())), "{}", stdout(&check));
         let render = run(&["render", "robots.txt", "--config", arg(&toml)]);
         assert_eq!(code(&render), 0, "{}", stderr(&render));
@@ -283,10 +340,18 @@ fn import_round_trip_keeps_every_decision() {
         }
         if !agree[i] {
             let line = format!("{} (body{b}, ua {:?}, url {:?})", c.id, c.user_agent, c.url);
-            if full[b] { differ_full.push(line) } else { differ_partial.push(line) }
+            if full[b] {
+                differ_full.push(line)
+            } else {
+                differ_partial.push(line)
+            }
         }
     }
-    eprintln!("import round trip: {} of {} bodies imported without a decision-changing warning", full.iter().filter(|f| **f).count(), full.len());
+    eprintln!(
+        "import round trip: {} of {} bodies imported without a decision-changing warning",
+        full.iter().filter(|f| **f).count(),
+        full.len()
+    );
     eprintln!("  the others ({} cases, {} of them differ):", cases_partial, differ_partial.len());
     for (b, (_, risky)) in rendered.iter().enumerate() {
         for w in risky {
@@ -304,7 +369,15 @@ fn import_round_trip_keeps_every_decision() {
         format!("{} bodies fully imported, {} cases agree", full.iter().filter(|f| **f).count(), cases_full),
         "181 bodies fully imported, 819 cases agree"
     );
-    assert_eq!(format!("{} partial: {} cases, {} differ", full.len() - full.iter().filter(|f| **f).count(), cases_partial, differ_partial.len()), "16 partial: 245 cases, 33 differ");
+    assert_eq!(
+        format!(
+            "{} partial: {} cases, {} differ",
+            full.len() - full.iter().filter(|f| **f).count(),
+            cases_partial,
+            differ_partial.len()
+        ),
+        "16 partial: 245 cases, 33 differ"
+    );
 }
 
 #[test]
@@ -317,10 +390,17 @@ fn import_golden_wild_robots_txt() {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&golden, &got).unwrap_or_else(|e| panic!("cannot write {}: {e}", golden.display()));
     }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| panic!("cannot read {} (UPDATE_GOLDEN=1 writes it): {e}", golden.display()));
-    assert!(got == want, "import of {src} differs from {} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}", golden.display());
+    let want = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|e| panic!("cannot read {} (UPDATE_GOLDEN=1 writes it): {e}", golden.display()));
+    assert!(
+        got == want,
+        "import of {src} differs from {} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}",
+        golden.display()
+    );
     let p = |line: usize, msg: &str| format!("warning: {src}:{line}: {msg}; kept as a comment\n");
-    let no_key = |k: &str| format!("`{k}` has no policy key (crawlgate publishes Allow, Disallow, Crawl-delay, Content-Usage, App-Directives, Content-Signal and Sitemap)");
+    let no_key = |k: &str| {
+        format!("`{k}` has no policy key (crawlgate publishes Allow, Disallow, Crawl-delay, Content-Usage, App-Directives, Content-Signal and Sitemap)")
+    };
     let want_err = [
         p(3, "before any User-agent line: RFC 9309 ignores it"),
         p(10, "an empty Disallow matches nothing (RFC 9309): nothing to import"),
@@ -403,7 +483,10 @@ fn import_edge_cases() {
         f.display()
     );
     assert_eq!(stdout(&out), want);
-    assert_eq!(stderr(&out), format!("imported {}: 0 groups, 0 rules, 1 sitemap; 0 lines kept as comments\n", f.display()));
+    assert_eq!(
+        stderr(&out),
+        format!("imported {}: 0 groups, 0 rules, 1 sitemap; 0 lines kept as comments\n", f.display())
+    );
 
     // Overlapping groups: RFC 9309 gives `b` the rules of both; the rules
     // before any user-agent, empty values, control characters.
@@ -455,7 +538,10 @@ fn import_edge_cases() {
     let err = stderr(&out);
     let w = format!("warning: {}:11: group.disallow: pattern `/x\\u0001y` contains whitespace or a control character; decisions on paths it matches may differ; kept as a comment\n", f.display());
     assert!(err.contains(&w), "{err}");
-    assert!(err.ends_with(&format!("imported {}: 3 groups, 4 rules, 0 sitemaps; 5 lines kept as comments\n", f.display())), "{err}");
+    assert!(
+        err.ends_with(&format!("imported {}: 3 groups, 4 rules, 0 sitemaps; 5 lines kept as comments\n", f.display())),
+        "{err}"
+    );
     let toml = dir.write("overlap.toml", &got);
     let check = crawlgate(&["check", "--config", arg(&toml)]);
     assert_eq!(code(&check), 0, "{}", stdout(&check));
@@ -464,7 +550,13 @@ fn import_edge_cases() {
     let out = crawlgate(&["import", arg(&missing)]);
     assert_eq!(code(&out), 2);
     assert_eq!(stdout(&out), "");
-    assert_eq!(stderr(&out), format!("crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n", missing.display()));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "crawlgate: cannot read robots.txt file {}: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
 }
 
 /// A value too big for robots.txt on its own is kept as a comment (import
@@ -488,7 +580,10 @@ fn import_keeps_oversized_values_and_every_warning() {
     assert!(err.contains(&too_big), "{err}");
     let vocabulary = format!("warning: {}:4: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it\n", f.display());
     assert!(err.contains(&vocabulary), "{err}");
-    assert!(err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 2 lines kept as comments\n", f.display())), "{err}");
+    assert!(
+        err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 2 lines kept as comments\n", f.display())),
+        "{err}"
+    );
     let toml = dir.write("huge.toml", stdout(&out));
     let check = crawlgate(&["check", "--config", arg(&toml)]);
     assert_eq!(code(&check), 0, "{}", stdout(&check));

@@ -12,7 +12,10 @@ fn policy_headers_are_added_and_do_not_vary_by_user_agent() {
         let resp = get(&proxy.url("/drafts/a"), ua);
         assert_eq!(resp.status(), 200);
         assert_eq!(header_values(&resp, "robots-tag"), vec!["*;noindex;nosnippet, GPTBot;noai".to_string()]);
-        assert_eq!(header_values(&resp, "x-robots-tag"), vec!["noindex, nosnippet".to_string(), "gptbot: noai".to_string()]);
+        assert_eq!(
+            header_values(&resp, "x-robots-tag"),
+            vec!["noindex, nosnippet".to_string(), "gptbot: noai".to_string()]
+        );
         assert_eq!(header(&resp, "content-usage"), "train-ai=n");
         assert!(header_values(&resp, "vary").iter().all(|v| !v.to_ascii_lowercase().contains("user-agent")));
         seen.push(format!("{:?}", resp.headers().get_all("robots-tag").iter().collect::<Vec<_>>()));

@@ -71,9 +71,27 @@ fn brotli(data: &[u8]) -> Vec<u8> {
 fn html_origin() -> Origin {
     let html = "text/html; charset=utf-8";
     Origin::start(vec![
-        ("/page.html", Route::ok(html, PAGE).header("ETag", "\"v1\"").header("Accept-Ranges", "bytes").header("Content-MD5", "Q2hlY2sgSW50ZWdyaXR5IQ==").header("Repr-Digest", "sha-256=:AAAA:")),
-        ("/range.html", Route { status: 206, ..Route::ok(html, &PAGE[..20]) }.header("Content-Range", format!("bytes 0-19/{}", PAGE.len()).as_str())),
-        ("/chunked.html", Route::ok(html, "").body(Body::Chunked(vec![b"<!doctype html>\n<html>\n<he".to_vec(), b"ad>\n<title>T</title>\n</head>\n<body><p>Hel".to_vec(), b"lo</p></body>\n</html>\n".to_vec()]))),
+        (
+            "/page.html",
+            Route::ok(html, PAGE)
+                .header("ETag", "\"v1\"")
+                .header("Accept-Ranges", "bytes")
+                .header("Content-MD5", "Q2hlY2sgSW50ZWdyaXR5IQ==")
+                .header("Repr-Digest", "sha-256=:AAAA:"),
+        ),
+        (
+            "/range.html",
+            Route { status: 206, ..Route::ok(html, &PAGE[..20]) }
+                .header("Content-Range", format!("bytes 0-19/{}", PAGE.len()).as_str()),
+        ),
+        (
+            "/chunked.html",
+            Route::ok(html, "").body(Body::Chunked(vec![
+                b"<!doctype html>\n<html>\n<he".to_vec(),
+                b"ad>\n<title>T</title>\n</head>\n<body><p>Hel".to_vec(),
+                b"lo</p></body>\n</html>\n".to_vec(),
+            ])),
+        ),
         ("/gzip.html", Route::ok(html, gzip(PAGE.as_bytes())).header("Content-Encoding", "gzip")),
         ("/br.html", Route::ok(html, brotli(PAGE.as_bytes())).header("Content-Encoding", "br")),
         ("/doc.pdf", Route::ok("application/pdf", b"%PDF-1.4 <head> not html".to_vec())),
@@ -130,10 +148,15 @@ fn compressed_origins_are_decoded_and_the_client_gets_compression_back() {
     let origin = html_origin();
     let proxy = Proxy::start(origin.addr, RULES);
     for path in ["/gzip.html", "/br.html"] {
-        let identity = client().get(proxy.url(path)).header("Accept-Encoding", "identity").send().unwrap_or_else(|e| panic!("{e}"));
+        let identity = client()
+            .get(proxy.url(path))
+            .header("Accept-Encoding", "identity")
+            .send()
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(header(&identity, "content-encoding"), "", "{path}");
         assert_eq!(identity.text().unwrap_or_default(), injected(PAGE), "{path}");
-        let gz = client().get(proxy.url(path)).header("Accept-Encoding", "gzip").send().unwrap_or_else(|e| panic!("{e}"));
+        let gz =
+            client().get(proxy.url(path)).header("Accept-Encoding", "gzip").send().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(header(&gz, "content-encoding"), "gzip", "{path}");
         let body = gz.bytes().map(|b| b.to_vec()).unwrap_or_default();
         assert_eq!(String::from_utf8_lossy(&gunzip(&body)), injected(PAGE), "{path}");
@@ -191,12 +214,26 @@ fn large_pages_stream_with_bounded_memory() {
     // and comes alone, then the origin waits.
     let gates: Vec<_> = (0..2).map(|_| Arc::new((Mutex::new(false), Condvar::new()))).collect();
     let gated = |sized: bool, gate: &Arc<(Mutex<bool>, Condvar)>| {
-        Route::ok("text/html", "").body(Body::Gated { first: head.clone(), rest: b"</body></html>\n".to_vec(), gate: gate.clone(), sized })
+        Route::ok("text/html", "").body(Body::Gated {
+            first: head.clone(),
+            rest: b"</body></html>\n".to_vec(),
+            gate: gate.clone(),
+            sized,
+        })
     };
     let origin = Origin::start(vec![
         ("/gated.html", gated(false, &gates[0])),
         ("/gated-sized.html", gated(true, &gates[1])),
-        ("/big.html", Route::ok("text/html", "").body(Body::Generated { head: head.clone(), filler, tail: b"</body>\n</html>\n".to_vec(), total: 50 << 20, sized: true })),
+        (
+            "/big.html",
+            Route::ok("text/html", "").body(Body::Generated {
+                head: head.clone(),
+                filler,
+                tail: b"</body>\n</html>\n".to_vec(),
+                total: 50 << 20,
+                sized: true,
+            }),
+        ),
     ]);
     let proxy = Proxy::start(origin.addr, RULES);
 
@@ -204,11 +241,14 @@ fn large_pages_stream_with_bounded_memory() {
     for (path, gate) in ["/gated.html", "/gated-sized.html"].into_iter().zip(&gates) {
         let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap_or_else(|e| panic!("{e}"));
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
-        stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        stream
+            .write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"));
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         while !String::from_utf8_lossy(&got).contains("<title>Big</title>") {
-            let n = stream.read(&mut buf).unwrap_or_else(|e| panic!("{path}: no bytes before the origin finished: {e}"));
+            let n =
+                stream.read(&mut buf).unwrap_or_else(|e| panic!("{path}: no bytes before the origin finished: {e}"));
             assert!(n > 0, "{path}: connection closed early");
             got.extend_from_slice(&buf[..n]);
         }

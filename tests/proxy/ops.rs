@@ -35,7 +35,9 @@ fn robots(proxy: &Proxy) -> String {
 
 /// Waits until version `n` is live: in robots.txt, in enforcement and in /status.
 fn assert_live(proxy: &Proxy, n: usize, generation: u64) {
-    wait_for(&format!("policy v{n} in robots.txt"), DEADLINE, || robots(proxy).contains(&format!("/v{n}/")).then_some(()));
+    wait_for(&format!("policy v{n} in robots.txt"), DEADLINE, || {
+        robots(proxy).contains(&format!("/v{n}/")).then_some(())
+    });
     assert_eq!(get(&proxy.url(&format!("/v{n}/x")), "ExampleBot/1.0").status(), 403);
     assert_eq!(status(proxy)["generation"], generation);
     assert_eq!(status(proxy)["last_error"], serde_json::Value::Null);
@@ -96,7 +98,8 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     let v1 = dir.join("..2026_11_22_10_00_00.000000001");
     std::fs::create_dir(&v1).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(v1.join("crawlgate.toml"), version(&base, 1)).unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(v1.file_name().unwrap_or_default(), dir.join("..data")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(v1.file_name().unwrap_or_default(), dir.join("..data"))
+        .unwrap_or_else(|e| panic!("{e}"));
     std::os::unix::fs::symlink("..data/crawlgate.toml", dir.join("crawlgate.toml")).unwrap_or_else(|e| panic!("{e}"));
     let child = std::process::Command::new(crawlgate_e2e::crawlgate_bin())
         .args(["run", "--config"])
@@ -112,7 +115,8 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     let v2 = dir.join("..2026_11_22_10_05_00.000000002");
     std::fs::create_dir(&v2).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(v2.join("crawlgate.toml"), version(&base, 2)).unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(v2.file_name().unwrap_or_default(), dir.join("..data_tmp")).unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(v2.file_name().unwrap_or_default(), dir.join("..data_tmp"))
+        .unwrap_or_else(|e| panic!("{e}"));
     std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap_or_else(|e| panic!("{e}"));
     std::fs::remove_dir_all(&v1).unwrap_or_else(|e| panic!("{e}"));
     wait_for("v2 after the ..data swap", DEADLINE, || get(&url, "t").text().ok().filter(|t| t.contains("/v2/")));
@@ -136,10 +140,15 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     let (proxy, base) = start(&origin);
     let before = robots(&proxy);
     let path = proxy.policy_path.clone();
-    std::fs::write(&path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\ndisallow = [\"nope\"]\n")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\ndisallow = [\"nope\"]\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
     let st = wait_for("the reload error in /status", DEADLINE, || {
         let s = status(&proxy);
-        if s["last_error"].is_string() { Some(s) } else { None }
+        if s["last_error"].is_string() {
+            Some(s)
+        } else {
+            None
+        }
     });
     let error = st["last_error"].as_str().unwrap_or_default().to_string();
     let file = path.display().to_string();
@@ -204,7 +213,13 @@ fn reloads_under_load_drop_nothing() {
                     return Err(format!("robots.txt matches no good policy:\n{body}"));
                 }
                 // Under v10 /v10/x is blocked and /v11/x passes; under v11 the reverse.
-                let a = c.get(format!("{url}/v10/x")).header("User-Agent", "ExampleBot/1").send().map_err(|e| e.to_string())?.status().as_u16();
+                let a = c
+                    .get(format!("{url}/v10/x"))
+                    .header("User-Agent", "ExampleBot/1")
+                    .send()
+                    .map_err(|e| e.to_string())?
+                    .status()
+                    .as_u16();
                 if a != 403 && a != 404 {
                     return Err(format!("/v10/x gave {a}"));
                 }
@@ -313,7 +328,8 @@ fn metrics_move_as_the_requests_dictate() {
 fn health_readiness_and_status() {
     let origin = origin();
     let (listen, admin) = (addr(), addr());
-    let policy = base_policy(listen, admin, origin.addr).replace("health_check_interval = \"0s\"", "health_check_interval = \"100ms\"");
+    let policy = base_policy(listen, admin, origin.addr)
+        .replace("health_check_interval = \"0s\"", "health_check_interval = \"100ms\"");
     let proxy = Proxy::start_with(listen, admin, &policy);
     assert_eq!(client().get(proxy.admin_url("/healthz")).send().map(|r| r.status().as_u16()).unwrap_or(0), 200);
     wait_for("ready", DEADLINE, || {

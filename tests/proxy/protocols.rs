@@ -108,12 +108,10 @@ fn http2_over_tls_and_h2c_answer_as_http1() {
     let dir = temp_dir("tls");
     let (cert, key) = self_signed(&dir);
     let (plain, tls, admin) = (addr(), addr(), addr());
-    let policy = base_policy(plain, admin, origin.addr)
-        .replace(
-            "[server]\n",
-            &format!("[server]\nh2c = true\ntls_listen = [\"{tls}\"]\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n"),
-        )
-        + POLICY
+    let policy = base_policy(plain, admin, origin.addr).replace(
+        "[server]\n",
+        &format!("[server]\nh2c = true\ntls_listen = [\"{tls}\"]\ntls_cert = \"{cert}\"\ntls_key = \"{key}\"\n"),
+    ) + POLICY
         + INJECT;
     let proxy = Proxy::start_with(plain, admin, &policy);
     for (path, ua) in CASES {
@@ -134,10 +132,12 @@ fn http2_over_tls_and_h2c_answer_as_http1() {
         }
     }
     // The cases really exercise different paths of the proxy.
-    let statuses: Vec<u16> = CASES.iter().map(|(p, ua)| curl(&["--http1.1"], &format!("http://{plain}{p}"), ua).status).collect();
+    let statuses: Vec<u16> =
+        CASES.iter().map(|(p, ua)| curl(&["--http1.1"], &format!("http://{plain}{p}"), ua).status).collect();
     assert_eq!(statuses, vec![200, 200, 403, 200, 200, 200, 200]);
     let page = curl(&["--http2"], &format!("https://{tls}/pages/a.html"), BROWSER_UA);
-    let want = PAGE.replacen("<head>", "<head><meta name=\"robots\" content=\"noindex\">", 1) + &" ".repeat("<head></head>".len());
+    let want = PAGE.replacen("<head>", "<head><meta name=\"robots\" content=\"noindex\">", 1)
+        + &" ".repeat("<head></head>".len());
     assert_eq!(String::from_utf8_lossy(&page.body), want);
     assert!(page.headers.contains(&("content-length".to_string(), want.len().to_string())), "{:?}", page.headers);
     drop(proxy);

@@ -31,7 +31,10 @@ fn robots_txt_is_the_rendered_policy_with_caching_headers() {
         assert!(header(&resp, "etag").starts_with('"'), "strong etag");
         assert_eq!(resp.bytes().map(|b| b.to_vec()).unwrap_or_default(), expected, "ua {ua:?}");
     }
-    assert!(origin.seen().iter().all(|s| !s.target.starts_with("/robots.txt")), "origin must not be asked for robots.txt");
+    assert!(
+        origin.seen().iter().all(|s| !s.target.starts_with("/robots.txt")),
+        "origin must not be asked for robots.txt"
+    );
 }
 
 #[test]

@@ -46,10 +46,12 @@ rules = [{ path = "/status", action = "allow" }, { path = "/admin", action = "di
 "#;
 
 /// A GPTBot User-Agent as OpenAI sends it.
-pub const GPTBOT_UA: &str = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+pub const GPTBOT_UA: &str =
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
 
 /// A browser User-Agent.
-pub const BROWSER_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+pub const BROWSER_UA: &str =
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 
 /// An origin with a few ordinary pages.
 pub fn origin() -> Origin {
@@ -59,13 +61,19 @@ pub fn origin() -> Origin {
         ("/private/x", Route::ok("text/plain", "private x\n")),
         ("/secretary", Route::ok("text/plain", "secretary\n")),
         ("/drafts/a", Route::ok("text/plain", "draft a\n")),
-        ("/tagged", Route::ok("text/plain", "tagged\n")
-            .header("Robots-Tag", "*;noarchive")
-            .header("X-Robots-Tag", "unavailable_after: 25 Jun 2010 15:00:00 PST")
-            .header("Content-Usage", "train-ai=y")),
-        ("/drafts/tagged", Route::ok("text/plain", "tagged draft\n")
-            .header("Robots-Tag", "*;noarchive, otherbot;nofollow")
-            .header("X-Robots-Tag", "googlebot: nosnippet")),
+        (
+            "/tagged",
+            Route::ok("text/plain", "tagged\n")
+                .header("Robots-Tag", "*;noarchive")
+                .header("X-Robots-Tag", "unavailable_after: 25 Jun 2010 15:00:00 PST")
+                .header("Content-Usage", "train-ai=y"),
+        ),
+        (
+            "/drafts/tagged",
+            Route::ok("text/plain", "tagged draft\n")
+                .header("Robots-Tag", "*;noarchive, otherbot;nofollow")
+                .header("X-Robots-Tag", "googlebot: nosnippet"),
+        ),
         ("/robots.txt", Route::ok("text/plain", "User-agent: *\nDisallow: /from-origin\n")),
     ])
 }
@@ -143,7 +151,11 @@ impl Conn {
         self.writer.write_all(req.as_bytes()).unwrap_or_else(|e| panic!("write: {e}"));
         let mut line = String::new();
         self.reader.read_line(&mut line).unwrap_or_else(|e| panic!("read status: {e}"));
-        let status: u16 = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("bad status line {line:?}"));
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {line:?}"));
         let mut headers = Vec::new();
         loop {
             let mut h = String::new();
@@ -156,7 +168,8 @@ impl Conn {
                 headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
             }
         }
-        let len: usize = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let len: usize =
+            headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
         let mut body = vec![0; if method == "HEAD" || status == 304 { 0 } else { len }];
         self.reader.read_exact(&mut body).unwrap_or_else(|e| panic!("read body: {e}"));
         RawResponse { status, headers, body }

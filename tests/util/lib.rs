@@ -4,16 +4,12 @@
 pub mod origin;
 pub mod proxy;
 
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The workspace root (where `conf/` and `tests/data/` live).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."))
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."))
 }
 
 /// Path of the `crawlgate` binary in the test executable's profile
@@ -23,11 +19,7 @@ pub fn workspace_root() -> PathBuf {
 /// `scripts/test` runs `cargo build -p crawlgate` first.
 pub fn crawlgate_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let profile_dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
     let bin = profile_dir.join(format!("crawlgate{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.exists(),

@@ -44,7 +44,11 @@ pub struct Route {
 impl Route {
     /// A 200 with a content type and a fixed body.
     pub fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Route {
-        Route { status: 200, headers: vec![("Content-Type".into(), content_type.into())], body: Body::Fixed(body.into()) }
+        Route {
+            status: 200,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body: Body::Fixed(body.into()),
+        }
     }
 
     /// Adds a header.
@@ -98,7 +102,8 @@ impl Origin {
         let listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind origin {addr}: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("origin addr: {e}"));
         listener.set_nonblocking(true).unwrap_or_else(|e| panic!("nonblocking: {e}"));
-        let routes: Arc<HashMap<String, Route>> = Arc::new(routes.into_iter().map(|(p, r)| (p.to_string(), r)).collect());
+        let routes: Arc<HashMap<String, Route>> =
+            Arc::new(routes.into_iter().map(|(p, r)| (p.to_string(), r)).collect());
         let stop = Arc::new(AtomicBool::new(false));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (stop2, seen2) = (stop.clone(), seen.clone());
@@ -153,7 +158,12 @@ fn write_chunk(out: &mut dyn Write, data: &[u8]) -> std::io::Result<()> {
     out.write_all(b"\r\n")
 }
 
-fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Seen>>, stop: &AtomicBool) -> std::io::Result<()> {
+fn serve(
+    stream: TcpStream,
+    routes: &HashMap<String, Route>,
+    seen: &Mutex<Vec<Seen>>,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
@@ -192,7 +202,8 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
                 headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
             }
         }
-        let len: usize = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let len: usize =
+            headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
         let mut body = vec![0; len];
         reader.read_exact(&mut body)?;
         if let Ok(mut s) = seen.lock() {
@@ -222,7 +233,13 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
             _ => None,
         };
         // Writes one piece of a streamed body in the route's framing.
-        let piece = |out: &mut dyn Write, data: &[u8]| if sized.is_some() { out.write_all(data) } else { write_chunk(out, data) };
+        let piece = |out: &mut dyn Write, data: &[u8]| {
+            if sized.is_some() {
+                out.write_all(data)
+            } else {
+                write_chunk(out, data)
+            }
+        };
         let last = |out: &mut dyn Write| if sized.is_some() { Ok(()) } else { out.write_all(b"0\r\n\r\n") };
         match &route.body {
             _ if sized.is_some() => head.push_str(&format!("Content-Length: {}\r\n\r\n", sized.unwrap_or(0))),
@@ -256,7 +273,12 @@ fn serve(stream: TcpStream, routes: &HashMap<String, Route>, seen: &Mutex<Vec<Se
                 Body::Generated { head, filler, tail, total, .. } => {
                     piece(&mut out, head)?;
                     let mut sent = head.len() + tail.len();
-                    let block: Vec<u8> = filler.iter().copied().cycle().take(64 * 1024 / filler.len().max(1) * filler.len().max(1)).collect();
+                    let block: Vec<u8> = filler
+                        .iter()
+                        .copied()
+                        .cycle()
+                        .take(64 * 1024 / filler.len().max(1) * filler.len().max(1))
+                        .collect();
                     while sent < *total {
                         let n = block.len().min(*total - sent);
                         piece(&mut out, &block[..n])?;

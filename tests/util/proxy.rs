@@ -30,7 +30,10 @@ pub fn free_port() -> u16 {
     // Blocks of BLOCK ports from 10000 up to the ephemeral range.
     let blocks = ephemeral_start.saturating_sub(10_000) / BLOCK;
     if blocks == 0 {
-        return TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or_else(|e| panic!("no free port: {e}"));
+        return TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or_else(|e| panic!("no free port: {e}"));
     }
     let base = 10_000 + (std::process::id() as usize % blocks) * BLOCK;
     for _ in 0..BLOCK {

@@ -44,13 +44,20 @@ pub fn run(write_buffer: Option<usize>) {
         eprintln!("usage: passthrough LISTEN_ADDR UPSTREAM_IP:PORT");
         std::process::exit(2);
     };
-    let conf = ServerConf { threads: 2, grace_period_seconds: Some(0), graceful_shutdown_timeout_seconds: Some(1), ..ServerConf::default() };
+    let conf = ServerConf {
+        threads: 2,
+        grace_period_seconds: Some(0),
+        graceful_shutdown_timeout_seconds: Some(1),
+        ..ServerConf::default()
+    };
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
     let mut proxy = http_proxy_service(&server.configuration, Passthrough { upstream });
     match write_buffer {
         None => proxy.add_tcp(listen),
-        Some(n) => proxy.add_listener(ListenerConfig::tcp(listen.as_str()).l4_buffer(L4BufferSettings::default().write(n))),
+        Some(n) => {
+            proxy.add_listener(ListenerConfig::tcp(listen.as_str()).l4_buffer(L4BufferSettings::default().write(n)))
+        }
     }
     server.add_service(proxy);
     server.run_forever()

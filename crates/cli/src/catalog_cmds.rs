@@ -45,7 +45,17 @@ fn table(entries: &[&Entry], category: Option<&str>) -> String {
     let mut out = String::new();
     let mut line = |cells: [&str; 4]| {
         // The last column is not padded: no trailing spaces.
-        let _ = writeln!(out, "{:<w0$}  {:<w1$}  {:<w2$}  {}", cells[0], cells[1], cells[2], cells[3], w0 = widths[0], w1 = widths[1], w2 = widths[2]);
+        let _ = writeln!(
+            out,
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
     };
     line(HEADER);
     for r in &rows {

@@ -6,6 +6,5 @@ use anyhow::Context;
 
 /// Reads a policy file, with an error that names the path.
 pub fn read_policy_file(path: &Path) -> anyhow::Result<String> {
-    std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read policy file {}", path.display()))
+    std::fs::read_to_string(path).with_context(|| format!("cannot read policy file {}", path.display()))
 }

@@ -135,9 +135,7 @@ fn main() -> ExitCode {
         }
         Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_cmds::verify(&file),
         Command::Import { robots_file } => robots_cmds::import(&robots_file),
-        Command::Agents(AgentsCommand::List { category, json }) => {
-            catalog_cmds::list(category.as_deref(), json)
-        }
+        Command::Agents(AgentsCommand::List { category, json }) => catalog_cmds::list(category.as_deref(), json),
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
         Command::SampleOrigin { listen } => sample_origin::run_forever(&listen),

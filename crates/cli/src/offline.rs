@@ -44,7 +44,11 @@ pub fn check(config: &Path) -> anyhow::Result<ExitCode> {
         plural(s.rules),
         s.robots_tags,
         plural(s.robots_tags),
-        if p.agents_txt().is_some() { format!("enabled ({} directive{})", s.agents_rules, plural(s.agents_rules)) } else { "disabled".into() },
+        if p.agents_txt().is_some() {
+            format!("enabled ({} directive{})", s.agents_rules, plural(s.agents_rules))
+        } else {
+            "disabled".into()
+        },
         loaded.warnings.len(),
         plural(loaded.warnings.len()),
         &p.source_sha256()[..12],
@@ -53,7 +57,11 @@ pub fn check(config: &Path) -> anyhow::Result<ExitCode> {
 }
 
 fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// `crawlgate render robots.txt|agents.txt`: the exact bytes served.
@@ -133,7 +141,12 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
         let agent = match (&o["agent"], &o["catalog"]) {
             (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
             (a, serde_json::Value::Null) => s(a),
-            (a, c) => format!("{} (catalog: {}, {})", s(a), s(&c["operator"]), c["categories"].as_array().map(|v| v.iter().map(&s).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
+            (a, c) => format!(
+                "{} (catalog: {}, {})",
+                s(a),
+                s(&c["operator"]),
+                c["categories"].as_array().map(|v| v.iter().map(&s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+            ),
         };
         println!("  agent:    {agent}");
         match &o["group"] {
@@ -142,7 +155,12 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
         }
         match &o["rule"] {
             serde_json::Value::Null => println!("  rule:     none matched"),
-            r => println!("  rule:     {}: {} (line {})", if r["allow"] == true { "Allow" } else { "Disallow" }, s(&r["pattern"]), r["line"]),
+            r => println!(
+                "  rule:     {}: {} (line {})",
+                if r["allow"] == true { "Allow" } else { "Disallow" },
+                s(&r["pattern"]),
+                r["line"]
+            ),
         }
         println!("  verdict:  {}", if o["allowed"] == true { "allowed" } else { "disallowed" });
         let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();

@@ -36,7 +36,8 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::R
     if url.is_empty() {
         anyhow::bail!("robots-test: URL is empty (give a URL or a path such as /index.html)");
     }
-    let bytes = std::fs::read(robots_file).with_context(|| format!("cannot read robots.txt file {}", robots_file.display()))?;
+    let bytes =
+        std::fs::read(robots_file).with_context(|| format!("cannot read robots.txt file {}", robots_file.display()))?;
     let robots = RobotsTxt::parse(&bytes);
     if robots.is_allowed(user_agent, url) {
         println!("allowed");
@@ -53,7 +54,8 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::R
 /// when the result still fails validation (printed anyway, to be fixed by
 /// hand), 2 when the file cannot be read.
 pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(robots_file).with_context(|| format!("cannot read robots.txt file {}", robots_file.display()))?;
+    let bytes =
+        std::fs::read(robots_file).with_context(|| format!("cannot read robots.txt file {}", robots_file.display()))?;
     let source_name = robots_file.display().to_string();
     let imported = Importer::new(&bytes, &source_name).run();
     for w in &imported.warnings {
@@ -64,7 +66,9 @@ pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
     match crawlgate_policy::load(&imported.toml, "imported policy") {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(errors) => {
-            eprintln!("crawlgate: error: the imported policy does not pass `crawlgate check` (please report this):\n{errors}");
+            eprintln!(
+                "crawlgate: error: the imported policy does not pass `crawlgate check` (please report this):\n{errors}"
+            );
             Ok(ExitCode::from(1))
         }
     }
@@ -156,7 +160,14 @@ const UPSTREAM_PLACEHOLDER: &str = "127.0.0.1:8000";
 impl<'a> Importer<'a> {
     fn new(bytes: &[u8], source_name: &'a str) -> Self {
         let text = source_lines(bytes).into_iter().map(|(_, l)| l).collect();
-        Importer { robots: RobotsTxt::parse(bytes), text, source_name, warnings: Vec::new(), warned: HashSet::new(), kept_lines: HashSet::new() }
+        Importer {
+            robots: RobotsTxt::parse(bytes),
+            text,
+            source_name,
+            warnings: Vec::new(),
+            warned: HashSet::new(),
+            kept_lines: HashSet::new(),
+        }
     }
 
     fn warn(&mut self, line: usize, message: &str) {
@@ -349,7 +360,8 @@ impl<'a> Importer<'a> {
             for r in &g.rules {
                 if r.pattern.is_empty() {
                     let field = if r.allow { "Allow" } else { "Disallow" };
-                    let k = self.keep(r.line, format!("an empty {field} matches nothing (RFC 9309): nothing to import"));
+                    let k =
+                        self.keep(r.line, format!("an empty {field} matches nothing (RFC 9309): nothing to import"));
                     o.kept.push(k);
                     continue;
                 }
@@ -400,7 +412,10 @@ impl<'a> Importer<'a> {
                         }
                     }
                     "content-signal" => {
-                        let k = self.keep(line, "Content-Signal is published in the `*` group only (robots_txt.content_signal)");
+                        let k = self.keep(
+                            line,
+                            "Content-Signal is published in the `*` group only (robots_txt.content_signal)",
+                        );
                         o.kept.push(k);
                     }
                     other => {
@@ -439,7 +454,18 @@ impl<'a> Importer<'a> {
     }
 
     fn write(&self, parts: &Parts<'_>) -> String {
-        let Parts { groups, empty_start, moved, feeds, orphans, dead_values, sitemaps, sitemap_kept, outside, content_signal } = *parts;
+        let Parts {
+            groups,
+            empty_start,
+            moved,
+            feeds,
+            orphans,
+            dead_values,
+            sitemaps,
+            sitemap_kept,
+            outside,
+            content_signal,
+        } = *parts;
         let mut out = String::new();
         // A rejected User-agent value is shown in the first output group its
         // source group feeds.
@@ -454,7 +480,8 @@ impl<'a> Importer<'a> {
                 }
             }
         }
-        let _ = writeln!(out, "# crawlgate policy imported from {} by `crawlgate import`.", comment_text(self.source_name));
+        let _ =
+            writeln!(out, "# crawlgate policy imported from {} by `crawlgate import`.", comment_text(self.source_name));
         out.push_str(
             "# One [[group]] per robots.txt group; groups naming the same crawler are\n\
              # merged, as RFC 9309 merges them. Lines a policy cannot express are kept\n\
@@ -501,7 +528,11 @@ impl<'a> Importer<'a> {
             if lines.len() == 1 {
                 let _ = writeln!(out, "# robots.txt group at line {}{split}", lines.join(""));
             } else {
-                let _ = writeln!(out, "# robots.txt groups at lines {} (merged: they name the same crawlers)", lines.join(", "));
+                let _ = writeln!(
+                    out,
+                    "# robots.txt groups at lines {} (merged: they name the same crawlers)",
+                    lines.join(", ")
+                );
             }
             if moved && i == empty_start {
                 out.push_str(
@@ -521,7 +552,12 @@ impl<'a> Importer<'a> {
                 out.push_str(&toml_str(t));
             }
             out.push_str("]\n");
-            for (key, list) in [("allow", &o.allow), ("disallow", &o.disallow), ("content_usage", &o.content_usage), ("app_directives", &o.app_directives)] {
+            for (key, list) in [
+                ("allow", &o.allow),
+                ("disallow", &o.disallow),
+                ("content_usage", &o.content_usage),
+                ("app_directives", &o.app_directives),
+            ] {
                 if list.is_empty() {
                     continue;
                 }
@@ -572,7 +608,11 @@ fn fits<T>(value: &str, check: impl FnOnce(&str) -> Result<T, String>) -> Result
 }
 
 fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 /// A Crawl-delay value as a TOML number (an integer when it is one, else

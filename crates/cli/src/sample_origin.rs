@@ -97,7 +97,15 @@ fn handle(stream: TcpStream) -> std::io::Result<()> {
         let path = target.split('?').next().unwrap_or("/");
         let (status, page) = match page(path) {
             Some(p) => ("200 OK", p),
-            None => ("404 Not Found", Page { content_type: "text/plain; charset=utf-8", encoding: None, extra: vec![], body: b"not found\n".to_vec() }),
+            None => (
+                "404 Not Found",
+                Page {
+                    content_type: "text/plain; charset=utf-8",
+                    encoding: None,
+                    extra: vec![],
+                    body: b"not found\n".to_vec(),
+                },
+            ),
         };
         let mut head = format!(
             "HTTP/1.1 {status}\r\nContent-Type: {}\r\nContent-Length: {}\r\nServer: crawlgate-sample-origin\r\n",
@@ -130,7 +138,8 @@ pub fn run_forever(addr: &str) -> anyhow::Result<std::process::ExitCode> {
 
 /// Starts the sample origin on `addr` in background threads.
 pub fn start(addr: &str) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot bind the sample origin to {addr}: {e}"))?;
+    let listener =
+        TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot bind the sample origin to {addr}: {e}"))?;
     thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             thread::spawn(move || {

@@ -6,8 +6,8 @@
 // `criterion_group!` defines an undocumented public function.
 #![allow(missing_docs)]
 
-use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crawlgate_html::{Config, Mode, Prepared, Rewriter};
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const CHUNK: usize = 16 * 1024;
 
@@ -19,19 +19,27 @@ fn page(size: usize) -> Vec<u8> {
     s.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     s.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     s.push_str("<title>Example News — Markets rally as rates hold steady</title>\n");
-    for (k, v) in [("description", "Markets rallied on Tuesday after the central bank held rates."), ("author", "Jane Doe"), ("theme-color", "#ffffff")] {
+    for (k, v) in [
+        ("description", "Markets rallied on Tuesday after the central bank held rates."),
+        ("author", "Jane Doe"),
+        ("theme-color", "#ffffff"),
+    ] {
         s.push_str(&format!("<meta name=\"{k}\" content=\"{v}\">\n"));
     }
     for p in ["og:title", "og:description", "og:image", "og:url", "twitter:card", "twitter:site"] {
         s.push_str(&format!("<meta property=\"{p}\" content=\"https://example.com/{p}\">\n"));
     }
     for i in 0..8 {
-        s.push_str(&format!("<link rel=\"preload\" href=\"/static/font-{i}.woff2\" as=\"font\" type=\"font/woff2\" crossorigin>\n"));
+        s.push_str(&format!(
+            "<link rel=\"preload\" href=\"/static/font-{i}.woff2\" as=\"font\" type=\"font/woff2\" crossorigin>\n"
+        ));
     }
     s.push_str("<link rel=\"stylesheet\" href=\"/static/main.3f9a1c.css\">\n<link rel=\"canonical\" href=\"https://example.com/markets/rally\">\n");
     s.push_str("<style>body{margin:0;font-family:system-ui}.nav a{color:#333;text-decoration:none}.card{padding:1rem;border:1px solid #eee}</style>\n");
     s.push_str("<script>window.dataLayer=window.dataLayer||[];function gtag(){dataLayer.push(arguments)}gtag('js',new Date());gtag('config','G-XXXX');</script>\n");
-    s.push_str("<script src=\"/static/vendor.8c1d.js\" defer></script>\n<script src=\"/static/app.77e2.js\" defer></script>\n");
+    s.push_str(
+        "<script src=\"/static/vendor.8c1d.js\" defer></script>\n<script src=\"/static/app.77e2.js\" defer></script>\n",
+    );
     s.push_str("<script type=\"application/ld+json\">{\"@context\":\"https://schema.org\",\"@type\":\"NewsArticle\",\"headline\":\"Markets rally\",\"datePublished\":\"2024-05-01T08:00:00Z\"}</script>\n");
     s.push_str("</head>\n<body class=\"article\">\n<header><nav class=\"nav\"><ul>");
     for i in 0..12 {
@@ -51,7 +59,9 @@ fn page(size: usize) -> Vec<u8> {
              </div></div></section>\n"
         ));
         if n % 10 == 0 {
-            s.push_str(&format!("<script>window.__ads&&window.__ads.push({{slot:'mid-{n}',sizes:[[300,250]]}});</script>\n"));
+            s.push_str(&format!(
+                "<script>window.__ads&&window.__ads.push({{slot:'mid-{n}',sizes:[[300,250]]}});</script>\n"
+            ));
         }
     }
     s.push_str("</main>\n<footer><p>&copy; Example News</p></footer>\n</body>\n</html>\n");
@@ -63,7 +73,8 @@ fn small_page() -> Vec<u8> {
     let head = "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>An article</title>\n\
                 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"stylesheet\" href=\"/site.css\">\n\
                 <script src=\"/app.js\" defer></script>\n</head>\n<body>\n<article>\n";
-    let para = "<p>Operators publish robots.txt; crawlers are expected to read it, and <a href=\"/more\">most do</a>.</p>\n";
+    let para =
+        "<p>Operators publish robots.txt; crawlers are expected to read it, and <a href=\"/more\">most do</a>.</p>\n";
     let mut s = head.to_string();
     while s.len() < 1500 {
         s.push_str(para);
@@ -73,7 +84,14 @@ fn small_page() -> Vec<u8> {
 }
 
 fn config(mode: Mode) -> Config {
-    Config { mode, directives: vec![("*".into(), vec!["noindex".into(), "nosnippet".into()]), ("gptbot".into(), vec!["noai".into()])], max_memory: 4 << 20 }
+    Config {
+        mode,
+        directives: vec![
+            ("*".into(), vec!["noindex".into(), "nosnippet".into()]),
+            ("gptbot".into(), vec!["noai".into()]),
+        ],
+        max_memory: 4 << 20,
+    }
 }
 
 /// One response through a rewriter, on a plan prepared beforehand (the
@@ -125,8 +143,12 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("rewrite/{label}"));
         g.throughput(Throughput::Bytes(input.len() as u64));
         g.bench_with_input(BenchmarkId::from_parameter("copy"), &input, |b, i| b.iter(|| copy(black_box(i))));
-        g.bench_with_input(BenchmarkId::from_parameter("inject"), &input, |b, i| b.iter(|| rewrite(&inject, black_box(i))));
-        g.bench_with_input(BenchmarkId::from_parameter("audit"), &input, |b, i| b.iter(|| rewrite(&audit, black_box(i))));
+        g.bench_with_input(BenchmarkId::from_parameter("inject"), &input, |b, i| {
+            b.iter(|| rewrite(&inject, black_box(i)))
+        });
+        g.bench_with_input(BenchmarkId::from_parameter("audit"), &input, |b, i| {
+            b.iter(|| rewrite(&audit, black_box(i)))
+        });
         g.finish();
     }
 }

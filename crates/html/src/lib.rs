@@ -119,7 +119,8 @@ pub const KNOWLEDGE_WINDOW: usize = 32 * 1024;
 const HOLD_CAP: usize = 2 * KNOWLEDGE_WINDOW;
 
 /// Restrictive rules a page may carry beyond the policy.
-const RESTRICTIVE: &[&str] = &["noindex", "nofollow", "none", "noarchive", "nosnippet", "noimageindex", "notranslate", "noai", "noimageai"];
+const RESTRICTIVE: &[&str] =
+    &["noindex", "nofollow", "none", "noarchive", "nosnippet", "noimageindex", "notranslate", "noai", "noimageai"];
 
 /// Meta names of well-known crawlers, read as robots metas even when the
 /// policy has no rules of its own for them: the policy's `*` rules apply
@@ -148,7 +149,8 @@ const KNOWN_CRAWLERS: &[&str] = &[
 const HEAD_SLICE: usize = 1024;
 
 /// Elements a parser puts in the head (anything else starts the body).
-const HEAD_CONTENT: &[&str] = &["title", "meta", "link", "script", "style", "base", "noscript", "template", "basefont", "bgsound"];
+const HEAD_CONTENT: &[&str] =
+    &["title", "meta", "link", "script", "style", "base", "noscript", "template", "basefont", "bgsound"];
 
 /// `("noindex", "")`, `("max-snippet", "50")`.
 fn split_rule(rule: &str) -> (&str, &str) {
@@ -197,7 +199,9 @@ fn contradicts(policy: &str, page: &str) -> bool {
 fn covers(keys: &[String], rule: &str) -> bool {
     let key = rule_key(rule);
     let has = |r: &str| keys.iter().any(|k| k == r);
-    has(&key) || (matches!(key.as_str(), "noindex" | "nofollow") && has("none")) || (key == "none" && has("noindex") && has("nofollow"))
+    has(&key)
+        || (matches!(key.as_str(), "noindex" | "nofollow") && has("none"))
+        || (key == "none" && has("noindex") && has("nofollow"))
 }
 
 /// The rules of a `content` attribute, lowercase, in order.
@@ -275,7 +279,8 @@ impl Plan {
     /// The page rules of a meta for `token` that contradict the policy.
     fn conflicts(&self, token: &str, rules: &[String]) -> Vec<String> {
         // A `robots` meta speaks for every crawler: check every token.
-        let tokens: Vec<&str> = if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
+        let tokens: Vec<&str> =
+            if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
         let mut out: Vec<String> = Vec::new();
         for t in tokens {
             for p in self.for_token(t) {
@@ -424,7 +429,12 @@ impl State {
             }
         }
         let seen = &self.seen;
-        self.metas_html = plan.metas.iter().filter(|(token, set, _)| !seen.iter().any(|(t, s)| t == token && s == set)).map(|(_, _, html)| html.as_str()).collect();
+        self.metas_html = plan
+            .metas
+            .iter()
+            .filter(|(token, set, _)| !seen.iter().any(|(t, s)| t == token && s == set))
+            .map(|(_, _, html)| html.as_str())
+            .collect();
     }
 
     /// The head ended: report what the head lacked or added, decide the
@@ -447,7 +457,11 @@ impl State {
                 }
                 for r in rules {
                     if !covers(&page, r) {
-                        self.findings.push(Finding { kind: FindingKind::Missing, token: token.clone(), rule: r.clone() });
+                        self.findings.push(Finding {
+                            kind: FindingKind::Missing,
+                            token: token.clone(),
+                            rule: r.clone(),
+                        });
                     }
                 }
             }
@@ -691,7 +705,11 @@ fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize
         if plan.mode == Mode::Enforce && !conflicts.is_empty() {
             // Strip the contradicting rules; keep the page's own others
             // (as written), drop the meta when nothing is left.
-            let kept: Vec<&str> = content.split(',').map(str::trim).filter(|r| !r.is_empty() && !conflicts.contains(&r.to_ascii_lowercase())).collect();
+            let kept: Vec<&str> = content
+                .split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty() && !conflicts.contains(&r.to_ascii_lowercase()))
+                .collect();
             if kept.is_empty() {
                 el.remove();
                 return;
@@ -790,7 +808,8 @@ impl Rewriter {
         let encoding = match charset.map(str::trim).filter(|l| !l.is_empty()) {
             None => None,
             Some(label) => {
-                let enc = encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
+                let enc =
+                    encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
                 Some(AsciiCompatibleEncoding::new(enc).ok_or_else(|| Unsupported(label.to_string()))?)
             }
         };
@@ -804,7 +823,8 @@ impl Rewriter {
             // element ended it (and did not get the metas itself), stop
             // lol_html right here: it passes this tag and the rest of the
             // input through as they are, and `write` copies the rest.
-            if p.mode != Mode::Audit && phase != Phase::AfterHead && st.phase == Phase::AfterHead && st.placed == placed {
+            if p.mode != Mode::Audit && phase != Phase::AfterHead && st.phase == Phase::AfterHead && st.placed == placed
+            {
                 return Err(Box::new(HeadOver));
             }
             Ok(())
@@ -944,7 +964,11 @@ impl Rewriter {
 }
 
 /// Rewrites a whole document at once (tests, benchmarks, `explain`).
-pub fn rewrite_all(config: &Config, charset: Option<&str>, input: &[u8]) -> Result<(Vec<u8>, Vec<Finding>), Unsupported> {
+pub fn rewrite_all(
+    config: &Config,
+    charset: Option<&str>,
+    input: &[u8],
+) -> Result<(Vec<u8>, Vec<Finding>), Unsupported> {
     let mut rw = Rewriter::new(config, charset)?;
     let mut out = rw.write(input).to_vec();
     out.extend_from_slice(&rw.finish());
@@ -960,7 +984,14 @@ mod tests {
     const _: () = assert_send::<Rewriter>();
 
     fn cfg(mode: Mode) -> Config {
-        Config { mode, directives: vec![("*".into(), vec!["noindex".into(), "nosnippet".into()]), ("GPTBot".into(), vec!["noai".into()])], max_memory: 1 << 20 }
+        Config {
+            mode,
+            directives: vec![
+                ("*".into(), vec!["noindex".into(), "nosnippet".into()]),
+                ("GPTBot".into(), vec!["noai".into()]),
+            ],
+            max_memory: 1 << 20,
+        }
     }
 
     fn run(mode: Mode, html: &str) -> (String, Vec<Finding>) {
@@ -972,10 +1003,22 @@ mod tests {
 
     #[test]
     fn inject_into_head_or_create_one() {
-        assert_eq!(run(Mode::Inject, "<html><head><title>t</title></head><body>x</body></html>").0, format!("<html><head>{METAS}<title>t</title></head><body>x</body></html>"));
-        assert_eq!(run(Mode::Inject, "<html><body>x</body></html>").0, format!("<html><head>{METAS}</head><body>x</body></html>"));
-        assert_eq!(run(Mode::Inject, "<html><title>t</title><body>x</body></html>").0, format!("<html><head>{METAS}<title>t</title><body>x</body></html>"));
-        assert_eq!(run(Mode::Inject, "<html>Hi <b>x</b></html>").0, format!("<html><head>{METAS}</head>Hi <b>x</b></html>"));
+        assert_eq!(
+            run(Mode::Inject, "<html><head><title>t</title></head><body>x</body></html>").0,
+            format!("<html><head>{METAS}<title>t</title></head><body>x</body></html>")
+        );
+        assert_eq!(
+            run(Mode::Inject, "<html><body>x</body></html>").0,
+            format!("<html><head>{METAS}</head><body>x</body></html>")
+        );
+        assert_eq!(
+            run(Mode::Inject, "<html><title>t</title><body>x</body></html>").0,
+            format!("<html><head>{METAS}<title>t</title><body>x</body></html>")
+        );
+        assert_eq!(
+            run(Mode::Inject, "<html>Hi <b>x</b></html>").0,
+            format!("<html><head>{METAS}</head>Hi <b>x</b></html>")
+        );
         assert_eq!(run(Mode::Inject, "<p>x</p>").0, format!("{METAS}<p>x</p>"));
         assert_eq!(run(Mode::Inject, "<!doctype html><HEAD></HEAD>").0, format!("<!doctype html><HEAD>{METAS}</HEAD>"));
     }
@@ -1011,7 +1054,8 @@ mod tests {
 
     #[test]
     fn enforce_strips_conflicts_and_injects() {
-        let (out, f) = run(Mode::Enforce, "<html><head><meta name=\"ROBOTS\" content=\"INDEX\"><title>t</title></head></html>");
+        let (out, f) =
+            run(Mode::Enforce, "<html><head><meta name=\"ROBOTS\" content=\"INDEX\"><title>t</title></head></html>");
         assert_eq!(out, format!("<html><head>{METAS}<title>t</title></head></html>"));
         assert_eq!(f, vec![Finding { kind: FindingKind::Conflict, token: "*".into(), rule: "index".into() }]);
         let (out, _) = run(Mode::Enforce, "<html><head><meta name=robots content=\"Index, NoArchive\"></head></html>");
@@ -1025,7 +1069,10 @@ mod tests {
         assert!(!contradicts("nosnippet", "max-snippet : 0"));
         assert!(covers(&["none".into()], "nofollow"));
         assert!(covers(&["noindex".into(), "nofollow".into()], "none"));
-        assert_eq!(rule_set(&parse_content(" NoIndex ,  NOFOLLOW,noindex")), vec!["nofollow".to_string(), "noindex".to_string()]);
+        assert_eq!(
+            rule_set(&parse_content(" NoIndex ,  NOFOLLOW,noindex")),
+            vec!["nofollow".to_string(), "noindex".to_string()]
+        );
         assert_eq!(escape_attr("a\"<&é"), "a&quot;&lt;&amp;&#xe9;");
     }
 
@@ -1049,7 +1096,8 @@ mod tests {
         assert!(Rewriter::new(&cfg(Mode::Inject), Some("utf-16")).is_err());
         assert!(Rewriter::new(&cfg(Mode::Inject), Some("no-such-charset")).is_err());
         assert!(Rewriter::new(&cfg(Mode::Inject), Some(" ")).is_ok());
-        let (out, _) = rewrite_all(&cfg(Mode::Inject), Some("windows-1252"), b"<head></head><p>caf\xe9</p>").unwrap_or_else(|e| panic!("{e}"));
+        let (out, _) = rewrite_all(&cfg(Mode::Inject), Some("windows-1252"), b"<head></head><p>caf\xe9</p>")
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out, [b"<head>".as_slice(), METAS.as_bytes(), b"</head><p>caf\xe9</p>"].concat());
     }
 }

@@ -60,7 +60,12 @@ fn random_cuts(rng: &mut SplitMix, len: usize) -> Vec<usize> {
 
 /// Feeds `input` cut at `cuts` like the proxy does: write, drain findings,
 /// then finish.
-fn feed(config: &Config, charset: Option<&str>, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Option<String>) {
+fn feed(
+    config: &Config,
+    charset: Option<&str>,
+    input: &[u8],
+    cuts: &[usize],
+) -> (Vec<u8>, Vec<Finding>, Option<String>) {
     feed_with(Rewriter::new(config, charset).unwrap_or_else(|e| panic!("{e}")), input, cuts)
 }
 
@@ -165,7 +170,8 @@ fn findings_json(findings: &[Finding]) -> Vec<u8> {
     s.into_bytes()
 }
 
-const MODES: [(Mode, &str); 3] = [(Mode::Inject, "inject.html"), (Mode::Enforce, "enforce.html"), (Mode::Audit, "audit.json")];
+const MODES: [(Mode, &str); 3] =
+    [(Mode::Inject, "inject.html"), (Mode::Enforce, "enforce.html"), (Mode::Audit, "audit.json")];
 
 #[test]
 fn corpus_matches_goldens() {
@@ -176,10 +182,16 @@ fn corpus_matches_goldens() {
     let mut failures = String::new();
     for case in &cases {
         for (mode, ext) in MODES {
-            let (out, findings) = rewrite_all(&config(case, mode), case.charset.as_deref(), &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let (out, findings) = rewrite_all(&config(case, mode), case.charset.as_deref(), &case.src)
+                .unwrap_or_else(|e| panic!("{}: {e}", case.name));
             if mode == Mode::Audit {
                 if out != case.src {
-                    let _ = writeln!(failures, "{} audit changed the page: {}", case.name, first_difference(&case.src, &out));
+                    let _ = writeln!(
+                        failures,
+                        "{} audit changed the page: {}",
+                        case.name,
+                        first_difference(&case.src, &out)
+                    );
                 }
             } else if mode == Mode::Inject && !findings.is_empty() {
                 let _ = writeln!(failures, "{} inject reported findings: {findings:?}", case.name);
@@ -202,7 +214,8 @@ fn corpus_matches_goldens() {
         }
     }
     // Goldens of a case that no longer exists.
-    let known: Vec<String> = cases.iter().flat_map(|c| MODES.iter().map(move |(_, ext)| format!("{}.{ext}", c.name))).collect();
+    let known: Vec<String> =
+        cases.iter().flat_map(|c| MODES.iter().map(move |(_, ext)| format!("{}.{ext}", c.name))).collect();
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name == "policy.json" || name.ends_with(".src.html") || known.contains(&name) {
@@ -229,7 +242,8 @@ fn corpus_is_independent_of_chunk_boundaries() {
         for (mode, _) in MODES {
             let config = config(&case, mode);
             let charset = case.charset.as_deref();
-            let (want, want_findings) = rewrite_all(&config, charset, &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+            let (want, want_findings) =
+                rewrite_all(&config, charset, &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
             let one_byte: Vec<usize> = (1..case.src.len()).collect();
             let mut splittings = vec![("1-byte chunks".to_string(), one_byte)];
             for i in 0..SPLITS {
@@ -242,10 +256,25 @@ fn corpus_is_independent_of_chunk_boundaries() {
                 runs += 1;
                 let rw = Rewriter::prepared(&prepared, charset).unwrap_or_else(|e| panic!("{}: {e}", case.name));
                 let (got, findings, bail) = feed_with(rw, &case.src, &cuts);
-                let context = || format!("case {} mode {mode:?}, {what}, GOLDEN_SEED={seed}, cuts {}", case.name, describe_cuts(&cuts));
+                let context = || {
+                    format!(
+                        "case {} mode {mode:?}, {what}, GOLDEN_SEED={seed}, cuts {}",
+                        case.name,
+                        describe_cuts(&cuts)
+                    )
+                };
                 assert!(bail.is_none(), "{}: bailed out: {bail:?}", context());
-                assert!(got == want, "{}: output differs from the whole-document output: {}", context(), first_difference(&want, &got));
-                assert!(findings == want_findings, "{}: findings differ:\n  want {want_findings:?}\n  got  {findings:?}", context());
+                assert!(
+                    got == want,
+                    "{}: output differs from the whole-document output: {}",
+                    context(),
+                    first_difference(&want, &got)
+                );
+                assert!(
+                    findings == want_findings,
+                    "{}: findings differ:\n  want {want_findings:?}\n  got  {findings:?}",
+                    context()
+                );
             }
         }
     }
@@ -298,10 +327,18 @@ fn fixed_growth_adds_exactly_the_promised_bytes() {
     assert!(out == [page.as_slice(), &vec![b' '; n]].concat(), "{}", show(&out[page.len()..]));
 }
 
-const POLICY_METAS: &str = "<meta name=\"robots\" content=\"noindex, nosnippet\"><meta name=\"gptbot\" content=\"noai\">";
+const POLICY_METAS: &str =
+    "<meta name=\"robots\" content=\"noindex, nosnippet\"><meta name=\"gptbot\" content=\"noai\">";
 
 fn policy(mode: Mode, max_memory: usize) -> Config {
-    Config { mode, directives: vec![("*".into(), vec!["noindex".into(), "nosnippet".into()]), ("GPTBot".into(), vec!["noai".into()])], max_memory }
+    Config {
+        mode,
+        directives: vec![
+            ("*".into(), vec!["noindex".into(), "nosnippet".into()]),
+            ("GPTBot".into(), vec!["noai".into()]),
+        ],
+        max_memory,
+    }
 }
 
 /// Past the memory limit the rewriter bails out: what it has rewritten so
@@ -313,7 +350,12 @@ fn memory_limit_passes_the_rest_through() {
     page.extend(std::iter::repeat_n(b'a', 200_000));
     // No `"` follows: the attribute never ends.
     page.extend_from_slice(b"\n<meta name=robots content=index></head><body><p>caf\xc3\xa9</p>");
-    let want = [b"<!doctype html>\n<html><head>".as_slice(), POLICY_METAS.as_bytes(), &page[b"<!doctype html>\n<html><head>".len()..]].concat();
+    let want = [
+        b"<!doctype html>\n<html><head>".as_slice(),
+        POLICY_METAS.as_bytes(),
+        &page[b"<!doctype html>\n<html><head>".len()..],
+    ]
+    .concat();
     let mut rng = SplitMix(7);
     let mut splittings = vec![vec![], (1..page.len()).step_by(4096).collect::<Vec<_>>()];
     splittings.extend((0..4).map(|_| random_cuts(&mut rng, page.len())));
@@ -335,7 +377,8 @@ fn memory_limit_passes_the_rest_through() {
     let mut page = b"<html><head><!--".to_vec();
     page.extend(std::iter::repeat_n(b'-', 300_000));
     page.extend_from_slice(b"--><title>T</title></head><body></body></html>");
-    let (out, _, bail) = feed(&policy(Mode::Inject, 16 * 1024), None, &page, &(1..page.len()).step_by(1000).collect::<Vec<_>>());
+    let (out, _, bail) =
+        feed(&policy(Mode::Inject, 16 * 1024), None, &page, &(1..page.len()).step_by(1000).collect::<Vec<_>>());
     assert_eq!(bail, None);
     let want = [b"<html><head>".as_slice(), POLICY_METAS.as_bytes(), &page[12..]].concat();
     assert!(out == want, "{}", first_difference(&want, &out));
@@ -358,7 +401,16 @@ fn writes_after_a_bail_out_pass_through() {
 
 #[test]
 fn charsets_that_cannot_be_rewritten_are_refused() {
-    for label in ["utf-16", "UTF-16LE", "utf-16be", "unicodefffe", "iso-2022-jp", "csiso2022kr", "x-no-such-charset", "utf-8 please"] {
+    for label in [
+        "utf-16",
+        "UTF-16LE",
+        "utf-16be",
+        "unicodefffe",
+        "iso-2022-jp",
+        "csiso2022kr",
+        "x-no-such-charset",
+        "utf-8 please",
+    ] {
         let err = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), Some(label)).err();
         assert!(err.as_ref().is_some_and(|e| e.to_string().contains(label)), "{label}: {err:?}");
         assert!(rewrite_all(&policy(Mode::Audit, MAX_MEMORY), Some(label), b"<head></head>").is_err(), "{label}");
@@ -383,7 +435,11 @@ fn duplicates_are_known_within_the_window_whatever_the_chunks() {
     let near = page(KNOWLEDGE_WINDOW - 2000);
     let far = page(KNOWLEDGE_WINDOW + 2000);
     // The window starts after the head tag, however long that is.
-    let big_head_tag = page(KNOWLEDGE_WINDOW - 2000).replacen("<head>", &format!("<head data-x=\"{}\">", "y".repeat(KNOWLEDGE_WINDOW + 8000)), 1);
+    let big_head_tag = page(KNOWLEDGE_WINDOW - 2000).replacen(
+        "<head>",
+        &format!("<head data-x=\"{}\">", "y".repeat(KNOWLEDGE_WINDOW + 8000)),
+        1,
+    );
     let mut rng = SplitMix(42);
     for (page, injected) in [(&near, ""), (&far, POLICY_METAS), (&big_head_tag, "")] {
         let head_end = page.find("<head").and_then(|at| page[at..].find('>').map(|end| at + end + 1)).unwrap_or(0);
@@ -394,7 +450,13 @@ fn duplicates_are_known_within_the_window_whatever_the_chunks() {
             for cuts in &splittings {
                 let (out, _, bail) = feed(&policy(mode, MAX_MEMORY), None, page.as_bytes(), cuts);
                 assert_eq!(bail, None);
-                assert!(out == want.as_bytes(), "{mode:?} page of {} bytes, cuts {}: {}", page.len(), describe_cuts(cuts), first_difference(want.as_bytes(), &out));
+                assert!(
+                    out == want.as_bytes(),
+                    "{mode:?} page of {} bytes, cuts {}: {}",
+                    page.len(),
+                    describe_cuts(cuts),
+                    first_difference(want.as_bytes(), &out)
+                );
             }
         }
     }

@@ -37,7 +37,12 @@ fn bench(c: &mut Criterion) {
     let robots = policy.robots_txt().to_string();
     let stats = policy.stats();
     let tokens = policy.tokens().count();
-    eprintln!("policy: {} groups, {tokens} tokens, {} rules, robots.txt {} bytes", stats.groups, stats.rules, robots.len());
+    eprintln!(
+        "policy: {} groups, {tokens} tokens, {} rules, robots.txt {} bytes",
+        stats.groups,
+        stats.rules,
+        robots.len()
+    );
 
     // The fixed rotation of questions: every UA with every path, in an
     // order that does not repeat a UA twice in a row.
@@ -63,10 +68,14 @@ fn bench(c: &mut Criterion) {
         let ours = policy.decide(USER_AGENTS[u].0, PATHS[p]).allowed;
         disallowed += usize::from(!ours);
         tr_diff += usize::from(robots_by_ua[u].allowed(PATHS[p]) != ours);
-        let google = robotstxt::DefaultMatcher::default().one_agent_allowed_by_robots(&robots, USER_AGENTS[u].1, &urls[p]);
+        let google =
+            robotstxt::DefaultMatcher::default().one_agent_allowed_by_robots(&robots, USER_AGENTS[u].1, &urls[p]);
         g_diff += usize::from(google != ours);
     }
-    eprintln!("{} questions, {disallowed} disallowed; texting_robots differs on {tr_diff}, robotstxt on {g_diff}", pairs.len());
+    eprintln!(
+        "{} questions, {disallowed} disallowed; texting_robots differs on {tr_diff}, robotstxt on {g_diff}",
+        pairs.len()
+    );
 
     let mut g = c.benchmark_group("decide");
     g.warm_up_time(Duration::from_secs(2)).measurement_time(Duration::from_secs(6));
@@ -103,7 +112,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (u, p) = pairs[i % pairs.len()];
             i += 1;
-            black_box(robotstxt::DefaultMatcher::default().one_agent_allowed_by_robots(black_box(&robots), USER_AGENTS[u].1, black_box(&urls[p])))
+            black_box(robotstxt::DefaultMatcher::default().one_agent_allowed_by_robots(
+                black_box(&robots),
+                USER_AGENTS[u].1,
+                black_box(&urls[p]),
+            ))
         })
     });
     g.finish();
@@ -119,7 +132,9 @@ fn bench_controls(c: &mut Criterion) {
         Ok(l) => l.policy,
         Err(e) => panic!("{e}"),
     };
-    c.bench_function("url_controls/drafts", |b| b.iter(|| black_box(policy.url_controls(black_box("/drafts/post.html")))));
+    c.bench_function("url_controls/drafts", |b| {
+        b.iter(|| black_box(policy.url_controls(black_box("/drafts/post.html"))))
+    });
 }
 
 criterion_group!(benches, bench, bench_controls);

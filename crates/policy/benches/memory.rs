@@ -73,7 +73,11 @@ fn main() {
         let robot = texting_robots::Robot::new(agent, robots.as_bytes());
         let s = region.change();
         let held = s.bytes_allocated as isize - s.bytes_deallocated as isize;
-        println!("texting_robots Robot::new({agent}): held {} ({})", kib(held), if robot.is_ok() { "ok" } else { "error" });
+        println!(
+            "texting_robots Robot::new({agent}): held {} ({})",
+            kib(held),
+            if robot.is_ok() { "ok" } else { "error" }
+        );
         drop(robot);
     }
     drop(loaded);

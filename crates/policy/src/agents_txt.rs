@@ -94,7 +94,11 @@ pub fn render(meta: &[(&str, &str)], rules: &[AgentsRule]) -> Result<String, Age
         for (k, v) in &r.params {
             line.push_str(&format!(" {k}={v}"));
         }
-        check_directive(&line).map_err(|reason| AgentsTxtError::BadDirective { line: i + 1, text: line.clone(), reason })?;
+        check_directive(&line).map_err(|reason| AgentsTxtError::BadDirective {
+            line: i + 1,
+            text: line.clone(),
+            reason,
+        })?;
         directives.push(line);
     }
     let refs: Vec<&str> = directives.iter().map(String::as_str).collect();
@@ -131,7 +135,11 @@ pub fn verify(text: &str) -> Result<usize, AgentsTxtError> {
             hash = Some(digest.to_string());
             continue;
         }
-        check_directive(line).map_err(|reason| AgentsTxtError::BadDirective { line: i + 1, text: line.to_string(), reason })?;
+        check_directive(line).map_err(|reason| AgentsTxtError::BadDirective {
+            line: i + 1,
+            text: line.to_string(),
+            reason,
+        })?;
         directives.push(line);
     }
     let found = hash.ok_or(AgentsTxtError::MissingHash)?;
@@ -147,17 +155,28 @@ mod tests {
     use super::*;
 
     fn rule(path: &str, allow: bool, params: &[(&str, &str)]) -> AgentsRule {
-        AgentsRule { path: path.into(), allow, params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+        AgentsRule {
+            path: path.into(),
+            allow,
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
     }
 
     #[test]
     fn render_then_verify() {
-        let rules = [rule("/status", true, &[]), rule("/dashboard", true, &[("limit", "50")]), rule("/admin", false, &[])];
+        let rules =
+            [rule("/status", true, &[]), rule("/dashboard", true, &[("limit", "50")]), rule("/admin", false, &[])];
         let text = render(&[("version", "1.0")], &rules).unwrap_or_else(|e| panic!("{e}"));
         let hash = hex::encode(Sha256::digest(b"/status ALLOW\n/dashboard ALLOW limit=50\n/admin DISALLOW"));
-        assert_eq!(text, format!("# version: 1.0\n*{hash}\n/status ALLOW\n/dashboard ALLOW limit=50\n/admin DISALLOW\n"));
+        assert_eq!(
+            text,
+            format!("# version: 1.0\n*{hash}\n/status ALLOW\n/dashboard ALLOW limit=50\n/admin DISALLOW\n")
+        );
         assert_eq!(verify(&text), Ok(3));
-        assert_eq!(verify(&format!("*{hash}\n\n# c\n/status ALLOW\n/dashboard ALLOW limit=50\n/admin DISALLOW")), Ok(3));
+        assert_eq!(
+            verify(&format!("*{hash}\n\n# c\n/status ALLOW\n/dashboard ALLOW limit=50\n/admin DISALLOW")),
+            Ok(3)
+        );
     }
 
     #[test]

@@ -11,7 +11,15 @@ use std::sync::LazyLock;
 
 /// The category vocabulary.
 pub const CATEGORIES: &[&str] = &[
-    "ai-training", "ai-search", "ai-assistant", "search-engine", "seo", "archiver", "scraper", "social-preview", "monitoring",
+    "ai-training",
+    "ai-search",
+    "ai-assistant",
+    "search-engine",
+    "seo",
+    "archiver",
+    "scraper",
+    "social-preview",
+    "monitoring",
 ];
 
 /// The catalog as compiled into the binary.
@@ -181,7 +189,10 @@ mod tests {
     fn broken_json_is_an_error_not_a_panic() {
         assert!(parse("[{\"token\": \"X\"}]").is_err());
         assert!(parse("not json").is_err());
-        assert!(parse("[{\"token\":\"X\",\"operator\":\"o\",\"categories\":[\"seo\"],\"ua_visible\":true,\"extra\":1}]").is_err());
+        assert!(parse(
+            "[{\"token\":\"X\",\"operator\":\"o\",\"categories\":[\"seo\"],\"ua_visible\":true,\"extra\":1}]"
+        )
+        .is_err());
     }
 
     #[test]

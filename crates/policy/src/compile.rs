@@ -13,7 +13,9 @@ use crate::catalog;
 use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator};
 use crate::identify::TokenMatcher;
 use crate::matcher::{Pattern, RuleSet};
-use crate::policy::{Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings};
+use crate::policy::{
+    Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings,
+};
 use crate::raw::{RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream};
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
@@ -121,7 +123,14 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
 
     let robots_txt = render::robots_txt(file_name, &groups, star_group, &extras, &tags);
     if robots_txt.len() > MAX_ROBOTS_TXT {
-        cx.err_at(0, format!("generated robots.txt is {} bytes, over the {} byte (500 KiB) limit crawlers must parse", robots_txt.len(), MAX_ROBOTS_TXT));
+        cx.err_at(
+            0,
+            format!(
+                "generated robots.txt is {} bytes, over the {} byte (500 KiB) limit crawlers must parse",
+                robots_txt.len(),
+                MAX_ROBOTS_TXT
+            ),
+        );
     }
     if !cx.errors.is_empty() {
         cx.errors.sort_by_key(|d| (d.line, d.col));
@@ -160,14 +169,31 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         access_log_sample: 1.0,
     };
     let Some(raw) = raw else { return s };
-    let RawServer { listen, h2c, tls_listen, tls_cert, tls_key, admin, threads, grace_period, access_log, access_log_sample } = raw.get_ref();
+    let RawServer {
+        listen,
+        h2c,
+        tls_listen,
+        tls_cert,
+        tls_key,
+        admin,
+        threads,
+        grace_period,
+        access_log,
+        access_log_sample,
+    } = raw.get_ref();
     let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
         v.as_ref().map(|list| {
             list.iter()
                 .filter(|a| {
                     let ok = a.get_ref().parse::<SocketAddr>().is_ok();
                     if !ok {
-                        cx.err(a, format!("server.{key}: `{}` is not a socket address (e.g. 0.0.0.0:8080 or [::]:8080)", a.get_ref()));
+                        cx.err(
+                            a,
+                            format!(
+                                "server.{key}: `{}` is not a socket address (e.g. 0.0.0.0:8080 or [::]:8080)",
+                                a.get_ref()
+                            ),
+                        );
                     }
                     ok
                 })
@@ -232,7 +258,16 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>) -> Ups
         cx.err_at(0, "missing [upstream] table: the proxy needs upstream.servers");
         return u;
     };
-    let RawUpstream { servers, tls, sni, verify_cert, connect_timeout, read_timeout, health_check_interval, content_usage } = raw.get_ref();
+    let RawUpstream {
+        servers,
+        tls,
+        sni,
+        verify_cert,
+        connect_timeout,
+        read_timeout,
+        health_check_interval,
+        content_usage,
+    } = raw.get_ref();
     match servers {
         None => cx.err(raw, "upstream.servers is required (e.g. [\"127.0.0.1:8000\"])"),
         Some(list) if list.get_ref().is_empty() => cx.err(list, "upstream.servers needs at least one server"),
@@ -258,7 +293,8 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>) -> Ups
     };
     u.connect_timeout = cx.duration("upstream.connect_timeout", connect_timeout.as_ref(), u.connect_timeout);
     u.read_timeout = cx.duration("upstream.read_timeout", read_timeout.as_ref(), u.read_timeout);
-    u.health_check_interval = cx.duration("upstream.health_check_interval", health_check_interval.as_ref(), u.health_check_interval);
+    u.health_check_interval =
+        cx.duration("upstream.health_check_interval", health_check_interval.as_ref(), u.health_check_interval);
     if let Some(c) = content_usage {
         match c.get_ref().as_str() {
             "keep" => u.content_usage = OriginHeaderMode::Keep,
@@ -308,18 +344,36 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         .filter(|t| t != "*")
         .collect();
     for g in raw {
-        let RawGroup { name, user_agents, categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status } = g.get_ref();
+        let RawGroup {
+            name,
+            user_agents,
+            categories,
+            allow,
+            disallow,
+            crawl_delay,
+            content_usage,
+            app_directives,
+            enforce,
+            block_status,
+        } = g.get_ref();
         let mut tokens: Vec<String> = Vec::new();
-        let add_token = |cx: &mut Ctx<'_>, seen: &mut Vec<(String, usize)>, tokens: &mut Vec<String>, t: &str, at: usize| {
-            let lower = t.to_ascii_lowercase();
-            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == lower) {
-                let first = cx.loc.at(*first, "");
-                cx.err_at(at, format!("group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})", first.file, first.line, first.col));
-            } else {
-                seen.push((lower, at));
-                tokens.push(t.to_string());
-            }
-        };
+        let add_token =
+            |cx: &mut Ctx<'_>, seen: &mut Vec<(String, usize)>, tokens: &mut Vec<String>, t: &str, at: usize| {
+                let lower = t.to_ascii_lowercase();
+                if let Some((_, first)) = seen.iter().find(|(s, _)| *s == lower) {
+                    let first = cx.loc.at(*first, "");
+                    cx.err_at(
+                        at,
+                        format!(
+                            "group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})",
+                            first.file, first.line, first.col
+                        ),
+                    );
+                } else {
+                    seen.push((lower, at));
+                    tokens.push(t.to_string());
+                }
+            };
         for ua in user_agents.iter().flatten() {
             let t = ua.get_ref();
             if let Err(e) = validate::user_agent(t) {
@@ -335,7 +389,14 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
         let mut overridden = 0;
         for cat in categories.iter().flatten() {
             let Some(list) = catalog::tokens_in_category(cat.get_ref()) else {
-                cx.err(cat, format!("group.categories: unknown category `{}` (known: {})", cat.get_ref(), catalog::CATEGORIES.join(", ")));
+                cx.err(
+                    cat,
+                    format!(
+                        "group.categories: unknown category `{}` (known: {})",
+                        cat.get_ref(),
+                        catalog::CATEGORIES.join(", ")
+                    ),
+                );
                 continue;
             };
             // Tokens another group already got from a category: one error
@@ -421,7 +482,8 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
                 Err(e) => cx.err(c, e),
             }
         }
-        let cu_set = RuleSet::new(cu.iter().map(|(p, _)| (Pattern::new_lenient(p.as_deref().unwrap_or("/")), true)).collect());
+        let cu_set =
+            RuleSet::new(cu.iter().map(|(p, _)| (Pattern::new_lenient(p.as_deref().unwrap_or("/")), true)).collect());
         let mut ad = Vec::new();
         let is_star = tokens.iter().any(|t| t == "*");
         for a in app_directives.iter().flatten() {
@@ -445,7 +507,8 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
                         cx.warn(e, "group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked");
                     }
                     // One warning per group (a category can bring several).
-                    let robots_only: Vec<String> = tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
+                    let robots_only: Vec<String> =
+                        tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
                     match robots_only.as_slice() {
                         [] => {}
                         [one] => cx.warn(e, format!("group.enforce: {one} never appears in a User-Agent header (a robots.txt-only token): robots.txt publishes it, but `block` cannot apply to it")),
@@ -508,7 +571,13 @@ fn compile_tags(cx: &mut Ctx<'_>, raw: &[Spanned<RawRobotsTag>]) -> Vec<TagEntry
                 .filter(|a| {
                     let ok = a.get_ref() == "*" || valid_token(a.get_ref());
                     if !ok {
-                        cx.err(a, format!("robots_tag.agents: `{}` is not a product token (letters, '_' and '-' only, or \"*\")", a.get_ref()));
+                        cx.err(
+                            a,
+                            format!(
+                                "robots_tag.agents: `{}` is not a product token (letters, '_' and '-' only, or \"*\")",
+                                a.get_ref()
+                            ),
+                        );
                     }
                     ok
                 })
@@ -545,7 +614,14 @@ fn compile_tags(cx: &mut Ctx<'_>, raw: &[Spanned<RawRobotsTag>]) -> Vec<TagEntry
                 }
             },
         };
-        out.push(TagEntry { path: path.get_ref().clone(), pattern, agents, rules: ok_rules, header: header.unwrap_or(true), html });
+        out.push(TagEntry {
+            path: path.get_ref().clone(),
+            pattern,
+            agents,
+            rules: ok_rules,
+            header: header.unwrap_or(true),
+            html,
+        });
     }
     out
 }
@@ -566,7 +642,12 @@ fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> 
         };
         let path = rule.path.get_ref();
         if !path.starts_with('/') || path.contains(char::is_whitespace) {
-            cx.err(&rule.path, format!("agents_txt.rules.path must start with `/` and contain no whitespace (write %20), found `{path}`"));
+            cx.err(
+                &rule.path,
+                format!(
+                    "agents_txt.rules.path must start with `/` and contain no whitespace (write %20), found `{path}`"
+                ),
+            );
             continue;
         }
         let params = rule.params.iter().flatten().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect();

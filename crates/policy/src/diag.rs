@@ -51,7 +51,8 @@ pub(crate) struct Locator<'a> {
 
 impl<'a> Locator<'a> {
     pub(crate) fn new(file: &'a str, source: &'a str) -> Self {
-        let line_starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', source.as_bytes()).map(|i| i + 1)).collect();
+        let line_starts =
+            std::iter::once(0).chain(memchr::memchr_iter(b'\n', source.as_bytes()).map(|i| i + 1)).collect();
         Locator { file, source, line_starts }
     }
 

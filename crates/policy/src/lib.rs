@@ -23,6 +23,6 @@ pub mod validate;
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use policy::{
-    Action, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef, ServerSettings, Settings, Stats,
-    UpstreamSettings, UrlControls,
+    Action, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef, ServerSettings,
+    Settings, Stats, UpstreamSettings, UrlControls,
 };

@@ -71,7 +71,9 @@ fn is_canonical(s: &[u8], pattern: bool) -> bool {
             return false;
         }
         if b == b'%' {
-            if let (Some(h), Some(l)) = (s.get(i + 1).copied().and_then(hex_val), s.get(i + 2).copied().and_then(hex_val)) {
+            if let (Some(h), Some(l)) =
+                (s.get(i + 1).copied().and_then(hex_val), s.get(i + 2).copied().and_then(hex_val))
+            {
                 if unreserved(h * 16 + l) || s[i + 1].is_ascii_lowercase() || s[i + 2].is_ascii_lowercase() {
                     return false;
                 }
@@ -105,7 +107,9 @@ fn canonical(path_and_query: &str, pattern: bool) -> Cow<'_, str> {
     while i < bytes.len() {
         let b = bytes[i];
         if b == b'%' {
-            if let (Some(h), Some(l)) = (bytes.get(i + 1).copied().and_then(hex_val), bytes.get(i + 2).copied().and_then(hex_val)) {
+            if let (Some(h), Some(l)) =
+                (bytes.get(i + 1).copied().and_then(hex_val), bytes.get(i + 2).copied().and_then(hex_val))
+            {
                 let v = h * 16 + l;
                 if unreserved(v) {
                     out.push(v as char);
@@ -377,7 +381,9 @@ impl RuleSet {
                     // Rules in a node are best-first: nothing later wins.
                     break;
                 }
-                if c.needs != ByteSet::default() && !c.needs.is_subset_of(*path_bytes.get_or_insert_with(|| ByteSet::of(path.as_bytes()))) {
+                if c.needs != ByteSet::default()
+                    && !c.needs.is_subset_of(*path_bytes.get_or_insert_with(|| ByteSet::of(path.as_bytes())))
+                {
                     continue;
                 }
                 if self.patterns[c.rule as usize].matches_after_prefix(path.as_bytes()) {
@@ -448,7 +454,10 @@ pub fn normalize_request_target(raw: &str) -> Result<Cow<'_, str>, PathError> {
     }
     let bytes = target.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
-        if b == b'%' && !(bytes.get(i + 1).copied().and_then(hex_val).is_some() && bytes.get(i + 2).copied().and_then(hex_val).is_some()) {
+        if b == b'%'
+            && !(bytes.get(i + 1).copied().and_then(hex_val).is_some()
+                && bytes.get(i + 2).copied().and_then(hex_val).is_some())
+        {
             return Err(PathError::BadEscape(i));
         }
     }

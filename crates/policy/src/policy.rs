@@ -274,7 +274,8 @@ pub struct Policy {
     pub(crate) sha256: String,
     /// Memo of [`Policy::tag_controls`] by bit set of matching entries;
     /// shared by clones of this policy (same entries, same answers).
-    pub(crate) tag_cache: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<u64, std::sync::Arc<TagControls>>>>,
+    pub(crate) tag_cache:
+        std::sync::Arc<std::sync::RwLock<std::collections::HashMap<u64, std::sync::Arc<TagControls>>>>,
 }
 
 /// The robots_tag part of [`UrlControls`].
@@ -292,7 +293,9 @@ const TAG_CACHE_LIMIT: usize = 4096;
 fn is_fixed_file(path: &str) -> bool {
     // Compares the start only: splitting at `?` would scan the whole path
     // on every decision.
-    ["/robots.txt", "/agents.txt"].iter().any(|f| path.strip_prefix(f).is_some_and(|rest| rest.is_empty() || rest.starts_with('?')))
+    ["/robots.txt", "/agents.txt"]
+        .iter()
+        .any(|f| path.strip_prefix(f).is_some_and(|rest| rest.is_empty() || rest.starts_with('?')))
 }
 
 impl Policy {
@@ -344,7 +347,14 @@ impl Policy {
         let agent = token.map(|t| self.tokens[t].as_str());
         let group_idx = token.map(|t| self.token_group[t]).or(self.star_group);
         let Some(gi) = group_idx else {
-            return Decision { agent, group: None, rule: None, allowed: true, enforce: Enforce::Off, block_status: 403 };
+            return Decision {
+                agent,
+                group: None,
+                rule: None,
+                allowed: true,
+                enforce: Enforce::Off,
+                block_status: 403,
+            };
         };
         let g = &self.groups[gi];
         let group = Some(GroupRef { index: gi, name: &g.name, line: g.line });
@@ -354,7 +364,14 @@ impl Policy {
             let (pattern, allow, line) = &g.rules_src[i];
             RuleRef { pattern, allow: *allow, line: *line }
         });
-        Decision { agent, group, allowed: rule.is_none_or(|r| r.allow), rule, enforce: g.enforce, block_status: g.block_status }
+        Decision {
+            agent,
+            group,
+            allowed: rule.is_none_or(|r| r.allow),
+            rule,
+            enforce: g.enforce,
+            block_status: g.block_status,
+        }
     }
 
     /// Whether any `[[robots_tag]]` entry rewrites HTML (a mode other than
@@ -376,7 +393,8 @@ impl Policy {
         if let Some(star) = self.star_group.map(|i| &self.groups[i]) {
             let allowed = star.rules.evaluate(&path).is_none_or(|i| star.rules.is_allow(i));
             if allowed {
-                controls.content_usage = star.content_usage_set.evaluate(&path).map(|i| star.content_usage[i].1.clone());
+                controls.content_usage =
+                    star.content_usage_set.evaluate(&path).map(|i| star.content_usage[i].1.clone());
             }
         }
         controls
@@ -436,7 +454,11 @@ impl Policy {
             out.robots_tag = rules.robots_tag_value();
             out.x_robots_tag = rules.x_robots_tag_values();
         }
-        let mode = matching.iter().filter(|t| t.html.is_some()).max_by_key(|t| t.pattern.specificity()).and_then(|t| t.html.flatten());
+        let mode = matching
+            .iter()
+            .filter(|t| t.html.is_some())
+            .max_by_key(|t| t.pattern.specificity())
+            .and_then(|t| t.html.flatten());
         if let (Some(mode), Ok(rules)) = (mode, TagRules::new(all_entries)) {
             if !rules.is_empty() {
                 let directives = rules

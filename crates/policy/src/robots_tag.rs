@@ -11,8 +11,19 @@ pub const PARSE_LIMIT: usize = 8 * 1024;
 
 /// Boolean rules (robots meta and Robots-Tag).
 pub const FLAG_RULES: &[&str] = &[
-    "all", "noindex", "nofollow", "none", "noarchive", "nosnippet", "noimageindex", "notranslate",
-    "indexifembedded", "noai", "noimageai", "index", "follow",
+    "all",
+    "noindex",
+    "nofollow",
+    "none",
+    "noarchive",
+    "nosnippet",
+    "noimageindex",
+    "notranslate",
+    "indexifembedded",
+    "noai",
+    "noimageai",
+    "index",
+    "follow",
 ];
 
 /// Why a rule set is invalid.
@@ -67,7 +78,9 @@ impl Rule {
         let bad = |expected| RobotsTagError::BadValue { rule: raw.to_string(), expected };
         let value = match (name.as_str(), value) {
             (n, None) if FLAG_RULES.contains(&n) => None,
-            ("max-snippet" | "max-video-preview", Some(v)) => Some(RuleValue::Int(v.parse().map_err(|_| bad("an integer (-1 for no limit)"))?)),
+            ("max-snippet" | "max-video-preview", Some(v)) => {
+                Some(RuleValue::Int(v.parse().map_err(|_| bad("an integer (-1 for no limit)"))?))
+            }
             ("max-image-preview", Some(v)) => {
                 let v = v.to_ascii_lowercase();
                 if !["none", "standard", "large"].contains(&v.as_str()) {
@@ -75,7 +88,9 @@ impl Rule {
                 }
                 Some(RuleValue::Token(v))
             }
-            ("unavailable_after", Some(v)) if !v.is_empty() && v.is_ascii() && !v.contains('"') => Some(RuleValue::Text(v.to_string())),
+            ("unavailable_after", Some(v)) if !v.is_empty() && v.is_ascii() && !v.contains('"') => {
+                Some(RuleValue::Text(v.to_string()))
+            }
             ("unavailable_after", _) => return Err(bad("a date")),
             ("max-snippet" | "max-video-preview" | "max-image-preview", None) => return Err(bad("a value")),
             _ => return Err(RobotsTagError::UnknownRule(raw.to_string())),
@@ -96,9 +111,15 @@ impl Rule {
     fn bare_item(&self) -> BareItem {
         match &self.value {
             None => BareItem::Boolean(true),
-            Some(RuleValue::Int(i)) => sfv::Integer::try_from(*i).map(BareItem::Integer).unwrap_or(BareItem::Boolean(true)),
-            Some(RuleValue::Token(t)) => Token::from_string(t.clone()).map(BareItem::Token).unwrap_or(BareItem::Boolean(true)),
-            Some(RuleValue::Text(t)) => sfv::String::from_string(t.clone()).map(BareItem::String).unwrap_or(BareItem::Boolean(true)),
+            Some(RuleValue::Int(i)) => {
+                sfv::Integer::try_from(*i).map(BareItem::Integer).unwrap_or(BareItem::Boolean(true))
+            }
+            Some(RuleValue::Token(t)) => {
+                Token::from_string(t.clone()).map(BareItem::Token).unwrap_or(BareItem::Boolean(true))
+            }
+            Some(RuleValue::Text(t)) => {
+                sfv::String::from_string(t.clone()).map(BareItem::String).unwrap_or(BareItem::Boolean(true))
+            }
         }
     }
 }
@@ -167,7 +188,11 @@ impl TagRules {
             .iter()
             .map(|(token, rules)| {
                 let body = rules.iter().map(Rule::legacy).collect::<Vec<_>>().join(", ");
-                if token == "*" { body } else { format!("{}: {body}", token.to_ascii_lowercase()) }
+                if token == "*" {
+                    body
+                } else {
+                    format!("{}: {body}", token.to_ascii_lowercase())
+                }
             })
             .collect()
     }
@@ -227,7 +252,13 @@ fn merge_param(params: &mut Parameters, key: &Key, value: &BareItem) {
             (Some(a), Some(b)) => {
                 let (a, b) = (i64::from(a), i64::from(b));
                 // -1 means "no limit": any limit is more restrictive.
-                let pick = if a < 0 { b } else if b < 0 { a } else { a.min(b) };
+                let pick = if a < 0 {
+                    b
+                } else if b < 0 {
+                    a
+                } else {
+                    a.min(b)
+                };
                 if let Ok(i) = sfv::Integer::try_from(pick) {
                     *existing = BareItem::Integer(i);
                 }
@@ -358,17 +389,29 @@ mod tests {
         let r = rules(&[("*", &["noindex", "NoSnippet", "max-snippet:50"]), ("GPTBot", &["noai"])]);
         assert_eq!(r.robots_tag_value().as_deref(), Some("*;noindex;nosnippet;max-snippet=50, GPTBot;noai"));
         assert_eq!(r.x_robots_tag_values(), vec!["noindex, nosnippet, max-snippet:50", "gptbot: noai"]);
-        assert_eq!(r.meta_elements(), vec![("robots".to_string(), "noindex, nosnippet, max-snippet:50".to_string()), ("gptbot".to_string(), "noai".to_string())]);
+        assert_eq!(
+            r.meta_elements(),
+            vec![
+                ("robots".to_string(), "noindex, nosnippet, max-snippet:50".to_string()),
+                ("gptbot".to_string(), "noai".to_string())
+            ]
+        );
         assert_eq!(rules(&[]).robots_tag_value(), None);
         let dated = rules(&[("*", &["unavailable_after: 2026-12-31", "max-image-preview:large"])]);
-        assert_eq!(dated.robots_tag_value().as_deref(), Some("*;unavailable_after=\"2026-12-31\";max-image-preview=large"));
+        assert_eq!(
+            dated.robots_tag_value().as_deref(),
+            Some("*;unavailable_after=\"2026-12-31\";max-image-preview=large")
+        );
     }
 
     #[test]
     fn bad_rules_are_named() {
         let err = TagRules::new(vec![("*".into(), vec!["noindx".into()])]).map_err(|e| e.to_string());
         assert!(err.as_ref().is_err_and(|e| e.starts_with("unknown rule `noindx`")), "{err:?}");
-        assert!(matches!(TagRules::new(vec![("*".into(), vec!["max-snippet:lots".into()])]), Err(RobotsTagError::BadValue { .. })));
+        assert!(matches!(
+            TagRules::new(vec![("*".into(), vec!["max-snippet:lots".into()])]),
+            Err(RobotsTagError::BadValue { .. })
+        ));
         assert!(matches!(TagRules::new(vec![("_bot".into(), vec!["noai".into()])]), Err(RobotsTagError::BadToken(_))));
     }
 
@@ -383,11 +426,17 @@ mod tests {
     fn merge_is_a_restrictive_union() {
         let up: [&[u8]; 2] = [b"*;noarchive;max-snippet=20, otherbot;nofollow", b"googlebot: nosnippet"];
         let merged = lines(merge_robots_tag(&up, Some("*;noindex;max-snippet=50, GPTBot;noai, OtherBot;noindex")));
-        assert_eq!(merged, vec!["googlebot: nosnippet", "*;noarchive;max-snippet=20;noindex, otherbot;nofollow;noindex, GPTBot;noai"]);
+        assert_eq!(
+            merged,
+            vec!["googlebot: nosnippet", "*;noarchive;max-snippet=20;noindex, otherbot;nofollow;noindex, GPTBot;noai"]
+        );
         assert_eq!(lines(merge_robots_tag(&[], Some("*;noindex"))), vec!["*;noindex"]);
         assert_eq!(lines(merge_robots_tag(&[b"*;noai"], None)), vec!["*;noai"]);
         let preview: [&[u8]; 1] = [b"*;max-image-preview=large;max-snippet=-1"];
-        assert_eq!(lines(merge_robots_tag(&preview, Some("*;max-image-preview=none;max-snippet=10"))), vec!["*;max-image-preview=none;max-snippet=10"]);
+        assert_eq!(
+            lines(merge_robots_tag(&preview, Some("*;max-image-preview=none;max-snippet=10"))),
+            vec!["*;max-image-preview=none;max-snippet=10"]
+        );
     }
 
     #[test]

@@ -77,7 +77,13 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
         n += 1;
         let end = rest.find(['\n', '\r']).unwrap_or(rest.len());
         let line = &rest[..end];
-        let skip = if rest[end..].starts_with("\r\n") { 2 } else if end < rest.len() { 1 } else { 0 };
+        let skip = if rest[end..].starts_with("\r\n") {
+            2
+        } else if end < rest.len() {
+            1
+        } else {
+            0
+        };
         rest = &rest[end + skip..];
         Some((n, line))
     })
@@ -216,7 +222,9 @@ impl RobotsTxt {
         if !named.is_empty() {
             return named;
         }
-        (0..self.groups.len()).filter(|&i| self.groups[i].user_agents.iter().any(|ua| product_token(ua) == "*")).collect()
+        (0..self.groups.len())
+            .filter(|&i| self.groups[i].user_agents.iter().any(|ua| product_token(ua) == "*"))
+            .collect()
     }
 
     /// The deciding rule for a crawler and URL, `None` when no rule

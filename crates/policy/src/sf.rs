@@ -58,9 +58,8 @@ pub fn parse_app_directives(list: &str) -> Result<String, SfError> {
     if list.trim().is_empty() {
         return Err(SfError::Empty);
     }
-    let parsed: List = Parser::new(list)
-        .parse()
-        .map_err(|e| SfError::BadList { value: list.to_string(), reason: e.to_string() })?;
+    let parsed: List =
+        Parser::new(list).parse().map_err(|e| SfError::BadList { value: list.to_string(), reason: e.to_string() })?;
     for entry in &parsed {
         match entry {
             ListEntry::Item(item) if matches!(item.bare_item, BareItem::Token(_)) => {}

@@ -74,7 +74,12 @@ pub fn content_usage(entry: &str) -> Result<PathValue, String> {
     let warnings = parsed
         .unknown_keys
         .iter()
-        .map(|k| format!("{KEY}: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it", sf::KNOWN_CATEGORIES.join(", ")))
+        .map(|k| {
+            format!(
+                "{KEY}: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it",
+                sf::KNOWN_CATEGORIES.join(", ")
+            )
+        })
         .collect();
     Ok(PathValue { path: path.map(str::to_string), value: parsed.canonical, warnings })
 }
@@ -140,7 +145,9 @@ pub fn content_signal(value: &str) -> Result<String, String> {
     if ok {
         Ok(value.split(',').map(str::trim).collect::<Vec<_>>().join(", "))
     } else {
-        Err(format!("robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"))
+        Err(format!(
+            "robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"
+        ))
     }
 }
 
@@ -152,7 +159,10 @@ mod tests {
     fn tokens_and_rules() {
         assert_eq!(user_agent("*"), Ok(()));
         assert_eq!(user_agent("Googlebot-Image"), Ok(()));
-        assert_eq!(user_agent("Bot2").unwrap_err(), "group.user_agents: `Bot2` is not a product token (letters, '_' and '-' only, or \"*\")");
+        assert_eq!(
+            user_agent("Bot2").unwrap_err(),
+            "group.user_agents: `Bot2` is not a product token (letters, '_' and '-' only, or \"*\")"
+        );
         assert!(rule(true, "/a*b$").is_ok());
         assert_eq!(rule(false, "a").unwrap_err(), "group.disallow: pattern `a` must start with '/' or '*'");
         assert_eq!(rule(true, "").unwrap_err(), "group.allow: pattern is empty");
@@ -162,8 +172,14 @@ mod tests {
     fn content_usage_and_app_directives() {
         let cu = content_usage(" /docs  train-ai=n, foo=y ").unwrap();
         assert_eq!(cu.path.as_deref(), Some("/docs"));
-        assert_eq!(cu.warnings, ["group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it"]);
-        assert_eq!(content_usage("*x train-ai=n").unwrap_err(), "group.content_usage: path `*x` must start with `/` (readers take a leading `*` word as part of the value)");
+        assert_eq!(
+            cu.warnings,
+            ["group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it"]
+        );
+        assert_eq!(
+            content_usage("*x train-ai=n").unwrap_err(),
+            "group.content_usage: path `*x` must start with `/` (readers take a leading `*` word as part of the value)"
+        );
         assert!(content_usage("/a#b train-ai=n").unwrap_err().starts_with("group.content_usage: pattern `/a#b`"));
         assert!(app_directives("/x foo", true).unwrap().warnings.is_empty());
         assert_eq!(app_directives("foo", false).unwrap().warnings.len(), 1);
@@ -174,8 +190,14 @@ mod tests {
     fn numbers_urls_signals() {
         assert_eq!(crawl_delay(Seconds::Integer(5)), Ok("5".into()));
         assert_eq!(crawl_delay(Seconds::Float(0.5)), Ok("0.5".into()));
-        assert_eq!(crawl_delay(Seconds::Integer(0)).unwrap_err(), "group.crawl_delay must be a positive number of seconds, found 0");
-        assert_eq!(crawl_delay(Seconds::Float(-0.0)).unwrap_err(), "group.crawl_delay must be a positive number of seconds, found -0.0");
+        assert_eq!(
+            crawl_delay(Seconds::Integer(0)).unwrap_err(),
+            "group.crawl_delay must be a positive number of seconds, found 0"
+        );
+        assert_eq!(
+            crawl_delay(Seconds::Float(-0.0)).unwrap_err(),
+            "group.crawl_delay must be a positive number of seconds, found -0.0"
+        );
         assert_eq!(sitemap("https://e.example/s.xml"), Ok(()));
         assert_eq!(sitemap("/s.xml").unwrap_err(), "robots_txt.sitemaps: `/s.xml` is not an absolute http(s) URL");
         assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));

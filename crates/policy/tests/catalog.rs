@@ -30,7 +30,9 @@ fn warnings(l: &Loaded) -> Vec<String> {
 
 /// A `*` group plus one group per category: every catalog token.
 fn whole_catalog_policy() -> String {
-    let mut s = String::from("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n");
+    let mut s = String::from(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n",
+    );
     for c in CATEGORIES {
         s.push_str(&format!("\n[[group]]\nname = \"{c}\"\ncategories = [\"{c}\"]\ndisallow = [\"/\"]\n"));
     }
@@ -50,7 +52,8 @@ fn agent_of<'p>(l: &'p Loaded, ua: &str) -> Option<&'p str> {
 /// The catalog entry a User-Agent is identified as (policy spelling may
 /// differ in case from the catalog's).
 fn identified(l: &Loaded, ua: &str) -> Option<&'static Entry> {
-    agent_of(l, ua).map(|a| catalog::lookup(a).unwrap_or_else(|| panic!("identified `{a}`, which is not a catalog token")))
+    agent_of(l, ua)
+        .map(|a| catalog::lookup(a).unwrap_or_else(|| panic!("identified `{a}`, which is not a catalog token")))
 }
 
 #[test]
@@ -68,11 +71,21 @@ fn every_example_ua_identifies_its_own_entry() {
         // The group applied is the entry's category group.
         let d = l.policy.decide(ua, "/");
         if d.group.map(|g| g.name) != e.categories.first().map(String::as_str) {
-            failures.push(format!("{}: {ua:?} got group {:?}, category {:?}", e.token, d.group.map(|g| g.name), e.categories));
+            failures.push(format!(
+                "{}: {ua:?} got group {:?}, category {:?}",
+                e.token,
+                d.group.map(|g| g.name),
+                e.categories
+            ));
         }
     }
     assert!(checked >= 80, "only {checked} example User-Agents");
-    assert!(failures.is_empty(), "{} of {checked} example User-Agents misidentified:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} example User-Agents misidentified:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -88,11 +101,20 @@ fn browser_and_library_uas_identify_nothing() {
         }
         let d = l.policy.decide(ua, "/");
         if d.group.map(|g| g.name) != Some("*") {
-            failures.push(format!("browser-uas.txt:{}: {ua:?} got group {:?}, not `*`", n + 1, d.group.map(|g| g.name)));
+            failures.push(format!(
+                "browser-uas.txt:{}: {ua:?} got group {:?}, not `*`",
+                n + 1,
+                d.group.map(|g| g.name)
+            ));
         }
     }
     assert!(checked >= 60, "only {checked} browser User-Agents");
-    assert!(failures.is_empty(), "{} of {checked} browser User-Agents identified as crawlers:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} browser User-Agents identified as crawlers:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -211,8 +233,13 @@ fn categories_beside_user_agents_in_one_group() {
 
 #[test]
 fn unknown_category_lists_the_known_ones() {
-    let e = load_err("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\ncategories = [\"ai\"]\ndisallow = [\"/\"]\n");
-    assert!(e.starts_with("t.toml:5:15: group.categories: unknown category `ai` (known: ai-training, ai-search,"), "{e}");
+    let e = load_err(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\ncategories = [\"ai\"]\ndisallow = [\"/\"]\n",
+    );
+    assert!(
+        e.starts_with("t.toml:5:15: group.categories: unknown category `ai` (known: ai-training, ai-search,"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -36,7 +36,11 @@ fn cases() -> Vec<Case> {
 /// google_specific cases `allowed` is Google's verdict and the RFC says the
 /// opposite.
 fn rfc_verdict(c: &Case) -> bool {
-    if c.google_specific { !c.allowed } else { c.allowed }
+    if c.google_specific {
+        !c.allowed
+    } else {
+        c.allowed
+    }
 }
 
 fn failures(filter: impl Fn(&Case) -> bool) -> (usize, Vec<String>) {
@@ -46,7 +50,13 @@ fn failures(filter: impl Fn(&Case) -> bool) -> (usize, Vec<String>) {
         total += 1;
         let got = RobotsTxt::parse(c.robots.as_bytes()).is_allowed(&c.user_agent, &c.url);
         if got != rfc_verdict(c) {
-            failed.push(format!("{} (ua {:?}, url {:?}, expected allowed={})", c.id, c.user_agent, c.url, rfc_verdict(c)));
+            failed.push(format!(
+                "{} (ua {:?}, url {:?}, expected allowed={})",
+                c.id,
+                c.user_agent,
+                c.url,
+                rfc_verdict(c)
+            ));
         }
     }
     (total, failed)

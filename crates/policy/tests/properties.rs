@@ -19,7 +19,18 @@ use sfv::{BareItem, FieldType, List, ListEntry, Parser};
 /// Product tokens the generated groups draw from. Some are whole words of
 /// others (`Googlebot` in `Googlebot-Image`, `Claude` in `Claude_Web`), to
 /// exercise identification's longest-whole-word rule.
-const POOL: &[&str] = &["*", "GPTBot", "ClaudeBot", "Googlebot", "Googlebot-Image", "anthropic-ai", "Claude_Web", "Claude", "a", "Bing-bot_x"];
+const POOL: &[&str] = &[
+    "*",
+    "GPTBot",
+    "ClaudeBot",
+    "Googlebot",
+    "Googlebot-Image",
+    "anthropic-ai",
+    "Claude_Web",
+    "Claude",
+    "a",
+    "Bing-bot_x",
+];
 
 /// A crawler no generated group names.
 const UNKNOWN: &str = "UnknownCrawler";
@@ -150,8 +161,12 @@ struct GenPolicy {
 
 fn gen_policy() -> impl Strategy<Value = GenPolicy> {
     let order: Vec<usize> = (0..POOL.len()).collect();
-    (Just(order).prop_shuffle(), prop::collection::vec(gen_group(), 1..=6), prop::collection::vec(any::<bool>(), POOL.len())).prop_map(
-        |(order, groups, lower)| {
+    (
+        Just(order).prop_shuffle(),
+        prop::collection::vec(gen_group(), 1..=6),
+        prop::collection::vec(any::<bool>(), POOL.len()),
+    )
+        .prop_map(|(order, groups, lower)| {
             let mut toml = String::from("[upstream]\nservers = [\"127.0.0.1:8000\"]\n");
             let mut next = 0;
             for g in groups {
@@ -180,8 +195,7 @@ fn gen_policy() -> impl Strategy<Value = GenPolicy> {
                 }
             }
             GenPolicy { toml }
-        },
-    )
+        })
 }
 
 /// A User-Agent header naming `token` (in some case) and no other pool
@@ -199,7 +213,8 @@ fn is_whole_word(hay: &str, needle: &str) -> bool {
     let (h, n) = (hay.to_ascii_lowercase(), needle.to_ascii_lowercase());
     h.match_indices(&n).any(|(s, _)| {
         let e = s + n.len();
-        (s == 0 || !h.as_bytes()[s - 1].is_ascii_alphanumeric()) && (e == h.len() || !h.as_bytes()[e].is_ascii_alphanumeric())
+        (s == 0 || !h.as_bytes()[s - 1].is_ascii_alphanumeric())
+            && (e == h.len() || !h.as_bytes()[e].is_ascii_alphanumeric())
     })
 }
 
@@ -215,13 +230,23 @@ fn run<S: Strategy>(cases: u32, strategy: S, test: impl Fn(S::Value) -> Result<(
 
 /// Checks one (policy, token, path): the robots.txt verdict of the token
 /// `decide` identified equals `decide`'s.
-fn check_round_trip(policy: &Policy, robots: &RobotsTxt, token: &str, case: u8, path: &str) -> Result<(), TestCaseError> {
+fn check_round_trip(
+    policy: &Policy,
+    robots: &RobotsTxt,
+    token: &str,
+    case: u8,
+    path: &str,
+) -> Result<(), TestCaseError> {
     let ua = user_agent(token, case);
     let d = policy.decide(&ua, path);
     let has_group = policy.tokens().any(|t| t.eq_ignore_ascii_case(token));
     if has_group {
         // Its own group always wins over a shorter token inside it.
-        prop_assert!(d.agent.is_some_and(|a| a.eq_ignore_ascii_case(token)), "UA {ua:?} identified as {:?}, not {token}", d.agent);
+        prop_assert!(
+            d.agent.is_some_and(|a| a.eq_ignore_ascii_case(token)),
+            "UA {ua:?} identified as {:?}, not {token}",
+            d.agent
+        );
     }
     let effective = match d.agent {
         Some(a) => {
@@ -255,7 +280,13 @@ fn check_round_trip(policy: &Policy, robots: &RobotsTxt, token: &str, case: u8, 
         policy.robots_txt()
     );
     if path_only(&canonical) != "/robots.txt" {
-        prop_assert_eq!(d.rule.map(|r| (r.pattern, r.allow)), rule, "deciding rule differs for {} on {:?}", effective, path);
+        prop_assert_eq!(
+            d.rule.map(|r| (r.pattern, r.allow)),
+            rule,
+            "deciding rule differs for {} on {:?}",
+            effective,
+            path
+        );
     }
     Ok(())
 }
@@ -300,7 +331,8 @@ fn gen_agents_txt() -> impl Strategy<Value = String> {
     let key = prop_oneof![20 => prop::sample::select(PARAM_KEYS), 1 => prop::sample::select(PARAM_KEYS_BAD)];
     let value = prop_oneof![20 => prop::sample::select(PARAM_VALUES), 1 => prop::sample::select(PARAM_VALUES_BAD)];
     let params = prop::collection::btree_map(key, value, 0..3);
-    let action = prop_oneof![20 => prop::sample::select(&["allow", "disallow", "ALLOW", "Disallow"][..]), 1 => Just("block")];
+    let action =
+        prop_oneof![20 => prop::sample::select(&["allow", "disallow", "ALLOW", "Disallow"][..]), 1 => Just("block")];
     let rule = (path, action, params).prop_map(|(path, action, params)| {
         let ps: Vec<String> = params.iter().map(|(k, v)| format!("{} = {}", toml_str(k), toml_str(v))).collect();
         format!("  {{ path = {}, action = \"{action}\", params = {{ {} }} }},\n", toml_str(&path), ps.join(", "))
@@ -339,7 +371,12 @@ fn generated_agents_txt_passes_its_verifier() {
         );
         Ok(())
     });
-    assert!(published.get() * 5 > total.get(), "only {} of {} generated agents.txt were published", published.get(), total.get());
+    assert!(
+        published.get() * 5 > total.get(),
+        "only {} of {} generated agents.txt were published",
+        published.get(),
+        total.get()
+    );
 }
 
 const TAG_RULES: &[&str] = &[
@@ -391,7 +428,8 @@ fn gen_robots_tags() -> impl Strategy<Value = String> {
             }
             t
         });
-    prop::collection::vec(entry, 1..5).prop_map(|entries| format!("[upstream]\nservers = [\"127.0.0.1:8000\"]\n{}", entries.concat()))
+    prop::collection::vec(entry, 1..5)
+        .prop_map(|entries| format!("[upstream]\nservers = [\"127.0.0.1:8000\"]\n{}", entries.concat()))
 }
 
 /// (c) Every Robots-Tag value `url_controls` produces is an RFC 9651 List
@@ -455,7 +493,10 @@ fn is_structured(line: &[u8]) -> bool {
 /// is still named.
 #[test]
 fn merges_keep_what_the_origin_sent() {
-    let policy = prop::option::of(prop_oneof!["([A-Za-z*][A-Za-z0-9_-]{0,6}(;[a-z]{1,8}(=[0-9]{1,2})?){0,2}(, )?){0,3}", ".{0,30}",]);
+    let policy = prop::option::of(prop_oneof![
+        "([A-Za-z*][A-Za-z0-9_-]{0,6}(;[a-z]{1,8}(=[0-9]{1,2})?){0,2}(, )?){0,3}",
+        ".{0,30}",
+    ]);
     let x_policy = prop::collection::vec(".{0,20}", 0..3);
     run(2048, (prop::collection::vec(header_line(), 0..6), policy, x_policy), |(upstream, policy, x_policy)| {
         let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
@@ -464,7 +505,12 @@ fn merges_keep_what_the_origin_sent() {
         let merged = merge_robots_tag(&refs, policy.as_deref());
         for line in &upstream {
             if !is_structured(line) {
-                prop_assert!(merged.contains(line), "origin line {:?} dropped: {:?}", String::from_utf8_lossy(line), merged);
+                prop_assert!(
+                    merged.contains(line),
+                    "origin line {:?} dropped: {:?}",
+                    String::from_utf8_lossy(line),
+                    merged
+                );
             }
         }
         // The structured output is the last line, when there is one.
@@ -484,7 +530,13 @@ fn merges_keep_what_the_origin_sent() {
             for m in Parser::new(text).parse::<List>().unwrap_or_default() {
                 if let ListEntry::Item(i) = m {
                     if let Some(t) = i.bare_item.as_token() {
-                        prop_assert!(out_tokens.contains(&t.as_str().to_ascii_lowercase()), "token {} of {:?} lost: {:?}", t.as_str(), text, merged);
+                        prop_assert!(
+                            out_tokens.contains(&t.as_str().to_ascii_lowercase()),
+                            "token {} of {:?} lost: {:?}",
+                            t.as_str(),
+                            text,
+                            merged
+                        );
                     }
                 }
             }
@@ -501,7 +553,11 @@ fn merges_keep_what_the_origin_sent() {
 #[test]
 fn merges_never_panic_on_any_bytes() {
     let big = prop::collection::vec(
-        prop_oneof![header_line(), prop::collection::vec(any::<u8>(), 0..10_000), "([a-z]{1,6};noai, ){0,900}".prop_map(String::into_bytes)],
+        prop_oneof![
+            header_line(),
+            prop::collection::vec(any::<u8>(), 0..10_000),
+            "([a-z]{1,6};noai, ){0,900}".prop_map(String::into_bytes)
+        ],
         0..5,
     );
     run(256, (big, prop::option::of(".{0,200}")), |(upstream, policy)| {
@@ -517,19 +573,22 @@ fn merges_never_panic_on_any_bytes() {
 
 fn robots_like() -> impl Strategy<Value = Vec<u8>> {
     let line = prop_oneof![
-        "(User-agent|user-AGENT|Allow|Disallow|Sitemap|Crawl-delay|Content-Usage|Foo) ?: ?[ -~]{0,20}( #[ -~]{0,5})?".prop_map(String::into_bytes),
+        "(User-agent|user-AGENT|Allow|Disallow|Sitemap|Crawl-delay|Content-Usage|Foo) ?: ?[ -~]{0,20}( #[ -~]{0,5})?"
+            .prop_map(String::into_bytes),
         "[ -~]{0,30}".prop_map(String::into_bytes),
         prop::collection::vec(any::<u8>(), 0..30),
     ];
     let eol = prop::sample::select(&["\n", "\r\n", "\r", ""][..]);
-    (prop::option::of(Just(b"\xEF\xBB\xBF".to_vec())), prop::collection::vec((line, eol), 0..60)).prop_map(|(bom, lines)| {
-        let mut out = bom.unwrap_or_default();
-        for (l, e) in lines {
-            out.extend_from_slice(&l);
-            out.extend_from_slice(e.as_bytes());
-        }
-        out
-    })
+    (prop::option::of(Just(b"\xEF\xBB\xBF".to_vec())), prop::collection::vec((line, eol), 0..60)).prop_map(
+        |(bom, lines)| {
+            let mut out = bom.unwrap_or_default();
+            for (l, e) in lines {
+                out.extend_from_slice(&l);
+                out.extend_from_slice(e.as_bytes());
+            }
+            out
+        },
+    )
 }
 
 /// (e) The robots.txt parser and evaluator never panic on any bytes.
@@ -579,9 +638,10 @@ fn canonicalize_is_idempotent() {
 /// escape can complete it).
 fn lone_percent_before_escape(s: &str) -> bool {
     let b = s.as_bytes();
-    b.iter()
-        .enumerate()
-        .any(|(i, &c)| c == b'%' && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit)))
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'%'
+            && !(b.get(i + 1).is_some_and(u8::is_ascii_hexdigit) && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    })
 }
 
 /// (e) `normalize_request_target` never panics; what it returns is a
@@ -641,7 +701,8 @@ fn normalize_request_target_is_idempotent() {
 #[test]
 fn rule_set_agrees_with_a_linear_scan() {
     use crawlgate_policy::matcher::{Pattern, RuleSet};
-    let rules = prop::collection::vec((pattern().prop_filter("`#` is refused", |p| !p.contains('#')), any::<bool>()), 0..40);
+    let rules =
+        prop::collection::vec((pattern().prop_filter("`#` is refused", |p| !p.contains('#')), any::<bool>()), 0..40);
     run(1024, (rules, prop::collection::vec(request_path(), 1..10)), |(rules, paths)| {
         let compiled: Vec<(Pattern, bool)> = rules.iter().map(|(p, a)| (Pattern::new_lenient(p), *a)).collect();
         let set = RuleSet::new(compiled.clone());
@@ -665,40 +726,55 @@ fn rule_set_agrees_with_a_linear_scan() {
 fn identification_agrees_with_a_scan_of_every_token() {
     use crawlgate_policy::identify::TokenMatcher;
     let token = "[A-Za-z_-]{1,12}";
-    let words = prop::collection::vec(prop_oneof![token.prop_map(|t| t), "[0-9./;()+: ]{1,3}".prop_map(|t| t), Just("é".to_string())], 0..16);
-    run(1024, (prop::collection::vec(token, 1..30), words, prop::collection::vec(any::<prop::sample::Index>(), 0..4)), |(tokens, words, picks)| {
-        let mut ua = words.concat();
-        // Plant some tokens, in some case, so matches happen.
-        for p in &picks {
-            let t = p.get(&tokens);
-            ua.push_str(if p.index(2) == 0 { "; " } else { "-" });
-            ua.push_str(&if p.index(3) == 0 { t.to_ascii_uppercase() } else { t.clone() });
-        }
-        let m = TokenMatcher::new(&tokens);
-        let hay = ua.to_ascii_lowercase();
-        let mut best: Option<(usize, usize, usize)> = None; // (len, start, token)
-        for (ti, t) in tokens.iter().enumerate() {
-            let t = t.to_ascii_lowercase();
-            // Every start, overlapping occurrences included.
-            for s in 0..hay.len() {
-                if !hay.is_char_boundary(s) || !hay[s..].starts_with(&t) {
-                    continue;
-                }
-                let e = s + t.len();
-                let ok = (s == 0 || !hay.as_bytes()[s - 1].is_ascii_alphanumeric()) && (e == hay.len() || !hay.as_bytes()[e].is_ascii_alphanumeric());
-                if ok && best.is_none_or(|(bl, bs, _)| t.len() > bl || (t.len() == bl && s < bs)) {
-                    best = Some((t.len(), s, ti));
+    let words = prop::collection::vec(
+        prop_oneof![token.prop_map(|t| t), "[0-9./;()+: ]{1,3}".prop_map(|t| t), Just("é".to_string())],
+        0..16,
+    );
+    run(
+        1024,
+        (prop::collection::vec(token, 1..30), words, prop::collection::vec(any::<prop::sample::Index>(), 0..4)),
+        |(tokens, words, picks)| {
+            let mut ua = words.concat();
+            // Plant some tokens, in some case, so matches happen.
+            for p in &picks {
+                let t = p.get(&tokens);
+                ua.push_str(if p.index(2) == 0 { "; " } else { "-" });
+                ua.push_str(&if p.index(3) == 0 { t.to_ascii_uppercase() } else { t.clone() });
+            }
+            let m = TokenMatcher::new(&tokens);
+            let hay = ua.to_ascii_lowercase();
+            let mut best: Option<(usize, usize, usize)> = None; // (len, start, token)
+            for (ti, t) in tokens.iter().enumerate() {
+                let t = t.to_ascii_lowercase();
+                // Every start, overlapping occurrences included.
+                for s in 0..hay.len() {
+                    if !hay.is_char_boundary(s) || !hay[s..].starts_with(&t) {
+                        continue;
+                    }
+                    let e = s + t.len();
+                    let ok = (s == 0 || !hay.as_bytes()[s - 1].is_ascii_alphanumeric())
+                        && (e == hay.len() || !hay.as_bytes()[e].is_ascii_alphanumeric());
+                    if ok && best.is_none_or(|(bl, bs, _)| t.len() > bl || (t.len() == bl && s < bs)) {
+                        best = Some((t.len(), s, ti));
+                    }
                 }
             }
-        }
-        let found = m.find(&ua);
-        // Equal tokens (ignoring case) may be reported by either index.
-        let same = match (found, best) {
-            (Some(f), Some((_, _, b))) => tokens[f].eq_ignore_ascii_case(&tokens[b]),
-            (None, None) => true,
-            _ => false,
-        };
-        prop_assert!(same, "UA {:?} tokens {:?}: found {:?}, expected {:?}", ua, tokens, found.map(|f| &tokens[f]), best.map(|b| &tokens[b.2]));
-        Ok(())
-    });
+            let found = m.find(&ua);
+            // Equal tokens (ignoring case) may be reported by either index.
+            let same = match (found, best) {
+                (Some(f), Some((_, _, b))) => tokens[f].eq_ignore_ascii_case(&tokens[b]),
+                (None, None) => true,
+                _ => false,
+            };
+            prop_assert!(
+                same,
+                "UA {:?} tokens {:?}: found {:?}, expected {:?}",
+                ua,
+                tokens,
+                found.map(|f| &tokens[f]),
+                best.map(|b| &tokens[b.2])
+            );
+            Ok(())
+        },
+    );
 }

@@ -82,7 +82,11 @@ impl ServeHttp for Admin {
                 if snap.upstream.any_healthy() {
                     text(StatusCode::OK, "text/plain; charset=utf-8", b"ready\n".to_vec())
                 } else {
-                    text(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", b"not ready: no healthy upstream\n".to_vec())
+                    text(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain; charset=utf-8",
+                        b"not ready: no healthy upstream\n".to_vec(),
+                    )
                 }
             }
             "/status" => {
@@ -90,7 +94,11 @@ impl ServeHttp for Admin {
                 body.push(b'\n');
                 text(StatusCode::OK, "application/json", body)
             }
-            _ => text(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", b"not found: try /metrics, /healthz, /readyz, /status\n".to_vec()),
+            _ => text(
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                b"not found: try /metrics, /healthz, /readyz, /status\n".to_vec(),
+            ),
         }
     }
 }

@@ -22,7 +22,9 @@ pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: O
         merge_header(resp, ROBOTS_TAG, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
     }
     if !controls.x_robots_tag.is_empty() {
-        merge_header(resp, X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| merge_x_robots_tag(upstream, &controls.x_robots_tag))?;
+        merge_header(resp, X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| {
+            merge_x_robots_tag(upstream, &controls.x_robots_tag)
+        })?;
     }
     if let Some(cu) = controls.content_usage.as_deref() {
         let origin_has = resp.headers.contains_key(CONTENT_USAGE);
@@ -88,8 +90,10 @@ mod tests {
             &[("Google-Extended", &["noai"]), ("*", &["nofollow"])],
         ];
         for set in sets {
-            let rules = TagRules::new(set.iter().map(|(t, r)| (t.to_string(), r.iter().map(|s| s.to_string()).collect())).collect())
-                .unwrap_or_else(|e| panic!("{e}"));
+            let rules = TagRules::new(
+                set.iter().map(|(t, r)| (t.to_string(), r.iter().map(|s| s.to_string()).collect())).collect(),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
             let ours = rules.robots_tag_value().unwrap_or_else(|| panic!("{set:?}: no value"));
             assert_eq!(merge_robots_tag(&[], Some(&ours)), vec![ours.clone().into_bytes()], "{set:?}");
             let lines = rules.x_robots_tag_values();

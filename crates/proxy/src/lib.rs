@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use pingora::apps::HttpServerOptions;
 use pingora::listeners::tls::TlsSettings;
-use pingora::proxy::ProxyServiceBuilder;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
+use pingora::proxy::ProxyServiceBuilder;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
 use pingora::services::background::background_service;
@@ -55,8 +55,8 @@ pub fn init_logging() {
 /// only on a startup error (an invalid policy, an unusable listener);
 /// otherwise the process exits when Pingora shuts down.
 pub fn run(path: &Path) -> anyhow::Result<()> {
-    let source = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read policy file {}", path.display()))?;
+    let source =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read policy file {}", path.display()))?;
     run_source(&source, &path.display().to_string(), Some(path.to_path_buf()))
 }
 

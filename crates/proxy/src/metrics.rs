@@ -6,8 +6,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prometheus::{
-    exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec,
-    IntGauge, Opts, Registry, TextEncoder,
+    exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 
 use crate::state::Snapshot;
@@ -56,7 +56,10 @@ impl Metrics {
             &["decision"],
         )?;
         registry.register(Box::new(duration.clone()))?;
-        let generation = IntGauge::new("crawlgate_policy_generation", "Generation of the running policy (1 at start, +1 per successful reload).")?;
+        let generation = IntGauge::new(
+            "crawlgate_policy_generation",
+            "Generation of the running policy (1 at start, +1 per successful reload).",
+        )?;
         registry.register(Box::new(generation.clone()))?;
         let last_success = prometheus::Gauge::new(
             "crawlgate_policy_last_success_timestamp_seconds",
@@ -74,13 +77,48 @@ impl Metrics {
         )?;
         registry.register(Box::new(reload_duration.clone()))?;
         Ok(Metrics {
-            requests: counter(r, "crawlgate_requests_total", "Proxied or answered requests by agent token and decision.", &["agent", "decision"])?,
-            robots_fetches: counter(r, "crawlgate_robots_fetches_total", "Fetches of /robots.txt and /agents.txt by agent token.", &["agent", "file"])?,
-            violations: counter(r, "crawlgate_violations_total", "Requests for paths the agent's robots.txt group disallows.", &["agent", "group"])?,
-            html_rewrites: counter(r, "crawlgate_html_rewrites_total", "HTML responses streamed through the robots meta rewriter, by mode.", &["mode"])?,
-            html_findings: counter(r, "crawlgate_html_findings_total", "Robots meta findings by mode and kind.", &["mode", "kind"])?,
-            html_passthrough: counter(r, "crawlgate_html_passthrough_total", "HTML responses passed through unchanged, by reason.", &["reason"])?,
-            upstream_responses: counter(r, "crawlgate_upstream_responses_total", "Upstream responses by status class (error: no response).", &["class"])?,
+            requests: counter(
+                r,
+                "crawlgate_requests_total",
+                "Proxied or answered requests by agent token and decision.",
+                &["agent", "decision"],
+            )?,
+            robots_fetches: counter(
+                r,
+                "crawlgate_robots_fetches_total",
+                "Fetches of /robots.txt and /agents.txt by agent token.",
+                &["agent", "file"],
+            )?,
+            violations: counter(
+                r,
+                "crawlgate_violations_total",
+                "Requests for paths the agent's robots.txt group disallows.",
+                &["agent", "group"],
+            )?,
+            html_rewrites: counter(
+                r,
+                "crawlgate_html_rewrites_total",
+                "HTML responses streamed through the robots meta rewriter, by mode.",
+                &["mode"],
+            )?,
+            html_findings: counter(
+                r,
+                "crawlgate_html_findings_total",
+                "Robots meta findings by mode and kind.",
+                &["mode", "kind"],
+            )?,
+            html_passthrough: counter(
+                r,
+                "crawlgate_html_passthrough_total",
+                "HTML responses passed through unchanged, by reason.",
+                &["reason"],
+            )?,
+            upstream_responses: counter(
+                r,
+                "crawlgate_upstream_responses_total",
+                "Upstream responses by status class (error: no response).",
+                &["class"],
+            )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             duration,
             generation,

@@ -84,12 +84,8 @@ impl Reloader {
                 }
                 let old = restart_only(&current.policy.settings().server);
                 let new = restart_only(&snap.policy.settings().server);
-                let restart: Vec<String> = old
-                    .iter()
-                    .zip(new.iter())
-                    .filter(|(a, b)| a.1 != b.1)
-                    .map(|(a, _)| a.0.to_string())
-                    .collect();
+                let restart: Vec<String> =
+                    old.iter().zip(new.iter()).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string()).collect();
                 if !restart.is_empty() {
                     tracing::warn!(keys = ?restart, "Policy changed settings that apply only after a restart; the rest of the change is live");
                 }
@@ -136,10 +132,7 @@ fn relevant(kind: &EventKind, paths: &[PathBuf], file_name: &OsStr) -> bool {
         EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any | EventKind::Other => true,
     };
     kind_ok
-        && paths.iter().any(|p| {
-            p.file_name()
-                .is_some_and(|n| n == file_name || n.to_string_lossy().starts_with(".."))
-        })
+        && paths.iter().any(|p| p.file_name().is_some_and(|n| n == file_name || n.to_string_lossy().starts_with("..")))
 }
 
 /// The background service that watches the policy file and SIGHUP.

@@ -48,7 +48,8 @@ pub async fn static_file(session: &mut Session, file: &StaticFile, cache_control
     let method = &session.req_header().method;
     if method != http::Method::GET && method != http::Method::HEAD {
         let body = Bytes::from_static(b"405 Method Not Allowed: use GET or HEAD\n");
-        write(session, 405, &[(header::ALLOW, "GET, HEAD"), (header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).await?;
+        write(session, 405, &[(header::ALLOW, "GET, HEAD"), (header::CONTENT_TYPE, "text/plain; charset=utf-8")], body)
+            .await?;
         return Ok(405);
     }
     let not_modified = session
@@ -96,10 +97,7 @@ pub async fn plain(session: &mut Session, status: u16, text: String) -> Result<(
 /// The body of an enforcement block: names the agent token and points to
 /// /robots.txt.
 pub fn block_body(status: u16, token: &str, path: &str) -> String {
-    let reason = http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("Blocked");
+    let reason = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Blocked");
     format!(
         "{status} {reason}\n\nThis site's robots.txt disallows {path} for {token}, and the site enforces it.\nSee /robots.txt for what {token} may fetch.\n"
     )

@@ -85,10 +85,7 @@ impl Ctx {
 }
 
 fn header_str<'a>(req: &'a RequestHeader, name: header::HeaderName) -> std::borrow::Cow<'a, str> {
-    req.headers
-        .get(name)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()))
-        .unwrap_or(std::borrow::Cow::Borrowed(""))
+    req.headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or(std::borrow::Cow::Borrowed(""))
 }
 
 #[async_trait]
@@ -171,7 +168,8 @@ impl ProxyHttp for Gate {
                     Box::pin(respond::static_file(session, f, &snap.cache_control)).await?;
                 }
                 None => {
-                    Box::pin(respond::plain(session, 404, "404 Not Found: this site publishes no agents.txt\n".into())).await?;
+                    Box::pin(respond::plain(session, 404, "404 Not Found: this site publishes no agents.txt\n".into()))
+                        .await?;
                 }
             }
             return Ok(true);
@@ -263,7 +261,8 @@ impl ProxyHttp for Gate {
         crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage)?;
         if ctx.html_candidate {
             if let Some(plan) = controls.html.as_ref() {
-                ctx.html = crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?;
+                ctx.html =
+                    crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?;
             }
         }
         // A rewritten response is compressed for a client that asked for it
@@ -300,7 +299,11 @@ impl ProxyHttp for Gate {
                     _ => 400,
                 },
                 ErrorSource::Internal | ErrorSource::Unset => {
-                    if ctx.upstream.is_none() || matches!(e.etype(), ErrorType::ConnectNoRoute) { 502 } else { 500 }
+                    if ctx.upstream.is_none() || matches!(e.etype(), ErrorType::ConnectNoRoute) {
+                        502
+                    } else {
+                        500
+                    }
                 }
             },
         };

@@ -10,8 +10,8 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use pingora::http::ResponseHeader;
 use crawlgate_policy::{Diagnostics, Policy};
+use pingora::http::ResponseHeader;
 use sha2::{Digest, Sha256};
 
 use crate::metrics::Metrics;
@@ -110,7 +110,8 @@ impl Snapshot {
         let rewrites_html = policy.rewrites_html();
         let serve = |file: &'static str| move |e: Box<pingora::Error>| LoadError::Serve { file, error: e.to_string() };
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
-        let agents = policy.agents_txt().map(|t| StaticFile::new(t, &cache_control)).transpose().map_err(serve("agents.txt"))?;
+        let agents =
+            policy.agents_txt().map(|t| StaticFile::new(t, &cache_control)).transpose().map_err(serve("agents.txt"))?;
         Ok((
             Snapshot {
                 policy,

@@ -96,10 +96,7 @@ impl Upstream {
         self.servers
             .iter()
             .map(|(name, addr)| {
-                let healthy = set
-                    .iter()
-                    .find(|b| b.addr.as_inet() == Some(addr))
-                    .is_some_and(|b| backends.ready(b));
+                let healthy = set.iter().find(|b| b.addr.as_inet() == Some(addr)).is_some_and(|b| backends.ready(b));
                 (name.clone(), *addr, healthy)
             })
             .collect()

@@ -100,8 +100,9 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "products", "category", "blog", "news", "docs", "user", "account", "cart", "search", "api", "static", "images", "files", "print", "archive",
-    "tag", "author", "admin", "private", "tmp", "internal", "drafts", "preview", "feeds", "export",
+    "products", "category", "blog", "news", "docs", "user", "account", "cart", "search", "api", "static", "images",
+    "files", "print", "archive", "tag", "author", "admin", "private", "tmp", "internal", "drafts", "preview", "feeds",
+    "export",
 ];
 
 const PARAMS: &[&str] = &[
@@ -136,7 +137,8 @@ const PARAMS: &[&str] = &[
     "variant",
 ];
 
-const EXTENSIONS: &[&str] = &["pdf", "doc", "docx", "xls", "xlsx", "zip", "gz", "bak", "json", "xml", "csv", "txt", "psd", "mp4"];
+const EXTENSIONS: &[&str] =
+    &["pdf", "doc", "docx", "xls", "xlsx", "zip", "gz", "bak", "json", "xml", "csv", "txt", "psd", "mp4"];
 
 /// One rule pattern of a realistic kind: mostly path prefixes, some
 /// query-parameter and file-type wildcards, `*` inside paths, `$` anchors.
