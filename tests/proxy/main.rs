@@ -9,3 +9,4 @@ mod ops;
 mod protocols;
 mod serving;
 mod support;
+mod targets;

@@ -39,6 +39,73 @@ pub enum PathError {
     /// A control character in the target.
     #[error("control character at byte {0}")]
     ControlChar(usize),
+    /// Asterisk-form (`*`) with a method other than OPTIONS (RFC 9112
+    /// section 3.2.4).
+    #[error("asterisk-form target '*' is only valid with OPTIONS")]
+    AsteriskForm,
+    /// The target's bytes are not UTF-8.
+    #[error("request target is not valid UTF-8")]
+    NotUtf8,
+    /// An absolute-form target without a host (`http:///x`).
+    #[error("absolute-form target has no host")]
+    NoHost,
+}
+
+/// A request target the proxy may decide on and forward (RFC 9112 section
+/// 3.2): origin-form, absolute-form with an `http`/`https` scheme, or
+/// asterisk-form with OPTIONS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTarget<'a> {
+    /// The canonical path and query the policy decides on.
+    pub canonical: Cow<'a, str>,
+    /// The target to send upstream instead of the client's, when the two
+    /// differ: the origin-form of an absolute-form target, or a target
+    /// without its fragment. `None`: forward the client's target unchanged,
+    /// which is origin-form and resolves to the canonical path.
+    pub forward: Option<Cow<'a, str>>,
+}
+
+/// Classifies a raw request target and returns what the decision is made
+/// on and what is forwarded, so that the two name the same resource on any
+/// origin. Anything that is not origin-form, absolute-form (`http(s)://`)
+/// or asterisk-form with OPTIONS is an error (the proxy answers 400): an
+/// origin may resolve `private/x`, `%2Fprivate/x` or `x:/private/x` to
+/// `/private/x` while no rule could be applied to it.
+///
+/// Asterisk-form is decided as `/` (a crawler kept out of the whole site is
+/// kept out of server-wide OPTIONS too) and forwarded as `*`.
+pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTarget<'_>, PathError> {
+    let raw = std::str::from_utf8(raw).map_err(|_| PathError::NotUtf8)?;
+    if raw == "*" {
+        return if is_options {
+            Ok(RequestTarget { canonical: Cow::Borrowed("/"), forward: None })
+        } else {
+            Err(PathError::AsteriskForm)
+        };
+    }
+    if raw.starts_with('/') {
+        let canonical = normalize_request_target(raw)?;
+        let forward = raw.find('#').map(|i| Cow::Borrowed(&raw[..i]));
+        return Ok(RequestTarget { canonical, forward });
+    }
+    for scheme in ["http://", "https://"] {
+        if raw.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
+            let rest = &raw[scheme.len()..];
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            if end == 0 {
+                return Err(PathError::NoHost);
+            }
+            let tail = &rest[end..];
+            let tail = tail.find('#').map_or(tail, |i| &tail[..i]);
+            let forward = match tail.as_bytes().first() {
+                Some(b'/') => Cow::Borrowed(tail),
+                _ => Cow::Owned(format!("/{tail}")),
+            };
+            let canonical = Cow::Owned(normalize_request_target(&forward)?.into_owned());
+            return Ok(RequestTarget { canonical, forward: Some(forward) });
+        }
+    }
+    Err(PathError::NotOriginForm)
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
@@ -426,8 +493,9 @@ impl RuleSet {
 /// - repeated slashes collapse to one (as most origins resolve them);
 /// - dot segments are removed (RFC 3986 5.2.4), including encoded dots.
 ///
-/// The query is canonicalised but otherwise kept. The origin still
-/// receives the target exactly as the client sent it.
+/// The query is canonicalised but otherwise kept. The proxy forwards an
+/// origin-form target as the client sent it (see
+/// [`classify_request_target`] for the other forms).
 pub fn normalize_request_target(raw: &str) -> Result<Cow<'_, str>, PathError> {
     let mut target = raw;
     for scheme in ["http://", "https://"] {
@@ -636,5 +704,37 @@ mod tests {
         assert_eq!(normalize_request_target("/%zz"), Err(PathError::BadEscape(1)));
         assert_eq!(normalize_request_target("/a%"), Err(PathError::BadEscape(2)));
         assert_eq!(normalize_request_target("/a\u{0}b"), Err(PathError::ControlChar(2)));
+    }
+
+    #[test]
+    fn request_targets_are_classified() {
+        type Row = (&'static str, bool, Result<(&'static str, Option<&'static str>), PathError>);
+        let rows: &[Row] = &[
+            ("/private/x", false, Ok(("/private/x", None))),
+            ("/a/../private/x?q=1", false, Ok(("/private/x?q=1", None))),
+            ("/p#frag", false, Ok(("/p", Some("/p")))),
+            ("http://h/private/x", false, Ok(("/private/x", Some("/private/x")))),
+            ("HTTPS://h:8443/a/./b?c#d", false, Ok(("/a/b?c", Some("/a/./b?c")))),
+            ("http://h", false, Ok(("/", Some("/")))),
+            ("http://h?q", false, Ok(("/?q", Some("/?q")))),
+            ("*", true, Ok(("/", None))),
+            ("*", false, Err(PathError::AsteriskForm)),
+            ("private/x", false, Err(PathError::NotOriginForm)),
+            ("%2Fprivate/x", false, Err(PathError::NotOriginForm)),
+            ("x:/private/x", false, Err(PathError::NotOriginForm)),
+            ("ftp://h/private/x", false, Err(PathError::NotOriginForm)),
+            ("//h/private/x", false, Ok(("/h/private/x", None))),
+            ("http:///private/x", false, Err(PathError::NoHost)),
+            ("\\private\\x", false, Err(PathError::NotOriginForm)),
+            ("h:80", false, Err(PathError::NotOriginForm)),
+            ("", false, Err(PathError::NotOriginForm)),
+        ];
+        for (raw, options, want) in rows {
+            let got = classify_request_target(raw.as_bytes(), *options)
+                .map(|t| (t.canonical.into_owned(), t.forward.map(Cow::into_owned)));
+            let want = want.clone().map(|(c, f)| (c.to_string(), f.map(str::to_string)));
+            assert_eq!(got, want, "{raw:?}");
+        }
+        assert_eq!(classify_request_target(b"/\xff", false), Err(PathError::NotUtf8));
     }
 }

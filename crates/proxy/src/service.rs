@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use crawlgate_policy::matcher::normalize_request_target;
+use crawlgate_policy::matcher::{classify_request_target, RequestTarget};
 use crawlgate_policy::{Action, UrlControls};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -73,6 +73,9 @@ pub struct Ctx {
     html: Option<HtmlStream>,
     upstream: Option<SocketAddr>,
     upstream_status: Option<u16>,
+    /// The target sent upstream in place of the client's (the origin-form
+    /// of an absolute-form target), `None` to forward it unchanged.
+    forward: Option<String>,
     /// Set when the proxy answered itself: `robots.txt`, `agents.txt`,
     /// `blocked`, `bad-request`.
     local: Option<&'static str>,
@@ -82,6 +85,18 @@ impl Ctx {
     fn agent_label(&self) -> &str {
         self.agent.as_deref().unwrap_or(OTHER_AGENT)
     }
+}
+
+/// The request target the policy decides on, or why the request is
+/// refused with 400: a target that is not origin-form, absolute-form or
+/// OPTIONS `*` (RFC 9112 section 3.2), or more than one `User-Agent` field
+/// (a singleton, RFC 9110 section 10.1.5), which would let the decision and
+/// the origin read different agents.
+fn request_target(req: &RequestHeader) -> std::result::Result<RequestTarget<'_>, String> {
+    if req.headers.get_all(header::USER_AGENT).iter().nth(1).is_some() {
+        return Err("more than one User-Agent header field".into());
+    }
+    classify_request_target(req.raw_path(), req.method == http::Method::OPTIONS).map_err(|e| e.to_string())
 }
 
 fn header_str<'a>(req: &'a RequestHeader, name: header::HeaderName) -> std::borrow::Cow<'a, str> {
@@ -98,6 +113,7 @@ impl ProxyHttp for Gate {
             snap: self.shared.snapshot.load_full(),
             started: Instant::now(),
             path: String::new(),
+            forward: None,
             agent: None,
             group: None,
             decision: "allowed",
@@ -139,15 +155,16 @@ impl ProxyHttp for Gate {
         compress(session, &ctx.snap, false);
         let snap = ctx.snap.clone();
         let req = session.req_header();
-        let raw = req.uri.path_and_query().map(|pq| pq.as_str()).unwrap_or("/");
-        let path = match normalize_request_target(raw) {
-            Ok(p) => p.into_owned(),
-            Err(e) => {
+        let target = match request_target(req) {
+            Ok(t) => t,
+            Err(why) => {
                 ctx.local = Some("bad-request");
-                Box::pin(respond::plain(session, 400, format!("400 Bad Request: {e}\n"))).await?;
+                Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
                 return Ok(true);
             }
         };
+        let path = target.canonical.into_owned();
+        ctx.forward = target.forward.map(std::borrow::Cow::into_owned);
         let ua = header_str(req, header::USER_AGENT).into_owned();
         let decision = snap.policy.decide(&ua, &path);
         ctx.agent = decision.agent.map(str::to_owned);
@@ -241,6 +258,10 @@ impl ProxyHttp for Gate {
         }
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+        // The origin gets the target the decision was made on.
+        if let Some(target) = ctx.forward.take() {
+            upstream_request.set_raw_path(target.as_bytes())?;
+        }
         if ctx.html_candidate {
             upstream_request.insert_header(header::ACCEPT_ENCODING, "identity")?;
             // An origin that compresses anyway is decompressed before the

@@ -1,0 +1,154 @@
+//! Request targets: what the origin receives is the target the decision was
+//! made on, or a form every origin resolves to the same resource; anything
+//! else is a 400. Proven against a path-resolving origin (Python's
+//! `http.server` serving a directory), which serves `private/x` for a target
+//! that does not start with `/`.
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crawlgate_e2e::proxy::{base_policy, free_port, raw_exchange, temp_dir, wait_for, Proxy};
+
+const SECRET: &str = "TOP SECRET private file";
+const PUBLIC: &str = "public file";
+
+/// Python's `http.server` serving a directory with `private/x` and
+/// `public/y`; killed on drop.
+struct FileOrigin {
+    addr: SocketAddr,
+    child: Child,
+    dir: std::path::PathBuf,
+}
+
+impl FileOrigin {
+    fn start() -> FileOrigin {
+        let dir = temp_dir("files");
+        for (file, body) in [("private/x", SECRET), ("public/y", PUBLIC)] {
+            let path = dir.join(file);
+            std::fs::create_dir_all(path.parent().unwrap_or(&dir)).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let port = free_port();
+        let child = Command::new("python3")
+            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "--directory"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start python3 -m http.server: {e}"));
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap_or_else(|e| panic!("{e}"));
+        wait_for("python3 http.server to listen", Duration::from_secs(20), || TcpStream::connect(addr).ok());
+        FileOrigin { addr, child, dir }
+    }
+}
+
+impl Drop for FileOrigin {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+const RULES: &str = r#"
+[[group]]
+user_agents = ["GPTBot"]
+disallow = ["/private/"]
+enforce = "block"
+"#;
+
+/// Status code and body of one raw HTTP/1.1 request.
+fn send(proxy: &Proxy, method: &str, target: &str, headers: &str) -> (u16, String) {
+    let request = format!("{method} {target} HTTP/1.1\r\nHost: site.test\r\n{headers}Connection: close\r\n\r\n");
+    let raw = raw_exchange(proxy.addr, request.as_bytes(), Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, text)
+}
+
+#[test]
+fn no_spelling_of_a_target_fetches_a_blocked_file() {
+    let origin = FileOrigin::start();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let gptbot = "User-Agent: GPTBot/1.2\r\n";
+    // The origin serves both files to anyone who reaches it.
+    let (status, text) = send(&proxy, "GET", "/public/y", gptbot);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.ends_with(PUBLIC), "{text}");
+    let (status, text) = send(&proxy, "GET", "/private/x", "User-Agent: Mozilla/5.0\r\n");
+    assert_eq!(status, 200, "{text}");
+    assert!(text.ends_with(SECRET), "{text}");
+
+    let corpus: &[(&str, u16)] = &[
+        // Not origin-form, absolute-form or asterisk-form: 400.
+        ("private/x", 400),
+        ("%2Fprivate/x", 400),
+        ("x:/private/x", 400),
+        ("./private/x", 400),
+        ("../private/x", 400),
+        ("private%2Fx", 400),
+        ("ftp://site.test/private/x", 400),
+        ("site.test:80", 400),
+        ("*", 400),
+        ("http:///private/x", 400),
+        // Decided on the resource they name: blocked.
+        ("/private/x", 403),
+        ("/private/x#f", 403),
+        ("/./private/x", 403),
+        ("/public/../private/x", 403),
+        ("/public/..%2Fprivate/x", 403),
+        ("/%70rivate/x", 403),
+        ("//private/x", 403),
+        ("/private;p/x", 403),
+        ("/public/%2E%2E/private/x", 403),
+        ("http://site.test/private/x", 403),
+        ("HTTP://site.test//private/x", 403),
+        ("http://site.test/public/../private/x", 403),
+        ("https://site.test/private/x?q=1", 403),
+        // An authority that disagrees with Host: Pingora refuses it.
+        ("https://other.test:1/private/x?q=1", 400),
+    ];
+    let mut wrong = Vec::new();
+    for (target, want) in corpus {
+        let (status, text) = send(&proxy, "GET", target, gptbot);
+        if status != *want || text.contains(SECRET) {
+            wrong.push(format!("{target:?}: want {want}, got {status}:\n{text}"));
+        }
+    }
+    assert!(wrong.is_empty(), "targets that were not refused as expected:\n{}", wrong.join("\n"));
+
+    // An allowed absolute-form target reaches the file: the origin got the
+    // origin-form target, which every server resolves the same way.
+    let (status, text) = send(&proxy, "GET", "http://site.test/public/y", gptbot);
+    assert_eq!(status, 200, "{text}");
+    assert!(text.ends_with(PUBLIC), "{text}");
+    // OPTIONS * is forwarded as `*` (http.server implements no OPTIONS: 501).
+    let (status, text) = send(&proxy, "OPTIONS", "*", gptbot);
+    assert_eq!(status, 501, "{text}");
+}
+
+#[test]
+fn two_user_agent_fields_are_refused() {
+    let origin = FileOrigin::start();
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let policy = base_policy(addr, admin, origin.addr).replace("threads = 2\n", "threads = 2\nh2c = true\n") + RULES;
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    for headers in [
+        "User-Agent: Mozilla/5.0\r\nUser-Agent: GPTBot/1.2\r\n",
+        "User-Agent: GPTBot/1.2\r\nUser-Agent: Mozilla/5.0\r\n",
+    ] {
+        let (status, text) = send(&proxy, "GET", "/private/x", headers);
+        assert_eq!(status, 400, "{text}");
+        assert!(text.ends_with("400 Bad Request: more than one User-Agent header field\n"), "{text}");
+    }
+    // HTTP/2 (h2c) as well: curl sends both header fields.
+    let out = Command::new("curl")
+        .args(["-s", "--http2-prior-knowledge", "--max-time", "10", "-o", "/dev/null", "-w", "%{http_code}"])
+        .args(["-H", "User-Agent: Mozilla/5.0", "-H", "User-Agent: GPTBot/1.2"])
+        .arg(proxy.url("/private/x"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "400");
+}
