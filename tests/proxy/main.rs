@@ -10,3 +10,4 @@ mod protocols;
 mod serving;
 mod support;
 mod targets;
+mod upstream_headers;

@@ -350,6 +350,14 @@ pub fn merge_robots_tag(upstream: &[&[u8]], policy: Option<&str>) -> Vec<Vec<u8>
     verbatim
 }
 
+/// Whether a field line parses as an RFC 9651 List. The proxy moves an
+/// origin's `Robots-Tag` lines that do not to `X-Robots-Tag`: joined with
+/// the policy's line they would make the whole field invalid, and a strict
+/// parser would then drop the policy's directives too.
+pub fn is_structured_list(line: &[u8]) -> bool {
+    std::str::from_utf8(line).is_ok_and(|text| Parser::new(text).parse::<List>().is_ok())
+}
+
 fn is_token_item(entry: &ListEntry) -> bool {
     matches!(entry, ListEntry::Item(Item { bare_item: BareItem::Token(_), .. }))
 }

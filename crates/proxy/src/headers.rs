@@ -6,7 +6,7 @@
 //! `upstream.content_usage = "replace"`; the origin knows its content best,
 //! and the policy's value is a site-wide default.
 
-use crawlgate_policy::robots_tag::{merge_robots_tag, merge_x_robots_tag};
+use crawlgate_policy::robots_tag::{is_structured_list, merge_robots_tag, merge_x_robots_tag};
 use crawlgate_policy::{OriginHeaderMode, UrlControls};
 use pingora::http::ResponseHeader;
 use pingora::Result;
@@ -19,7 +19,11 @@ const CONTENT_USAGE: &str = "content-usage";
 /// are not structured fields are passed on verbatim, never dropped.
 pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: OriginHeaderMode) -> Result<()> {
     if let Some(ours) = controls.robots_tag.as_deref() {
+        let origin_has = resp.headers.contains_key(ROBOTS_TAG);
         merge_header(resp, ROBOTS_TAG, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
+        if origin_has {
+            move_unstructured_robots_tag(resp)?;
+        }
     }
     if !controls.x_robots_tag.is_empty() {
         merge_header(resp, X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| {
@@ -33,6 +37,49 @@ pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: O
         }
     }
     Ok(())
+}
+
+/// Connection-specific headers a proxy must not forward (RFC 9110 section
+/// 7.6.1), beside those the origin names in `Connection`. `Upgrade` is kept
+/// on a 101, where it names the protocol switched to.
+const HOP_BY_HOP: [&str; 7] =
+    ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authenticate"];
+
+/// Headers that frame the body: Pingora reads them to forward the body, so
+/// `Connection` cannot make us remove them.
+const FRAMING: [&str; 2] = ["content-length", "transfer-encoding"];
+
+/// Removes the origin's hop-by-hop headers from a response before it is
+/// forwarded: the fields listed in `Connection` and the fixed set in
+/// [`HOP_BY_HOP`]. Pingora writes its own `Connection` for HTTP/1.1.
+pub fn strip_hop_by_hop(resp: &mut ResponseHeader) {
+    if let Some(listed) = connection_options(resp) {
+        for name in listed {
+            if !FRAMING.contains(&name.as_str()) {
+                resp.remove_header(&name);
+            }
+        }
+    }
+    let switching = resp.status == http::StatusCode::SWITCHING_PROTOCOLS;
+    for name in HOP_BY_HOP {
+        if !(switching && matches!(name, "connection" | "upgrade")) && resp.headers.contains_key(name) {
+            resp.remove_header(name);
+        }
+    }
+}
+
+/// The header names listed in the response's `Connection` fields
+/// (lower-cased), `None` when there is no `Connection` field.
+fn connection_options(resp: &ResponseHeader) -> Option<Vec<http::HeaderName>> {
+    let mut values = resp.headers.get_all(http::header::CONNECTION).iter().peekable();
+    values.peek()?;
+    let names = values
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter_map(|n| http::HeaderName::from_bytes(n).ok())
+        .filter(|n| !HOP_BY_HOP.contains(&n.as_str()))
+        .collect();
+    Some(names)
 }
 
 /// Sets header `name` to the policy's lines `ours` merged with the origin's
@@ -55,6 +102,25 @@ fn merge_header<S: AsRef<str>>(
     let upstream = values(resp, name);
     let refs: Vec<&[u8]> = upstream.iter().map(Vec::as_slice).collect();
     replace(resp, name, merge(&refs))
+}
+
+/// Moves `Robots-Tag` lines that are not structured-field Lists (legacy
+/// values such as `googlebot: noindex`) to `X-Robots-Tag`, whose readers
+/// accept that syntax, so that `Robots-Tag` stays one valid List holding
+/// the policy's directives.
+fn move_unstructured_robots_tag(resp: &mut ResponseHeader) -> Result<()> {
+    let lines = values(resp, ROBOTS_TAG);
+    if lines.iter().all(|l| is_structured_list(l)) {
+        return Ok(());
+    }
+    let (structured, legacy): (Vec<Vec<u8>>, Vec<Vec<u8>>) = lines.into_iter().partition(|l| is_structured_list(l));
+    replace(resp, ROBOTS_TAG, structured)?;
+    for line in legacy {
+        if let Ok(v) = http::HeaderValue::from_bytes(&line) {
+            resp.append_header(X_ROBOTS_TAG, v)?;
+        }
+    }
+    Ok(())
 }
 
 fn values(resp: &ResponseHeader, name: &str) -> Vec<Vec<u8>> {
@@ -81,6 +147,42 @@ mod tests {
 
     /// The fast path in `apply` (no upstream header: insert the policy's
     /// values as they are) gives what the merge gives.
+    fn names(resp: &ResponseHeader) -> Vec<String> {
+        let mut v: Vec<String> = resp.headers.keys().map(|k| k.as_str().to_owned()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn hop_by_hop_headers_are_removed() {
+        let mut resp = ResponseHeader::build(200, None).unwrap_or_else(|e| panic!("{e}"));
+        for (k, v) in [
+            ("Connection", "X-Secret, close"),
+            ("connection", " X-Other ,Content-Length,transfer-encoding"),
+            ("X-Secret", "s"),
+            ("X-Other", "o"),
+            ("X-Kept", "k"),
+            ("Keep-Alive", "timeout=5"),
+            ("Proxy-Connection", "keep-alive"),
+            ("TE", "trailers"),
+            ("Trailer", "X-Checksum"),
+            ("Upgrade", "h2c"),
+            ("Proxy-Authenticate", "Basic"),
+            ("Content-Length", "5"),
+        ] {
+            resp.append_header(k.to_owned(), v).unwrap_or_else(|e| panic!("{e}"));
+        }
+        strip_hop_by_hop(&mut resp);
+        assert_eq!(names(&resp), ["content-length", "x-kept"]);
+
+        let mut switching = ResponseHeader::build(101, None).unwrap_or_else(|e| panic!("{e}"));
+        for (k, v) in [("Connection", "upgrade"), ("Upgrade", "websocket"), ("Keep-Alive", "timeout=5")] {
+            switching.append_header(k.to_owned(), v).unwrap_or_else(|e| panic!("{e}"));
+        }
+        strip_hop_by_hop(&mut switching);
+        assert_eq!(names(&switching), ["connection", "upgrade"]);
+    }
+
     #[test]
     fn no_upstream_value_is_the_policys_own() {
         let sets: &[&[(&str, &[&str])]] = &[

@@ -274,6 +274,19 @@ impl ProxyHttp for Gate {
     /// Response phase: merges Robots-Tag / X-Robots-Tag, adds Content-Usage,
     /// and prepares the HTML rewrite for 2xx HTML responses.
     async fn response_filter(&self, session: &mut Session, resp: &mut ResponseHeader, ctx: &mut Ctx) -> Result<()> {
+        crate::headers::strip_hop_by_hop(resp);
+        // An interim response (100 Continue, 103 Early Hints) describes no
+        // representation: no policy headers; the final response follows.
+        if resp.status.is_informational() {
+            if resp.status == http::StatusCode::SWITCHING_PROTOCOLS {
+                ctx.upstream_status = Some(101);
+            }
+            return Ok(());
+        }
+        if resp.status == http::StatusCode::NO_CONTENT {
+            // RFC 9110 section 8.6: no Content-Length in a 204.
+            resp.remove_header(&header::CONTENT_LENGTH);
+        }
         ctx.upstream_status = Some(resp.status.as_u16());
         let Some(controls) = ctx.controls.as_ref() else {
             compress(session, &ctx.snap, false);
