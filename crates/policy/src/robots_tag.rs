@@ -88,7 +88,11 @@ impl Rule {
                 }
                 Some(RuleValue::Token(v))
             }
-            ("unavailable_after", Some(v)) if !v.is_empty() && v.is_ascii() && !v.contains('"') => {
+            // Visible ASCII and spaces only: the value is written into a
+            // header field and a meta attribute as it is.
+            ("unavailable_after", Some(v))
+                if !v.is_empty() && v.bytes().all(|b| (0x20..0x7f).contains(&b)) && !v.contains('"') =>
+            {
                 Some(RuleValue::Text(v.to_string()))
             }
             ("unavailable_after", _) => return Err(bad("a date")),
@@ -421,6 +425,10 @@ mod tests {
             Err(RobotsTagError::BadValue { .. })
         ));
         assert!(matches!(TagRules::new(vec![("_bot".into(), vec!["noai".into()])]), Err(RobotsTagError::BadToken(_))));
+        for date in ["2026\r\nX: y", "2026\n", "a\0b", "2026\t12", "\u{7f}"] {
+            let rule = format!("unavailable_after: {date}");
+            assert!(matches!(Rule::parse(&rule), Err(RobotsTagError::BadValue { .. })), "{rule:?}");
+        }
     }
 
     #[test]

@@ -124,10 +124,18 @@ pub(crate) fn crawl_delay_value(v: &toml::Value) -> Result<String, String> {
     }
 }
 
-/// A `robots_txt.sitemaps` entry: an absolute http(s) URL.
+/// A `robots_txt.sitemaps` entry: an absolute http(s) URL without
+/// whitespace, control characters or `#` (which starts a robots.txt
+/// comment, so a reader would see a shorter URL).
 pub fn sitemap(url: &str) -> Result<(), String> {
     if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(char::is_whitespace) {
-        Err(format!("robots_txt.sitemaps: `{url}` is not an absolute http(s) URL"))
+        Err(format!("robots_txt.sitemaps: `{}` is not an absolute http(s) URL", url.escape_debug()))
+    } else if url.contains(char::is_control) {
+        Err(format!("robots_txt.sitemaps: `{}` contains a control character", url.escape_debug()))
+    } else if url.contains('#') {
+        Err(format!(
+            "robots_txt.sitemaps: `{url}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')"
+        ))
     } else {
         Ok(())
     }
@@ -200,6 +208,11 @@ mod tests {
         );
         assert_eq!(sitemap("https://e.example/s.xml"), Ok(()));
         assert_eq!(sitemap("/s.xml").unwrap_err(), "robots_txt.sitemaps: `/s.xml` is not an absolute http(s) URL");
+        assert_eq!(
+            sitemap("https://e.example/\0").unwrap_err(),
+            "robots_txt.sitemaps: `https://e.example/\\0` contains a control character"
+        );
+        assert!(sitemap("https://e.example/#top").is_err());
         assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));
         assert!(content_signal("x").is_err());
     }

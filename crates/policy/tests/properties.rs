@@ -778,3 +778,103 @@ fn identification_agrees_with_a_scan_of_every_token() {
         },
     );
 }
+
+/// Pieces of hostile strings: control characters, quotes, separators and
+/// non-ASCII beside ordinary words of every value kind.
+const HOSTILE: &[&str] = &[
+    "a",
+    "1",
+    ":",
+    " ",
+    "\r",
+    "\n",
+    "\r\n",
+    "\0",
+    "\t",
+    "\u{7f}",
+    "\u{85}",
+    "é",
+    "\"",
+    "'",
+    "=",
+    ",",
+    ";",
+    "/",
+    "*",
+    "?",
+    "#",
+    "y",
+    "n",
+    "yes",
+    "train-ai",
+    "ai-use",
+    "search",
+    "ai-train",
+    "noindex",
+    "2026-12-31",
+    "https://e.com/",
+];
+
+/// Usually the valid `ok`, else a hostile string, so that policies with
+/// one hostile value among valid ones load often enough to be checked.
+fn hostile(ok: &'static str) -> impl Strategy<Value = String> {
+    prop_oneof![
+        2 => Just(ok.to_string()),
+        1 => prop::collection::vec(prop::sample::select(HOSTILE), 0..6).prop_map(|v| v.concat()),
+    ]
+}
+
+/// Whether `s` can be written as a header field value as it is: visible
+/// ASCII, spaces and tabs (RFC 9110 section 5.5; the policy never emits
+/// obs-text).
+fn valid_field_value(s: &str) -> bool {
+    s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+}
+
+/// (h) Whatever strings a policy holds, one that loads yields only valid
+/// header values and a robots.txt of visible characters that parses with
+/// every group it publishes: a value that could not be sent is refused at
+/// load, never discovered per request.
+#[test]
+fn a_policy_that_loads_yields_valid_headers_and_robots_txt() {
+    let loaded = Cell::new(0usize);
+    let strategy = (
+        hostile("2026-12-31"),
+        hostile("train-ai=n"),
+        hostile("search=yes, ai-train=no"),
+        hostile("sitemap.xml"),
+        hostile("noindex"),
+        prop::collection::vec(request_path(), 1..4),
+    );
+    run(2048, strategy, |(date, usage, signal, sitemap, rule, paths)| {
+        let toml = format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[robots_txt]\ncontent_signal = {}\nsitemaps = [{}]\n\
+             [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/p\"]\ncontent_usage = [{}]\n\
+             [[robots_tag]]\npath = \"/\"\nrules = [{}, {}]\nhtml = \"inject\"\n",
+            toml_str(&signal),
+            toml_str(&format!("https://e.com/{sitemap}")),
+            toml_str(&usage),
+            toml_str(&format!("unavailable_after: {date}")),
+            toml_str(&rule),
+        );
+        let Ok(l) = load(&toml, "prop.toml") else { return Ok(()) };
+        loaded.set(loaded.get() + 1);
+        for path in &paths {
+            let c = l.policy.url_controls(path);
+            let values = c.robots_tag.iter().chain(&c.x_robots_tag).chain(&c.content_usage);
+            for v in values {
+                prop_assert!(valid_field_value(v), "invalid header value {v:?} from\n{toml}");
+            }
+        }
+        let text = l.policy.robots_txt();
+        prop_assert!(
+            text.bytes().all(|b| b == b'\n' || (0x20..0x7f).contains(&b) || b >= 0x80),
+            "robots.txt with a control character from\n{toml}\n---\n{text}"
+        );
+        let parsed = RobotsTxt::parse(text.as_bytes());
+        prop_assert_eq!(parsed.groups().len(), 1, "{}", text);
+        prop_assert!(parsed.unknown_lines().is_empty(), "unknown lines {:?} in\n{}", parsed.unknown_lines(), text);
+        Ok(())
+    });
+    assert!(loaded.get() > 200, "only {} generated policies loaded", loaded.get());
+}

@@ -292,7 +292,11 @@ impl ProxyHttp for Gate {
             compress(session, &ctx.snap, false);
             return Ok(());
         };
-        crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage)?;
+        // Every value was validated at load; should one still be refused,
+        // the response goes out without it rather than as a 500.
+        if let Err(e) = crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage) {
+            tracing::warn!(path = %ctx.path, error = %e, "A policy header could not be added to the response");
+        }
         if ctx.html_candidate {
             if let Some(plan) = controls.html.as_ref() {
                 ctx.html =
