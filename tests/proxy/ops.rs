@@ -251,6 +251,44 @@ fn reloads_under_load_drop_nothing() {
     assert!(metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) >= 25.0);
 }
 
+#[test]
+fn a_file_that_keeps_changing_still_reloads() {
+    let origin = origin();
+    let (proxy, base) = start(&origin);
+    // A new version every 100 ms for 4 s: never quiet for the 150 ms a
+    // reload waits for, so only the maximum delay brings changes in.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (stop, path, base) = (stop.clone(), proxy.policy_path.clone(), base.clone());
+        std::thread::spawn(move || {
+            for n in 1..=40 {
+                std::fs::write(&path, version(&base, n)).unwrap_or_else(|e| panic!("{e}"));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    // While the writer runs, requests keep being served and versions go live.
+    let mut seen = std::collections::BTreeSet::new();
+    let mut requests = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let resp = get(&proxy.url("/robots.txt"), "t");
+        assert_eq!(resp.status(), 200);
+        let body = resp.text().unwrap_or_default();
+        if let Some(v) = body.split("/v").nth(1).and_then(|t| t.split('/').next()) {
+            seen.insert(v.parse::<usize>().unwrap_or(0));
+        }
+        requests += 1;
+    }
+    writer.join().unwrap_or_else(|_| panic!("writer panicked"));
+    seen.remove(&0);
+    assert!(requests > 20, "load was too light to prove anything");
+    assert!(seen.len() >= 2, "only versions {seen:?} went live while the file kept changing");
+    // When the churn stops, the last version goes live.
+    wait_for("v40 in robots.txt", DEADLINE, || robots(&proxy).contains("/v40/").then_some(()));
+    assert_eq!(get(&proxy.url("/v40/x"), "ExampleBot/1.0").status(), 403);
+}
+
 /// Parses the Prometheus text format strictly enough to fail on garbage,
 /// returning `series -> value` with series as `name{a="b",...}`.
 fn parse_metrics(text: &str) -> HashMap<String, f64> {

@@ -12,8 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use crawlgate_policy::ServerSettings;
-use notify::{EventKind, RecursiveMode};
-use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+use notify::{EventKind, RecursiveMode, Watcher as _};
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use sha2::{Digest, Sha256};
@@ -107,6 +106,15 @@ impl Reloader {
         }
     }
 
+    /// Whether the file's content differs from the running policy's (an
+    /// unreadable file counts as changed, so that its error is reported).
+    fn file_changed(&self) -> bool {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => hex::encode(Sha256::digest(&bytes)) != self.shared.snapshot.load().policy.source_sha256(),
+            Err(_) => true,
+        }
+    }
+
     fn fail(&self, trigger: &str, error: &str) -> Outcome {
         for line in error.lines() {
             tracing::error!(target: "crawlgate::policy", trigger, "{line}");
@@ -169,22 +177,28 @@ impl BackgroundService for Watcher {
             tracing::error!(path = %path.display(), "Policy path names no file; hot reload is off");
             return;
         };
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<DebounceEventResult>();
-        let debouncer = new_debouncer(Duration::from_millis(150), None, move |res: DebounceEventResult| {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
+        let watcher = notify::recommended_watcher(move |res| {
             let _ = tx.send(res);
         });
-        let mut debouncer = match debouncer {
-            Ok(d) => Some(d),
+        let mut watcher = match watcher {
+            Ok(w) => Some(w),
             Err(e) => {
                 tracing::error!(error = %e, "Cannot start the file watcher; reload with SIGHUP");
                 None
             }
         };
-        if let Some(d) = debouncer.as_mut() {
+        if let Some(w) = watcher.as_mut() {
             let dir = watch_dir(&path);
-            if let Err(e) = d.watch(&dir, RecursiveMode::NonRecursive) {
+            if let Err(e) = w.watch(&dir, RecursiveMode::NonRecursive) {
                 tracing::error!(dir = %dir.display(), error = %e, "Cannot watch the policy directory; reload with SIGHUP");
             }
+        }
+        let mut debounce = Debounce::default();
+        // A change made between the first load and the start of the watch
+        // would otherwise wait for the next one.
+        if self.reloader.file_changed() {
+            debounce.event(tokio::time::Instant::now());
         }
         let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
@@ -197,21 +211,51 @@ impl BackgroundService for Watcher {
             tokio::select! {
                 _ = shutdown.changed() => break,
                 Some(res) = rx.recv() => match res {
-                    Ok(events) => {
-                        if events.iter().any(|e| relevant(&e.kind, &e.paths, &file_name)) {
-                            self.reload("file").await;
+                    Ok(event) => {
+                        if relevant(&event.kind, &event.paths, &file_name) {
+                            debounce.event(tokio::time::Instant::now());
                         }
                     }
-                    Err(errors) => for e in errors {
-                        tracing::warn!(error = %e, "File watcher error");
-                    },
+                    Err(e) => tracing::warn!(error = %e, "File watcher error"),
                 },
+                () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
+                    debounce = Debounce::default();
+                    self.reload("file").await;
+                }
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
                     self.reload("sighup").await;
                 }
             }
         }
-        drop(debouncer);
+        drop(watcher);
+    }
+}
+
+/// Quiet time after the last file event before a reload: an editor's save
+/// (write, rename, chmod) arrives as a burst of events.
+const QUIET: Duration = Duration::from_millis(150);
+
+/// The longest a change waits, however often the file keeps changing: a
+/// file rewritten faster than [`QUIET`] still reloads this often.
+const MAX_DELAY: Duration = Duration::from_secs(1);
+
+/// Coalesces a burst of file events into one reload: due [`QUIET`] after
+/// the last event, and no later than [`MAX_DELAY`] after the first.
+#[derive(Debug, Default)]
+struct Debounce {
+    first: Option<tokio::time::Instant>,
+    last: Option<tokio::time::Instant>,
+}
+
+impl Debounce {
+    fn event(&mut self, now: tokio::time::Instant) {
+        self.first.get_or_insert(now);
+        self.last = Some(now);
+    }
+
+    /// When the pending reload is due, `None` when nothing is pending.
+    fn due(&self) -> Option<tokio::time::Instant> {
+        Some((self.last? + QUIET).min(self.first? + MAX_DELAY))
     }
 }
 
@@ -251,6 +295,22 @@ impl BackgroundService for HealthChecker {
 mod tests {
     use super::*;
     use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+
+    #[test]
+    fn a_burst_reloads_after_quiet_or_at_most_max_delay() {
+        let t0 = tokio::time::Instant::now();
+        let mut d = Debounce::default();
+        assert_eq!(d.due(), None);
+        d.event(t0);
+        assert_eq!(d.due(), Some(t0 + QUIET));
+        d.event(t0 + Duration::from_millis(100));
+        assert_eq!(d.due(), Some(t0 + Duration::from_millis(250)));
+        // Events every 100 ms forever: due at MAX_DELAY after the first.
+        for i in 2..30 {
+            d.event(t0 + Duration::from_millis(100 * i));
+        }
+        assert_eq!(d.due(), Some(t0 + MAX_DELAY));
+    }
 
     #[test]
     fn reads_are_not_changes() {
