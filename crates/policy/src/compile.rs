@@ -2,6 +2,7 @@
 //! error collected (with line and column) before anything is returned,
 //! warnings kept apart.
 
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use crate::policy::{
 use crate::raw::{RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream};
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
-use crate::validate::{self, valid_token};
+use crate::validate;
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -69,6 +70,31 @@ impl Ctx<'_> {
     }
 }
 
+/// The proxy listener (`listen`, `tls_listen` or `admin`) that upstream
+/// `server` names, if it names one: the same address, or a loopback address
+/// on the port of a wildcard listener. A host name other than `localhost`
+/// is not resolved here; the proxy's `Via` check catches such loops.
+fn own_listener(server: &str, settings: &ServerSettings) -> Option<String> {
+    let (host, port) = server.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = if host.eq_ignore_ascii_case("localhost") {
+        std::net::Ipv4Addr::LOCALHOST.into()
+    } else {
+        host.parse().ok()?
+    };
+    settings
+        .listen
+        .iter()
+        .chain(&settings.tls_listen)
+        .chain(settings.admin.iter())
+        .filter_map(|a| a.parse::<SocketAddr>().ok())
+        .find(|l| {
+            l.port() == port && (l.ip() == ip || (l.ip().is_unspecified() && (ip.is_loopback() || ip.is_unspecified())))
+        })
+        .map(|l| l.to_string())
+}
+
 fn valid_host_port(s: &str) -> bool {
     match s.rsplit_once(':') {
         Some((host, port)) => !host.is_empty() && !host.contains('/') && port.parse::<u16>().is_ok_and(|p| p > 0),
@@ -90,7 +116,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     };
     let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt } = raw;
     let server = compile_server(&mut cx, server.as_ref());
-    let upstream = compile_upstream(&mut cx, upstream.as_ref());
+    let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, extras) = compile_robots_txt(&mut cx, robots_txt.as_ref());
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
@@ -223,6 +249,15 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         if a.get_ref().parse::<SocketAddr>().is_err() {
             cx.err(a, format!("server.admin: `{}` is not a socket address (e.g. 127.0.0.1:9090)", a.get_ref()));
         }
+        if let Ok(admin) = a.get_ref().parse::<SocketAddr>() {
+            let clash = s.listen.iter().chain(&s.tls_listen).filter_map(|l| l.parse::<SocketAddr>().ok()).find(|l| {
+                l.port() == admin.port()
+                    && (l.ip() == admin.ip() || l.ip().is_unspecified() || admin.ip().is_unspecified())
+            });
+            if let Some(l) = clash {
+                cx.err(a, format!("server.admin: `{}` overlaps the proxy listener {l} (both would bind one port and split its traffic)", a.get_ref()));
+            }
+        }
         s.admin = Some(a.get_ref().clone());
     }
     if let Some(t) = threads {
@@ -243,7 +278,7 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
     s
 }
 
-fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>) -> UpstreamSettings {
+fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server: &ServerSettings) -> UpstreamSettings {
     let mut u = UpstreamSettings {
         servers: Vec::new(),
         tls: false,
@@ -273,7 +308,9 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>) -> Ups
         Some(list) if list.get_ref().is_empty() => cx.err(list, "upstream.servers needs at least one server"),
         Some(list) => {
             for s in list.get_ref() {
-                if valid_host_port(s.get_ref()) {
+                if let Some(own) = own_listener(s.get_ref(), server) {
+                    cx.err(s, format!("upstream.servers: `{}` is this proxy's own listener {own} (every request would loop back into it)", s.get_ref()));
+                } else if valid_host_port(s.get_ref()) {
                     u.servers.push(s.get_ref().clone());
                 } else {
                     cx.err(s, format!("upstream.servers: `{}` is not host:port", s.get_ref()));
@@ -293,6 +330,14 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>) -> Ups
     };
     u.connect_timeout = cx.duration("upstream.connect_timeout", connect_timeout.as_ref(), u.connect_timeout);
     u.read_timeout = cx.duration("upstream.read_timeout", read_timeout.as_ref(), u.read_timeout);
+    for (key, value, raw) in [
+        ("upstream.connect_timeout", u.connect_timeout, connect_timeout),
+        ("upstream.read_timeout", u.read_timeout, read_timeout),
+    ] {
+        if let (true, Some(raw)) = (value.is_zero(), raw) {
+            cx.err(raw, format!("{key} must be longer than 0s (0s would fail every request)"));
+        }
+    }
     u.health_check_interval =
         cx.duration("upstream.health_check_interval", health_check_interval.as_ref(), u.health_check_interval);
     if let Some(c) = content_usage {
@@ -330,14 +375,14 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
 fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
     let mut groups = Vec::new();
     // token (lowercase) -> offset of its first group
-    let mut seen: Vec<(String, usize)> = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     // Every token named in some group's `user_agents`. An explicit name wins
     // over a category's expansion wherever the two groups are in the file:
     // `user_agents = ["GPTBot"]` next to `categories = ["ai-training"]` is
     // the natural way to treat one crawler of a category differently, so the
     // category group just leaves that token out instead of reporting a
     // duplicate.
-    let explicit: Vec<String> = raw
+    let explicit: HashSet<String> = raw
         .iter()
         .flat_map(|g| g.get_ref().user_agents.iter().flatten())
         .map(|t| t.get_ref().to_ascii_lowercase())
@@ -357,34 +402,41 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
             block_status,
         } = g.get_ref();
         let mut tokens: Vec<String> = Vec::new();
-        let add_token =
-            |cx: &mut Ctx<'_>, seen: &mut Vec<(String, usize)>, tokens: &mut Vec<String>, t: &str, at: usize| {
-                let lower = t.to_ascii_lowercase();
-                if let Some((_, first)) = seen.iter().find(|(s, _)| *s == lower) {
-                    let first = cx.loc.at(*first, "");
-                    cx.err_at(
-                        at,
-                        format!(
-                            "group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})",
-                            first.file, first.line, first.col
-                        ),
-                    );
-                } else {
-                    seen.push((lower, at));
-                    tokens.push(t.to_string());
-                }
-            };
+        // Lower-cased `tokens`, for the checks that run once per token.
+        let mut in_group: HashSet<String> = HashSet::new();
+        let add_token = |cx: &mut Ctx<'_>,
+                         seen: &mut HashMap<String, usize>,
+                         tokens: &mut Vec<String>,
+                         in_group: &mut HashSet<String>,
+                         t: &str,
+                         at: usize| {
+            let lower = t.to_ascii_lowercase();
+            if let Some(first) = seen.get(&lower) {
+                let first = cx.loc.at(*first, "");
+                cx.err_at(
+                    at,
+                    format!(
+                        "group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})",
+                        first.file, first.line, first.col
+                    ),
+                );
+            } else {
+                seen.insert(lower.clone(), at);
+                in_group.insert(lower);
+                tokens.push(t.to_string());
+            }
+        };
         for ua in user_agents.iter().flatten() {
             let t = ua.get_ref();
             if let Err(e) = validate::user_agent(t) {
                 cx.err(ua, e);
                 continue;
             }
-            if tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+            if in_group.contains(&t.to_ascii_lowercase()) {
                 cx.warn(ua, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
                 continue;
             }
-            add_token(cx, &mut seen, &mut tokens, t, ua.span().start);
+            add_token(cx, &mut seen, &mut tokens, &mut in_group, t, ua.span().start);
         }
         let mut overridden = 0;
         for cat in categories.iter().flatten() {
@@ -404,19 +456,19 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
             let mut clashes: Vec<(usize, Vec<&str>)> = Vec::new();
             for t in list {
                 let lower = t.to_ascii_lowercase();
-                if tokens.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+                if in_group.contains(&lower) {
                     continue;
                 }
                 if explicit.contains(&lower) {
                     overridden += 1;
                     continue;
                 }
-                match seen.iter().find(|(s, _)| *s == lower) {
-                    Some(&(_, first)) => match clashes.iter_mut().find(|(f, _)| *f == first) {
+                match seen.get(&lower).copied() {
+                    Some(first) => match clashes.iter_mut().find(|(f, _)| *f == first) {
                         Some((_, v)) => v.push(t),
                         None => clashes.push((first, vec![t])),
                     },
-                    None => add_token(cx, &mut seen, &mut tokens, t, cat.span().start),
+                    None => add_token(cx, &mut seen, &mut tokens, &mut in_group, t, cat.span().start),
                 }
             }
             for (first, list) in clashes {
@@ -568,18 +620,12 @@ fn compile_tags(cx: &mut Ctx<'_>, raw: &[Spanned<RawRobotsTag>]) -> Vec<TagEntry
             None => vec!["*".to_string()],
             Some(list) => list
                 .iter()
-                .filter(|a| {
-                    let ok = a.get_ref() == "*" || valid_token(a.get_ref());
-                    if !ok {
-                        cx.err(
-                            a,
-                            format!(
-                                "robots_tag.agents: `{}` is not a product token (letters, '_' and '-' only, or \"*\")",
-                                a.get_ref()
-                            ),
-                        );
+                .filter(|a| match validate::agent_token("robots_tag.agents", a.get_ref()) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        cx.err(a, e);
+                        false
                     }
-                    ok
                 })
                 .map(|a| a.get_ref().clone())
                 .collect(),

@@ -18,6 +18,10 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric()
 }
 
+/// Total token bytes up to which identification uses a DFA (the built-in
+/// catalog is about 2 KiB).
+const DFA_MAX_BYTES: usize = 32 * 1024;
+
 impl TokenMatcher {
     /// A matcher over `tokens`; `find` returns indices into it.
     pub fn new<S: AsRef<str>>(tokens: &[S]) -> TokenMatcher {
@@ -35,7 +39,12 @@ impl TokenMatcher {
                 .kind(kind)
                 .build(tokens.iter().map(AsRef::as_ref))
         };
-        let ac = build(Some(AhoCorasickKind::DFA)).or_else(|_| build(None)).ok();
+        // The DFA's size (and build time) grows with the total length of the
+        // tokens times the alphabet; past a catalog's worth, the crate's own
+        // choice keeps a policy of thousands of tokens quick to load.
+        let total: usize = tokens.iter().map(|t| t.as_ref().len()).sum();
+        let first = if total <= DFA_MAX_BYTES { build(Some(AhoCorasickKind::DFA)) } else { build(None) };
+        let ac = first.or_else(|_| build(None)).ok();
         TokenMatcher { ac, lens }
     }
 

@@ -75,7 +75,7 @@ impl Rule {
             Some(i) => (raw_trim[..i].trim().to_ascii_lowercase(), Some(raw_trim[i + 1..].trim())),
             None => (raw_trim.to_ascii_lowercase(), None),
         };
-        let bad = |expected| RobotsTagError::BadValue { rule: raw.to_string(), expected };
+        let bad = |expected| RobotsTagError::BadValue { rule: raw.escape_debug().to_string(), expected };
         let value = match (name.as_str(), value) {
             (n, None) if FLAG_RULES.contains(&n) => None,
             ("max-snippet" | "max-video-preview", Some(v)) => {
@@ -95,9 +95,9 @@ impl Rule {
             {
                 Some(RuleValue::Text(v.to_string()))
             }
-            ("unavailable_after", _) => return Err(bad("a date")),
+            ("unavailable_after", _) => return Err(bad("a date in visible ASCII characters")),
             ("max-snippet" | "max-video-preview" | "max-image-preview", None) => return Err(bad("a value")),
-            _ => return Err(RobotsTagError::UnknownRule(raw.to_string())),
+            _ => return Err(RobotsTagError::UnknownRule(raw.escape_debug().to_string())),
         };
         Ok(Rule { name, value })
     }
@@ -425,7 +425,7 @@ mod tests {
             Err(RobotsTagError::BadValue { .. })
         ));
         assert!(matches!(TagRules::new(vec![("_bot".into(), vec!["noai".into()])]), Err(RobotsTagError::BadToken(_))));
-        for date in ["2026\r\nX: y", "2026\n", "a\0b", "2026\t12", "\u{7f}"] {
+        for date in ["2026\r\nX: y", "20\n26", "a\0b", "2026\t12", "\u{7f}"] {
             let rule = format!("unavailable_after: {date}");
             assert!(matches!(Rule::parse(&rule), Err(RobotsTagError::BadValue { .. })), "{rule:?}");
         }

@@ -15,13 +15,30 @@ pub(crate) fn valid_token(t: &str) -> bool {
     !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
 }
 
-/// A `group.user_agents` entry: a product token or `*`.
-pub fn user_agent(token: &str) -> Result<(), String> {
-    if token == "*" || valid_token(token) {
+/// The longest product token a policy may name. Crawler tokens are short
+/// (the catalog's longest is under 40); the bound keeps the identification
+/// automaton, built from every token, small.
+pub const MAX_TOKEN_LEN: usize = 128;
+
+/// A product token or `*` under `key` (`group.user_agents`,
+/// `robots_tag.agents`).
+pub(crate) fn agent_token(key: &str, token: &str) -> Result<(), String> {
+    if token.len() > MAX_TOKEN_LEN {
+        let start: String = token.chars().take(16).collect();
+        Err(format!(
+            "{key}: `{start}...` is {} bytes long; a product token may have at most {MAX_TOKEN_LEN}",
+            token.len()
+        ))
+    } else if token == "*" || valid_token(token) {
         Ok(())
     } else {
-        Err(format!("group.user_agents: `{token}` is not a product token (letters, '_' and '-' only, or \"*\")"))
+        Err(format!("{key}: `{token}` is not a product token (letters, '_' and '-' only, or \"*\")"))
     }
+}
+
+/// A `group.user_agents` entry: a product token or `*`.
+pub fn user_agent(token: &str) -> Result<(), String> {
+    agent_token("group.user_agents", token)
 }
 
 /// A `group.allow` (`allow` true) or `group.disallow` pattern, compiled.
@@ -207,6 +224,11 @@ mod tests {
             "group.crawl_delay must be a positive number of seconds, found -0.0"
         );
         assert_eq!(sitemap("https://e.example/s.xml"), Ok(()));
+        assert_eq!(
+            user_agent(&"A".repeat(100_000)).unwrap_err(),
+            "group.user_agents: `AAAAAAAAAAAAAAAA...` is 100000 bytes long; a product token may have at most 128"
+        );
+        assert_eq!(user_agent(&"A".repeat(128)), Ok(()));
         assert_eq!(sitemap("/s.xml").unwrap_err(), "robots_txt.sitemaps: `/s.xml` is not an absolute http(s) URL");
         assert_eq!(
             sitemap("https://e.example/\0").unwrap_err(),
