@@ -23,6 +23,7 @@ mod config;
 mod demo;
 mod import;
 mod offline;
+mod robots_file;
 mod robots_test;
 mod run;
 mod sample_origin;

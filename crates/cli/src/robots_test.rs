@@ -8,11 +8,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use crawlgate_policy::robotstxt::RobotsTxt;
 
 /// `crawlgate robots-test ROBOTS_FILE USER_AGENT URL`: prints `allowed`
-/// (exit 0) or `disallowed` (exit 1); a usage or read error exits 2.
+/// (exit 0) or `disallowed` (exit 1); a usage or read error exits 2. Only
+/// the first 500 KiB are applied, as a crawler applies them (a note on
+/// stderr says so when the file is longer).
 ///
 /// `USER_AGENT` is normally a product token (`Googlebot`). A full
 /// User-Agent string is named by its first product, the text before the
@@ -32,9 +33,11 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::R
     if url.is_empty() {
         anyhow::bail!("robots-test: URL is empty (give a URL or a path such as /index.html)");
     }
-    let bytes =
-        std::fs::read(robots_file).with_context(|| format!("cannot read robots.txt file {}", robots_file.display()))?;
-    let robots = RobotsTxt::parse(&bytes);
+    let file = crate::robots_file::read(robots_file)?;
+    if let Some(note) = &file.truncated {
+        eprintln!("note: {note}");
+    }
+    let robots = RobotsTxt::parse(&file.bytes);
     if robots.is_allowed(user_agent, url) {
         println!("allowed");
         Ok(ExitCode::SUCCESS)

@@ -11,36 +11,45 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use anyhow::Context;
-
 mod emit;
 mod groups;
 
 /// `crawlgate import ROBOTS_FILE`: prints a policy whose rendered robots.txt
 /// makes the same decisions; what a policy cannot express is kept as a
-/// `# kept from line N: ...` comment and reported on stderr. Exit 0, or 1
-/// when the result still fails validation (printed anyway, to be fixed by
-/// hand), 2 when the file cannot be read.
+/// `# kept from line N: ...` comment and reported on stderr. Only the first
+/// 500 KiB of the file are imported, the part crawlers apply (a warning
+/// says so when the file is longer). Exit 0; 1, with nothing on stdout,
+/// when the result would not pass `crawlgate check` (such as a rendered
+/// robots.txt over the 500 KiB limit, when merging groups repeats their
+/// rules); 2 when the file cannot be read.
 pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
-    let bytes =
-        std::fs::read(robots_file).with_context(|| format!("cannot read robots.txt file {}", robots_file.display()))?;
+    let file = crate::robots_file::read(robots_file)?;
     let source_name = robots_file.display().to_string();
-    let plan = groups::plan(&bytes, &source_name);
+    let plan = groups::plan(&file.bytes, &source_name);
     let toml = emit::toml(&plan, &source_name);
+    if let Some(note) = &file.truncated {
+        eprintln!("warning: {note}; later lines are not imported");
+    }
     for (_, w) in &plan.warnings {
         eprintln!("warning: {w}");
     }
-    print!("{toml}");
-    eprintln!("{}", summary(&plan, &source_name));
-    match crawlgate_policy::load(&toml, "imported policy") {
-        Ok(_) => Ok(ExitCode::SUCCESS),
-        Err(errors) => {
-            eprintln!(
-                "crawlgate: error: the imported policy does not pass `crawlgate check` (please report this):\n{errors}"
-            );
-            Ok(ExitCode::from(1))
-        }
+    let checked = crawlgate_policy::load(&toml, "imported policy");
+    if checked.is_ok() {
+        print!("{toml}");
     }
+    eprintln!("{}", summary(&plan, &source_name));
+    let Err(errors) = checked else { return Ok(ExitCode::SUCCESS) };
+    match errors.0.iter().find(|d| d.message.starts_with("generated robots.txt is ")) {
+        Some(too_big) => eprintln!(
+            "crawlgate: error: the imported policy is not printed: its {} (the policy writes every line in full, and \
+             repeats a group's rules for each set of crawlers that shares it); import a shorter robots.txt",
+            too_big.message
+        ),
+        None => eprintln!(
+            "crawlgate: error: the imported policy does not pass `crawlgate check` (please report this):\n{errors}"
+        ),
+    }
+    Ok(ExitCode::from(1))
 }
 
 /// The last stderr line: what was imported and how much was kept aside.
