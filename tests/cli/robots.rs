@@ -559,32 +559,130 @@ fn import_edge_cases() {
     );
 }
 
-/// A value too big for robots.txt on its own is kept as a comment (import
-/// still succeeds), and a value's warnings are reported even when a value
-/// next to it is invalid.
+/// A value's warnings are reported even when a value next to it is
+/// invalid.
 #[test]
-fn import_keeps_oversized_values_and_every_warning() {
-    let dir = TempDir::new("import-oversized");
-    let huge = format!("/{}", "x".repeat(520_000));
+fn import_reports_every_warning() {
+    let dir = TempDir::new("import-warnings");
     let f = dir.write(
-        "huge.txt",
-        format!("User-agent: *\nDisallow: /a\nDisallow: {huge}\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\n"),
+        "warnings.txt",
+        "User-agent: *\nDisallow: /a\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\n",
     );
     let out = crawlgate(&["import", arg(&f)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let err = stderr(&out);
-    let too_big = format!(
-        "warning: {}:3: the value is 520001 bytes: alone it takes the generated robots.txt over the 512000 byte (500 KiB) limit crawlers must parse; decisions on paths it matches may differ; kept as a comment\n",
-        f.display()
-    );
-    assert!(err.contains(&too_big), "{err}");
-    let vocabulary = format!("warning: {}:4: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it\n", f.display());
+    let vocabulary = format!("warning: {}:3: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it\n", f.display());
     assert!(err.contains(&vocabulary), "{err}");
     assert!(
-        err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 2 lines kept as comments\n", f.display())),
+        err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 1 line kept as comments\n", f.display())),
         "{err}"
     );
-    let toml = dir.write("huge.toml", stdout(&out));
+    let toml = dir.write("warnings.toml", stdout(&out));
     let check = crawlgate(&["check", "--config", arg(&toml)]);
     assert_eq!(code(&check), 0, "{}", stdout(&check));
+}
+
+/// A robots.txt whose first lines are `head`, then a comment line that
+/// crosses the 512000 byte (500 KiB) limit, then `tail`.
+fn past_the_limit(head: &str, tail: &str) -> String {
+    let pad = 520_000 - head.len();
+    format!("{head}# {}\n{tail}", "x".repeat(pad))
+}
+
+/// The note both commands give for a file longer than 500 KiB.
+fn limit_note(f: &Path, size: usize, read: usize) -> String {
+    format!(
+        "{} is {size} bytes; RFC 9309 parsers stop at 512000 (500 KiB), so only its first {read} bytes (the lines that end within the limit) are read",
+        f.display()
+    )
+}
+
+/// `robots-test` applies only the first 500 KiB, as a crawler does: a
+/// group past the limit does not count, and a note on stderr says so.
+#[test]
+fn robots_test_reads_only_the_first_500_kib() {
+    let dir = TempDir::new("robots-test-limit");
+    let body = past_the_limit("User-agent: *\nDisallow: /a\n", "User-agent: FooBot\nDisallow: /\n");
+    assert_eq!(body.len(), 520_034);
+    let f = dir.write("long.txt", &body);
+    let note = format!("note: {}\n", limit_note(&f, 520_034, 26));
+    assert_eq!(robots_test(&f, "FooBot", "/b"), (0, "allowed\n".into(), note.clone()));
+    assert_eq!(robots_test(&f, "FooBot", "/a"), (1, "disallowed\n".into(), note));
+
+    // A line that ends exactly at the limit is read whole.
+    let head = "User-agent: *\n# ";
+    let rule = "\nDisallow: /x";
+    let exact =
+        format!("{head}{}{rule}\nUser-agent: FooBot\nDisallow: /\n", "p".repeat(512_000 - head.len() - rule.len()));
+    let f = dir.write("exact.txt", &exact);
+    let note = format!("note: {}\n", limit_note(&f, exact.len(), 512_000));
+    assert_eq!(robots_test(&f, "FooBot", "/x"), (1, "disallowed\n".into(), note.clone()));
+    assert_eq!(robots_test(&f, "FooBot", "/y"), (0, "allowed\n".into(), note));
+}
+
+/// `import` imports only the first 500 KiB and says so; the rest is not
+/// read at all.
+#[test]
+fn import_reads_only_the_first_500_kib() {
+    let dir = TempDir::new("import-limit");
+    let body = past_the_limit("User-agent: *\nDisallow: /a\n", "User-agent: FooBot\nDisallow: /\n");
+    let f = dir.write("long.txt", &body);
+    let out = crawlgate(&["import", arg(&f)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "# crawlgate policy imported from {} by `crawlgate import`.\n\
+             # One [[group]] per robots.txt group; groups naming the same crawler are\n\
+             # merged, as RFC 9309 merges them. Lines a policy cannot express are kept\n\
+             # as `# kept from line N` comments with the reason; the original's own\n\
+             # comments are not carried over.\n\
+             \n\
+             [upstream]\n\
+             # The origin the proxy forwards to: set it before `crawlgate run`.\n\
+             servers = [\"127.0.0.1:8000\"]\n\
+             \n\
+             [[group]]\n\
+             # robots.txt group at line 1\n\
+             user_agents = [\"*\"]\n\
+             disallow = [\n  \"/a\",\n]\n",
+            f.display()
+        )
+    );
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "warning: {}; later lines are not imported\nimported {}: 1 group, 1 rule, 0 sitemaps; 0 lines kept as comments\n",
+            limit_note(&f, 520_034, 26),
+            f.display()
+        )
+    );
+}
+
+/// A robots.txt under the limit whose policy would render past it (the
+/// policy writes `Disallow: /p` for `disallow:/p`): exit 1, nothing on
+/// stdout, and the reason on stderr.
+#[test]
+fn import_refuses_a_policy_that_renders_past_the_limit() {
+    let dir = TempDir::new("import-renders-past");
+    let mut body = String::from("User-agent: *\n");
+    let mut i = 0;
+    while body.len() < 500_000 {
+        body.push_str(&format!("disallow:/p{i}\n"));
+        i += 1;
+    }
+    let f = dir.write("terse.txt", &body);
+    let out = crawlgate(&["import", arg(&f)]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    assert_eq!(stdout(&out), "");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "imported {}: 1 group, {i} rules, 0 sitemaps; 0 lines kept as comments\n\
+             crawlgate: error: the imported policy is not printed: its generated robots.txt is 530165 bytes, over the \
+             512000 byte (500 KiB) limit crawlers must parse (the policy writes every line in full, and repeats a \
+             group's rules for each set of crawlers that shares it); import a shorter robots.txt\n",
+            f.display()
+        )
+    );
 }

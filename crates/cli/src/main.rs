@@ -1,6 +1,8 @@
 //! The `crawlgate` binary: argument parsing and dispatch.
 //!
-//! Each subcommand lives in its own module; this file only declares the
+//! Each subcommand lives in the module named after it (`robots_test`,
+//! `import`, `agents`, `agents_txt`; `offline` for check, render and
+//! explain; `run`, `demo`, `sample_origin`); this file only declares the
 //! command line (the contract other tools script against) and dispatches.
 
 use std::path::PathBuf;
@@ -15,12 +17,14 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod agents_cmds;
-mod catalog_cmds;
+mod agents;
+mod agents_txt;
 mod config;
 mod demo;
+mod import;
 mod offline;
-mod robots_cmds;
+mod robots_file;
+mod robots_test;
 mod run;
 mod sample_origin;
 
@@ -131,11 +135,11 @@ fn main() -> ExitCode {
             offline::explain(&config.config, json, &user_agent, &urls)
         }
         Command::RobotsTest { robots_file, user_agent, url } => {
-            robots_cmds::robots_test(&robots_file, &user_agent, &url)
+            robots_test::robots_test(&robots_file, &user_agent, &url)
         }
-        Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_cmds::verify(&file),
-        Command::Import { robots_file } => robots_cmds::import(&robots_file),
-        Command::Agents(AgentsCommand::List { category, json }) => catalog_cmds::list(category.as_deref(), json),
+        Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_txt::verify(&file),
+        Command::Import { robots_file } => import::import(&robots_file),
+        Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
         Command::SampleOrigin { listen } => sample_origin::run_forever(&listen),

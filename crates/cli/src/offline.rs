@@ -1,8 +1,10 @@
-//! `check`, `render` and `explain`: the offline questions about a policy.
+//! `crawlgate check`, `render` and `explain`: the offline questions about a
+//! policy, answered from the policy file alone (no proxy, no origin).
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use crawlgate_policy::robots_tag::meta_element;
 use crawlgate_policy::robotstxt::path_of;
 use crawlgate_policy::{load, Loaded};
 
@@ -124,7 +126,7 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
             },
             "html": c.html.as_ref().map(|h| serde_json::json!({
                 "mode": h.mode.as_str(),
-                "meta": h.metas.iter().map(|(n, v)| format!("<meta name=\"{n}\" content=\"{v}\">")).collect::<Vec<_>>(),
+                "meta": h.metas.iter().map(|(n, v)| meta_element(n, v)).collect::<Vec<_>>(),
             })),
         }));
     }

@@ -214,6 +214,28 @@ impl TagRules {
     }
 }
 
+/// A robots `<meta>` element, `<meta name="robots" content="noindex">`,
+/// with both attribute values escaped: `&`, `"` and `<` as character
+/// references, and non-ASCII too, so the element stays valid when spliced
+/// into a page in any ASCII-compatible charset.
+pub fn meta_element(name: &str, content: &str) -> String {
+    format!("<meta name=\"{}\" content=\"{}\">", escape_attr(name), escape_attr(content))
+}
+
+fn escape_attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '<' => out.push_str("&lt;"),
+            c if !c.is_ascii() => out.push_str(&format!("&#x{:x};", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Byte offsets of the top-level commas of a structured-field list.
 fn member_ends(s: &str) -> Vec<usize> {
     let mut ends = Vec::new();
@@ -414,6 +436,15 @@ mod tests {
             dated.robots_tag_value().as_deref(),
             Some("*;unavailable_after=\"2026-12-31\";max-image-preview=large")
         );
+    }
+
+    #[test]
+    fn meta_elements_are_escaped() {
+        assert_eq!(
+            meta_element("robots", "noindex, nosnippet"),
+            "<meta name=\"robots\" content=\"noindex, nosnippet\">"
+        );
+        assert_eq!(meta_element("gptbot", "a\"<&é"), "<meta name=\"gptbot\" content=\"a&quot;&lt;&amp;&#xe9;\">");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `agents-txt verify`: the strict agents.txt verifier (seed 003) on a file.
+//! `crawlgate agents-txt verify`: the strict agents.txt verifier run on a file.
 
 use std::path::Path;
 use std::process::ExitCode;

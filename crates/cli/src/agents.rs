@@ -1,4 +1,4 @@
-//! `agents list`: the built-in catalog of known crawlers and agents.
+//! `crawlgate agents list`: the built-in catalog of known crawlers and agents.
 
 use std::fmt::Write as _;
 use std::io::Write as _;

@@ -1,0 +1,107 @@
+//! `crawlgate import`: an existing robots.txt turned into a policy whose
+//! rendered robots.txt makes the same decisions.
+//!
+//! Two steps: [`groups`] reads the source robots.txt (the policy crate's
+//! tolerant parser, the one `robots-test` uses) and decides what goes
+//! where: which crawlers share a policy group, which values a policy can
+//! hold, which lines are kept as comments and why. [`emit`] only writes
+//! that plan out as TOML.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+mod emit;
+mod groups;
+
+/// `crawlgate import ROBOTS_FILE`: prints a policy whose rendered robots.txt
+/// makes the same decisions; what a policy cannot express is kept as a
+/// `# kept from line N: ...` comment and reported on stderr. Only the first
+/// 500 KiB of the file are imported, the part crawlers apply (a warning
+/// says so when the file is longer). Exit 0; 1, with nothing on stdout,
+/// when the result would not pass `crawlgate check` (such as a rendered
+/// robots.txt over the 500 KiB limit, when merging groups repeats their
+/// rules); 2 when the file cannot be read.
+pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
+    let file = crate::robots_file::read(robots_file)?;
+    let source_name = robots_file.display().to_string();
+    let plan = groups::plan(&file.bytes, &source_name);
+    let toml = emit::toml(&plan, &source_name);
+    if let Some(note) = &file.truncated {
+        eprintln!("warning: {note}; later lines are not imported");
+    }
+    for (_, w) in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    let checked = crawlgate_policy::load(&toml, "imported policy");
+    if checked.is_ok() {
+        print!("{toml}");
+    }
+    eprintln!("{}", summary(&plan, &source_name));
+    let Err(errors) = checked else { return Ok(ExitCode::SUCCESS) };
+    match errors.0.iter().find(|d| d.message.starts_with("generated robots.txt is ")) {
+        Some(too_big) => eprintln!(
+            "crawlgate: error: the imported policy is not printed: its {} (the policy writes every line in full, and \
+             repeats a group's rules for each set of crawlers that shares it); import a shorter robots.txt",
+            too_big.message
+        ),
+        None => eprintln!(
+            "crawlgate: error: the imported policy does not pass `crawlgate check` (please report this):\n{errors}"
+        ),
+    }
+    Ok(ExitCode::from(1))
+}
+
+/// The last stderr line: what was imported and how much was kept aside.
+fn summary(plan: &groups::Plan, source_name: &str) -> String {
+    let n = plan.groups.len();
+    let rules: usize = plan.groups.iter().map(|o| o.allow.len() + o.disallow.len()).sum();
+    let sitemaps = plan.sitemaps.len();
+    format!(
+        "imported {source_name}: {n} group{}, {rules} rule{}, {sitemaps} sitemap{}; {} line{} kept as comments",
+        plural(n),
+        plural(rules),
+        plural(sitemaps),
+        plan.kept_lines,
+        plural(plan.kept_lines),
+    )
+}
+
+/// One robots.txt line that becomes a comment, and why.
+#[derive(Debug, Clone)]
+struct Kept {
+    line: usize,
+    reason: String,
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Text safe in a TOML comment and on a terminal (control characters but
+/// tab written as `\uXXXX`).
+fn comment_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c != '\t' && (c <= '\u{1f}' || c == '\u{7f}') {
+            let _ = write!(out, "\\u{:04X}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_escape_control_characters() {
+        assert_eq!(comment_text("a\u{0}b\tc"), "a\\u0000b\tc");
+    }
+}

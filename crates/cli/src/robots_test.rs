@@ -1,0 +1,48 @@
+//! `crawlgate robots-test`: evaluates any robots.txt file for one crawler
+//! and one URL with RFC 9309 semantics.
+//!
+//! It reads the file with the policy crate's tolerant parser
+//! ([`RobotsTxt`]), the one `import` uses, so the two agree with each other
+//! and with the conformance suite.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crawlgate_policy::robotstxt::RobotsTxt;
+
+/// `crawlgate robots-test ROBOTS_FILE USER_AGENT URL`: prints `allowed`
+/// (exit 0) or `disallowed` (exit 1); a usage or read error exits 2. Only
+/// the first 500 KiB are applied, as a crawler applies them (a note on
+/// stderr says so when the file is longer).
+///
+/// `USER_AGENT` is normally a product token (`Googlebot`). A full
+/// User-Agent string is named by its first product, the text before the
+/// first space or `/` (`Googlebot/2.1 (+http://www.google.com/bot.html)`
+/// is `Googlebot`, `FigTree Robot libwww-perl/5.04` is `FigTree`). So a
+/// browser-style string (`Mozilla/5.0 (compatible; Googlebot/2.1)`) is
+/// `Mozilla`: pass the crawler's token for those. The name is compared
+/// with each `user-agent:` value as a whole, case-insensitively; a value
+/// that is not a bare token (`Googlebot/2.1`, `foo bar`) names no crawler
+/// (RFC 9309; Google's parser would cut it at the first non-token
+/// character). `URL` may be absolute (`https://example.com/a?b`) or a path
+/// (`/a?b`); the fragment is ignored and `/robots.txt` is always allowed.
+pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::Result<ExitCode> {
+    if user_agent.trim().is_empty() {
+        anyhow::bail!("robots-test: USER_AGENT is empty (give a product token such as Googlebot)");
+    }
+    if url.is_empty() {
+        anyhow::bail!("robots-test: URL is empty (give a URL or a path such as /index.html)");
+    }
+    let file = crate::robots_file::read(robots_file)?;
+    if let Some(note) = &file.truncated {
+        eprintln!("note: {note}");
+    }
+    let robots = RobotsTxt::parse(&file.bytes);
+    if robots.is_allowed(user_agent, url) {
+        println!("allowed");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("disallowed");
+        Ok(ExitCode::from(1))
+    }
+}
