@@ -79,7 +79,7 @@ fn bomb_prefix() -> Vec<u8> {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        page.push(if x % 7 == 0 { b' ' } else { b'a' + (x >> 8) as u8 % 26 });
+        page.push(if x.is_multiple_of(7) { b' ' } else { b'a' + (x >> 8) as u8 % 26 });
     }
     page
 }
@@ -214,8 +214,7 @@ fn parse(raw: &[u8]) -> Option<H1> {
         h1.complete = len == Some(rest.len());
         return Some(h1);
     }
-    loop {
-        let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") else { break };
+    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
         let Ok(size) = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16) else { break };
         rest = &rest[eol + 2..];
         if size == 0 {

@@ -62,6 +62,9 @@ impl Plans {
     }
 }
 
+/// The error type of a response failed while decoding its body.
+pub const DECODE_ABORTED: ErrorType = ErrorType::Custom("decompression aborted");
+
 /// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
 /// dropped from a rewritten response, whose bytes they no longer describe.
 const DIGEST_HEADERS: [&str; 4] = ["content-digest", "repr-digest", "digest", "content-md5"];
@@ -322,7 +325,7 @@ impl HtmlStream {
             metrics.decompression_aborted(e.reason());
             tracing::warn!(path, reason = e.reason(), error = %e, "Compressed HTML aborted: its body cannot be decoded within the limits");
             return Err(Error::create(
-                ErrorType::Custom("decompression aborted"),
+                DECODE_ABORTED,
                 ErrorSource::Upstream,
                 Some(format!("HTML body from the origin: {e}").into()),
                 None,
@@ -381,7 +384,7 @@ mod tests {
         assert_eq!(html_content_type("Text/HTML"), (true, None));
         assert_eq!(html_content_type("text/html;charset=\"iso-8859-1\""), (true, Some("iso-8859-1".into())));
         assert_eq!(html_content_type("application/xhtml+xml; charset=utf-8"), (false, Some("utf-8".into())));
-        assert_eq!(html_content_type("text/plain; charset=utf-8").0, false);
-        assert_eq!(html_content_type("").0, false);
+        assert!(!html_content_type("text/plain; charset=utf-8").0);
+        assert!(!html_content_type("").0);
     }
 }
