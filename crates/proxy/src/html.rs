@@ -62,7 +62,8 @@ impl Plans {
     }
 }
 
-/// The error type of a response failed while decoding its body.
+/// The error type of a response failed while decoding its body, for
+/// `fail_to_proxy` and the error log to tell it apart.
 pub const DECODE_ABORTED: ErrorType = ErrorType::Custom("decompression aborted");
 
 /// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
@@ -281,9 +282,12 @@ impl HtmlStream {
     /// Replaces a body chunk with the rewriter's output. A compressed body
     /// is decoded piece by piece, each piece rewritten before the next is
     /// decoded. An error (the decoded body breaks a limit of
-    /// `crate::decode`, or is not valid) fails the response: its headers
-    /// are gone already, so Pingora cuts it short (HTTP/1.1: the connection
-    /// closes before the last chunk; HTTP/2: the stream is reset).
+    /// `crate::decode`, or is not valid) fails the response: once its
+    /// header is out, Pingora cuts it short (HTTP/1.1: the connection
+    /// closes before the last chunk; HTTP/2: the stream is reset with
+    /// CANCEL). Pingora writes the header together with the body chunks
+    /// that arrived with it, so a failure among those leaves the header
+    /// unsent, and `fail_to_proxy` answers 502 instead.
     pub fn filter(
         &mut self,
         body: &mut Option<Bytes>,
