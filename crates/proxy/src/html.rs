@@ -1,17 +1,19 @@
 //! Glue between the proxy and `crawlgate-html`: decides whether a response
 //! is rewritten, adjusts its headers (no Content-Length, chunked, weak
-//! ETag) and feeds body chunks to the streaming rewriter.
+//! ETag), decodes a compressed body in bounded pieces (`crate::decode`) and
+//! feeds the body to the streaming rewriter.
 
 use std::sync::{Arc, Mutex, RwLock};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use crawlgate_html::{Config, Mode, Prepared, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
-use pingora::Result;
+use pingora::{Error, ErrorSource, ErrorType, Result};
 
+use crate::decode::{Decoder, Encoding};
 use crate::metrics::Metrics;
 use crate::service::unpoison;
 
@@ -60,15 +62,26 @@ impl Plans {
     }
 }
 
+/// The error type of a response failed while decoding its body, for
+/// `fail_to_proxy` and the error log to tell it apart.
+pub const DECODE_ABORTED: ErrorType = ErrorType::Custom("decompression aborted");
+
 /// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
 /// dropped from a rewritten response, whose bytes they no longer describe.
 const DIGEST_HEADERS: [&str; 4] = ["content-digest", "repr-digest", "digest", "content-md5"];
 
 /// One response being rewritten.
 pub struct HtmlStream {
-    rewriter: Mutex<Rewriter>,
+    /// The rewriter and the decoder of a compressed body: `Send`, not
+    /// `Sync`.
+    inner: Mutex<Inner>,
     mode: &'static str,
     bailed: bool,
+}
+
+struct Inner {
+    rewriter: Rewriter,
+    decoder: Option<Decoder>,
 }
 
 fn mode_name(mode: HtmlMode) -> &'static str {
@@ -107,9 +120,37 @@ fn html_content_type(value: &str) -> (bool, Option<String>) {
     (is_html, charset)
 }
 
+/// The single coding of a response to decode before rewriting: `Ok(None)`
+/// for an identity body, `Err(())` for codings this proxy does not decode
+/// (unknown ones, several in a row, or several field lines).
+fn content_coding(resp: &ResponseHeader) -> std::result::Result<Option<Encoding>, ()> {
+    let mut values = resp.headers.get_all(header::CONTENT_ENCODING).iter();
+    let Some(value) = values.next() else { return Ok(None) };
+    if values.next().is_some() {
+        return Err(());
+    }
+    if value.as_bytes().trim_ascii().eq_ignore_ascii_case(b"identity") {
+        return Ok(None);
+    }
+    Encoding::from_header(value.as_bytes()).map(Some).ok_or(())
+}
+
+/// Whether a Vary field value lists `Accept-Encoding` (or is `*`).
+fn varies_on_encoding(resp: &ResponseHeader) -> bool {
+    resp.headers.get_all(header::VARY).iter().any(|v| {
+        v.as_bytes().split(|b| *b == b',').any(|name| {
+            let name = name.trim_ascii();
+            name == b"*" || name.eq_ignore_ascii_case(b"accept-encoding")
+        })
+    })
+}
+
 /// Sets up the rewrite for a response, or returns `None` when it does not
-/// apply: not 2xx (or a 204, or a 206 byte range), not HTML, still encoded (an encoding pingora cannot
-/// decode), or a charset lol_html cannot rewrite (passed through, logged).
+/// apply: not 2xx (or a 204, or a 206 byte range), not HTML, in a coding
+/// this proxy does not decode, or a charset lol_html cannot rewrite
+/// (passed through, logged). A gzip, deflate or br body is decoded for the
+/// rewriter (the origin was asked for identity, but may not comply); such
+/// a response loses its Content-Encoding and is sent chunked.
 pub fn start(
     session: &mut Session,
     resp: &mut ResponseHeader,
@@ -134,13 +175,15 @@ pub fn start(
     if !is_html {
         return Ok(None);
     }
-    if let Some(enc) = resp.headers.get(header::CONTENT_ENCODING) {
-        if !enc.as_bytes().eq_ignore_ascii_case(b"identity") {
+    let encoding = match content_coding(resp) {
+        Ok(e) => e,
+        Err(()) => {
             metrics.html_passthrough("encoding");
-            tracing::info!(path, encoding = %String::from_utf8_lossy(enc.as_bytes()), "HTML left unchanged: content encoding cannot be decoded");
+            let values: Vec<_> = resp.headers.get_all(header::CONTENT_ENCODING).iter().collect();
+            tracing::info!(path, encoding = ?values, "HTML left unchanged: content encoding cannot be decoded");
             return Ok(None);
         }
-    }
+    };
     let mut rewriter = match Rewriter::prepared(&plans.get(plan), charset.as_deref()) {
         Ok(r) => r,
         Err(e) => {
@@ -150,7 +193,8 @@ pub fn start(
         }
     };
     let mode = mode_name(plan.mode);
-    if plan.mode != HtmlMode::Audit {
+    // A decoded body changes even in audit mode.
+    if plan.mode != HtmlMode::Audit || encoding.is_some() {
         // The body changes. Inject knows by how much before it has seen the
         // body (`fix_growth`): a Content-Length response keeps one, which
         // saves the chunked framing and lets pingora send a small page in
@@ -158,8 +202,12 @@ pub fn start(
         // (enforce, or no length from the origin): no Content-Length,
         // chunked (pingora's h1 writer would otherwise close the
         // connection). Either way byte ranges of the origin's body no longer
-        // apply, and the ETag is no longer byte-exact.
-        let length = content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64));
+        // apply, and the ETag is no longer byte-exact. A decoded body's
+        // length is not known before it is decoded.
+        let length = match encoding {
+            Some(_) => None,
+            None => content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64)),
+        };
         match length {
             Some(n) => resp.insert_header(header::CONTENT_LENGTH, n)?,
             None => {
@@ -179,29 +227,116 @@ pub fn start(
             }
         }
     }
+    if encoding.is_some() {
+        resp.remove_header(&header::CONTENT_ENCODING);
+        // The client's Accept-Encoding still selects what it gets: the
+        // rewritten body is compressed again for a client that asks.
+        if !varies_on_encoding(resp) {
+            resp.append_header(header::VARY, "Accept-Encoding")?;
+        }
+    }
     if head {
         return Ok(None);
     }
     metrics.html_rewrite(mode);
-    Ok(Some(HtmlStream { rewriter: Mutex::new(rewriter), mode, bailed: false }))
+    let decoder = encoding.map(Decoder::new);
+    Ok(Some(HtmlStream { inner: Mutex::new(Inner { rewriter, decoder }), mode, bailed: false }))
+}
+
+/// The body chunks one call of the body filter hands on, joined: one chunk
+/// is passed as it is, several are copied into one buffer (their total is
+/// bounded by the decoder's per-chunk ratio limit).
+#[derive(Default)]
+struct Joined {
+    first: Option<Bytes>,
+    rest: Option<BytesMut>,
+}
+
+impl Joined {
+    fn push(&mut self, b: Bytes) {
+        if b.is_empty() {
+            return;
+        }
+        if let Some(rest) = self.rest.as_mut() {
+            rest.extend_from_slice(&b);
+        } else if let Some(first) = self.first.take() {
+            let mut rest = BytesMut::with_capacity(first.len() + b.len());
+            rest.extend_from_slice(&first);
+            rest.extend_from_slice(&b);
+            self.rest = Some(rest);
+        } else {
+            self.first = Some(b);
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match (self.first, self.rest) {
+            (_, Some(rest)) => rest.freeze(),
+            (Some(first), None) => first,
+            (None, None) => Bytes::new(),
+        }
+    }
 }
 
 impl HtmlStream {
-    /// Replaces a body chunk with the rewriter's output.
-    pub fn filter(&mut self, body: &mut Option<Bytes>, end_of_stream: bool, metrics: &Metrics, path: &str) {
-        let rw = unpoison(&mut self.rewriter);
-        let mut out = match body.take() {
-            Some(chunk) => rw.write_bytes(chunk),
-            None => Bytes::new(),
-        };
-        if end_of_stream {
-            let tail = rw.finish();
-            if !tail.is_empty() {
-                let mut joined = Vec::with_capacity(out.len() + tail.len());
-                joined.extend_from_slice(&out);
-                joined.extend_from_slice(&tail);
-                out = Bytes::from(joined);
+    /// Replaces a body chunk with the rewriter's output. A compressed body
+    /// is decoded piece by piece, each piece rewritten before the next is
+    /// decoded. An error (the decoded body breaks a limit of
+    /// `crate::decode`, or is not valid) fails the response: once its
+    /// header is out, Pingora cuts it short (HTTP/1.1: the connection
+    /// closes before the last chunk; HTTP/2: the stream is reset with
+    /// CANCEL). Pingora writes the header together with the body chunks
+    /// that arrived with it, so a failure among those leaves the header
+    /// unsent, and `fail_to_proxy` answers 502 instead.
+    pub fn filter(
+        &mut self,
+        body: &mut Option<Bytes>,
+        end_of_stream: bool,
+        metrics: &Metrics,
+        path: &str,
+    ) -> Result<()> {
+        let Inner { rewriter: rw, decoder } = unpoison(&mut self.inner);
+        let mut out = Joined::default();
+        let decoded = match decoder {
+            None => {
+                if let Some(chunk) = body.take() {
+                    out.push(rw.write_bytes(chunk));
+                }
+                Ok(())
             }
+            Some(decoder) => {
+                if let Some(chunk) = body.take() {
+                    decoder.push(chunk);
+                }
+                let mut result = Ok(());
+                loop {
+                    match decoder.next_piece() {
+                        Ok(Some(piece)) => out.push(rw.write_bytes(piece)),
+                        Ok(None) => break,
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+                match result {
+                    Ok(()) if end_of_stream => decoder.finish(),
+                    r => r,
+                }
+            }
+        };
+        if let Err(e) = decoded {
+            metrics.decompression_aborted(e.reason());
+            tracing::warn!(path, reason = e.reason(), error = %e, "Compressed HTML aborted: its body cannot be decoded within the limits");
+            return Err(Error::create(
+                DECODE_ABORTED,
+                ErrorSource::Upstream,
+                Some(format!("HTML body from the origin: {e}").into()),
+                None,
+            ));
+        }
+        if end_of_stream {
+            out.push(rw.finish());
         }
         for f in rw.take_findings() {
             metrics.html_finding(self.mode, f.kind.as_str());
@@ -216,7 +351,9 @@ impl HtmlStream {
                 tracing::warn!(path, reason, "HTML rewriter gave up; the rest of the body passes through unchanged");
             }
         }
+        let out = out.into_bytes();
         *body = if out.is_empty() && !end_of_stream { None } else { Some(out) };
+        Ok(())
     }
 }
 
@@ -251,7 +388,7 @@ mod tests {
         assert_eq!(html_content_type("Text/HTML"), (true, None));
         assert_eq!(html_content_type("text/html;charset=\"iso-8859-1\""), (true, Some("iso-8859-1".into())));
         assert_eq!(html_content_type("application/xhtml+xml; charset=utf-8"), (false, Some("utf-8".into())));
-        assert_eq!(html_content_type("text/plain; charset=utf-8").0, false);
-        assert_eq!(html_content_type("").0, false);
+        assert!(!html_content_type("text/plain; charset=utf-8").0);
+        assert!(!html_content_type("").0);
     }
 }

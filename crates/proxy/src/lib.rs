@@ -6,6 +6,7 @@
 //! decisions are not made here: every question goes to the policy crate.
 
 mod admin;
+mod decode;
 mod headers;
 mod html;
 mod metrics;

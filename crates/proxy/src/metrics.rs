@@ -27,6 +27,7 @@ pub struct Metrics {
     html_rewrites: IntCounterVec,
     html_findings: IntCounterVec,
     html_passthrough: IntCounterVec,
+    decompression_aborted: IntCounterVec,
     upstream_responses: IntCounterVec,
     duration: HistogramVec,
     reloads: IntCounterVec,
@@ -113,6 +114,12 @@ impl Metrics {
                 "HTML responses passed through unchanged, by reason.",
                 &["reason"],
             )?,
+            decompression_aborted: counter(
+                r,
+                "crawlgate_decompression_aborted_total",
+                "Compressed HTML responses aborted mid-body while decoding them, by reason (size, ratio, invalid).",
+                &["reason"],
+            )?,
             upstream_responses: counter(
                 r,
                 "crawlgate_upstream_responses_total",
@@ -158,6 +165,12 @@ impl Metrics {
     /// Counts an HTML response left unchanged (unsupported charset, bail-out).
     pub fn html_passthrough(&self, reason: &str) {
         self.html_passthrough.with_label_values(&[reason]).inc();
+    }
+
+    /// Counts a response aborted while decoding its body (`size`, `ratio`,
+    /// `invalid`).
+    pub fn decompression_aborted(&self, reason: &str) {
+        self.decompression_aborted.with_label_values(&[reason]).inc();
     }
 
     /// Counts an upstream response by status class.

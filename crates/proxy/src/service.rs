@@ -263,10 +263,11 @@ impl ProxyHttp for Gate {
             upstream_request.set_raw_path(target.as_bytes())?;
         }
         if ctx.html_candidate {
+            // An origin that compresses anyway is not decoded by Pingora
+            // (that would inflate every response, HTML or not, a whole chunk
+            // at a time): only a response the rewriter takes is decoded, in
+            // bounded pieces, by `crate::html`.
             upstream_request.insert_header(header::ACCEPT_ENCODING, "identity")?;
-            // An origin that compresses anyway is decompressed before the
-            // rewriter (gzip and br).
-            session.upstream_compression.adjust_decompression(true);
         }
         Ok(())
     }
@@ -310,7 +311,8 @@ impl ProxyHttp for Gate {
         Ok(())
     }
 
-    /// Body phase: feeds the rewriter, if any. Never fails the response.
+    /// Body phase: feeds the rewriter, if any. Fails the response only when
+    /// a compressed HTML body cannot be decoded within the limits.
     fn response_body_filter(
         &self,
         _session: &mut Session,
@@ -319,7 +321,7 @@ impl ProxyHttp for Gate {
         ctx: &mut Ctx,
     ) -> Result<Option<Duration>> {
         if let Some(html) = ctx.html.as_mut() {
-            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path);
+            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path)?;
         }
         Ok(None)
     }
