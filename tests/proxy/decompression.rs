@@ -344,7 +344,7 @@ fn invalid_compressed_html_is_aborted_not_forwarded() {
     // two happens depends on how the origin's bytes arrive; neither
     // forwards the origin's body.
     let now = get(proxy.addr, "/not-gzip-now.html", &[]);
-    let bad_gateway = "502 Bad Gateway: the origin server could not be reached\n";
+    let bad_gateway = "502 Bad Gateway: the origin server's compressed response could not be decoded within limits\n";
     match now.status {
         502 => assert!(now.complete && now.body == bad_gateway.as_bytes(), "{now:?}"),
         _ => assert!(now.status == 200 && !now.complete && now.body.is_empty(), "{now:?}"),

@@ -27,6 +27,11 @@ fn hop_origin() -> Origin {
                 .header("Trailer", "X-Checksum")
                 .header("Proxy-Authenticate", "Basic realm=\"origin\""),
         ),
+        (
+            "/many",
+            (0..500)
+                .fold(Route::ok("text/plain", "many\n"), |r, i| r.header("X-Robots-Tag", &format!("bot{i}: noindex"))),
+        ),
         ("/empty", Route { status: 204, headers: vec![], body: Body::Fixed(Vec::new()) }),
         ("/drafts/legacy", Route::ok("text/plain", "legacy\n").header("Robots-Tag", "googlebot: nosnippet")),
     ])
@@ -96,4 +101,14 @@ fn a_legacy_robots_tag_from_the_origin_moves_to_x_robots_tag() {
     assert_eq!(values("robots-tag"), ["*;noindex;nosnippet, GPTBot;noai"]);
     // The origin's value is kept, where its syntax is the expected one.
     assert_eq!(values("x-robots-tag"), ["googlebot: nosnippet", "noindex, nosnippet", "gptbot: noai"]);
+}
+
+#[test]
+fn a_response_pingora_cannot_parse_is_blamed_on_the_response_not_on_reachability() {
+    let origin = hop_origin();
+    let proxy = h2c_proxy(&origin);
+    let mut conn = Conn::open(proxy.addr);
+    let resp = conn.request("GET", "/many", &[("User-Agent", BROWSER_UA)]);
+    assert_eq!(resp.status, 502);
+    assert_eq!(resp.body, b"502 Bad Gateway: the origin server sent a response that cannot be forwarded\n");
 }

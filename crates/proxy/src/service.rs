@@ -348,11 +348,29 @@ impl ProxyHttp for Gate {
             },
         };
         let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
-        tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
+        let decode_aborted = e.etype() == &crate::html::DECODE_ABORTED;
+        if !decode_aborted {
+            // A decode abort was logged where it happened, with its reason.
+            tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
+        }
         if code > 0 && session.response_written().is_none() {
             let text = match code {
                 504 => "504 Gateway Timeout: the origin server did not answer in time\n".to_string(),
-                502 => "502 Bad Gateway: the origin server could not be reached\n".to_string(),
+                502 if decode_aborted => {
+                    "502 Bad Gateway: the origin server's compressed response could not be decoded within limits\n"
+                        .to_string()
+                }
+                502 if unreachable(e.etype()) || ctx.upstream.is_none() => {
+                    "502 Bad Gateway: the origin server could not be reached\n".to_string()
+                }
+                502 if matches!(
+                    e.etype(),
+                    ErrorType::InvalidHTTPHeader | ErrorType::H1Error | ErrorType::H2Error | ErrorType::InvalidH2
+                ) =>
+                {
+                    "502 Bad Gateway: the origin server sent a response that cannot be forwarded\n".to_string()
+                }
+                502 => "502 Bad Gateway: the connection to the origin server failed\n".to_string(),
                 400 => "400 Bad Request\n".to_string(),
                 other => format!("{other} Error\n"),
             };
@@ -365,6 +383,12 @@ impl ProxyHttp for Gate {
             ctx.upstream_status = Some(0);
         }
         FailToProxy { error_code: code, can_reuse_downstream: true }
+    }
+
+    /// Pingora's own error line is left out for a decode abort, which the
+    /// body filter has logged with its reason.
+    fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, e: &Error) -> bool {
+        e.etype() == &crate::html::DECODE_ABORTED
     }
 
     /// End of the request: metrics and the access log line.
@@ -397,6 +421,22 @@ impl ProxyHttp for Gate {
             "request"
         );
     }
+}
+
+/// Whether an error means no connection to the origin could be made.
+fn unreachable(etype: &ErrorType) -> bool {
+    matches!(
+        etype,
+        ErrorType::ConnectTimedout
+            | ErrorType::ConnectRefused
+            | ErrorType::ConnectNoRoute
+            | ErrorType::ConnectError
+            | ErrorType::TLSHandshakeFailure
+            | ErrorType::TLSHandshakeTimedout
+            | ErrorType::InvalidCert
+            | ErrorType::HandshakeError
+            | ErrorType::SocketError
+    )
 }
 
 /// gzip/br level for rewritten responses.
