@@ -160,6 +160,15 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     assert_eq!(metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]), 1.0);
     assert!(proxy.log().contains("Policy reload failed; the running policy stays in force"));
 
+    // Reverting the bad edit clears the error: the file is the running policy.
+    std::fs::write(&path, version(&base, 0)).unwrap_or_else(|e| panic!("{e}"));
+    let st = wait_for("the error to clear", DEADLINE, || {
+        let s = status(&proxy);
+        s["last_error"].is_null().then_some(s)
+    });
+    assert_eq!(st["generation"], 1);
+    assert!(proxy.log().contains("Policy file matches the running policy; nothing to reload"));
+
     std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
     wait_for("the deletion to be noticed", DEADLINE, || {
         (metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) >= 2.0).then_some(())
@@ -370,6 +379,12 @@ fn health_readiness_and_status() {
         .replace("health_check_interval = \"0s\"", "health_check_interval = \"100ms\"");
     let proxy = Proxy::start_with(listen, admin, &policy);
     assert_eq!(client().get(proxy.admin_url("/healthz")).send().map(|r| r.status().as_u16()).unwrap_or(0), 200);
+    for method in [reqwest::Method::POST, reqwest::Method::DELETE, reqwest::Method::PUT] {
+        let resp =
+            client().request(method.clone(), proxy.admin_url("/status")).send().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(resp.status(), 405, "{method}");
+        assert_eq!(resp.headers().get("allow").and_then(|v| v.to_str().ok()), Some("GET, HEAD"));
+    }
     wait_for("ready", DEADLINE, || {
         (client().get(proxy.admin_url("/readyz")).send().map(|r| r.status().as_u16()).unwrap_or(0) == 200).then_some(())
     });

@@ -68,6 +68,16 @@ fn text(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Vec<u
 #[async_trait]
 impl ServeHttp for Admin {
     async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let method = &session.req_header().method;
+        if method != http::Method::GET && method != http::Method::HEAD {
+            let mut resp = text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain; charset=utf-8",
+                b"method not allowed: the admin endpoints answer GET and HEAD\n".to_vec(),
+            );
+            resp.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
+            return resp;
+        }
         let path = session.req_header().uri.path().to_owned();
         match path.as_str() {
             "/metrics" => {

@@ -73,7 +73,17 @@ impl Reloader {
         let hash = hex::encode(Sha256::digest(source.as_bytes()));
         if hash == current.policy.source_sha256() {
             shared.metrics.reload("unchanged");
-            tracing::debug!(trigger, "Policy file unchanged; nothing to reload");
+            // The file is the running policy again (a bad edit was
+            // reverted): an earlier failure no longer describes it.
+            shared.with_status(|s| {
+                s.last_error = None;
+                s.last_error_at = None;
+            });
+            tracing::info!(
+                trigger,
+                generation = current.generation,
+                "Policy file matches the running policy; nothing to reload"
+            );
             return Outcome::Unchanged;
         }
         match Snapshot::build(&source, &file, current.generation + 1, Some(&current)) {
@@ -121,12 +131,44 @@ impl Reloader {
         }
         tracing::error!(trigger, "Policy reload failed; the running policy stays in force");
         self.shared.metrics.reload("failure");
+        let shown = bounded_error(error);
         self.shared.with_status(|s| {
-            s.last_error = Some(error.to_string());
+            s.last_error = Some(shown);
             s.last_error_at = Some(SystemTime::now());
         });
         Outcome::Failure
     }
+}
+
+/// How much of a failed load's error text `/status` keeps: a policy with
+/// thousands of errors would otherwise make every `/status` answer
+/// megabytes long. The log has every line.
+const STATUS_ERROR_LINES: usize = 50;
+const STATUS_ERROR_BYTES: usize = 16 * 1024;
+
+/// The first lines of `error` that fit the bounds above, followed by a
+/// count of the lines left out.
+fn bounded_error(error: &str) -> String {
+    let total = error.lines().count();
+    let mut out = String::new();
+    let mut kept = 0;
+    for line in error.lines().take(STATUS_ERROR_LINES) {
+        if out.len() + line.len() + 1 > STATUS_ERROR_BYTES {
+            break;
+        }
+        if kept > 0 {
+            out.push('\n');
+        }
+        out.push_str(line);
+        kept += 1;
+    }
+    if kept < total {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&format!("({} more lines in the log)", total - kept));
+    }
+    out
 }
 
 /// Whether a file-system event in the policy's directory may have changed
@@ -295,6 +337,17 @@ impl BackgroundService for HealthChecker {
 mod tests {
     use super::*;
     use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+
+    #[test]
+    fn status_errors_are_bounded() {
+        assert_eq!(bounded_error("a\nb"), "a\nb");
+        let many: Vec<String> = (0..120).map(|i| format!("f.toml:{i}:1: bad")).collect();
+        let shown = bounded_error(&many.join("\n"));
+        assert_eq!(shown.lines().count(), STATUS_ERROR_LINES + 1);
+        assert!(shown.ends_with("\nf.toml:49:1: bad\n(70 more lines in the log)"), "{shown}");
+        let long = "x".repeat(STATUS_ERROR_BYTES * 2);
+        assert_eq!(bounded_error(&long), "(1 more lines in the log)");
+    }
 
     #[test]
     fn a_burst_reloads_after_quiet_or_at_most_max_delay() {
