@@ -152,3 +152,18 @@ fn two_user_agent_fields_are_refused() {
         .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "400");
 }
+
+#[test]
+fn pipelined_requests_are_each_decided_and_answered_in_order() {
+    let origin = FileOrigin::start();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let one = |target: &str| format!("GET {target} HTTP/1.1\r\nHost: site.test\r\nUser-Agent: GPTBot/1.2\r\n\r\n");
+    let mut batch = one("/public/y") + &one("/private/x") + &one("/robots.txt") + &one("/public/y");
+    batch.push_str("GET /public/y HTTP/1.1\r\nHost: site.test\r\nUser-Agent: GPTBot/1.2\r\nConnection: close\r\n\r\n");
+    let raw = raw_exchange(proxy.addr, batch.as_bytes(), Duration::from_secs(5));
+    let text = String::from_utf8_lossy(&raw);
+    let statuses: Vec<&str> =
+        text.match_indices("HTTP/1.").map(|(i, _)| &text[i + 9..i + 12]).filter(|s| s.parse::<u16>().is_ok()).collect();
+    assert_eq!(statuses, ["200", "403", "200", "200", "200"], "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+}

@@ -133,6 +133,12 @@ impl ProxyHttp for Gate {
     /// is not rewritten. A policy without HTML rules leaves the module off
     /// (it costs throughput on every response otherwise).
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
+        // Pipelined HTTP/1.1 requests are answered in order (RFC 9112
+        // section 9.3.2), each decided on its own; without this Pingora
+        // answers the first and closes the connection.
+        if !session.as_downstream().pipelining_enabled() {
+            session.as_downstream_mut().set_pipelining_enabled(true);
+        }
         if ctx.snap.rewrites_html {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
