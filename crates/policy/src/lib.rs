@@ -17,12 +17,14 @@ mod raw;
 mod render;
 pub mod robots_tag;
 pub mod robotstxt;
+mod route;
 pub mod sf;
 pub mod validate;
 
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use policy::{
-    Action, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef, ServerSettings,
-    Settings, Stats, UpstreamSettings, UrlControls,
+    Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef,
+    ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
+pub use route::{BadRequest, LocalFile, Route, UserAgentField};

@@ -41,6 +41,25 @@ pub enum Action {
     Block,
 }
 
+impl Action {
+    /// Every action, in metric label order.
+    pub const ALL: [Action; 3] = [Action::Pass, Action::LogViolation, Action::Block];
+
+    /// The request's outcome as metrics and the access log name it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Action::Pass => "allowed",
+            Action::LogViolation => "violation_logged",
+            Action::Block => "blocked",
+        }
+    }
+}
+
+/// A policy token identified in a User-Agent: an index into the policy's
+/// tokens, so a request can keep it without copying the name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AgentId(u32);
+
 /// How an origin's own `Content-Usage` header is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OriginHeaderMode {
@@ -169,6 +188,8 @@ pub struct RuleRef<'p> {
 pub struct Decision<'p> {
     /// The product token found in the User-Agent (policy spelling).
     pub agent: Option<&'p str>,
+    /// The same token as an id ([`Policy::agent_name`] gives it back).
+    pub agent_id: Option<AgentId>,
     /// The group applied (the token's, else `*`'s).
     pub group: Option<GroupRef<'p>>,
     /// The deciding rule.
@@ -291,17 +312,23 @@ pub(crate) struct TagControls {
 const TAG_CACHE_LIMIT: usize = 4096;
 
 fn is_fixed_file(path: &str) -> bool {
-    // Compares the start only: splitting at `?` would scan the whole path
-    // on every decision.
-    ["/robots.txt", "/agents.txt"]
-        .iter()
-        .any(|f| path.strip_prefix(f).is_some_and(|rest| rest.is_empty() || rest.starts_with('?')))
+    crate::route::LocalFile::at(path).is_some()
 }
 
 impl Policy {
     /// Settings for the proxy.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The name of an identified agent (policy spelling).
+    pub fn agent_name(&self, id: AgentId) -> &str {
+        self.tokens.get(id.0 as usize).map_or("", String::as_str)
+    }
+
+    /// The name of group `index` (`name`, else its first user agent).
+    pub fn group_name(&self, index: usize) -> &str {
+        self.groups.get(index).map_or("", |g| g.name.as_str())
     }
 
     /// The rendered robots.txt.
@@ -345,10 +372,12 @@ impl Policy {
     pub fn decide(&self, user_agent: &str, path_and_query: &str) -> Decision<'_> {
         let token = self.matcher.find(user_agent);
         let agent = token.map(|t| self.tokens[t].as_str());
+        let agent_id = token.and_then(|t| u32::try_from(t).ok()).map(AgentId);
         let group_idx = token.map(|t| self.token_group[t]).or(self.star_group);
         let Some(gi) = group_idx else {
             return Decision {
                 agent,
+                agent_id,
                 group: None,
                 rule: None,
                 allowed: true,
@@ -366,6 +395,7 @@ impl Policy {
         });
         Decision {
             agent,
+            agent_id,
             group,
             allowed: rule.is_none_or(|r| r.allow),
             rule,

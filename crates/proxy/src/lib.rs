@@ -7,6 +7,7 @@
 
 mod admin;
 mod decode;
+mod events;
 mod headers;
 mod html;
 mod metrics;

@@ -10,13 +10,12 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use crawlgate_policy::{Action, LocalFile};
+
 use crate::state::Snapshot;
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
-
-/// Decisions, as labelled in `crawlgate_requests_total`.
-pub const DECISIONS: [&str; 3] = ["allowed", "violation_logged", "blocked"];
 
 /// All metrics of one process.
 pub struct Metrics {
@@ -137,9 +136,9 @@ impl Metrics {
     }
 
     /// Counts one request.
-    pub fn request(&self, agent: &str, decision: &str, elapsed: Duration) {
-        self.requests.with_label_values(&[agent, decision]).inc();
-        self.duration.with_label_values(&[decision]).observe(elapsed.as_secs_f64());
+    pub fn request(&self, agent: &str, outcome: Action, elapsed: Duration) {
+        self.requests.with_label_values(&[agent, outcome.as_str()]).inc();
+        self.duration.with_label_values(&[outcome.as_str()]).observe(elapsed.as_secs_f64());
     }
 
     /// Counts a fetch of `/robots.txt` or `/agents.txt`.
@@ -208,10 +207,10 @@ impl Metrics {
         let old_tokens: Vec<&str> = prev.policy.tokens().collect();
         let old_groups: Vec<&str> = prev.policy.group_names().collect();
         for token in old_tokens.iter().filter(|t| !new_tokens.contains(t)) {
-            for d in DECISIONS {
+            for d in Action::ALL.map(Action::as_str) {
                 let _ = self.requests.remove_label_values(&[token, d]);
             }
-            for f in ["robots.txt", "agents.txt"] {
+            for f in LocalFile::ALL.map(LocalFile::as_str) {
                 let _ = self.robots_fetches.remove_label_values(&[token, f]);
             }
         }

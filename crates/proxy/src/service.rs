@@ -6,6 +6,7 @@
 //! filter only feeds chunks to the rewriter; `logging` writes the access log
 //! and the request metrics.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -13,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use crawlgate_policy::matcher::{classify_request_target, RequestTarget};
-use crawlgate_policy::{Action, UrlControls};
+use crawlgate_policy::{Action, AgentId, Decision, LocalFile, Route, UrlControls, UserAgentField};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
@@ -22,6 +22,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
+use crate::events::{FileFetched, Local, RequestDone, Violation};
 use crate::html::HtmlStream;
 use crate::metrics::OTHER_AGENT;
 use crate::respond;
@@ -54,17 +55,20 @@ impl Gate {
     }
 }
 
-/// What one request decided and what happened to it.
+/// What one request decided and what happened to it. Names are looked up
+/// in the snapshot by id, never copied per request.
 pub struct Ctx {
     snap: Arc<Snapshot>,
     started: Instant,
-    /// Canonical path and query the decision was made on.
-    path: String,
+    /// Canonical path and query the decision was made on (a locally served
+    /// file's path, empty for a 400).
+    path: Cow<'static, str>,
     /// The policy token identified in the User-Agent.
-    agent: Option<String>,
-    group: Option<String>,
-    /// `allowed`, `violation_logged` or `blocked`.
-    decision: &'static str,
+    agent: Option<AgentId>,
+    /// The group applied (an index into the policy's groups).
+    group: Option<usize>,
+    /// What the policy made of the request.
+    outcome: Action,
     /// URL-level controls for a proxied request.
     controls: Option<UrlControls>,
     /// The request's path has an HTML plan (a HEAD gets the rewrite's
@@ -76,31 +80,34 @@ pub struct Ctx {
     /// The target sent upstream in place of the client's (the origin-form
     /// of an absolute-form target), `None` to forward it unchanged.
     forward: Option<String>,
-    /// Set when the proxy answered itself: `robots.txt`, `agents.txt`,
-    /// `blocked`, `bad-request`.
-    local: Option<&'static str>,
+    /// Set when the proxy answered itself.
+    local: Option<Local>,
 }
 
 impl Ctx {
-    fn agent_label(&self) -> &str {
-        self.agent.as_deref().unwrap_or(OTHER_AGENT)
+    fn agent_name(&self) -> Option<&str> {
+        self.agent.map(|a| self.snap.policy.agent_name(a))
+    }
+
+    fn group_name(&self) -> Option<&str> {
+        self.group.map(|g| self.snap.policy.group_name(g))
+    }
+
+    /// Keeps what the rest of the request needs of a decision.
+    fn note(&mut self, decision: &Decision<'_>) {
+        self.agent = decision.agent_id;
+        self.group = decision.group.map(|g| g.index);
     }
 }
 
-/// The request target the policy decides on, or why the request is
-/// refused with 400: a target that is not origin-form, absolute-form or
-/// OPTIONS `*` (RFC 9112 section 3.2), or more than one `User-Agent` field
-/// (a singleton, RFC 9110 section 10.1.5), which would let the decision and
-/// the origin read different agents.
-fn request_target(req: &RequestHeader) -> std::result::Result<RequestTarget<'_>, String> {
-    if req.headers.get_all(header::USER_AGENT).iter().nth(1).is_some() {
-        return Err("more than one User-Agent header field".into());
+/// The request's `User-Agent` field lines, decoded when there is one.
+fn user_agent(req: &RequestHeader) -> (usize, Cow<'_, str>) {
+    let mut lines = req.headers.get_all(header::USER_AGENT).iter();
+    match (lines.next(), lines.next()) {
+        (None, _) => (0, Cow::Borrowed("")),
+        (Some(v), None) => (1, String::from_utf8_lossy(v.as_bytes())),
+        (Some(_), Some(_)) => (2, Cow::Borrowed("")),
     }
-    classify_request_target(req.raw_path(), req.method == http::Method::OPTIONS).map_err(|e| e.to_string())
-}
-
-fn header_str<'a>(req: &'a RequestHeader, name: header::HeaderName) -> std::borrow::Cow<'a, str> {
-    req.headers.get(name).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or(std::borrow::Cow::Borrowed(""))
 }
 
 #[async_trait]
@@ -112,11 +119,11 @@ impl ProxyHttp for Gate {
         Ctx {
             snap: self.shared.snapshot.load_full(),
             started: Instant::now(),
-            path: String::new(),
+            path: Cow::Borrowed(""),
             forward: None,
             agent: None,
             group: None,
-            decision: "allowed",
+            outcome: Action::Pass,
             controls: None,
             html_candidate: false,
             html: None,
@@ -161,79 +168,68 @@ impl ProxyHttp for Gate {
         compress(session, &ctx.snap, false);
         let snap = ctx.snap.clone();
         let req = session.req_header();
-        let target = match request_target(req) {
-            Ok(t) => t,
-            Err(why) => {
-                ctx.local = Some("bad-request");
+        let (ua_lines, ua) = user_agent(req);
+        let field = match ua_lines {
+            0 => UserAgentField::Absent,
+            1 => UserAgentField::One(&ua),
+            _ => UserAgentField::Many,
+        };
+        match snap.policy.route(req.method == http::Method::OPTIONS, req.raw_path(), field) {
+            Route::BadRequest(why) => {
+                ctx.local = Some(Local::BadRequest);
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
-                return Ok(true);
+                Ok(true)
             }
-        };
-        let path = target.canonical.into_owned();
-        ctx.forward = target.forward.map(std::borrow::Cow::into_owned);
-        let ua = header_str(req, header::USER_AGENT).into_owned();
-        let decision = snap.policy.decide(&ua, &path);
-        ctx.agent = decision.agent.map(str::to_owned);
-        ctx.group = decision.group.as_ref().map(|g| g.name.to_owned());
-
-        let path_only = path.split('?').next().unwrap_or("/");
-        let file = match path_only {
-            "/robots.txt" => Some(("robots.txt", Some(&snap.robots))),
-            "/agents.txt" => Some(("agents.txt", snap.agents.as_ref())),
-            _ => None,
-        };
-        if let Some((name, file)) = file {
-            ctx.path = path;
-            ctx.local = Some(if name == "robots.txt" { "robots.txt" } else { "agents.txt" });
-            self.shared.metrics.robots_fetch(ctx.agent_label(), name);
-            match file {
-                Some(f) => {
+            Route::Serve { file, decision } => {
+                ctx.note(&decision);
+                ctx.path = Cow::Borrowed(file.path());
+                ctx.local = Some(Local::File(file));
+                FileFetched { agent: decision.agent, file }.emit(&self.shared.metrics);
+                let served = match file {
+                    LocalFile::RobotsTxt => Some(&snap.robots),
+                    LocalFile::AgentsTxt => snap.agents.as_ref(),
+                };
+                if let Some(f) = served {
                     Box::pin(respond::static_file(session, f, &snap.cache_control)).await?;
                 }
-                None => {
-                    Box::pin(respond::plain(session, 404, "404 Not Found: this site publishes no agents.txt\n".into()))
-                        .await?;
-                }
+                Ok(true)
             }
-            return Ok(true);
-        }
-
-        match decision.action() {
-            Action::Pass => {}
-            Action::LogViolation | Action::Block => {
-                let token = decision.agent.unwrap_or(OTHER_AGENT);
-                let group = decision.group.as_ref().map(|g| g.name).unwrap_or("");
-                let (rule, line) = decision.rule.as_ref().map(|r| (r.pattern, r.line)).unwrap_or(("", 0));
-                self.shared.metrics.violation(token, group);
-                let blocked = decision.action() == Action::Block;
-                tracing::warn!(
-                    target: "crawlgate::violation",
-                    agent = token,
-                    group,
-                    rule,
-                    rule_line = line,
-                    path = %path,
-                    action = if blocked { "block" } else { "log" },
-                    "Request for a path robots.txt disallows"
-                );
-                if blocked {
-                    ctx.decision = "blocked";
-                    ctx.local = Some("blocked");
-                    let status = decision.block_status;
-                    let body = respond::block_body(status, token, path_only);
-                    ctx.path = path;
-                    Box::pin(respond::plain(session, status, body)).await?;
-                    return Ok(true);
+            Route::NotFound { file, decision } => {
+                ctx.note(&decision);
+                ctx.path = Cow::Borrowed(file.path());
+                ctx.local = Some(Local::File(file));
+                FileFetched { agent: decision.agent, file }.emit(&self.shared.metrics);
+                let body = format!("404 Not Found: this site publishes no {}\n", file.as_str());
+                Box::pin(respond::plain(session, 404, body)).await?;
+                Ok(true)
+            }
+            Route::Block { decision, target } => {
+                ctx.note(&decision);
+                ctx.outcome = Action::Block;
+                ctx.local = Some(Local::Blocked);
+                let agent = decision.agent.unwrap_or(OTHER_AGENT);
+                violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                let body = respond::block_body(decision.block_status, agent, target.path());
+                let status = decision.block_status;
+                ctx.path = Cow::Owned(target.canonical.into_owned());
+                Box::pin(respond::plain(session, status, body)).await?;
+                Ok(true)
+            }
+            Route::Forward { decision, target } => {
+                ctx.note(&decision);
+                ctx.outcome = decision.action();
+                if ctx.outcome == Action::LogViolation {
+                    violation(&decision, &target.canonical).emit(&self.shared.metrics);
                 }
-                ctx.decision = "violation_logged";
+                let controls = snap.policy.url_controls(&target.canonical);
+                // HEAD too: it gets the headers the GET would get.
+                ctx.html_candidate = controls.html.is_some();
+                ctx.controls = Some(controls);
+                ctx.forward = target.forward.map(Cow::into_owned);
+                ctx.path = Cow::Owned(target.canonical.into_owned());
+                Ok(false)
             }
         }
-        let controls = snap.policy.url_controls(&path);
-        // HEAD too: it gets the headers the GET would get.
-        ctx.html_candidate = controls.html.is_some();
-        ctx.controls = Some(controls);
-        ctx.path = path;
-        Ok(false)
     }
 
     /// Picks the next healthy origin server (round robin).
@@ -399,33 +395,39 @@ impl ProxyHttp for Gate {
 
     /// End of the request: metrics and the access log line.
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Ctx) {
-        let elapsed = ctx.started.elapsed();
-        self.shared.metrics.request(ctx.agent_label(), ctx.decision, elapsed);
         if ctx.local.is_none() {
             if let Some(status) = ctx.upstream_status.filter(|s| *s != 0) {
                 self.shared.metrics.upstream_status(Some(status));
             }
         }
+        let done = RequestDone {
+            method: session.req_header().method.as_str(),
+            path: &ctx.path,
+            status: session.response_written().map_or(0, |r| r.status.as_u16()),
+            agent: ctx.agent_name(),
+            group: ctx.group_name(),
+            outcome: ctx.outcome,
+            local: ctx.local,
+            upstream: ctx.upstream,
+            elapsed: ctx.started.elapsed(),
+            error: e,
+        };
+        done.count(&self.shared.metrics);
         let settings = &ctx.snap.policy.settings().server;
-        if !settings.access_log || !self.sample_access_log(settings.access_log_sample) {
-            return;
+        if settings.access_log && self.sample_access_log(settings.access_log_sample) {
+            done.log();
         }
-        let status = session.response_written().map(|r| r.status.as_u16()).unwrap_or(0);
-        let req = session.req_header();
-        tracing::info!(
-            target: "crawlgate::access",
-            method = %req.method,
-            path = %ctx.path,
-            status,
-            agent = ctx.agent_label(),
-            group = ctx.group.as_deref().unwrap_or(""),
-            decision = ctx.decision,
-            local = ctx.local.unwrap_or(""),
-            upstream = %ctx.upstream.map(|a| a.to_string()).unwrap_or_default(),
-            duration_ms = elapsed.as_secs_f64() * 1000.0,
-            error = %e.map(|e| e.to_string()).unwrap_or_default(),
-            "request"
-        );
+    }
+}
+
+/// The violation event of a decision that robots.txt disallows.
+fn violation<'a>(decision: &Decision<'a>, path: &'a str) -> Violation<'a> {
+    Violation {
+        agent: decision.agent.unwrap_or(OTHER_AGENT),
+        group: decision.group.map_or("", |g| g.name),
+        rule: decision.rule.map_or(("", 0), |r| (r.pattern, r.line)),
+        path,
+        action: decision.action(),
     }
 }
 
