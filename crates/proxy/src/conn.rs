@@ -179,6 +179,11 @@ where
         let options = self.app.server_options();
         let mut settings = None;
         loop {
+            // Pingora's session and request future take tens of kilobytes;
+            // a connection that has not sent a byte holds none of it.
+            if io.wait_for_request().await.is_err() {
+                return;
+            }
             let mut session = ServerSession::new_http1(io);
             match settings {
                 Some(s) => pingora::apps::HttpPersistentSettings::apply_to_session(s, &mut session),
@@ -312,6 +317,20 @@ impl Guarded {
         self.phase = Phase::Idle;
         self.header_end = HeaderEnd::default();
         self.arm(Instant::now() + self.limits.idle);
+    }
+
+    /// Waits, within the idle deadline, until the client has sent the
+    /// first byte of a request, without consuming it. Streams that cannot
+    /// peek (TLS) return at once and are timed by their reads.
+    async fn wait_for_request(&mut self) -> io::Result<()> {
+        if self.phase != Phase::Idle {
+            return Ok(());
+        }
+        let mut first = [0u8; 1];
+        match tokio::time::timeout_at(self.deadline, self.inner.try_peek(&mut first)).await {
+            Ok(peeked) => peeked.map(|_| ()),
+            Err(_) => Err(self.expire()),
+        }
     }
 
     /// An HTTP/2 connection: its preface must arrive within the idle and

@@ -112,7 +112,7 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
     let app = ConnApp::new(app, limits, shared.metrics.connections("proxy"));
     let mut proxy = Service::new("crawlgate proxy".to_string(), app);
     for addr in &listen {
-        proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer()));
+        proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer(false)));
     }
     if !tls_listen.is_empty() {
         let (Some(cert), Some(key)) = tls_files else {
@@ -122,7 +122,7 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
             let mut tls = TlsSettings::intermediate(&cert, &key)
                 .map_err(|e| anyhow::anyhow!("cannot load TLS certificate {cert} / key {key}: {e}"))?;
             tls.enable_h2();
-            proxy.add_listener(ListenerConfig::tcp(addr.as_str()).tls(tls).l4_buffer(l4_buffer()));
+            proxy.add_listener(ListenerConfig::tcp(addr.as_str()).tls(tls).l4_buffer(l4_buffer(true)));
         }
     }
     server.add_service(proxy);
@@ -193,6 +193,17 @@ fn raise_nofile_limit(max_connections: usize) {
 /// whose length is known, flushing when the last byte is written.
 const WRITE_BUFFER: usize = 32 * 1024;
 
-fn l4_buffer() -> L4BufferSettings {
-    L4BufferSettings::default().write(WRITE_BUFFER)
+/// The buffers of a client connection. Both are allocated when the
+/// connection is accepted, so they are most of what an idle connection
+/// costs. On plain listeners reads are unbuffered: Pingora's HTTP/1
+/// parser and HTTP/2 codec read into buffers of their own, and Pingora's
+/// default 64 KiB read buffer would only add a copy (and 64 KiB to every
+/// idle connection). TLS keeps it: OpenSSL reads records in small pieces.
+fn l4_buffer(tls: bool) -> L4BufferSettings {
+    let settings = L4BufferSettings::default().write(WRITE_BUFFER);
+    if tls {
+        settings
+    } else {
+        settings.read(0)
+    }
 }
