@@ -195,6 +195,31 @@ fn idle_h2c_connection_is_closed() {
     assert_eq!(read_to_close(&mut silent), b"");
 }
 
+#[test]
+fn changed_limits_need_a_restart_and_keep_applying() {
+    let origin = origin();
+    let proxy = start(&origin, "client_idle_timeout = \"1s\"\nmax_connections = 50\n");
+    let policy = std::fs::read_to_string(&proxy.policy_path).unwrap_or_else(|e| panic!("{e}"));
+    let changed = policy.replacen("client_idle_timeout = \"1s\"", "client_idle_timeout = \"1m\"", 1).replacen(
+        "max_connections = 50",
+        "max_connections = 60",
+        1,
+    ) + "\n[[group]]\nuser_agents = [\"ReloadBot\"]\ndisallow = [\"/\"]\n";
+    std::fs::write(&proxy.policy_path, changed).unwrap_or_else(|e| panic!("{e}"));
+    let status = wait_for("the reload", PATIENCE, || {
+        let text = reqwest::blocking::get(proxy.admin_url("/status")).ok()?.text().ok()?;
+        let status: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (status["generation"] == 2).then_some(status)
+    });
+    assert_eq!(status["restart_required"], serde_json::json!(["server.client_idle_timeout", "server.max_connections"]));
+    // The running limits are the ones read at start.
+    let mut kept = connect(proxy.addr);
+    kept.write_all(GET_ROBOTS).unwrap_or_else(|e| panic!("write: {e}"));
+    let resp = read_response(&mut kept);
+    assert!(resp.contains("User-agent: ReloadBot"), "{resp}");
+    assert_eq!(read_to_close(&mut kept), b"");
+}
+
 /// Resident memory per idle connection: opens 2,000 connections that send
 /// nothing and prints the growth of the proxy's VmRSS. Run with
 /// `ulimit -n 8192; cargo test -p crawlgate-e2e --test proxy idle_connection_memory -- --ignored --nocapture`.
