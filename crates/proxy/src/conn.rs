@@ -7,9 +7,9 @@
 //! and that setting is carried to every reused session. Its header read
 //! timeout is also per read, so a client sending one byte every few seconds
 //! is never cut off. [`ConnApp`] therefore runs the HTTP/1 keep-alive loop
-//! itself (with the idle timeout set on every reused session) and reads
-//! through [`Guarded`], which enforces the idle deadline and one total
-//! deadline for a request header. Request bodies use Pingora's per-read
+//! itself, telling the stream where each request starts, and reads through
+//! [`Guarded`], which enforces the idle deadline before every request and
+//! one total deadline for each request header. Request bodies use Pingora's per-read
 //! timeout (nginx's `client_body_timeout` semantics). HTTP/2 connections
 //! get Pingora's `h2_idle_timeout` and a deadline for their preface only.
 
@@ -180,9 +180,17 @@ where
         let mut settings = None;
         loop {
             // Pingora's session and request future take tens of kilobytes;
-            // a connection that has not sent a byte holds none of it.
-            if io.wait_for_request().await.is_err() {
-                return;
+            // a connection that has not sent a byte holds none of it. A
+            // shutdown closes connections waiting here at once.
+            let mut down = shutdown.clone();
+            tokio::select! {
+                biased;
+                waited = io.wait_for_request() => {
+                    if waited.is_err() {
+                        return;
+                    }
+                }
+                _ = down.wait_for(|down| *down) => return,
             }
             let mut session = ServerSession::new_http1(io);
             match settings {
