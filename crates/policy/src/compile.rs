@@ -25,6 +25,10 @@ use crate::validate;
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
 
+/// Largest `server.max_connections`: each connection needs a file
+/// descriptor, and no process limit goes much past a million.
+pub const MAX_CONNECTIONS: usize = 1 << 20;
+
 /// A loaded policy and its warnings.
 #[derive(Debug)]
 pub struct Loaded {
@@ -63,6 +67,18 @@ impl Ctx<'_> {
                     default
                 }
             },
+        }
+    }
+    /// A duration that must not be zero: a zero client timeout would close
+    /// every connection before its first request.
+    fn positive_duration(&mut self, key: &str, v: &Option<Spanned<String>>, default: Duration) -> Duration {
+        let d = self.duration(key, v.as_ref(), default);
+        match v {
+            Some(s) if d.is_zero() => {
+                self.err(s, format!("{key} must be greater than zero, found `{}`", s.get_ref()));
+                default
+            }
+            _ => d,
         }
     }
     fn line<T>(&self, s: &Spanned<T>) -> usize {
@@ -193,6 +209,10 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         grace_period: Duration::from_secs(5),
         access_log: true,
         access_log_sample: 1.0,
+        client_idle_timeout: Duration::from_secs(60),
+        client_header_timeout: Duration::from_secs(10),
+        client_body_timeout: Duration::from_secs(60),
+        max_connections: 4096,
     };
     let Some(raw) = raw else { return s };
     let RawServer {
@@ -206,6 +226,10 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         grace_period,
         access_log,
         access_log_sample,
+        client_idle_timeout,
+        client_header_timeout,
+        client_body_timeout,
+        max_connections,
     } = raw.get_ref();
     let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
         v.as_ref().map(|list| {
@@ -273,6 +297,21 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
             cx.err(r, format!("server.access_log_sample must be between 0 and 1, found {}", r.get_ref()));
         } else {
             s.access_log_sample = *r.get_ref();
+        }
+    }
+    s.client_idle_timeout =
+        cx.positive_duration("server.client_idle_timeout", client_idle_timeout, s.client_idle_timeout);
+    s.client_header_timeout =
+        cx.positive_duration("server.client_header_timeout", client_header_timeout, s.client_header_timeout);
+    s.client_body_timeout =
+        cx.positive_duration("server.client_body_timeout", client_body_timeout, s.client_body_timeout);
+    if let Some(m) = max_connections {
+        match usize::try_from(*m.get_ref()) {
+            Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => s.max_connections = n,
+            _ => cx.err(
+                m,
+                format!("server.max_connections must be between 1 and {MAX_CONNECTIONS}, found {}", m.get_ref()),
+            ),
         }
     }
     s
@@ -714,5 +753,59 @@ fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> 
             cx.err(raw, format!("agents_txt: {e}"));
             (0, None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UPSTREAM: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+
+    fn server(keys: &str) -> Result<ServerSettings, String> {
+        let src = format!("[server]\n{keys}\n{UPSTREAM}");
+        load(&src, "p.toml").map(|l| l.policy.settings().server.clone()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn client_limits_default() {
+        let s = server("").unwrap();
+        assert_eq!(s.client_idle_timeout, Duration::from_secs(60));
+        assert_eq!(s.client_header_timeout, Duration::from_secs(10));
+        assert_eq!(s.client_body_timeout, Duration::from_secs(60));
+        assert_eq!(s.max_connections, 4096);
+    }
+
+    #[test]
+    fn client_limits_parse() {
+        let s = server(
+            "client_idle_timeout = \"1500ms\"\nclient_header_timeout = \"2s\"\nclient_body_timeout = \"1m\"\n\
+             max_connections = 50",
+        )
+        .unwrap();
+        assert_eq!(s.client_idle_timeout, Duration::from_millis(1500));
+        assert_eq!(s.client_header_timeout, Duration::from_secs(2));
+        assert_eq!(s.client_body_timeout, Duration::from_secs(60));
+        assert_eq!(s.max_connections, 50);
+    }
+
+    #[test]
+    fn client_limits_rejected_with_position() {
+        let err = server(
+            "client_idle_timeout = \"0s\"\nclient_header_timeout = \"ten\"\nclient_body_timeout = \"0ms\"\n\
+             max_connections = 0",
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "p.toml:2:23: server.client_idle_timeout must be greater than zero, found `0s`\n\
+             p.toml:3:25: server.client_header_timeout: `ten` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)\n\
+             p.toml:4:23: server.client_body_timeout must be greater than zero, found `0ms`\n\
+             p.toml:5:19: server.max_connections must be between 1 and 1048576, found 0"
+        );
+        assert_eq!(
+            server("max_connections = -3").unwrap_err(),
+            "p.toml:2:19: server.max_connections must be between 1 and 1048576, found -3"
+        );
     }
 }

@@ -114,6 +114,16 @@ pub struct ServerSettings {
     pub access_log: bool,
     /// Fraction of requests logged.
     pub access_log_sample: f64,
+    /// How long a client connection may wait for the first byte of a
+    /// request, new or kept alive (and an HTTP/2 connection with no open
+    /// stream stays open).
+    pub client_idle_timeout: Duration,
+    /// Total time from a request's first byte to the end of its header.
+    pub client_header_timeout: Duration,
+    /// Longest wait between two reads of a request body.
+    pub client_body_timeout: Duration,
+    /// Concurrent client connections on the proxy listeners.
+    pub max_connections: usize,
 }
 
 /// `[upstream]`.

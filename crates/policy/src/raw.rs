@@ -34,6 +34,10 @@ pub(crate) struct RawServer {
     pub grace_period: Option<S<String>>,
     pub access_log: Option<bool>,
     pub access_log_sample: Option<S<f64>>,
+    pub client_idle_timeout: Option<S<String>>,
+    pub client_header_timeout: Option<S<String>>,
+    pub client_body_timeout: Option<S<String>>,
+    pub max_connections: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -6,6 +6,7 @@
 //! decisions are not made here: every question goes to the policy crate.
 
 mod admin;
+mod conn;
 mod decode;
 mod events;
 mod headers;
@@ -23,7 +24,7 @@ use anyhow::Context;
 use pingora::apps::HttpServerOptions;
 use pingora::listeners::tls::TlsSettings;
 use pingora::listeners::{L4BufferSettings, ListenerConfig};
-use pingora::proxy::ProxyServiceBuilder;
+use pingora::proxy::HttpProxy;
 use pingora::server::configuration::ServerConf;
 use pingora::server::Server;
 use pingora::services::background::background_service;
@@ -33,6 +34,7 @@ pub use reload::Outcome;
 pub use state::LoadError;
 
 use crate::admin::Admin;
+use crate::conn::{ConnApp, Limits};
 use crate::metrics::Metrics;
 use crate::reload::{HealthChecker, Reloader, Watcher};
 use crate::service::Gate;
@@ -77,6 +79,13 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
     let tls_files = (server_settings.tls_cert.clone(), server_settings.tls_key.clone());
     let admin = server_settings.admin.clone();
     let h2c = server_settings.h2c;
+    let limits = Limits {
+        idle: server_settings.client_idle_timeout,
+        header: server_settings.client_header_timeout,
+        body: server_settings.client_body_timeout,
+        max_connections: server_settings.max_connections,
+    };
+    raise_nofile_limit(limits.max_connections);
     let conf = ServerConf {
         threads: server_settings.threads,
         grace_period_seconds: Some(server_settings.grace_period.as_secs()),
@@ -97,12 +106,15 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
 
     let mut options = HttpServerOptions::default();
     options.h2c = h2c;
-    let mut proxy = ProxyServiceBuilder::new(&server.configuration, Gate::new(shared.clone()))
-        .name("crawlgate proxy")
-        .server_options(options)
-        .build();
+    options.h2_idle_timeout = Some(limits.idle);
+    // What `ProxyServiceBuilder::build` does, keeping the app to wrap it.
+    let mut app = HttpProxy::new(Gate::new(shared.clone()), server.configuration.clone());
+    app.server_options = Some(options);
+    app.handle_init_modules();
+    let app = ConnApp::new(app, limits, shared.metrics.connections("proxy"));
+    let mut proxy = Service::new("crawlgate proxy".to_string(), app);
     for addr in &listen {
-        proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer()));
+        proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer(false)));
     }
     if !tls_listen.is_empty() {
         let (Some(cert), Some(key)) = tls_files else {
@@ -112,12 +124,14 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
             let mut tls = TlsSettings::intermediate(&cert, &key)
                 .map_err(|e| anyhow::anyhow!("cannot load TLS certificate {cert} / key {key}: {e}"))?;
             tls.enable_h2();
-            proxy.add_listener(ListenerConfig::tcp(addr.as_str()).tls(tls).l4_buffer(l4_buffer()));
+            proxy.add_listener(ListenerConfig::tcp(addr.as_str()).tls(tls).l4_buffer(l4_buffer(true)));
         }
     }
     server.add_service(proxy);
     if let Some(addr) = admin {
-        let mut svc = Service::new("crawlgate admin".to_string(), Admin::new(shared.clone()));
+        let admin_limits = Limits { max_connections: ADMIN_CONNECTIONS, ..limits };
+        let app = ConnApp::new(Admin::new(shared.clone()), admin_limits, shared.metrics.connections("admin"));
+        let mut svc = Service::new("crawlgate admin".to_string(), app);
         svc.add_tcp(&addr);
         server.add_service(svc);
     }
@@ -126,6 +140,50 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
     }
     server.add_service(background_service("upstream health", HealthChecker::new(shared)));
     server.run_forever()
+}
+
+/// Concurrent connections on the admin listener. A separate cap, so that
+/// a saturated proxy port cannot starve `/healthz` and `/metrics`.
+const ADMIN_CONNECTIONS: usize = 64;
+
+/// Descriptors kept for everything but client connections: listeners,
+/// logs, the policy watcher, health checks, idle upstream connections.
+const RESERVED_FILES: u64 = 256;
+
+/// Raises the soft limit on open files towards the hard limit when
+/// `max_connections` needs it, and warns when even the hard limit is too
+/// low. A proxied client connection holds two descriptors (client and
+/// upstream).
+fn raise_nofile_limit(max_connections: usize) {
+    use rlimit::Resource;
+    let clients = u64::try_from(max_connections + ADMIN_CONNECTIONS).unwrap_or(u64::MAX);
+    let need = clients.saturating_mul(2).saturating_add(RESERVED_FILES);
+    let (soft, hard) = match Resource::NOFILE.get() {
+        Ok(limits) => limits,
+        Err(e) => {
+            tracing::warn!(error = %e, "Cannot read the open files limit (RLIMIT_NOFILE)");
+            return;
+        }
+    };
+    let mut limit = soft;
+    if soft < need && soft < hard {
+        match Resource::NOFILE.set(hard, hard) {
+            Ok(()) => {
+                tracing::info!(from = soft, to = hard, "Raised the open files limit (RLIMIT_NOFILE)");
+                limit = hard;
+            }
+            Err(e) => tracing::warn!(error = %e, "Cannot raise the open files limit (RLIMIT_NOFILE)"),
+        }
+    }
+    if limit < need {
+        tracing::warn!(
+            limit,
+            need,
+            max_connections,
+            "The open files limit (RLIMIT_NOFILE) is below what server.max_connections needs; \
+             lower max_connections or raise the limit"
+        );
+    }
 }
 
 /// Client-side socket buffers. Pingora's default write buffer (1460 bytes,
@@ -137,6 +195,17 @@ pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyh
 /// whose length is known, flushing when the last byte is written.
 const WRITE_BUFFER: usize = 32 * 1024;
 
-fn l4_buffer() -> L4BufferSettings {
-    L4BufferSettings::default().write(WRITE_BUFFER)
+/// The buffers of a client connection. Both are allocated when the
+/// connection is accepted, so they are most of what an idle connection
+/// costs. On plain listeners reads are unbuffered: Pingora's HTTP/1
+/// parser and HTTP/2 codec read into buffers of their own, and Pingora's
+/// default 64 KiB read buffer would only add a copy (and 64 KiB to every
+/// idle connection). TLS keeps it: OpenSSL reads records in small pieces.
+fn l4_buffer(tls: bool) -> L4BufferSettings {
+    let settings = L4BufferSettings::default().write(WRITE_BUFFER);
+    if tls {
+        settings
+    } else {
+        settings.read(0)
+    }
 }

@@ -6,8 +6,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prometheus::{
-    exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use crawlgate_policy::{Action, LocalFile};
@@ -34,6 +34,24 @@ pub struct Metrics {
     last_success: prometheus::Gauge,
     upstream_healthy: GaugeVec,
     reload_duration: Histogram,
+    client_connections: IntGaugeVec,
+    connections_refused: IntCounterVec,
+    client_timeouts: IntCounterVec,
+}
+
+/// The connection metrics of one listener kind (`proxy` or `admin`), with
+/// their labels resolved once at start.
+pub struct ConnMetrics {
+    /// Open client connections.
+    pub open: IntGauge,
+    /// Connections refused at the cap.
+    pub refused: IntCounter,
+    /// Connections closed while waiting for a request.
+    pub idle_timeouts: IntCounter,
+    /// Connections closed while a request header was arriving.
+    pub header_timeouts: IntCounter,
+    /// HTTP/2 connections closed before their connection preface.
+    pub preface_timeouts: IntCounter,
 }
 
 fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
@@ -76,7 +94,25 @@ impl Metrics {
                 .buckets(exponential_buckets(0.0005, 2.0, 14)?),
         )?;
         registry.register(Box::new(reload_duration.clone()))?;
+        let client_connections = IntGaugeVec::new(
+            Opts::new("crawlgate_client_connections", "Open client connections by listener (proxy, admin)."),
+            &["listener"],
+        )?;
+        registry.register(Box::new(client_connections.clone()))?;
         Ok(Metrics {
+            client_connections,
+            connections_refused: counter(
+                r,
+                "crawlgate_connections_refused_total",
+                "Client connections refused because the listener's max_connections was reached.",
+                &["listener"],
+            )?,
+            client_timeouts: counter(
+                r,
+                "crawlgate_client_timeouts_total",
+                "Client connections closed by a client timeout, by listener and phase (idle, header, preface).",
+                &["listener", "phase"],
+            )?,
             requests: counter(
                 r,
                 "crawlgate_requests_total",
@@ -227,6 +263,17 @@ impl Metrics {
             if !snap.upstream.settings().servers.contains(&name) {
                 let _ = self.upstream_healthy.remove_label_values(&[&name]);
             }
+        }
+    }
+
+    /// The connection metrics of `listener` (`proxy` or `admin`).
+    pub fn connections(&self, listener: &str) -> ConnMetrics {
+        ConnMetrics {
+            open: self.client_connections.with_label_values(&[listener]),
+            refused: self.connections_refused.with_label_values(&[listener]),
+            idle_timeouts: self.client_timeouts.with_label_values(&[listener, "idle"]),
+            header_timeouts: self.client_timeouts.with_label_values(&[listener, "header"]),
+            preface_timeouts: self.client_timeouts.with_label_values(&[listener, "preface"]),
         }
     }
 

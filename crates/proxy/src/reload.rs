@@ -47,6 +47,10 @@ fn restart_only(s: &ServerSettings) -> Vec<(&'static str, String)> {
         ("server.admin", format!("{:?}", s.admin)),
         ("server.threads", s.threads.to_string()),
         ("server.grace_period", format!("{:?}", s.grace_period)),
+        ("server.client_idle_timeout", format!("{:?}", s.client_idle_timeout)),
+        ("server.client_header_timeout", format!("{:?}", s.client_header_timeout)),
+        ("server.client_body_timeout", format!("{:?}", s.client_body_timeout)),
+        ("server.max_connections", s.max_connections.to_string()),
     ]
 }
 

@@ -1,0 +1,613 @@
+//! Client connection limits around a Pingora HTTP app: a cap on concurrent
+//! connections and the idle, header and body timeouts of `[server]`.
+//!
+//! Pingora alone leaves a kept-alive HTTP/1 connection open for ever: after
+//! the first request its session switches to an unbounded keep-alive wait
+//! (an HTTP/1.1 request without `Connection` gets "keep-alive, no timeout"),
+//! and that setting is carried to every reused session. Its header read
+//! timeout is also per read, so a client sending one byte every few seconds
+//! is never cut off. [`ConnApp`] therefore runs the HTTP/1 keep-alive loop
+//! itself, telling the stream where each request starts, and reads through
+//! [`Guarded`], which enforces the idle deadline before every request and
+//! one total deadline for each request header. Request bodies use Pingora's per-read
+//! timeout (nginx's `client_body_timeout` semantics). HTTP/2 connections
+//! get Pingora's `h2_idle_timeout` and a deadline for their preface only.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use pingora::apps::{HttpServerApp, ServerApp};
+use pingora::protocols::http::ServerSession;
+use pingora::protocols::{
+    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, Ssl, Stream, UniqueID, UniqueIDType, ALPN,
+};
+use pingora::server::ShutdownWatch;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, Sleep};
+
+use crate::metrics::ConnMetrics;
+
+/// The HTTP/2 connection preface (RFC 9113 section 3.4).
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Sent when a request header did not arrive in time (RFC 9110 section
+/// 15.5.9), before the connection is closed.
+pub const REQUEST_TIMEOUT: &[u8] = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+
+/// Sent to a connection over the cap (RFC 9110 section 15.6.4), before it
+/// is closed.
+pub const SERVICE_UNAVAILABLE: &[u8] =
+    b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\nRetry-After: 1\r\n\r\n";
+
+/// How long a closing connection may take to receive its 408 or 503 and
+/// have its unread input drained. Closing a socket with unread input sends
+/// a reset, which can destroy the response before the client reads it.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// At most this many refused connections linger at once; past it, a
+/// refused connection is closed without a response.
+const MAX_LINGERING_REFUSALS: usize = 64;
+
+/// The client limits of one listener kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Wait for the first byte of a request, new or kept alive; also the
+    /// HTTP/2 idle timeout.
+    pub idle: Duration,
+    /// From a request's first byte to the end of its header.
+    pub header: Duration,
+    /// Between two reads of a request body.
+    pub body: Duration,
+    /// Concurrent connections.
+    pub max_connections: usize,
+}
+
+/// A [`ServerApp`] that caps concurrent connections and enforces
+/// [`Limits`] around the HTTP app `A`.
+pub struct ConnApp<A> {
+    app: Arc<A>,
+    limits: Limits,
+    slots: Arc<Semaphore>,
+    refusals: Arc<Semaphore>,
+    metrics: Arc<ConnMetrics>,
+}
+
+impl<A> ConnApp<A> {
+    /// Wraps `app`.
+    pub fn new(app: A, limits: Limits, metrics: ConnMetrics) -> ConnApp<A> {
+        ConnApp {
+            app: Arc::new(app),
+            limits,
+            slots: Arc::new(Semaphore::new(limits.max_connections)),
+            refusals: Arc::new(Semaphore::new(MAX_LINGERING_REFUSALS)),
+            metrics: Arc::new(metrics),
+        }
+    }
+}
+
+/// Holds a connection's place under the cap and its gauge count.
+struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    metrics: Arc<ConnMetrics>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.metrics.open.dec();
+    }
+}
+
+#[async_trait]
+impl<A> ServerApp for ConnApp<A>
+where
+    A: HttpServerApp + Send + Sync + 'static,
+{
+    async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
+        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            self.metrics.refused.inc();
+            self.refuse(stream).await;
+            return None;
+        };
+        self.metrics.open.inc();
+        let _slot = Slot { _permit: permit, metrics: self.metrics.clone() };
+        self.serve(stream, shutdown).await;
+        None
+    }
+
+    async fn cleanup(&self) {
+        ServerApp::cleanup(self.app.as_ref()).await;
+    }
+}
+
+impl<A> ConnApp<A>
+where
+    A: HttpServerApp + Send + Sync + 'static,
+{
+    /// Answers a connection over the cap with a 503 and closes it; an HTTP/2
+    /// connection (ALPN), or any while too many refusals linger, is closed
+    /// without a word.
+    async fn refuse(&self, mut stream: Stream) {
+        if matches!(stream.selected_alpn_proto(), Some(ALPN::H2)) {
+            return;
+        }
+        let Ok(_lingering) = self.refusals.try_acquire() else { return };
+        let _ = tokio::time::timeout(LINGER, async {
+            stream.write_all(SERVICE_UNAVAILABLE).await?;
+            stream.flush().await?;
+            AsyncWriteExt::shutdown(&mut stream).await?;
+            let mut sink = [0u8; 1024];
+            while stream.read(&mut sink).await? > 0 {}
+            Ok::<(), io::Error>(())
+        })
+        .await;
+    }
+
+    async fn serve(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) {
+        let mut io = Guarded::new(stream, self.limits, self.metrics.clone());
+        let h2 = if io.get_ssl_digest().is_some() {
+            matches!(io.selected_alpn_proto(), Some(ALPN::H2))
+        } else if self.app.server_options().is_some_and(|o| o.h2c) {
+            let mut preface = [0u8; H2_PREFACE.len()];
+            match io.try_peek(&mut preface).await {
+                Ok(peeked) => peeked && preface == *H2_PREFACE,
+                Err(_) => return,
+            }
+        } else {
+            false
+        };
+        if h2 {
+            // Pingora's own HTTP/2 path: it finds the same protocol, and its
+            // `h2_idle_timeout` closes the connection between streams.
+            io.expect_preface();
+            let _ = ServerApp::process_new(&self.app, Box::new(io), shutdown).await;
+        } else {
+            self.serve_h1(Box::new(io), shutdown).await;
+        }
+    }
+
+    /// The HTTP/1 keep-alive loop, as Pingora runs it, except that every
+    /// session gets the idle and body timeouts and the stream is told where
+    /// each request starts.
+    async fn serve_h1(&self, mut io: Box<Guarded>, shutdown: &ShutdownWatch) {
+        let options = self.app.server_options();
+        let mut settings = None;
+        loop {
+            // Pingora's session and request future take tens of kilobytes;
+            // a connection that has not sent a byte holds none of it. A
+            // shutdown closes connections waiting here at once.
+            let mut down = shutdown.clone();
+            tokio::select! {
+                biased;
+                waited = io.wait_for_request() => {
+                    if waited.is_err() {
+                        return;
+                    }
+                }
+                _ = down.wait_for(|down| *down) => return,
+            }
+            let mut session = ServerSession::new_http1(io);
+            match settings {
+                Some(s) => pingora::apps::HttpPersistentSettings::apply_to_session(s, &mut session),
+                None => session.set_keepalive_reuses_remaining(options.and_then(|o| o.keepalive_request_limit)),
+            }
+            // Keep-alive without Pingora's own wait limit (`Some(0)`): that
+            // limit is per read and in whole seconds, and would also cut a
+            // header paused for longer than the idle timeout without a 408.
+            // The stream's idle and header deadlines bound every wait.
+            session.set_keepalive(if *shutdown.borrow() { None } else { Some(0) });
+            session.set_read_timeout(Some(self.limits.body));
+            let Some(reused) = self.app.process_new_http(session, shutdown).await else { return };
+            let (stream, next) = reused.consume();
+            let Ok(mut guarded) = stream.into_any().downcast::<Guarded>() else { return };
+            guarded.expect_request();
+            io = guarded;
+            settings = next;
+        }
+    }
+}
+
+/// What the connection is waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The first byte of a request, until the idle deadline.
+    Idle,
+    /// The end of a request header, until the header deadline.
+    Header,
+    /// This many more bytes of the HTTP/2 preface, until the deadline.
+    Preface(usize),
+    /// Nothing this stream times: a request body (Pingora's per-read
+    /// timeout), a response, an upgraded connection, HTTP/2 frames.
+    Open,
+    /// A deadline passed: every read fails.
+    Expired(Expired),
+    /// A 408 is being written, then the connection shut down and drained.
+    Closing { sent: usize, shut: bool },
+    /// The 408 was written (or could not be) and the connection shut down.
+    Closed,
+}
+
+/// Which deadline passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expired {
+    Idle,
+    Header,
+    Preface,
+}
+
+impl Expired {
+    fn error(self) -> io::Error {
+        let what = match self {
+            Expired::Idle => "client idle timeout",
+            Expired::Header => "client header timeout",
+            Expired::Preface => "client HTTP/2 preface timeout",
+        };
+        io::Error::new(io::ErrorKind::TimedOut, what)
+    }
+}
+
+/// Finds the empty line that ends an HTTP/1 header (RFC 9112 section 2.1),
+/// accepting a bare LF as a line end (section 2.2). Empty lines before the
+/// request line are not an end.
+#[derive(Clone, Copy, Debug, Default)]
+struct HeaderEnd {
+    /// A byte other than CR or LF was seen.
+    started: bool,
+    /// 0: inside a line, 1: after LF, 2: after LF CR.
+    state: u8,
+}
+
+impl HeaderEnd {
+    /// Feeds `data`; true once the header's end is in it.
+    fn feed(&mut self, data: &[u8]) -> bool {
+        for &b in data {
+            match (b, self.state) {
+                (b'\n', 1 | 2) => return true,
+                (b'\n', _) => self.state = u8::from(self.started),
+                (b'\r', 1) => self.state = 2,
+                (b'\r', _) => self.state = 0,
+                _ => {
+                    self.started = true;
+                    self.state = 0;
+                }
+            }
+        }
+        false
+    }
+}
+
+/// A client stream that fails reads with `TimedOut` once the deadline of
+/// its phase has passed. Every other part of Pingora's `IO` is delegated.
+pub struct Guarded {
+    inner: Stream,
+    phase: Phase,
+    deadline: Instant,
+    timer: Pin<Box<Sleep>>,
+    header_end: HeaderEnd,
+    limits: Limits,
+    metrics: Arc<ConnMetrics>,
+}
+
+impl fmt::Debug for Guarded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Guarded").field("inner", &self.inner).field("phase", &self.phase).finish()
+    }
+}
+
+impl Guarded {
+    /// A new connection, waiting for its first request.
+    fn new(inner: Stream, limits: Limits, metrics: Arc<ConnMetrics>) -> Guarded {
+        let deadline = Instant::now() + limits.idle;
+        Guarded {
+            inner,
+            phase: Phase::Idle,
+            deadline,
+            timer: Box::pin(tokio::time::sleep_until(deadline)),
+            header_end: HeaderEnd::default(),
+            limits,
+            metrics,
+        }
+    }
+
+    fn arm(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+        self.timer.as_mut().reset(deadline);
+    }
+
+    /// The previous exchange is done: wait for the next request.
+    fn expect_request(&mut self) {
+        self.phase = Phase::Idle;
+        self.header_end = HeaderEnd::default();
+        self.arm(Instant::now() + self.limits.idle);
+    }
+
+    /// Waits, within the idle deadline, until the client has sent the
+    /// first byte of a request, without consuming it. Streams that cannot
+    /// peek (TLS) return at once and are timed by their reads.
+    async fn wait_for_request(&mut self) -> io::Result<()> {
+        if self.phase != Phase::Idle {
+            return Ok(());
+        }
+        let mut first = [0u8; 1];
+        match tokio::time::timeout_at(self.deadline, self.inner.try_peek(&mut first)).await {
+            Ok(peeked) => peeked.map(|_| ()),
+            Err(_) => Err(self.expire()),
+        }
+    }
+
+    /// An HTTP/2 connection: its preface must arrive within the idle and
+    /// header timeouts of the connection's start; after it, Pingora's
+    /// HTTP/2 idle timeout applies.
+    fn expect_preface(&mut self) {
+        self.phase = Phase::Preface(H2_PREFACE.len());
+        let deadline = self.deadline + self.limits.header;
+        self.arm(deadline);
+    }
+
+    fn expire(&mut self) -> io::Error {
+        let expired = match self.phase {
+            Phase::Header => {
+                self.metrics.header_timeouts.inc();
+                Expired::Header
+            }
+            Phase::Preface(_) => {
+                self.metrics.preface_timeouts.inc();
+                Expired::Preface
+            }
+            _ => {
+                self.metrics.idle_timeouts.inc();
+                Expired::Idle
+            }
+        };
+        self.phase = Phase::Expired(expired);
+        expired.error()
+    }
+
+    /// Moves the phase on after `data` was read.
+    fn observe(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        match self.phase {
+            Phase::Idle => {
+                self.phase = Phase::Header;
+                self.header_end = HeaderEnd::default();
+                self.arm(Instant::now() + self.limits.header);
+                if self.header_end.feed(data) {
+                    self.phase = Phase::Open;
+                }
+            }
+            Phase::Header => {
+                if self.header_end.feed(data) {
+                    self.phase = Phase::Open;
+                }
+            }
+            Phase::Preface(left) => {
+                let left = left.saturating_sub(data.len());
+                self.phase = if left == 0 { Phase::Open } else { Phase::Preface(left) };
+            }
+            Phase::Open | Phase::Expired(_) | Phase::Closing { .. } | Phase::Closed => {}
+        }
+    }
+
+    /// Writes the 408, shuts the write side down and drains what the
+    /// client still sends, all within [`LINGER`].
+    fn poll_close_with_408(&mut self, cx: &mut Context<'_>, sent: usize, shut: bool) -> Poll<io::Result<()>> {
+        let done = self.poll_408_steps(cx, sent, shut);
+        if done.is_ready() {
+            self.phase = Phase::Closed;
+        }
+        done
+    }
+
+    fn poll_408_steps(&mut self, cx: &mut Context<'_>, mut sent: usize, mut shut: bool) -> Poll<io::Result<()>> {
+        loop {
+            let step = if sent < REQUEST_TIMEOUT.len() {
+                match Pin::new(&mut self.inner).poll_write(cx, &REQUEST_TIMEOUT[sent..]) {
+                    Poll::Ready(Ok(n)) if n > 0 => {
+                        sent += n;
+                        continue;
+                    }
+                    Poll::Ready(_) => return Poll::Ready(Ok(())),
+                    Poll::Pending => Poll::Pending,
+                }
+            } else if !shut {
+                match Pin::new(&mut self.inner).poll_shutdown(cx) {
+                    Poll::Ready(Ok(())) => {
+                        shut = true;
+                        continue;
+                    }
+                    Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                    Poll::Pending => Poll::Pending,
+                }
+            } else {
+                let mut sink = [0u8; 1024];
+                let mut buf = ReadBuf::new(&mut sink);
+                match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
+                    Poll::Ready(Ok(())) if !buf.filled().is_empty() => continue,
+                    Poll::Ready(_) => return Poll::Ready(Ok(())),
+                    Poll::Pending => Poll::Pending,
+                }
+            };
+            self.phase = Phase::Closing { sent, shut };
+            return match self.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Ok(())),
+                Poll::Pending => step,
+            };
+        }
+    }
+}
+
+impl AsyncRead for Guarded {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match this.phase {
+            Phase::Open | Phase::Closing { .. } => return Pin::new(&mut this.inner).poll_read(cx, buf),
+            Phase::Expired(e) => return Poll::Ready(Err(e.error())),
+            Phase::Closed => return Poll::Ready(Err(io::ErrorKind::NotConnected.into())),
+            Phase::Idle | Phase::Header | Phase::Preface(_) => {}
+        }
+        // Checked before reading: a client that trickles bytes never lets a
+        // read wait long enough for the timer to fire.
+        if Instant::now() >= this.deadline {
+            return Poll::Ready(Err(this.expire()));
+        }
+        let before = buf.filled().len();
+        match Pin::new(&mut this.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                this.observe(&buf.filled()[before..]);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => match this.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(this.expire())),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Guarded {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    /// After a header timeout, answers 408 before shutting down (Pingora
+    /// shuts the stream down after a failed header read).
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        match this.phase {
+            Phase::Expired(Expired::Header) => {
+                this.arm(Instant::now() + LINGER);
+                this.poll_close_with_408(cx, 0, false)
+            }
+            Phase::Closing { sent, shut } => this.poll_close_with_408(cx, sent, shut),
+            Phase::Closed => Poll::Ready(Ok(())),
+            _ => Pin::new(&mut this.inner).poll_shutdown(cx),
+        }
+    }
+}
+
+#[async_trait]
+impl Shutdown for Guarded {
+    async fn shutdown(&mut self) {
+        if matches!(self.phase, Phase::Expired(Expired::Header) | Phase::Closing { .. } | Phase::Closed) {
+            let _ = AsyncWriteExt::shutdown(self).await;
+        } else {
+            Shutdown::shutdown(self.inner.as_mut()).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Peek for Guarded {
+    /// Bounded by the idle and header timeouts together: Pingora's peek for
+    /// the HTTP/2 preface waits for all of its 24 bytes.
+    async fn try_peek(&mut self, buf: &mut [u8]) -> io::Result<bool> {
+        if self.phase != Phase::Idle {
+            return self.inner.try_peek(buf).await;
+        }
+        let until = self.deadline + self.limits.header;
+        match tokio::time::timeout_at(until, self.inner.try_peek(buf)).await {
+            Ok(r) => r,
+            Err(_) => Err(self.expire()),
+        }
+    }
+}
+
+impl UniqueID for Guarded {
+    fn id(&self) -> UniqueIDType {
+        self.inner.id()
+    }
+}
+
+impl Ssl for Guarded {
+    fn get_ssl(&self) -> Option<&pingora::protocols::tls::TlsRef> {
+        self.inner.get_ssl()
+    }
+
+    fn get_ssl_digest(&self) -> Option<Arc<pingora::protocols::tls::SslDigest>> {
+        self.inner.get_ssl_digest()
+    }
+
+    fn selected_alpn_proto(&self) -> Option<ALPN> {
+        self.inner.selected_alpn_proto()
+    }
+}
+
+impl GetTimingDigest for Guarded {
+    fn get_timing_digest(&self) -> Vec<Option<pingora::protocols::TimingDigest>> {
+        self.inner.get_timing_digest()
+    }
+
+    fn get_read_pending_time(&self) -> Duration {
+        self.inner.get_read_pending_time()
+    }
+
+    fn get_write_pending_time(&self) -> Duration {
+        self.inner.get_write_pending_time()
+    }
+}
+
+impl GetProxyDigest for Guarded {
+    fn get_proxy_digest(&self) -> Option<Arc<pingora::protocols::raw_connect::ProxyDigest>> {
+        self.inner.get_proxy_digest()
+    }
+
+    fn set_proxy_digest(&mut self, digest: pingora::protocols::raw_connect::ProxyDigest) {
+        self.inner.set_proxy_digest(digest);
+    }
+}
+
+impl GetSocketDigest for Guarded {
+    fn get_socket_digest(&self) -> Option<Arc<pingora::protocols::SocketDigest>> {
+        self.inner.get_socket_digest()
+    }
+
+    fn set_socket_digest(&mut self, digest: pingora::protocols::SocketDigest) {
+        self.inner.set_socket_digest(digest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_end() {
+        let ends = |parts: &[&[u8]]| {
+            let mut h = HeaderEnd::default();
+            parts.iter().any(|p| h.feed(p))
+        };
+        assert!(ends(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]));
+        assert!(ends(&[b"GET / HTTP/1.1\r\nHost: a\r", b"\n", b"\r", b"\n"]));
+        assert!(ends(&[b"GET / HTTP/1.1\nHost: a\n\n"]));
+        assert!(ends(&[b"GET / HTTP/1.1\r\n\r\nbody"]));
+        assert!(!ends(&[b"GET / HTTP/1.1\r\nHost: a\r\n"]));
+        assert!(!ends(&[b"\r\n\r\n", b"\r\n"]));
+        assert!(ends(&[b"\r\n\r\nGET / HTTP/1.1\r\n", b"\r\n"]));
+        assert!(!ends(&[b"GET / HTTP/1.1\r\nX: a\r\r\n"]));
+    }
+}
