@@ -101,8 +101,17 @@ fn idle_connections_are_closed_new_or_kept_alive() {
     let mut silent = connect(proxy.addr);
     assert_eq!(read_to_close(&mut silent), b"");
 
+    // Two pipelined requests, then silence: both answered, then closed.
+    let mut piped = connect(proxy.addr);
+    piped.write_all(&[GET_ROBOTS, GET_ROBOTS].concat()).unwrap_or_else(|e| panic!("write: {e}"));
+    for _ in 0..2 {
+        let resp = read_response(&mut piped);
+        assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
+    }
+    assert_eq!(read_to_close(&mut piped), b"");
+
     let metrics = crate::support::get(&proxy.admin_url("/metrics"), "test").text().unwrap_or_default();
-    assert!(metrics.contains("crawlgate_client_timeouts_total{listener=\"proxy\",phase=\"idle\"} 3"), "{metrics}");
+    assert!(metrics.contains("crawlgate_client_timeouts_total{listener=\"proxy\",phase=\"idle\"} 4"), "{metrics}");
 }
 
 #[test]

@@ -264,11 +264,11 @@ struct HeaderEnd {
 }
 
 impl HeaderEnd {
-    /// Feeds `data`; true once the header's end is in it.
-    fn feed(&mut self, data: &[u8]) -> bool {
-        for &b in data {
+    /// Feeds `data`; the offset just past the header's end once it is in it.
+    fn feed(&mut self, data: &[u8]) -> Option<usize> {
+        for (i, &b) in data.iter().enumerate() {
             match (b, self.state) {
-                (b'\n', 1 | 2) => return true,
+                (b'\n', 1 | 2) => return Some(i + 1),
                 (b'\n', _) => self.state = u8::from(self.started),
                 (b'\r', 1) => self.state = 2,
                 (b'\r', _) => self.state = 0,
@@ -278,7 +278,7 @@ impl HeaderEnd {
                 }
             }
         }
-        false
+        None
     }
 }
 
@@ -290,6 +290,10 @@ pub struct Guarded {
     deadline: Instant,
     timer: Pin<Box<Sleep>>,
     header_end: HeaderEnd,
+    /// Bytes past a request header were read (a body or a pipelined
+    /// request) on this connection, so a next request may already be
+    /// buffered.
+    read_ahead: bool,
     limits: Limits,
     metrics: Arc<ConnMetrics>,
 }
@@ -310,6 +314,7 @@ impl Guarded {
             deadline,
             timer: Box::pin(tokio::time::sleep_until(deadline)),
             header_end: HeaderEnd::default(),
+            read_ahead: false,
             limits,
             metrics,
         }
@@ -331,7 +336,11 @@ impl Guarded {
     /// first byte of a request, without consuming it. Streams that cannot
     /// peek (TLS) return at once and are timed by their reads.
     async fn wait_for_request(&mut self) -> io::Result<()> {
-        if self.phase != Phase::Idle {
+        // Bytes read past a request may hold the next ones, which Pingora
+        // keeps and parses without reading the socket again; how many it
+        // still holds is not visible here, so such a connection is no
+        // longer pre-waited (its reads keep the idle deadline).
+        if self.phase != Phase::Idle || self.read_ahead {
             return Ok(());
         }
         let mut first = [0u8; 1];
@@ -379,20 +388,25 @@ impl Guarded {
                 self.phase = Phase::Header;
                 self.header_end = HeaderEnd::default();
                 self.arm(Instant::now() + self.limits.header);
-                if self.header_end.feed(data) {
-                    self.phase = Phase::Open;
-                }
+                self.header_bytes(data);
             }
-            Phase::Header => {
-                if self.header_end.feed(data) {
-                    self.phase = Phase::Open;
-                }
-            }
+            Phase::Header => self.header_bytes(data),
             Phase::Preface(left) => {
                 let left = left.saturating_sub(data.len());
                 self.phase = if left == 0 { Phase::Open } else { Phase::Preface(left) };
             }
-            Phase::Open | Phase::Expired(_) | Phase::Closing { .. } | Phase::Closed => {}
+            // A body, or a pipelined request read with the one before.
+            Phase::Open => self.read_ahead = true,
+            Phase::Expired(_) | Phase::Closing { .. } | Phase::Closed => {}
+        }
+    }
+
+    /// Header bytes: past the header's end the request is open, and bytes
+    /// after the end in the same read may be the next pipelined request.
+    fn header_bytes(&mut self, data: &[u8]) {
+        if let Some(end) = self.header_end.feed(data) {
+            self.phase = Phase::Open;
+            self.read_ahead |= end < data.len();
         }
     }
 
@@ -599,7 +613,7 @@ mod tests {
     fn header_end() {
         let ends = |parts: &[&[u8]]| {
             let mut h = HeaderEnd::default();
-            parts.iter().any(|p| h.feed(p))
+            parts.iter().any(|p| h.feed(p).is_some())
         };
         assert!(ends(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]));
         assert!(ends(&[b"GET / HTTP/1.1\r\nHost: a\r", b"\n", b"\r", b"\n"]));
