@@ -31,7 +31,7 @@
 //! (read as written), documents without any element (nothing to anchor the
 //! metas to; the proxy's `X-Robots-Tag` header still applies).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -79,6 +79,19 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
+    /// Every kind, in [`FindingKind::index`] order.
+    pub const ALL: [FindingKind; 4] =
+        [FindingKind::Missing, FindingKind::Conflict, FindingKind::Extra, FindingKind::OutsideHead];
+
+    fn index(self) -> usize {
+        match self {
+            FindingKind::Missing => 0,
+            FindingKind::Conflict => 1,
+            FindingKind::Extra => 2,
+            FindingKind::OutsideHead => 3,
+        }
+    }
+
     /// `missing`, `conflict`, `extra`, `outside-head`.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -100,6 +113,57 @@ pub struct Finding {
     pub token: String,
     /// The rule concerned (lowercase).
     pub rule: String,
+}
+
+/// Findings recorded in detail per response. A page decides how many
+/// robots metas it carries, and in audit and enforce mode each one can give
+/// several findings: past this many they are only counted, by kind
+/// ([`Rewriter::dropped_findings`]), so that what one response keeps does
+/// not grow with its head.
+pub const MAX_FINDINGS: usize = 64;
+
+/// Longest rule text a finding keeps, in bytes (cut at a character
+/// boundary): a `content` attribute can be as long as lol_html's memory
+/// limit allows, and a finding should not copy it.
+pub const MAX_RULE_LEN: usize = 128;
+
+/// Findings counted but not recorded in detail (past [`MAX_FINDINGS`]),
+/// by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DroppedFindings([u64; 4]);
+
+impl DroppedFindings {
+    /// How many of `kind`.
+    pub fn get(&self, kind: FindingKind) -> u64 {
+        self.0[kind.index()]
+    }
+
+    /// How many of every kind.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// `(kind, count)` of the kinds with a count.
+    pub fn iter(&self) -> impl Iterator<Item = (FindingKind, u64)> + '_ {
+        FindingKind::ALL.into_iter().map(|k| (k, self.get(k))).filter(|(_, n)| *n > 0)
+    }
+
+    fn add(&mut self, kind: FindingKind, n: u64) {
+        let c = &mut self.0[kind.index()];
+        *c = c.saturating_add(n);
+    }
+}
+
+/// `rule`, cut to at most [`MAX_RULE_LEN`] bytes at a character boundary.
+fn bounded_rule(rule: &str) -> &str {
+    if rule.len() <= MAX_RULE_LEN {
+        return rule;
+    }
+    let mut end = MAX_RULE_LEN;
+    while !rule.is_char_boundary(end) {
+        end -= 1;
+    }
+    &rule[..end]
 }
 
 /// The charset cannot be rewritten (UTF-16, unknown labels).
@@ -249,6 +313,10 @@ struct Plan {
     /// The markers of the first slots, built with the plan (a page has at
     /// most two: after `<html>` and in `<head>`).
     markers: Vec<Arc<Marker>>,
+    /// The page rule keys that can decide a missing finding ([`covers`]):
+    /// the policy's own and `none`, `noindex`, `nofollow`. A page's other
+    /// rules need not be kept.
+    relevant: Vec<String>,
 }
 
 /// A slot's marker and the searcher that finds it in the output (building
@@ -281,11 +349,14 @@ impl Plan {
         // A `robots` meta speaks for every crawler: check every token.
         let tokens: Vec<&str> =
             if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
+        // In page order, once each; the set keeps a `content` of many
+        // distinct rules from costing quadratic time.
         let mut out: Vec<String> = Vec::new();
+        let mut known: HashSet<&str> = HashSet::new();
         for t in tokens {
             for p in self.for_token(t) {
                 for r in rules {
-                    if contradicts(p, r) && !out.contains(r) {
+                    if contradicts(p, r) && known.insert(r.as_str()) {
                         out.push(r.clone());
                     }
                 }
@@ -364,9 +435,21 @@ struct State {
     window_end: usize,
     /// The page's head metas within the window: `(token, rule_set)`.
     seen: Vec<(String, Vec<String>)>,
-    /// The page's head metas: token -> rules (for missing / extra).
-    page: BTreeMap<String, Vec<String>>,
+    /// The page's head rules that can decide a missing finding: token ->
+    /// distinct [`rule_key`]s among [`Plan::relevant`] (audit).
+    page_keys: BTreeMap<String, Vec<String>>,
+    /// The page's head rules that restrict more than the policy, reported
+    /// as extras when the head ends: token -> the first [`MAX_FINDINGS`]
+    /// in page order (no more can be recorded) and how many followed.
+    extras: BTreeMap<String, (Vec<String>, u64)>,
+    /// Recorded findings not yet taken.
     findings: Vec<Finding>,
+    /// Findings recorded so far, taken or not (at most [`MAX_FINDINGS`]).
+    recorded: usize,
+    /// Findings counted past [`MAX_FINDINGS`], over the whole response.
+    dropped: DroppedFindings,
+    /// The part of `dropped` not yet taken.
+    dropped_untaken: DroppedFindings,
     /// The metas replacing the markers, once decided.
     metas_html: String,
     /// Output not yet handed out; from the first slot's marker on it is held.
@@ -387,13 +470,32 @@ impl State {
             decided: false,
             window_end: usize::MAX,
             seen: Vec::new(),
-            page: BTreeMap::new(),
+            page_keys: BTreeMap::new(),
+            extras: BTreeMap::new(),
             findings: Vec::new(),
+            recorded: 0,
+            dropped: DroppedFindings::default(),
+            dropped_untaken: DroppedFindings::default(),
             metas_html: String::new(),
             out: Vec::new(),
             scan_from: 0,
             grown: 0,
         }
+    }
+
+    /// Records a finding, or only counts it past [`MAX_FINDINGS`].
+    fn record(&mut self, kind: FindingKind, token: &str, rule: &str) {
+        if self.recorded < MAX_FINDINGS {
+            self.recorded += 1;
+            self.findings.push(Finding { kind, token: token.to_owned(), rule: bounded_rule(rule).to_owned() });
+        } else {
+            self.drop_findings(kind, 1);
+        }
+    }
+
+    fn drop_findings(&mut self, kind: FindingKind, n: u64) {
+        self.dropped.add(kind, n);
+        self.dropped_untaken.add(kind, n);
     }
 
     fn add_slot(&mut self, plan: &Plan, fill: Fill) -> String {
@@ -451,29 +553,23 @@ impl State {
         // Missing: only audit; enforce has injected the policy's metas.
         if plan.mode == Mode::Audit {
             for (token, rules) in &plan.rules {
-                let mut page: Vec<String> = self.page.get("*").into_iter().flatten().map(|r| rule_key(r)).collect();
+                let mut page: Vec<String> = self.page_keys.get("*").cloned().unwrap_or_default();
                 if token != "*" {
-                    page.extend(self.page.get(token).into_iter().flatten().map(|r| rule_key(r)));
+                    page.extend(self.page_keys.get(token).into_iter().flatten().cloned());
                 }
                 for r in rules {
                     if !covers(&page, r) {
-                        self.findings.push(Finding {
-                            kind: FindingKind::Missing,
-                            token: token.clone(),
-                            rule: r.clone(),
-                        });
+                        self.record(FindingKind::Missing, token, r);
                     }
                 }
             }
         }
         // Extra: restrictions the policy does not ask for.
-        for (token, rules) in &self.page {
-            let policy: Vec<String> = plan.for_token(token).into_iter().map(rule_key).collect();
-            for r in rules {
-                if RESTRICTIVE.contains(&rule_name(r)) && !covers(&policy, r) {
-                    self.findings.push(Finding { kind: FindingKind::Extra, token: token.clone(), rule: r.clone() });
-                }
+        for (token, (rules, more)) in std::mem::take(&mut self.extras) {
+            for r in &rules {
+                self.record(FindingKind::Extra, &token, r);
             }
+            self.drop_findings(FindingKind::Extra, more);
         }
     }
 
@@ -688,7 +784,7 @@ fn open_head(st: &mut State, plan: &Arc<Plan>, el: &mut Element<'_, '_>, tag_end
 fn outside_head(st: &mut State, plan: &Plan, el: &Element<'_, '_>) {
     let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
     for rule in parse_content(&el.get_attribute("content").unwrap_or_default()) {
-        st.findings.push(Finding { kind: FindingKind::OutsideHead, token: token.clone(), rule });
+        st.record(FindingKind::OutsideHead, &token, &rule);
     }
 }
 
@@ -700,15 +796,16 @@ fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize
     if plan.mode != Mode::Inject {
         let conflicts = plan.conflicts(&token, &rules);
         for r in &conflicts {
-            st.findings.push(Finding { kind: FindingKind::Conflict, token: token.clone(), rule: r.clone() });
+            st.record(FindingKind::Conflict, &token, r);
         }
         if plan.mode == Mode::Enforce && !conflicts.is_empty() {
             // Strip the contradicting rules; keep the page's own others
             // (as written), drop the meta when nothing is left.
+            let stripped: HashSet<&str> = conflicts.iter().map(String::as_str).collect();
             let kept: Vec<&str> = content
                 .split(',')
                 .map(str::trim)
-                .filter(|r| !r.is_empty() && !conflicts.contains(&r.to_ascii_lowercase()))
+                .filter(|r| !r.is_empty() && !stripped.contains(r.to_ascii_lowercase().as_str()))
                 .collect();
             if kept.is_empty() {
                 el.remove();
@@ -716,12 +813,48 @@ fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize
             }
             // `content` is a valid attribute name: this cannot fail.
             let _ = el.set_attribute("content", &kept.join(", "));
-            rules.retain(|r| !conflicts.contains(r));
+            let stripped: HashSet<&String> = conflicts.iter().collect();
+            rules.retain(|r| !stripped.contains(r));
         }
-        st.page.entry(token.clone()).or_default().extend(rules.iter().cloned());
+        remember_head_rules(st, plan, &token, &rules);
     }
-    if start < st.window_end {
+    // Only the insertion needs `seen`, and only within the window.
+    if plan.inserts() && start < st.window_end {
         st.seen.push((token, rule_set(&rules)));
+    }
+}
+
+/// Keeps what [`State::close_head`] needs of a head meta's rules, bounded
+/// whatever the number of metas: the keys that decide missing findings
+/// (once each) and the extras (the first [`MAX_FINDINGS`] per token, then
+/// a count).
+fn remember_head_rules(st: &mut State, plan: &Plan, token: &str, rules: &[String]) {
+    if plan.mode == Mode::Audit {
+        for r in rules {
+            let key = rule_key(r);
+            if plan.relevant.contains(&key) {
+                let keys = st.page_keys.entry(token.to_owned()).or_default();
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+    }
+    let mut policy: Option<Vec<String>> = None;
+    for r in rules {
+        if !RESTRICTIVE.contains(&rule_name(r)) {
+            continue;
+        }
+        let policy = policy.get_or_insert_with(|| plan.for_token(token).into_iter().map(rule_key).collect());
+        if covers(policy, r) {
+            continue;
+        }
+        let (list, more) = st.extras.entry(token.to_owned()).or_default();
+        if list.len() < MAX_FINDINGS {
+            list.push(bounded_rule(r).to_owned());
+        } else {
+            *more = more.saturating_add(1);
+        }
     }
 }
 
@@ -778,7 +911,22 @@ impl Prepared {
             h.finish()
         };
         let markers = (0..2).map(|i| Arc::new(Marker::new(nonce, i))).collect();
-        Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory, markers }))
+        let mut relevant: Vec<String> = ["none", "noindex", "nofollow"].map(String::from).into();
+        for r in rules.values().flatten() {
+            let key = rule_key(r);
+            if !relevant.contains(&key) {
+                relevant.push(key);
+            }
+        }
+        Prepared(Arc::new(Plan {
+            mode: config.mode,
+            rules,
+            metas,
+            nonce,
+            max_memory: config.max_memory,
+            markers,
+            relevant,
+        }))
     }
 }
 
@@ -952,9 +1100,22 @@ impl Rewriter {
         Bytes::from(out)
     }
 
-    /// Findings so far (drained).
+    /// Findings recorded so far (drained): at most [`MAX_FINDINGS`] over
+    /// the whole response.
     pub fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut lock(&self.state).findings)
+    }
+
+    /// Findings past [`MAX_FINDINGS`], counted but not recorded, over the
+    /// whole response so far.
+    pub fn dropped_findings(&self) -> DroppedFindings {
+        lock(&self.state).dropped
+    }
+
+    /// The part of [`Rewriter::dropped_findings`] not taken yet (drained),
+    /// for a caller that counts findings as they come.
+    pub fn take_dropped_findings(&mut self) -> DroppedFindings {
+        std::mem::take(&mut lock(&self.state).dropped_untaken)
     }
 
     /// Why the rewriter gave up, if it did.
