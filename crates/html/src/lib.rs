@@ -268,9 +268,17 @@ fn covers(keys: &[String], rule: &str) -> bool {
         || (key == "none" && has("noindex") && has("nofollow"))
 }
 
+/// The rules of a `content` attribute already lowercased, in order. An
+/// iterator, not a list: a `content` can hold millions of rules, and a
+/// `String` for each would cost many times the attribute's size.
+fn content_rules(lower: &str) -> impl Iterator<Item = &str> + Clone {
+    lower.split(',').map(str::trim).filter(|r| !r.is_empty())
+}
+
 /// The rules of a `content` attribute, lowercase, in order.
+#[cfg(test)]
 fn parse_content(content: &str) -> Vec<String> {
-    content.split(',').map(|r| r.trim().to_ascii_lowercase()).filter(|r| !r.is_empty()).collect()
+    content_rules(&content.to_ascii_lowercase()).map(str::to_owned).collect()
 }
 
 /// A set of rules in a form that compares equal regardless of order, case,
@@ -344,25 +352,39 @@ impl Plan {
         v
     }
 
-    /// The page rules of a meta for `token` that contradict the policy.
-    fn conflicts(&self, token: &str, rules: &[String]) -> Vec<String> {
+    /// The page rules of a meta for `token` that contradict the policy,
+    /// once each, policy rule by policy rule and then in page order, and
+    /// the same as a set. `rules` walks the meta's rules; it is called once
+    /// per policy rule instead of collecting them.
+    fn conflicts<'r, I: Iterator<Item = &'r str>>(
+        &self,
+        token: &str,
+        rules: impl Fn() -> I,
+    ) -> (Vec<&'r str>, HashSet<&'r str>) {
         // A `robots` meta speaks for every crawler: check every token.
         let tokens: Vec<&str> =
             if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
-        // In page order, once each; the set keeps a `content` of many
-        // distinct rules from costing quadratic time.
-        let mut out: Vec<String> = Vec::new();
+        // The set keeps a `content` of many distinct rules from costing
+        // quadratic time.
+        let mut out: Vec<&str> = Vec::new();
         let mut known: HashSet<&str> = HashSet::new();
         for t in tokens {
             for p in self.for_token(t) {
-                for r in rules {
-                    if contradicts(p, r) && known.insert(r.as_str()) {
-                        out.push(r.clone());
+                for r in rules() {
+                    if contradicts(p, r) && known.insert(r) {
+                        out.push(r);
                     }
                 }
             }
         }
-        out
+        (out, known)
+    }
+
+    /// Whether `key` is a rule key of one of the policy's metas for
+    /// `token`: a page meta with any other key is identical to none of
+    /// them (see [`State::decide`]).
+    fn could_match(&self, token: &str, key: &str) -> bool {
+        self.metas.iter().any(|(t, set, _)| t == token && set.iter().any(|k| k == key))
     }
 
     /// `*` for `robots`, the lowercase name for a policy token or a known
@@ -783,8 +805,9 @@ fn open_head(st: &mut State, plan: &Arc<Plan>, el: &mut Element<'_, '_>, tag_end
 
 fn outside_head(st: &mut State, plan: &Plan, el: &Element<'_, '_>) {
     let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
-    for rule in parse_content(&el.get_attribute("content").unwrap_or_default()) {
-        st.record(FindingKind::OutsideHead, &token, &rule);
+    let lower = el.get_attribute("content").unwrap_or_default().to_ascii_lowercase();
+    for rule in content_rules(&lower) {
+        st.record(FindingKind::OutsideHead, &token, rule);
     }
 }
 
@@ -792,35 +815,57 @@ fn outside_head(st: &mut State, plan: &Plan, el: &Element<'_, '_>) {
 fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize) {
     let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
     let content = el.get_attribute("content").unwrap_or_default();
-    let mut rules = parse_content(&content);
+    // ASCII lowercasing keeps every byte where it was: `lower` splits at
+    // the same offsets as `content`.
+    let lower = content.to_ascii_lowercase();
+    let mut stripped: HashSet<&str> = HashSet::new();
     if plan.mode != Mode::Inject {
-        let conflicts = plan.conflicts(&token, &rules);
-        for r in &conflicts {
+        let (conflicts, set) = plan.conflicts(&token, || content_rules(&lower));
+        for r in conflicts {
             st.record(FindingKind::Conflict, &token, r);
         }
-        if plan.mode == Mode::Enforce && !conflicts.is_empty() {
+        if plan.mode == Mode::Enforce && !set.is_empty() {
             // Strip the contradicting rules; keep the page's own others
             // (as written), drop the meta when nothing is left.
-            let stripped: HashSet<&str> = conflicts.iter().map(String::as_str).collect();
-            let kept: Vec<&str> = content
-                .split(',')
-                .map(str::trim)
-                .filter(|r| !r.is_empty() && !stripped.contains(r.to_ascii_lowercase().as_str()))
-                .collect();
+            let mut kept = String::new();
+            for (r, l) in content.split(',').zip(lower.split(',')) {
+                let (r, l) = (r.trim(), l.trim());
+                if !r.is_empty() && !set.contains(l) {
+                    if !kept.is_empty() {
+                        kept.push_str(", ");
+                    }
+                    kept.push_str(r);
+                }
+            }
             if kept.is_empty() {
                 el.remove();
                 return;
             }
             // `content` is a valid attribute name: this cannot fail.
-            let _ = el.set_attribute("content", &kept.join(", "));
-            let stripped: HashSet<&String> = conflicts.iter().collect();
-            rules.retain(|r| !stripped.contains(r));
+            let _ = el.set_attribute("content", &kept);
+            stripped = set;
         }
-        remember_head_rules(st, plan, &token, &rules);
     }
-    // Only the insertion needs `seen`, and only within the window.
+    let rules = || content_rules(&lower).filter(|r| !stripped.contains(r));
+    if plan.mode != Mode::Inject {
+        remember_head_rules(st, plan, &token, rules());
+    }
+    // Only the insertion needs `seen`, only within the window, and only
+    // metas that could equal one of the policy's: their keys are the
+    // policy's, so the set stays small however many rules the page lists.
     if plan.inserts() && start < st.window_end {
-        st.seen.push((token, rule_set(&rules)));
+        let mut set: Vec<String> = Vec::new();
+        for r in rules() {
+            let key = rule_key(r);
+            if !plan.could_match(&token, &key) {
+                return;
+            }
+            if !set.contains(&key) {
+                set.push(key);
+            }
+        }
+        set.sort();
+        st.seen.push((token, set));
     }
 }
 
@@ -828,9 +873,9 @@ fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize
 /// whatever the number of metas: the keys that decide missing findings
 /// (once each) and the extras (the first [`MAX_FINDINGS`] per token, then
 /// a count).
-fn remember_head_rules(st: &mut State, plan: &Plan, token: &str, rules: &[String]) {
+fn remember_head_rules<'r>(st: &mut State, plan: &Plan, token: &str, rules: impl Iterator<Item = &'r str> + Clone) {
     if plan.mode == Mode::Audit {
-        for r in rules {
+        for r in rules.clone() {
             let key = rule_key(r);
             if plan.relevant.contains(&key) {
                 let keys = st.page_keys.entry(token.to_owned()).or_default();
