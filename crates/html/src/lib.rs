@@ -26,6 +26,12 @@
 //! is the same for every chunking. In inject and enforce mode parsing
 //! stops once the head is over; the rest of the body is copied.
 //!
+//! Bounds: what a response keeps does not grow with its head. At most
+//! [`MAX_FINDINGS`] findings are recorded, the rest only counted by kind
+//! ([`Rewriter::dropped_findings`]); a finding keeps at most
+//! [`MAX_RULE_LEN`] bytes of its rule; the page's head rules are reduced
+//! as they are read to what the missing and extra findings need.
+//!
 //! Not handled: text directly inside `<head>` (a parser would end the head
 //! there; here only elements do), character references inside `content`
 //! (read as written), documents without any element (nothing to anchor the
