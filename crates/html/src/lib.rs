@@ -85,7 +85,7 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
-    /// Every kind, in [`FindingKind::index`] order.
+    /// Every kind.
     pub const ALL: [FindingKind; 4] =
         [FindingKind::Missing, FindingKind::Conflict, FindingKind::Extra, FindingKind::OutsideHead];
 
