@@ -7,6 +7,7 @@ mod enforce;
 mod errors;
 mod headers;
 mod html;
+mod html_limits;
 mod ops;
 mod protocols;
 mod serving;

@@ -26,12 +26,18 @@
 //! is the same for every chunking. In inject and enforce mode parsing
 //! stops once the head is over; the rest of the body is copied.
 //!
+//! Bounds: what a response keeps does not grow with its head. At most
+//! [`MAX_FINDINGS`] findings are recorded, the rest only counted by kind
+//! ([`Rewriter::dropped_findings`]); a finding keeps at most
+//! [`MAX_RULE_LEN`] bytes of its rule; the page's head rules are reduced
+//! as they are read to what the missing and extra findings need.
+//!
 //! Not handled: text directly inside `<head>` (a parser would end the head
 //! there; here only elements do), character references inside `content`
 //! (read as written), documents without any element (nothing to anchor the
 //! metas to; the proxy's `X-Robots-Tag` header still applies).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -79,6 +85,19 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
+    /// Every kind.
+    pub const ALL: [FindingKind; 4] =
+        [FindingKind::Missing, FindingKind::Conflict, FindingKind::Extra, FindingKind::OutsideHead];
+
+    fn index(self) -> usize {
+        match self {
+            FindingKind::Missing => 0,
+            FindingKind::Conflict => 1,
+            FindingKind::Extra => 2,
+            FindingKind::OutsideHead => 3,
+        }
+    }
+
     /// `missing`, `conflict`, `extra`, `outside-head`.
     pub fn as_str(&self) -> &'static str {
         match self {
@@ -100,6 +119,57 @@ pub struct Finding {
     pub token: String,
     /// The rule concerned (lowercase).
     pub rule: String,
+}
+
+/// Findings recorded in detail per response. A page decides how many
+/// robots metas it carries, and in audit and enforce mode each one can give
+/// several findings: past this many they are only counted, by kind
+/// ([`Rewriter::dropped_findings`]), so that what one response keeps does
+/// not grow with its head.
+pub const MAX_FINDINGS: usize = 64;
+
+/// Longest rule text a finding keeps, in bytes (cut at a character
+/// boundary): a `content` attribute can be as long as lol_html's memory
+/// limit allows, and a finding should not copy it.
+pub const MAX_RULE_LEN: usize = 128;
+
+/// Findings counted but not recorded in detail (past [`MAX_FINDINGS`]),
+/// by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DroppedFindings([u64; 4]);
+
+impl DroppedFindings {
+    /// How many of `kind`.
+    pub fn get(&self, kind: FindingKind) -> u64 {
+        self.0[kind.index()]
+    }
+
+    /// How many of every kind.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// `(kind, count)` of the kinds with a count.
+    pub fn iter(&self) -> impl Iterator<Item = (FindingKind, u64)> + '_ {
+        FindingKind::ALL.into_iter().map(|k| (k, self.get(k))).filter(|(_, n)| *n > 0)
+    }
+
+    fn add(&mut self, kind: FindingKind, n: u64) {
+        let c = &mut self.0[kind.index()];
+        *c = c.saturating_add(n);
+    }
+}
+
+/// `rule`, cut to at most [`MAX_RULE_LEN`] bytes at a character boundary.
+fn bounded_rule(rule: &str) -> &str {
+    if rule.len() <= MAX_RULE_LEN {
+        return rule;
+    }
+    let mut end = MAX_RULE_LEN;
+    while !rule.is_char_boundary(end) {
+        end -= 1;
+    }
+    &rule[..end]
 }
 
 /// The charset cannot be rewritten (UTF-16, unknown labels).
@@ -204,9 +274,17 @@ fn covers(keys: &[String], rule: &str) -> bool {
         || (key == "none" && has("noindex") && has("nofollow"))
 }
 
+/// The rules of a `content` attribute already lowercased, in order. An
+/// iterator, not a list: a `content` can hold millions of rules, and a
+/// `String` for each would cost many times the attribute's size.
+fn content_rules(lower: &str) -> impl Iterator<Item = &str> + Clone {
+    lower.split(',').map(str::trim).filter(|r| !r.is_empty())
+}
+
 /// The rules of a `content` attribute, lowercase, in order.
+#[cfg(test)]
 fn parse_content(content: &str) -> Vec<String> {
-    content.split(',').map(|r| r.trim().to_ascii_lowercase()).filter(|r| !r.is_empty()).collect()
+    content_rules(&content.to_ascii_lowercase()).map(str::to_owned).collect()
 }
 
 /// A set of rules in a form that compares equal regardless of order, case,
@@ -249,6 +327,10 @@ struct Plan {
     /// The markers of the first slots, built with the plan (a page has at
     /// most two: after `<html>` and in `<head>`).
     markers: Vec<Arc<Marker>>,
+    /// The page rule keys that can decide a missing finding ([`covers`]):
+    /// the policy's own and `none`, `noindex`, `nofollow`. A page's other
+    /// rules need not be kept.
+    relevant: Vec<String>,
 }
 
 /// A slot's marker and the searcher that finds it in the output (building
@@ -276,22 +358,39 @@ impl Plan {
         v
     }
 
-    /// The page rules of a meta for `token` that contradict the policy.
-    fn conflicts(&self, token: &str, rules: &[String]) -> Vec<String> {
+    /// The page rules of a meta for `token` that contradict the policy,
+    /// once each, policy rule by policy rule and then in page order, and
+    /// the same as a set. `rules` walks the meta's rules; it is called once
+    /// per policy rule instead of collecting them.
+    fn conflicts<'r, I: Iterator<Item = &'r str>>(
+        &self,
+        token: &str,
+        rules: impl Fn() -> I,
+    ) -> (Vec<&'r str>, HashSet<&'r str>) {
         // A `robots` meta speaks for every crawler: check every token.
         let tokens: Vec<&str> =
             if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
-        let mut out: Vec<String> = Vec::new();
+        // The set keeps a `content` of many distinct rules from costing
+        // quadratic time.
+        let mut out: Vec<&str> = Vec::new();
+        let mut known: HashSet<&str> = HashSet::new();
         for t in tokens {
             for p in self.for_token(t) {
-                for r in rules {
-                    if contradicts(p, r) && !out.contains(r) {
-                        out.push(r.clone());
+                for r in rules() {
+                    if contradicts(p, r) && known.insert(r) {
+                        out.push(r);
                     }
                 }
             }
         }
-        out
+        (out, known)
+    }
+
+    /// Whether `key` is a rule key of one of the policy's metas for
+    /// `token`: a page meta with any other key is identical to none of
+    /// them (see [`State::decide`]).
+    fn could_match(&self, token: &str, key: &str) -> bool {
+        self.metas.iter().any(|(t, set, _)| t == token && set.iter().any(|k| k == key))
     }
 
     /// `*` for `robots`, the lowercase name for a policy token or a known
@@ -364,9 +463,21 @@ struct State {
     window_end: usize,
     /// The page's head metas within the window: `(token, rule_set)`.
     seen: Vec<(String, Vec<String>)>,
-    /// The page's head metas: token -> rules (for missing / extra).
-    page: BTreeMap<String, Vec<String>>,
+    /// The page's head rules that can decide a missing finding: token ->
+    /// distinct [`rule_key`]s among [`Plan::relevant`] (audit).
+    page_keys: BTreeMap<String, Vec<String>>,
+    /// The page's head rules that restrict more than the policy, reported
+    /// as extras when the head ends: token -> the first [`MAX_FINDINGS`]
+    /// in page order (no more can be recorded) and how many followed.
+    extras: BTreeMap<String, (Vec<String>, u64)>,
+    /// Recorded findings not yet taken.
     findings: Vec<Finding>,
+    /// Findings recorded so far, taken or not (at most [`MAX_FINDINGS`]).
+    recorded: usize,
+    /// Findings counted past [`MAX_FINDINGS`], over the whole response.
+    dropped: DroppedFindings,
+    /// The part of `dropped` not yet taken.
+    dropped_untaken: DroppedFindings,
     /// The metas replacing the markers, once decided.
     metas_html: String,
     /// Output not yet handed out; from the first slot's marker on it is held.
@@ -387,13 +498,32 @@ impl State {
             decided: false,
             window_end: usize::MAX,
             seen: Vec::new(),
-            page: BTreeMap::new(),
+            page_keys: BTreeMap::new(),
+            extras: BTreeMap::new(),
             findings: Vec::new(),
+            recorded: 0,
+            dropped: DroppedFindings::default(),
+            dropped_untaken: DroppedFindings::default(),
             metas_html: String::new(),
             out: Vec::new(),
             scan_from: 0,
             grown: 0,
         }
+    }
+
+    /// Records a finding, or only counts it past [`MAX_FINDINGS`].
+    fn record(&mut self, kind: FindingKind, token: &str, rule: &str) {
+        if self.recorded < MAX_FINDINGS {
+            self.recorded += 1;
+            self.findings.push(Finding { kind, token: token.to_owned(), rule: bounded_rule(rule).to_owned() });
+        } else {
+            self.drop_findings(kind, 1);
+        }
+    }
+
+    fn drop_findings(&mut self, kind: FindingKind, n: u64) {
+        self.dropped.add(kind, n);
+        self.dropped_untaken.add(kind, n);
     }
 
     fn add_slot(&mut self, plan: &Plan, fill: Fill) -> String {
@@ -451,29 +581,23 @@ impl State {
         // Missing: only audit; enforce has injected the policy's metas.
         if plan.mode == Mode::Audit {
             for (token, rules) in &plan.rules {
-                let mut page: Vec<String> = self.page.get("*").into_iter().flatten().map(|r| rule_key(r)).collect();
+                let mut page: Vec<String> = self.page_keys.get("*").cloned().unwrap_or_default();
                 if token != "*" {
-                    page.extend(self.page.get(token).into_iter().flatten().map(|r| rule_key(r)));
+                    page.extend(self.page_keys.get(token).into_iter().flatten().cloned());
                 }
                 for r in rules {
                     if !covers(&page, r) {
-                        self.findings.push(Finding {
-                            kind: FindingKind::Missing,
-                            token: token.clone(),
-                            rule: r.clone(),
-                        });
+                        self.record(FindingKind::Missing, token, r);
                     }
                 }
             }
         }
         // Extra: restrictions the policy does not ask for.
-        for (token, rules) in &self.page {
-            let policy: Vec<String> = plan.for_token(token).into_iter().map(rule_key).collect();
-            for r in rules {
-                if RESTRICTIVE.contains(&rule_name(r)) && !covers(&policy, r) {
-                    self.findings.push(Finding { kind: FindingKind::Extra, token: token.clone(), rule: r.clone() });
-                }
+        for (token, (rules, more)) in std::mem::take(&mut self.extras) {
+            for r in &rules {
+                self.record(FindingKind::Extra, &token, r);
             }
+            self.drop_findings(FindingKind::Extra, more);
         }
     }
 
@@ -687,8 +811,9 @@ fn open_head(st: &mut State, plan: &Arc<Plan>, el: &mut Element<'_, '_>, tag_end
 
 fn outside_head(st: &mut State, plan: &Plan, el: &Element<'_, '_>) {
     let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
-    for rule in parse_content(&el.get_attribute("content").unwrap_or_default()) {
-        st.findings.push(Finding { kind: FindingKind::OutsideHead, token: token.clone(), rule });
+    let lower = el.get_attribute("content").unwrap_or_default().to_ascii_lowercase();
+    for rule in content_rules(&lower) {
+        st.record(FindingKind::OutsideHead, &token, rule);
     }
 }
 
@@ -696,32 +821,91 @@ fn outside_head(st: &mut State, plan: &Plan, el: &Element<'_, '_>) {
 fn head_meta(st: &mut State, plan: &Plan, el: &mut Element<'_, '_>, start: usize) {
     let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
     let content = el.get_attribute("content").unwrap_or_default();
-    let mut rules = parse_content(&content);
+    // ASCII lowercasing keeps every byte where it was: `lower` splits at
+    // the same offsets as `content`.
+    let lower = content.to_ascii_lowercase();
+    let mut stripped: HashSet<&str> = HashSet::new();
     if plan.mode != Mode::Inject {
-        let conflicts = plan.conflicts(&token, &rules);
-        for r in &conflicts {
-            st.findings.push(Finding { kind: FindingKind::Conflict, token: token.clone(), rule: r.clone() });
+        let (conflicts, set) = plan.conflicts(&token, || content_rules(&lower));
+        for r in conflicts {
+            st.record(FindingKind::Conflict, &token, r);
         }
-        if plan.mode == Mode::Enforce && !conflicts.is_empty() {
+        if plan.mode == Mode::Enforce && !set.is_empty() {
             // Strip the contradicting rules; keep the page's own others
             // (as written), drop the meta when nothing is left.
-            let kept: Vec<&str> = content
-                .split(',')
-                .map(str::trim)
-                .filter(|r| !r.is_empty() && !conflicts.contains(&r.to_ascii_lowercase()))
-                .collect();
+            let mut kept = String::new();
+            for (r, l) in content.split(',').zip(lower.split(',')) {
+                let (r, l) = (r.trim(), l.trim());
+                if !r.is_empty() && !set.contains(l) {
+                    if !kept.is_empty() {
+                        kept.push_str(", ");
+                    }
+                    kept.push_str(r);
+                }
+            }
             if kept.is_empty() {
                 el.remove();
                 return;
             }
             // `content` is a valid attribute name: this cannot fail.
-            let _ = el.set_attribute("content", &kept.join(", "));
-            rules.retain(|r| !conflicts.contains(r));
+            let _ = el.set_attribute("content", &kept);
+            stripped = set;
         }
-        st.page.entry(token.clone()).or_default().extend(rules.iter().cloned());
     }
-    if start < st.window_end {
-        st.seen.push((token, rule_set(&rules)));
+    let rules = || content_rules(&lower).filter(|r| !stripped.contains(r));
+    if plan.mode != Mode::Inject {
+        remember_head_rules(st, plan, &token, rules());
+    }
+    // Only the insertion needs `seen`, only within the window, and only
+    // metas that could equal one of the policy's: their keys are the
+    // policy's, so the set stays small however many rules the page lists.
+    if plan.inserts() && start < st.window_end {
+        let mut set: Vec<String> = Vec::new();
+        for r in rules() {
+            let key = rule_key(r);
+            if !plan.could_match(&token, &key) {
+                return;
+            }
+            if !set.contains(&key) {
+                set.push(key);
+            }
+        }
+        set.sort();
+        st.seen.push((token, set));
+    }
+}
+
+/// Keeps what [`State::close_head`] needs of a head meta's rules, bounded
+/// whatever the number of metas: the keys that decide missing findings
+/// (once each) and the extras (the first [`MAX_FINDINGS`] per token, then
+/// a count).
+fn remember_head_rules<'r>(st: &mut State, plan: &Plan, token: &str, rules: impl Iterator<Item = &'r str> + Clone) {
+    if plan.mode == Mode::Audit {
+        for r in rules.clone() {
+            let key = rule_key(r);
+            if plan.relevant.contains(&key) {
+                let keys = st.page_keys.entry(token.to_owned()).or_default();
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+    }
+    let mut policy: Option<Vec<String>> = None;
+    for r in rules {
+        if !RESTRICTIVE.contains(&rule_name(r)) {
+            continue;
+        }
+        let policy = policy.get_or_insert_with(|| plan.for_token(token).into_iter().map(rule_key).collect());
+        if covers(policy, r) {
+            continue;
+        }
+        let (list, more) = st.extras.entry(token.to_owned()).or_default();
+        if list.len() < MAX_FINDINGS {
+            list.push(bounded_rule(r).to_owned());
+        } else {
+            *more = more.saturating_add(1);
+        }
     }
 }
 
@@ -778,7 +962,22 @@ impl Prepared {
             h.finish()
         };
         let markers = (0..2).map(|i| Arc::new(Marker::new(nonce, i))).collect();
-        Prepared(Arc::new(Plan { mode: config.mode, rules, metas, nonce, max_memory: config.max_memory, markers }))
+        let mut relevant: Vec<String> = ["none", "noindex", "nofollow"].map(String::from).into();
+        for r in rules.values().flatten() {
+            let key = rule_key(r);
+            if !relevant.contains(&key) {
+                relevant.push(key);
+            }
+        }
+        Prepared(Arc::new(Plan {
+            mode: config.mode,
+            rules,
+            metas,
+            nonce,
+            max_memory: config.max_memory,
+            markers,
+            relevant,
+        }))
     }
 }
 
@@ -952,9 +1151,22 @@ impl Rewriter {
         Bytes::from(out)
     }
 
-    /// Findings so far (drained).
+    /// Findings recorded so far (drained): at most [`MAX_FINDINGS`] over
+    /// the whole response.
     pub fn take_findings(&mut self) -> Vec<Finding> {
         std::mem::take(&mut lock(&self.state).findings)
+    }
+
+    /// Findings past [`MAX_FINDINGS`], counted but not recorded, over the
+    /// whole response so far.
+    pub fn dropped_findings(&self) -> DroppedFindings {
+        lock(&self.state).dropped
+    }
+
+    /// The part of [`Rewriter::dropped_findings`] not taken yet (drained),
+    /// for a caller that counts findings as they come.
+    pub fn take_dropped_findings(&mut self) -> DroppedFindings {
+        std::mem::take(&mut lock(&self.state).dropped_untaken)
     }
 
     /// Why the rewriter gave up, if it did.

@@ -14,7 +14,9 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crawlgate_html::{rewrite_all, Config, Finding, Mode, Prepared, Rewriter, KNOWLEDGE_WINDOW};
+use crawlgate_html::{
+    rewrite_all, Config, Finding, FindingKind, Mode, Prepared, Rewriter, KNOWLEDGE_WINDOW, MAX_FINDINGS, MAX_RULE_LEN,
+};
 
 const MAX_MEMORY: usize = 4 << 20;
 /// Random splittings per case and mode, besides the 1-byte one.
@@ -493,4 +495,135 @@ fn held_output_is_bounded() {
     }
     got += rw.finish().len();
     assert_eq!(got, given + POLICY_METAS.len());
+}
+
+/// `(kind, count)` of every kind, as the proxy sums them: drained after
+/// each chunk.
+type Counts = [(FindingKind, u64); 4];
+
+/// [`feed_with`] that also sums the dropped findings as they are drained,
+/// and checks the sum against the rewriter's own total.
+fn feed_counting(mut rw: Rewriter, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Counts) {
+    let mut out = Vec::new();
+    let mut findings = Vec::new();
+    let mut counts = FindingKind::ALL.map(|k| (k, 0u64));
+    let mut drain = |rw: &mut Rewriter, findings: &mut Vec<Finding>| {
+        findings.extend(rw.take_findings());
+        let dropped = rw.take_dropped_findings();
+        for (kind, n) in &mut counts {
+            *n += dropped.get(*kind);
+        }
+    };
+    let mut prev = 0;
+    for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
+        out.extend_from_slice(&rw.write(&input[prev..cut]));
+        drain(&mut rw, &mut findings);
+        prev = cut;
+    }
+    out.extend_from_slice(&rw.finish());
+    drain(&mut rw, &mut findings);
+    let total = rw.dropped_findings();
+    assert_eq!(counts, FindingKind::ALL.map(|k| (k, total.get(k))));
+    assert_eq!(rw.bail_reason(), None);
+    (out, findings, counts)
+}
+
+fn finding(kind: FindingKind, token: &str, rule: &str) -> Finding {
+    Finding { kind, token: token.into(), rule: rule.into() }
+}
+
+/// Runs `page` whole, in 1-byte chunks and split at random: every run must
+/// give `want`, the findings `want_findings` and the dropped counts
+/// `want_dropped` (missing, conflict, extra, outside-head).
+fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Finding], want_dropped: [u64; 4]) {
+    let config = policy(mode, MAX_MEMORY);
+    let prepared = Prepared::new(&config);
+    let mut rng = SplitMix(0xca9);
+    let mut splittings = vec![vec![], (1..page.len()).collect::<Vec<_>>()];
+    splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, page.len())));
+    let want_counts = [
+        (FindingKind::Missing, want_dropped[0]),
+        (FindingKind::Conflict, want_dropped[1]),
+        (FindingKind::Extra, want_dropped[2]),
+        (FindingKind::OutsideHead, want_dropped[3]),
+    ];
+    for cuts in splittings {
+        let rw = Rewriter::prepared(&prepared, None).unwrap_or_else(|e| panic!("{e}"));
+        let (out, findings, counts) = feed_counting(rw, page.as_bytes(), &cuts);
+        let context = format!("{mode:?} cuts {}", describe_cuts(&cuts));
+        assert!(out == want.as_bytes(), "{context}: {}", first_difference(want.as_bytes(), &out));
+        assert!(findings == want_findings, "{context}: findings {findings:?}");
+        assert_eq!(counts, want_counts, "{context}");
+    }
+}
+
+/// Audit of a head with more metas than [`MAX_FINDINGS`]: the first
+/// conflicts are recorded, everything after them (more conflicts, the
+/// missing rules and extras found when the head ends, the metas in the
+/// body) only counted, exactly.
+#[test]
+fn audit_records_at_most_the_cap_and_counts_the_rest() {
+    let n = MAX_FINDINGS + 10;
+    let page = format!(
+        "<html><head>{}</head><body>{}</body></html>",
+        "<meta name=\"robots\" content=\"index, noarchive\">".repeat(n),
+        "<meta name=robots content=noindex>".repeat(3)
+    );
+    let want_findings = vec![finding(FindingKind::Conflict, "*", "index"); MAX_FINDINGS];
+    // Missing: `*` noindex and nosnippet, gptbot noai.
+    check_every_splitting(Mode::Audit, &page, &page, &want_findings, [3, 10, n as u64, 3]);
+}
+
+/// Enforce still rewrites every meta past the cap; the extras found when
+/// the head ends fill the records up to the cap, in page order.
+#[test]
+fn enforce_rewrites_every_meta_past_the_cap() {
+    let n = MAX_FINDINGS + 10;
+    let own = "<meta name=robots content=\"noarchive\">";
+    let page = format!(
+        "<html><head><title>T</title>{}{}</head><body><p>x</p></body></html>",
+        "<meta name=\"robots\" content=\"INDEX, nosnippet\">".repeat(5),
+        own.repeat(n)
+    );
+    // The index-only part goes, the rest of each meta stays as written.
+    let want = format!(
+        "<html><head>{POLICY_METAS}<title>T</title>{}{}</head><body><p>x</p></body></html>",
+        "<meta name=\"robots\" content=\"nosnippet\">".repeat(5),
+        own.repeat(n)
+    );
+    let mut want_findings = vec![finding(FindingKind::Conflict, "*", "index"); 5];
+    want_findings.extend(vec![finding(FindingKind::Extra, "*", "noarchive"); MAX_FINDINGS - 5]);
+    check_every_splitting(Mode::Enforce, &page, &want, &want_findings, [0, 0, 15, 0]);
+    // A page of no more than the cap: everything recorded, nothing dropped.
+    let page = format!("<html><head>{}</head></html>", own.repeat(MAX_FINDINGS));
+    let want = format!("<html><head>{POLICY_METAS}{}</head></html>", own.repeat(MAX_FINDINGS));
+    let want_findings = vec![finding(FindingKind::Extra, "*", "noarchive"); MAX_FINDINGS];
+    check_every_splitting(Mode::Enforce, &page, &want, &want_findings, [0; 4]);
+}
+
+/// A finding keeps at most [`MAX_RULE_LEN`] bytes of its rule, cut at a
+/// character boundary, however long the page's `content` is.
+#[test]
+fn long_rules_are_cut_in_findings() {
+    let rule = format!("max-snippet:x{}", "é".repeat(200));
+    let page = format!("<html><head><meta name=robots content=\"{rule}, noarchive\"></head></html>");
+    let kept = format!("max-snippet:x{}", "é".repeat((MAX_RULE_LEN - 13) / 2));
+    assert_eq!(kept.len(), MAX_RULE_LEN - 1);
+    let (out, findings) =
+        rewrite_all(&policy(Mode::Audit, MAX_MEMORY), None, page.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out == page.as_bytes());
+    assert_eq!(
+        findings,
+        vec![
+            finding(FindingKind::Conflict, "*", &kept),
+            finding(FindingKind::Missing, "*", "noindex"),
+            finding(FindingKind::Missing, "*", "nosnippet"),
+            finding(FindingKind::Missing, "gptbot", "noai"),
+            finding(FindingKind::Extra, "*", "noarchive"),
+        ]
+    );
+    // Enforce strips the whole rule all the same.
+    let (out, _) =
+        rewrite_all(&policy(Mode::Enforce, MAX_MEMORY), None, page.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(show(&out), format!("<html><head>{POLICY_METAS}<meta name=robots content=\"noarchive\"></head></html>"));
 }

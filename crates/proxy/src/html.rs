@@ -344,6 +344,20 @@ impl HtmlStream {
             // would flood the log on a busy site, so it is debug.
             tracing::debug!(target: "crawlgate::html", path, mode = self.mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
         }
+        // Past crawlgate_html::MAX_FINDINGS per response only counts come.
+        for (kind, n) in rw.take_dropped_findings().iter() {
+            metrics.html_findings(self.mode, kind.as_str(), n);
+        }
+        let dropped = rw.dropped_findings().total();
+        if end_of_stream && dropped > 0 {
+            tracing::info!(
+                path,
+                mode = self.mode,
+                dropped,
+                recorded = crawlgate_html::MAX_FINDINGS,
+                "HTML findings beyond the recorded ones were counted, not logged"
+            );
+        }
         if !self.bailed {
             if let Some(reason) = rw.bail_reason() {
                 self.bailed = true;

@@ -197,6 +197,12 @@ impl Metrics {
         self.html_findings.with_label_values(&[mode, kind]).inc();
     }
 
+    /// Counts `n` HTML findings of one kind (those counted but not recorded
+    /// in detail).
+    pub fn html_findings(&self, mode: &str, kind: &str, n: u64) {
+        self.html_findings.with_label_values(&[mode, kind]).inc_by(n);
+    }
+
     /// Counts an HTML response left unchanged (unsupported charset, bail-out).
     pub fn html_passthrough(&self, reason: &str) {
         self.html_passthrough.with_label_values(&[reason]).inc();
