@@ -54,9 +54,6 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
          Ctrl-C stops it.\n",
         if path.is_some() { " (edit it: changes are live)" } else { "" }
     );
-    match path {
-        Some(p) => crawlgate_proxy::run(&p)?,
-        None => crawlgate_proxy::run_source(&source, &name, None)?,
-    }
+    crawlgate_proxy::run(loaded, &name, path)?;
     Ok(ExitCode::SUCCESS)
 }

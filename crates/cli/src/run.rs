@@ -7,11 +7,17 @@ use std::process::ExitCode;
 /// policy error); a running proxy exits through Pingora's signal handling.
 pub fn run(config: &Path) -> anyhow::Result<ExitCode> {
     let source = crate::config::read_policy_file(config)?;
-    if let Err(errors) = crawlgate_policy::load(&source, &config.display().to_string()) {
-        eprintln!("{errors}");
-        eprintln!("crawlgate: {} is invalid; not starting", config.display());
-        return Ok(ExitCode::from(1));
-    }
-    crawlgate_proxy::run(config)?;
+    let name = config.display().to_string();
+    let loaded = match crawlgate_policy::load(&source, &name) {
+        Ok(l) => l,
+        Err(errors) => {
+            eprintln!("{errors}");
+            eprintln!("crawlgate: {} is invalid; not starting", config.display());
+            return Ok(ExitCode::from(1));
+        }
+    };
+    // The proxy runs on this compilation: the file is not read again (a
+    // change made since is picked up by the watcher).
+    crawlgate_proxy::run(loaded, &name, Some(config.to_path_buf()))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -18,7 +18,9 @@ mod service;
 mod state;
 mod upstream;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crawlgate_policy::Loaded;
 
 use anyhow::Context;
 use pingora::apps::HttpServerOptions;
@@ -55,24 +57,19 @@ pub fn init_logging() {
     let _ = if json { builder.json().try_init() } else { builder.try_init() };
 }
 
-/// Runs the proxy on the policy file at `path`, hot-reloading it. Returns
-/// only on a startup error (an invalid policy, an unusable listener);
+/// Runs the proxy on a policy the caller compiled (so the file is read and
+/// compiled once): `file_name` names it in logs and errors, `watch` is the
+/// file to hot-reload, if any (the demo can run from an embedded policy).
+/// Returns only on a startup error (an unusable listener or upstream);
 /// otherwise the process exits when Pingora shuts down.
-pub fn run(path: &Path) -> anyhow::Result<()> {
-    let source =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read policy file {}", path.display()))?;
-    run_source(&source, &path.display().to_string(), Some(path.to_path_buf()))
-}
-
-/// Runs the proxy on a policy given as text. `watch` is the file to
-/// hot-reload, if any (the demo runs from an embedded policy).
-pub fn run_source(source: &str, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
     init_logging();
     let metrics = Metrics::new().context("cannot register metrics")?;
-    let (snap, warnings) = Snapshot::build(source, file_name, 1, None).map_err(|e| anyhow::anyhow!("{e}"))?;
-    for w in &warnings {
+    for w in &loaded.warnings {
         tracing::warn!(target: "crawlgate::policy", "{w}");
     }
+    let snap = Snapshot::new(loaded.policy, 1, None).map_err(|e| anyhow::anyhow!("{e}"))?;
+    metrics.policy_loaded(snap.generation, snap.loaded_at, &snap.policy, None);
     let server_settings = &snap.policy.settings().server;
     let listen = server_settings.listen.clone();
     let tls_listen = server_settings.tls_listen.clone();

@@ -10,9 +10,7 @@ use prometheus::{
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crawlgate_policy::{Action, LocalFile};
-
-use crate::state::Snapshot;
+use crawlgate_policy::{Action, LocalFile, Policy};
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
@@ -239,15 +237,15 @@ impl Metrics {
 
     /// Records a newly loaded snapshot and drops the series of tokens and
     /// groups the previous policy had and this one has not.
-    pub fn policy_loaded(&self, snap: &Snapshot, previous: Option<&Snapshot>) {
-        self.generation.set(i64::try_from(snap.generation).unwrap_or(i64::MAX));
-        let now = snap.loaded_at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    pub fn policy_loaded(&self, generation: u64, loaded_at: SystemTime, policy: &Policy, previous: Option<&Policy>) {
+        self.generation.set(i64::try_from(generation).unwrap_or(i64::MAX));
+        let now = loaded_at.duration_since(UNIX_EPOCH).unwrap_or_default();
         self.last_success.set(now.as_secs_f64());
         let Some(prev) = previous else { return };
-        let new_tokens: Vec<&str> = snap.policy.tokens().collect();
-        let new_groups: Vec<&str> = snap.policy.group_names().collect();
-        let old_tokens: Vec<&str> = prev.policy.tokens().collect();
-        let old_groups: Vec<&str> = prev.policy.group_names().collect();
+        let new_tokens: Vec<&str> = policy.tokens().collect();
+        let new_groups: Vec<&str> = policy.group_names().collect();
+        let old_tokens: Vec<&str> = prev.tokens().collect();
+        let old_groups: Vec<&str> = prev.group_names().collect();
         for token in old_tokens.iter().filter(|t| !new_tokens.contains(t)) {
             for d in Action::ALL.map(Action::as_str) {
                 let _ = self.requests.remove_label_values(&[token, d]);
@@ -265,10 +263,9 @@ impl Metrics {
                 }
             }
         }
-        for (name, _, _) in prev.upstream.health() {
-            if !snap.upstream.settings().servers.contains(&name) {
-                let _ = self.upstream_healthy.remove_label_values(&[&name]);
-            }
+        let servers = &policy.settings().upstream.servers;
+        for name in prev.settings().upstream.servers.iter().filter(|s| !servers.contains(s)) {
+            let _ = self.upstream_healthy.remove_label_values(&[name]);
         }
     }
 

@@ -105,7 +105,7 @@ impl Reloader {
                 let generation = snap.generation;
                 let snap = Arc::new(snap);
                 shared.snapshot.store(snap.clone());
-                shared.metrics.policy_loaded(&snap, Some(&current));
+                shared.metrics.policy_loaded(snap.generation, snap.loaded_at, &snap.policy, Some(&current.policy));
                 shared.metrics.reload("success");
                 shared.metrics.reload_duration(started.elapsed());
                 shared.with_status(|s| {

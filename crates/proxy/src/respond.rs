@@ -6,8 +6,28 @@ use http::header;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use pingora::Result;
+use sha2::{Digest, Sha256};
 
-use crate::state::StaticFile;
+/// A file the proxy answers itself, rendered once per policy load.
+pub struct StaticFile {
+    /// Exact bytes served.
+    pub body: Bytes,
+    /// Strong ETag (quoted), derived from the bytes.
+    pub etag: String,
+    /// The 200 response header, built once per snapshot and cloned per
+    /// request (building one costs an allocation per header).
+    pub ok_header: ResponseHeader,
+}
+
+impl StaticFile {
+    pub(crate) fn new(text: &str, cache_control: &str) -> pingora::Result<StaticFile> {
+        let digest = Sha256::digest(text.as_bytes());
+        let etag = format!("\"{}\"", hex::encode(&digest[..12]));
+        let body = Bytes::copy_from_slice(text.as_bytes());
+        let ok_header = static_header(&etag, cache_control, body.len())?;
+        Ok(StaticFile { body, etag, ok_header })
+    }
+}
 
 /// Writes a complete response. HEAD requests get the headers (with the
 /// `Content-Length` the body would have) and no body.

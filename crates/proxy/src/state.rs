@@ -9,34 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
-use bytes::Bytes;
 use crawlgate_policy::{Diagnostics, Policy};
-use pingora::http::ResponseHeader;
-use sha2::{Digest, Sha256};
 
 use crate::metrics::Metrics;
+use crate::respond::StaticFile;
 use crate::upstream::{Upstream, UpstreamError};
-
-/// A file the proxy answers itself, rendered once per policy load.
-pub struct StaticFile {
-    /// Exact bytes served.
-    pub body: Bytes,
-    /// Strong ETag (quoted), derived from the bytes.
-    pub etag: String,
-    /// The 200 response header, built once per snapshot and cloned per
-    /// request (building one costs an allocation per header).
-    pub ok_header: ResponseHeader,
-}
-
-impl StaticFile {
-    fn new(text: &str, cache_control: &str) -> pingora::Result<StaticFile> {
-        let digest = Sha256::digest(text.as_bytes());
-        let etag = format!("\"{}\"", hex::encode(&digest[..12]));
-        let body = Bytes::copy_from_slice(text.as_bytes());
-        let ok_header = crate::respond::static_header(&etag, cache_control, body.len())?;
-        Ok(StaticFile { body, etag, ok_header })
-    }
-}
 
 /// Everything one request needs, immutable.
 pub struct Snapshot {
@@ -90,8 +67,8 @@ pub enum LoadError {
 }
 
 impl Snapshot {
-    /// Compiles `source` into a snapshot. `previous` lends its upstream pool
-    /// (and its health state) when `[upstream]` did not change.
+    /// Compiles `source` into a snapshot (a reload). `previous` lends its
+    /// upstream pool (and its health state) when `[upstream]` did not change.
     pub fn build(
         source: &str,
         file_name: &str,
@@ -100,7 +77,12 @@ impl Snapshot {
     ) -> Result<(Snapshot, Vec<String>), LoadError> {
         let loaded = crawlgate_policy::load(source, file_name).map_err(LoadError::Invalid)?;
         let warnings = loaded.warnings.iter().map(ToString::to_string).collect();
-        let policy = loaded.policy;
+        Ok((Snapshot::new(loaded.policy, generation, previous)?, warnings))
+    }
+
+    /// A snapshot of a compiled policy: the served files rendered, the
+    /// upstream pool built (or `previous`'s kept).
+    pub fn new(policy: Policy, generation: u64, previous: Option<&Snapshot>) -> Result<Snapshot, LoadError> {
         let settings = policy.settings();
         let upstream = match previous {
             Some(prev) if prev.upstream.same_settings(&settings.upstream) => prev.upstream.clone(),
@@ -112,20 +94,17 @@ impl Snapshot {
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
         let agents =
             policy.agents_txt().map(|t| StaticFile::new(t, &cache_control)).transpose().map_err(serve("agents.txt"))?;
-        Ok((
-            Snapshot {
-                policy,
-                generation,
-                loaded_at: SystemTime::now(),
-                robots,
-                agents,
-                cache_control,
-                html_plans: crate::html::Plans::default(),
-                rewrites_html,
-                upstream,
-            },
-            warnings,
-        ))
+        Ok(Snapshot {
+            policy,
+            generation,
+            loaded_at: SystemTime::now(),
+            robots,
+            agents,
+            cache_control,
+            html_plans: crate::html::Plans::default(),
+            rewrites_html,
+            upstream,
+        })
     }
 }
 
@@ -155,7 +134,6 @@ pub struct Shared {
 impl Shared {
     /// Wraps the first snapshot.
     pub fn new(first: Snapshot, config_path: Option<PathBuf>, metrics: Metrics) -> Arc<Shared> {
-        metrics.policy_loaded(&first, None);
         Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(first),
             config_path,

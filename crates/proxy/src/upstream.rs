@@ -106,11 +106,6 @@ impl Upstream {
     pub fn any_healthy(&self) -> bool {
         self.health().iter().any(|(_, _, h)| *h)
     }
-
-    /// The settings this pool was built from.
-    pub fn settings(&self) -> &UpstreamSettings {
-        &self.settings
-    }
 }
 
 fn settings_key(s: &UpstreamSettings) -> String {
