@@ -32,7 +32,7 @@ use pingora::server::Server;
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
-pub use reload::Outcome;
+pub use metrics::ReloadOutcome;
 pub use state::LoadError;
 
 use crate::admin::Admin;

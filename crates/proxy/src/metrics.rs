@@ -15,6 +15,28 @@ use crawlgate_policy::{Action, LocalFile, Policy};
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
 
+/// How a reload attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// A new snapshot is live.
+    Success,
+    /// The file's content did not change.
+    Unchanged,
+    /// The running policy stays.
+    Failure,
+}
+
+impl ReloadOutcome {
+    /// Its `result` label in `crawlgate_reloads_total`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReloadOutcome::Success => "success",
+            ReloadOutcome::Unchanged => "unchanged",
+            ReloadOutcome::Failure => "failure",
+        }
+    }
+}
+
 /// All metrics of one process.
 pub struct Metrics {
     registry: Registry,
@@ -226,8 +248,8 @@ impl Metrics {
     }
 
     /// Counts a reload attempt (`success`, `failure`, `unchanged`).
-    pub fn reload(&self, result: &str) {
-        self.reloads.with_label_values(&[result]).inc();
+    pub fn reload(&self, outcome: ReloadOutcome) {
+        self.reloads.with_label_values(&[outcome.as_str()]).inc();
     }
 
     /// Observes how long a successful reload took.

@@ -17,17 +17,26 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use sha2::{Digest, Sha256};
 
+use crate::metrics::ReloadOutcome as Outcome;
 use crate::state::{LoadError, Shared, Snapshot};
 
-/// How a reload attempt ended.
+/// What asked for a reload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// A new snapshot is live.
-    Success,
-    /// The file's content did not change.
-    Unchanged,
-    /// The running policy stays.
-    Failure,
+pub enum Trigger {
+    /// The policy file changed on disk.
+    File,
+    /// SIGHUP.
+    Sighup,
+}
+
+impl Trigger {
+    /// Its name in log lines.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Trigger::File => "file",
+            Trigger::Sighup => "sighup",
+        }
+    }
 }
 
 /// Reloads the policy file into the shared state.
@@ -62,7 +71,8 @@ impl Reloader {
 
     /// Reads, compiles and (if it changed and is valid) swaps in the policy.
     /// Blocking (file read, DNS): run it off the async workers.
-    pub fn reload(&self, trigger: &str) -> Outcome {
+    pub fn reload(&self, trigger: Trigger) -> Outcome {
+        let trigger = trigger.as_str();
         let started = Instant::now();
         let shared = &self.shared;
         let file = self.path.display().to_string();
@@ -76,7 +86,7 @@ impl Reloader {
         let current = shared.snapshot.load_full();
         let hash = hex::encode(Sha256::digest(source.as_bytes()));
         if hash == current.policy.source_sha256() {
-            shared.metrics.reload("unchanged");
+            shared.metrics.reload(Outcome::Unchanged);
             // The file is the running policy again (a bad edit was
             // reverted): an earlier failure no longer describes it.
             shared.with_status(|s| {
@@ -106,7 +116,7 @@ impl Reloader {
                 let snap = Arc::new(snap);
                 shared.snapshot.store(snap.clone());
                 shared.metrics.policy_loaded(snap.generation, snap.loaded_at, &snap.policy, Some(&current.policy));
-                shared.metrics.reload("success");
+                shared.metrics.reload(Outcome::Success);
                 shared.metrics.reload_duration(started.elapsed());
                 shared.with_status(|s| {
                     s.last_error = None;
@@ -134,7 +144,7 @@ impl Reloader {
             tracing::error!(target: "crawlgate::policy", trigger, "{line}");
         }
         tracing::error!(trigger, "Policy reload failed; the running policy stays in force");
-        self.shared.metrics.reload("failure");
+        self.shared.metrics.reload(Outcome::Failure);
         let shown = bounded_error(error);
         self.shared.with_status(|s| {
             s.last_error = Some(shown);
@@ -200,7 +210,7 @@ impl Watcher {
         Watcher { reloader: Arc::new(reloader) }
     }
 
-    async fn reload(&self, trigger: &'static str) {
+    async fn reload(&self, trigger: Trigger) {
         let r = self.reloader.clone();
         if let Err(e) = tokio::task::spawn_blocking(move || r.reload(trigger)).await {
             tracing::error!(error = %e, "Policy reload task failed");
@@ -266,10 +276,10 @@ impl BackgroundService for Watcher {
                 },
                 () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
                     debounce = Debounce::default();
-                    self.reload("file").await;
+                    self.reload(Trigger::File).await;
                 }
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
-                    self.reload("sighup").await;
+                    self.reload(Trigger::Sighup).await;
                 }
             }
         }
