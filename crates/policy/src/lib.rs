@@ -11,6 +11,7 @@ pub mod catalog;
 mod compile;
 mod diag;
 pub mod identify;
+mod local_file;
 pub mod matcher;
 mod policy;
 mod raw;
@@ -23,8 +24,9 @@ pub mod validate;
 
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
+pub use local_file::LocalFile;
 pub use policy::{
     Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef,
     ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
-pub use route::{BadRequest, LocalFile, Route, UserAgentField};
+pub use route::{BadRequest, Route, UserAgentField};

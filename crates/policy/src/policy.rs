@@ -322,7 +322,7 @@ pub(crate) struct TagControls {
 const TAG_CACHE_LIMIT: usize = 4096;
 
 fn is_fixed_file(path: &str) -> bool {
-    crate::route::LocalFile::at(path).is_some()
+    crate::local_file::LocalFile::at(path).is_some()
 }
 
 impl Policy {
