@@ -7,16 +7,19 @@
 //! servers, HTML rewriting or metrics.
 
 pub mod agents_txt;
+pub mod canonical;
 pub mod catalog;
 mod compile;
 mod diag;
 pub mod identify;
 pub mod matcher;
+pub mod pattern;
 mod policy;
 mod raw;
 mod render;
 pub mod robots_tag;
 pub mod robotstxt;
+pub mod ruleset;
 pub mod sf;
 pub mod validate;
 
