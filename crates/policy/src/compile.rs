@@ -411,237 +411,352 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
     (age, extras)
 }
 
+/// Compiles the `[[group]]` tables in file order. A group whose every
+/// category token is named explicitly in another group is checked but left
+/// out (with a warning).
 fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
-    let mut groups = Vec::new();
+    let explicit = explicit_tokens(raw);
     // token (lowercase) -> offset of its first group
     let mut seen: HashMap<String, usize> = HashMap::new();
-    // Every token named in some group's `user_agents`. An explicit name wins
-    // over a category's expansion wherever the two groups are in the file:
-    // `user_agents = ["GPTBot"]` next to `categories = ["ai-training"]` is
-    // the natural way to treat one crawler of a category differently, so the
-    // category group just leaves that token out instead of reporting a
-    // duplicate.
-    let explicit: HashSet<String> = raw
-        .iter()
+    let mut groups = Vec::new();
+    for g in raw {
+        if let Some(group) = compile_group(cx, g, &explicit, &mut seen) {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// Every token (lower-cased, `*` left out) named in some group's
+/// `user_agents`. An explicit name wins over a category's expansion
+/// wherever the two groups are in the file: `user_agents = ["GPTBot"]` next
+/// to `categories = ["ai-training"]` is the natural way to treat one crawler
+/// of a category differently, so the category group just leaves that token
+/// out instead of reporting a duplicate.
+fn explicit_tokens(raw: &[Spanned<RawGroup>]) -> HashSet<String> {
+    raw.iter()
         .flat_map(|g| g.get_ref().user_agents.iter().flatten())
         .map(|t| t.get_ref().to_ascii_lowercase())
         .filter(|t| t != "*")
-        .collect();
-    for g in raw {
-        let RawGroup {
-            name,
-            user_agents,
-            categories,
-            allow,
-            disallow,
-            crawl_delay,
-            content_usage,
-            app_directives,
-            enforce,
-            block_status,
-        } = g.get_ref();
-        let mut tokens: Vec<String> = Vec::new();
-        // Lower-cased `tokens`, for the checks that run once per token.
-        let mut in_group: HashSet<String> = HashSet::new();
-        let add_token = |cx: &mut Ctx<'_>,
-                         seen: &mut HashMap<String, usize>,
-                         tokens: &mut Vec<String>,
-                         in_group: &mut HashSet<String>,
-                         t: &str,
-                         at: usize| {
-            let lower = t.to_ascii_lowercase();
-            if let Some(first) = seen.get(&lower) {
-                let first = cx.loc.at(*first, "");
-                cx.err_at(
-                    at,
-                    format!(
-                        "group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})",
-                        first.file, first.line, first.col
-                    ),
-                );
-            } else {
-                seen.insert(lower.clone(), at);
-                in_group.insert(lower);
-                tokens.push(t.to_string());
-            }
-        };
-        for ua in user_agents.iter().flatten() {
-            let t = ua.get_ref();
-            if let Err(e) = validate::user_agent(t) {
-                cx.err(ua, e);
-                continue;
-            }
-            if in_group.contains(&t.to_ascii_lowercase()) {
-                cx.warn(ua, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
-                continue;
-            }
-            add_token(cx, &mut seen, &mut tokens, &mut in_group, t, ua.span().start);
-        }
-        let mut overridden = 0;
-        for cat in categories.iter().flatten() {
-            let Some(list) = catalog::tokens_in_category(cat.get_ref()) else {
-                cx.err(
-                    cat,
-                    format!(
-                        "group.categories: unknown category `{}` (known: {})",
-                        cat.get_ref(),
-                        catalog::CATEGORIES.join(", ")
-                    ),
-                );
-                continue;
-            };
-            // Tokens another group already got from a category: one error
-            // per category and earlier group, not one per token.
-            let mut clashes: Vec<(usize, Vec<&str>)> = Vec::new();
-            for t in list {
-                let lower = t.to_ascii_lowercase();
-                if in_group.contains(&lower) {
-                    continue;
-                }
-                if explicit.contains(&lower) {
-                    overridden += 1;
-                    continue;
-                }
-                match seen.get(&lower).copied() {
-                    Some(first) => match clashes.iter_mut().find(|(f, _)| *f == first) {
-                        Some((_, v)) => v.push(t),
-                        None => clashes.push((first, vec![t])),
-                    },
-                    None => add_token(cx, &mut seen, &mut tokens, &mut in_group, t, cat.span().start),
-                }
-            }
-            for (first, list) in clashes {
-                let first = cx.loc.at(first, "");
-                let names = list.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ");
-                cx.err(
-                    cat,
-                    format!(
-                        "group.categories: `{}` brings {names}, already in the group at {}:{}:{} (a token belongs to one group; name it in user_agents to pick its group)",
-                        cat.get_ref(),
-                        first.file,
-                        first.line,
-                        first.col
-                    ),
-                );
-            }
-        }
-        if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
-            cx.err(g, "group: needs user_agents or categories");
-        }
-        // Every token of the categories is named explicitly elsewhere: a
-        // group with no User-agent line cannot be published (its rules
-        // would join the group above it in robots.txt).
-        let empty_after_overrides = tokens.is_empty() && overridden > 0;
-        if empty_after_overrides {
-            cx.warn(g, "group: every token of its categories is named in user_agents of another group, so this group is empty and left out of robots.txt");
-        }
-        let mut rules_src = Vec::new();
-        let mut compiled = Vec::new();
-        for (list, is_allow) in [(allow, true), (disallow, false)] {
-            for p in list.iter().flatten() {
-                match validate::rule(is_allow, p.get_ref()) {
-                    Ok(pat) => {
-                        rules_src.push((p.get_ref().clone(), is_allow, cx.line(p)));
-                        compiled.push((pat, is_allow));
-                    }
-                    Err(e) => cx.err(p, e),
-                }
-            }
-        }
-        // File order for rendering: sort by line, stable.
-        let mut order: Vec<usize> = (0..rules_src.len()).collect();
-        order.sort_by_key(|&i| rules_src[i].2);
-        let rules_src: Vec<_> = order.iter().map(|&i| rules_src[i].clone()).collect();
-        let compiled: Vec<_> = order.iter().map(|&i| compiled[i].clone()).collect();
+        .collect()
+}
 
-        let crawl_delay = crawl_delay.as_ref().and_then(|d| match validate::crawl_delay_value(d.get_ref()) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                cx.err(d, e);
-                None
-            }
-        });
-        let mut cu = Vec::new();
-        for c in content_usage.iter().flatten() {
-            match validate::content_usage(c.get_ref()) {
-                Ok(v) => {
-                    for w in v.warnings {
-                        cx.warn(c, w);
-                    }
-                    cu.push((v.path, v.value));
-                }
-                Err(e) => cx.err(c, e),
-            }
+/// Compiles one group, reporting its errors and warnings in the order of
+/// its keys' checks; `None` when the group is left out because category
+/// overrides emptied it. `seen` maps each token (lower-cased) to the offset
+/// of the first group that took it.
+fn compile_group(
+    cx: &mut Ctx<'_>,
+    g: &Spanned<RawGroup>,
+    explicit: &HashSet<String>,
+    seen: &mut HashMap<String, usize>,
+) -> Option<Group> {
+    let RawGroup {
+        name,
+        user_agents,
+        categories,
+        allow,
+        disallow,
+        crawl_delay,
+        content_usage,
+        app_directives,
+        enforce,
+        block_status,
+    } = g.get_ref();
+    let mut tokens = GroupTokens::default();
+    add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
+    let overridden = expand_categories(cx, seen, explicit, &mut tokens, categories.as_deref().unwrap_or_default());
+    let GroupTokens { tokens, in_group: _ } = tokens;
+    if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
+        cx.err(g, "group: needs user_agents or categories");
+    }
+    // Every token of the categories is named explicitly elsewhere: a
+    // group with no User-agent line cannot be published (its rules
+    // would join the group above it in robots.txt).
+    let empty_after_overrides = tokens.is_empty() && overridden > 0;
+    if empty_after_overrides {
+        cx.warn(g, "group: every token of its categories is named in user_agents of another group, so this group is empty and left out of robots.txt");
+    }
+    let (rules_src, compiled) =
+        compile_rules(cx, allow.as_deref().unwrap_or_default(), disallow.as_deref().unwrap_or_default());
+    let crawl_delay = compile_crawl_delay(cx, crawl_delay.as_ref());
+    let (cu, cu_set) = compile_content_usage(cx, content_usage.as_deref().unwrap_or_default());
+    let is_star = tokens.iter().any(|t| t == "*");
+    let ad = compile_app_directives(cx, app_directives.as_deref().unwrap_or_default(), is_star);
+    let enforce = compile_enforce(cx, enforce.as_ref(), is_star, &tokens);
+    let block_status = compile_block_status(cx, block_status.as_ref());
+    if empty_after_overrides {
+        return None;
+    }
+    let name = name.as_ref().map(|n| n.get_ref().clone()).or_else(|| tokens.first().cloned()).unwrap_or_default();
+    Some(Group {
+        name,
+        line: cx.line(g),
+        tokens,
+        rules: RuleSet::new(compiled),
+        rules_src,
+        crawl_delay,
+        content_usage: cu,
+        content_usage_set: cu_set,
+        app_directives: ad,
+        enforce,
+        block_status,
+    })
+}
+
+/// The tokens one group has taken so far.
+#[derive(Default)]
+struct GroupTokens {
+    /// As written, in the order they were taken.
+    tokens: Vec<String>,
+    /// Lower-cased `tokens`, for the checks that run once per token.
+    in_group: HashSet<String>,
+}
+
+impl GroupTokens {
+    /// Takes token `t` (named at `at`) for this group, or reports a
+    /// duplicate group when an earlier group has taken it (a token belongs
+    /// to one group, matched case-insensitively).
+    fn add(&mut self, cx: &mut Ctx<'_>, seen: &mut HashMap<String, usize>, t: &str, at: usize) {
+        let lower = t.to_ascii_lowercase();
+        if let Some(first) = seen.get(&lower) {
+            let first = cx.loc.at(*first, "");
+            cx.err_at(
+                at,
+                format!(
+                    "group.user_agents: duplicate group for token `{t}` (first at {}:{}:{})",
+                    first.file, first.line, first.col
+                ),
+            );
+        } else {
+            seen.insert(lower.clone(), at);
+            self.in_group.insert(lower);
+            self.tokens.push(t.to_string());
         }
-        let cu_set =
-            RuleSet::new(cu.iter().map(|(p, _)| (Pattern::new_lenient(p.as_deref().unwrap_or("/")), true)).collect());
-        let mut ad = Vec::new();
-        let is_star = tokens.iter().any(|t| t == "*");
-        for a in app_directives.iter().flatten() {
-            match validate::app_directives(a.get_ref(), is_star) {
-                Ok(v) => {
-                    for w in v.warnings {
-                        cx.warn(a, w);
-                    }
-                    ad.push((v.path, v.value));
-                }
-                Err(e) => cx.err(a, e),
-            }
-        }
-        let enforce = match enforce {
-            None => Enforce::Off,
-            Some(e) => match e.get_ref().as_str() {
-                "off" => Enforce::Off,
-                "log" => Enforce::Log,
-                "block" => {
-                    if is_star {
-                        cx.warn(e, "group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked");
-                    }
-                    // One warning per group (a category can bring several).
-                    let robots_only: Vec<String> =
-                        tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
-                    match robots_only.as_slice() {
-                        [] => {}
-                        [one] => cx.warn(e, format!("group.enforce: {one} never appears in a User-Agent header (a robots.txt-only token): robots.txt publishes it, but `block` cannot apply to it")),
-                        many => cx.warn(e, format!("group.enforce: {} never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them", many.join(", "))),
-                    }
-                    Enforce::Block
-                }
-                other => {
-                    cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
-                    Enforce::Off
-                }
-            },
-        };
-        let block_status = match block_status {
-            None => 403,
-            Some(s) => match u16::try_from(*s.get_ref()) {
-                Ok(v) if (400..=599).contains(&v) => v,
-                _ => {
-                    cx.err(s, format!("group.block_status must be a 4xx or 5xx status, found {}", s.get_ref()));
-                    403
-                }
-            },
-        };
-        if empty_after_overrides {
+    }
+}
+
+/// Takes the group's `user_agents`: each must be a valid product token
+/// (or `*`); a repeat within the group is a warning, not a duplicate group.
+fn add_user_agents(
+    cx: &mut Ctx<'_>,
+    seen: &mut HashMap<String, usize>,
+    tokens: &mut GroupTokens,
+    user_agents: &[Spanned<String>],
+) {
+    for ua in user_agents {
+        let t = ua.get_ref();
+        if let Err(e) = validate::user_agent(t) {
+            cx.err(ua, e);
             continue;
         }
-        let name = name.as_ref().map(|n| n.get_ref().clone()).or_else(|| tokens.first().cloned()).unwrap_or_default();
-        groups.push(Group {
-            name,
-            line: cx.line(g),
-            tokens,
-            rules: RuleSet::new(compiled),
-            rules_src,
-            crawl_delay,
-            content_usage: cu,
-            content_usage_set: cu_set,
-            app_directives: ad,
-            enforce,
-            block_status,
-        });
+        if tokens.in_group.contains(&t.to_ascii_lowercase()) {
+            cx.warn(ua, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
+            continue;
+        }
+        tokens.add(cx, seen, t, ua.span().start);
     }
-    groups
+}
+
+/// Expands the group's `categories` into catalog tokens. A token named
+/// explicitly in some group's `user_agents` is left out (see
+/// [`explicit_tokens`]); a token another group already has is reported once
+/// per category and earlier group. Returns how many tokens were left out for
+/// explicit names.
+fn expand_categories(
+    cx: &mut Ctx<'_>,
+    seen: &mut HashMap<String, usize>,
+    explicit: &HashSet<String>,
+    tokens: &mut GroupTokens,
+    categories: &[Spanned<String>],
+) -> usize {
+    let mut overridden = 0;
+    for cat in categories {
+        let Some(list) = catalog::tokens_in_category(cat.get_ref()) else {
+            cx.err(
+                cat,
+                format!(
+                    "group.categories: unknown category `{}` (known: {})",
+                    cat.get_ref(),
+                    catalog::CATEGORIES.join(", ")
+                ),
+            );
+            continue;
+        };
+        // Tokens another group already got from a category: one error
+        // per category and earlier group, not one per token.
+        let mut clashes: Vec<(usize, Vec<&str>)> = Vec::new();
+        for t in list {
+            let lower = t.to_ascii_lowercase();
+            if tokens.in_group.contains(&lower) {
+                continue;
+            }
+            if explicit.contains(&lower) {
+                overridden += 1;
+                continue;
+            }
+            match seen.get(&lower).copied() {
+                Some(first) => match clashes.iter_mut().find(|(f, _)| *f == first) {
+                    Some((_, v)) => v.push(t),
+                    None => clashes.push((first, vec![t])),
+                },
+                None => tokens.add(cx, seen, t, cat.span().start),
+            }
+        }
+        for (first, list) in clashes {
+            let first = cx.loc.at(first, "");
+            let names = list.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ");
+            cx.err(
+                cat,
+                format!(
+                    "group.categories: `{}` brings {names}, already in the group at {}:{}:{} (a token belongs to one group; name it in user_agents to pick its group)",
+                    cat.get_ref(),
+                    first.file,
+                    first.line,
+                    first.col
+                ),
+            );
+        }
+    }
+    overridden
+}
+
+/// A rule as written: `(pattern, allow, line)`.
+type RuleSource = (String, bool, usize);
+
+/// Compiles the group's `allow` and `disallow` patterns into the rules as
+/// written and `(compiled pattern, allow)`, both in file order (what
+/// robots.txt renders); an invalid pattern is reported and left out.
+fn compile_rules(
+    cx: &mut Ctx<'_>,
+    allow: &[Spanned<String>],
+    disallow: &[Spanned<String>],
+) -> (Vec<RuleSource>, Vec<(Pattern, bool)>) {
+    let mut rules_src = Vec::new();
+    let mut compiled = Vec::new();
+    for (list, is_allow) in [(allow, true), (disallow, false)] {
+        for p in list {
+            match validate::rule(is_allow, p.get_ref()) {
+                Ok(pat) => {
+                    rules_src.push((p.get_ref().clone(), is_allow, cx.line(p)));
+                    compiled.push((pat, is_allow));
+                }
+                Err(e) => cx.err(p, e),
+            }
+        }
+    }
+    // File order for rendering: sort by line, stable.
+    let mut order: Vec<usize> = (0..rules_src.len()).collect();
+    order.sort_by_key(|&i| rules_src[i].2);
+    let rules_src: Vec<_> = order.iter().map(|&i| rules_src[i].clone()).collect();
+    let compiled: Vec<_> = order.iter().map(|&i| compiled[i].clone()).collect();
+    (rules_src, compiled)
+}
+
+/// The group's `crawl_delay` as robots.txt writes it; `None` when absent
+/// or invalid (reported).
+fn compile_crawl_delay(cx: &mut Ctx<'_>, crawl_delay: Option<&Spanned<toml::Value>>) -> Option<String> {
+    crawl_delay.and_then(|d| match validate::crawl_delay_value(d.get_ref()) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            cx.err(d, e);
+            None
+        }
+    })
+}
+
+/// The group's `content_usage` entries as `(path as written or None,
+/// canonical preferences)` with the rule set that picks the entry for a
+/// path (an entry without a path applies to `/`). Validation warnings are
+/// reported next to each entry.
+fn compile_content_usage(
+    cx: &mut Ctx<'_>,
+    content_usage: &[Spanned<String>],
+) -> (Vec<(Option<String>, String)>, RuleSet) {
+    let mut cu = Vec::new();
+    for c in content_usage {
+        match validate::content_usage(c.get_ref()) {
+            Ok(v) => {
+                for w in v.warnings {
+                    cx.warn(c, w);
+                }
+                cu.push((v.path, v.value));
+            }
+            Err(e) => cx.err(c, e),
+        }
+    }
+    let cu_set =
+        RuleSet::new(cu.iter().map(|(p, _)| (Pattern::new_lenient(p.as_deref().unwrap_or("/")), true)).collect());
+    (cu, cu_set)
+}
+
+/// The group's `app_directives` entries as `(path as written or None,
+/// canonical list)`; `is_star` tells the validator the group is `*`'s.
+fn compile_app_directives(
+    cx: &mut Ctx<'_>,
+    app_directives: &[Spanned<String>],
+    is_star: bool,
+) -> Vec<(Option<String>, String)> {
+    let mut ad = Vec::new();
+    for a in app_directives {
+        match validate::app_directives(a.get_ref(), is_star) {
+            Ok(v) => {
+                for w in v.warnings {
+                    cx.warn(a, w);
+                }
+                ad.push((v.path, v.value));
+            }
+            Err(e) => cx.err(a, e),
+        }
+    }
+    ad
+}
+
+/// The group's `enforce` mode (`off` when absent). `block` warns when it
+/// cannot apply: on the `*` group (unidentified requests are never
+/// blocked) and for robots.txt-only tokens, which no User-Agent header
+/// carries (one warning per group).
+fn compile_enforce(cx: &mut Ctx<'_>, enforce: Option<&Spanned<String>>, is_star: bool, tokens: &[String]) -> Enforce {
+    match enforce {
+        None => Enforce::Off,
+        Some(e) => match e.get_ref().as_str() {
+            "off" => Enforce::Off,
+            "log" => Enforce::Log,
+            "block" => {
+                if is_star {
+                    cx.warn(e, "group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked");
+                }
+                // One warning per group (a category can bring several).
+                let robots_only: Vec<String> =
+                    tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
+                match robots_only.as_slice() {
+                    [] => {}
+                    [one] => cx.warn(e, format!("group.enforce: {one} never appears in a User-Agent header (a robots.txt-only token): robots.txt publishes it, but `block` cannot apply to it")),
+                    many => cx.warn(e, format!("group.enforce: {} never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them", many.join(", "))),
+                }
+                Enforce::Block
+            }
+            other => {
+                cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
+                Enforce::Off
+            }
+        },
+    }
+}
+
+/// The group's `block_status` (403 when absent or invalid): a 4xx or 5xx
+/// status.
+fn compile_block_status(cx: &mut Ctx<'_>, block_status: Option<&Spanned<i64>>) -> u16 {
+    match block_status {
+        None => 403,
+        Some(s) => match u16::try_from(*s.get_ref()) {
+            Ok(v) if (400..=599).contains(&v) => v,
+            _ => {
+                cx.err(s, format!("group.block_status must be a 4xx or 5xx status, found {}", s.get_ref()));
+                403
+            }
+        },
+    }
 }
 
 fn compile_tags(cx: &mut Ctx<'_>, raw: &[Spanned<RawRobotsTag>]) -> Vec<TagEntry> {

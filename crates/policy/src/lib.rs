@@ -7,18 +7,21 @@
 //! servers, HTML rewriting or metrics.
 
 pub mod agents_txt;
+pub mod canonical;
 pub mod catalog;
 mod compile;
 mod diag;
 pub mod identify;
 mod local_file;
 pub mod matcher;
+pub mod pattern;
 mod policy;
 mod raw;
 mod render;
 pub mod robots_tag;
 pub mod robotstxt;
 mod route;
+pub mod ruleset;
 pub mod sf;
 pub mod validate;
 

@@ -1,0 +1,383 @@
+//! The canonical form RFC 9309 compares paths and patterns in (octets
+//! outside US-ASCII percent-encoded, unreserved characters decoded, hex
+//! digits upper-case), and the classification and normalisation of the
+//! request targets the proxy decides on (RFC 9112 section 3.2).
+
+use std::borrow::Cow;
+
+/// Why a request target cannot be decided on (the proxy answers 400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// Not origin-form (`/path`) or absolute-form (`http://host/path`).
+    #[error("request target must start with '/' or be an absolute http(s) URL")]
+    NotOriginForm,
+    /// A `%` not followed by two hex digits.
+    #[error("invalid percent-escape at byte {0}")]
+    BadEscape(usize),
+    /// A control character in the target.
+    #[error("control character at byte {0}")]
+    ControlChar(usize),
+    /// Asterisk-form (`*`) with a method other than OPTIONS (RFC 9112
+    /// section 3.2.4).
+    #[error("asterisk-form target '*' is only valid with OPTIONS")]
+    AsteriskForm,
+    /// The target's bytes are not UTF-8.
+    #[error("request target is not valid UTF-8")]
+    NotUtf8,
+    /// An absolute-form target without a host (`http:///x`).
+    #[error("absolute-form target has no host")]
+    NoHost,
+}
+
+/// A request target the proxy may decide on and forward (RFC 9112 section
+/// 3.2): origin-form, absolute-form with an `http`/`https` scheme, or
+/// asterisk-form with OPTIONS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTarget<'a> {
+    /// The canonical path and query the policy decides on.
+    pub canonical: Cow<'a, str>,
+    /// The target to send upstream instead of the client's, when the two
+    /// differ: the origin-form of an absolute-form target, or a target
+    /// without its fragment. `None`: forward the client's target unchanged,
+    /// which is origin-form and resolves to the canonical path.
+    pub forward: Option<Cow<'a, str>>,
+}
+
+/// Classifies a raw request target and returns what the decision is made
+/// on and what is forwarded, so that the two name the same resource on any
+/// origin. Anything that is not origin-form, absolute-form (`http(s)://`)
+/// or asterisk-form with OPTIONS is an error (the proxy answers 400): an
+/// origin may resolve `private/x`, `%2Fprivate/x` or `x:/private/x` to
+/// `/private/x` while no rule could be applied to it.
+///
+/// Asterisk-form is decided as `/` (a crawler kept out of the whole site is
+/// kept out of server-wide OPTIONS too) and forwarded as `*`.
+pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTarget<'_>, PathError> {
+    let raw = std::str::from_utf8(raw).map_err(|_| PathError::NotUtf8)?;
+    if raw == "*" {
+        return if is_options {
+            Ok(RequestTarget { canonical: Cow::Borrowed("/"), forward: None })
+        } else {
+            Err(PathError::AsteriskForm)
+        };
+    }
+    if raw.starts_with('/') {
+        let canonical = normalize_request_target(raw)?;
+        let forward = raw.find('#').map(|i| Cow::Borrowed(&raw[..i]));
+        return Ok(RequestTarget { canonical, forward });
+    }
+    for scheme in ["http://", "https://"] {
+        if raw.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
+            let rest = &raw[scheme.len()..];
+            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            if end == 0 {
+                return Err(PathError::NoHost);
+            }
+            let tail = &rest[end..];
+            let tail = tail.find('#').map_or(tail, |i| &tail[..i]);
+            let forward = match tail.as_bytes().first() {
+                Some(b'/') => Cow::Borrowed(tail),
+                _ => Cow::Owned(format!("/{tail}")),
+            };
+            let canonical = Cow::Owned(normalize_request_target(&forward)?.into_owned());
+            return Ok(RequestTarget { canonical, forward: Some(forward) });
+        }
+    }
+    Err(PathError::NotOriginForm)
+}
+
+/// Normalises a request target into the canonical path and query the
+/// policy decides on, so that no spelling reaches a blocked resource:
+///
+/// - absolute-form targets (`http://host/p`) keep their path and query;
+///   a fragment is dropped; an empty path is `/`;
+/// - percent-escapes are canonicalised (unreserved characters decoded, hex
+///   upper-case); `%2F` is decoded to `/` too, because most origins and
+///   frameworks decode it before routing; an invalid escape is an error;
+/// - `\` counts as `/` (as in WHATWG URL parsing and IIS);
+/// - `;` path parameters are removed from each segment (as servlet
+///   containers do before routing: `/secret;x/y` is `/secret/y`);
+/// - repeated slashes collapse to one (as most origins resolve them);
+/// - dot segments are removed (RFC 3986 5.2.4), including encoded dots.
+///
+/// The query is canonicalised but otherwise kept. The proxy forwards an
+/// origin-form target as the client sent it (see
+/// [`classify_request_target`] for the other forms).
+pub fn normalize_request_target(raw: &str) -> Result<Cow<'_, str>, PathError> {
+    let mut target = raw;
+    for scheme in ["http://", "https://"] {
+        // `get`: a target starting with a multi-byte character is no scheme.
+        if target.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
+            let rest = &target[scheme.len()..];
+            target = match rest.find(['/', '?', '#']) {
+                Some(i) if rest.as_bytes()[i] == b'/' => &rest[i..],
+                Some(i) => {
+                    // `http://host?q` or `http://host#f`: empty path, and the
+                    // same checks and fragment removal as any other target.
+                    return normalize_request_target(&format!("/{}", &rest[i..])).map(|t| Cow::Owned(t.into_owned()));
+                }
+                None => "/",
+            };
+        }
+    }
+    if !target.starts_with('/') {
+        return Err(PathError::NotOriginForm);
+    }
+    let target = target.split('#').next().unwrap_or("/");
+    if let Some(i) = target.bytes().position(|b| b < 0x20 || b == 0x7f) {
+        return Err(PathError::ControlChar(i));
+    }
+    let bytes = target.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'%'
+            && !(bytes.get(i + 1).copied().and_then(hex_val).is_some()
+                && bytes.get(i + 2).copied().and_then(hex_val).is_some())
+        {
+            return Err(PathError::BadEscape(i));
+        }
+    }
+    let (path, query) = match target.find('?') {
+        Some(i) => (&target[..i], Some(&target[i..])),
+        None => (target, None),
+    };
+    let fast = is_canonical(path.as_bytes(), false)
+        && !path.contains("//")
+        && !path.contains(['\\', ';'])
+        && !path.contains("%2F")
+        && !path.split('/').any(|s| s == "." || s == "..")
+        && query.is_none_or(|q| is_canonical(q.as_bytes(), false));
+    if fast {
+        return Ok(Cow::Borrowed(target));
+    }
+    normalize_owned(target.to_string())
+}
+
+fn normalize_owned(target: String) -> Result<Cow<'static, str>, PathError> {
+    let (path, query) = match target.find('?') {
+        Some(i) => (&target[..i], Some(&target[i..])),
+        None => (target.as_str(), None),
+    };
+    let decoded = canonicalize(path).replace("%2F", "/").replace('\\', "/");
+    let mut out: Vec<&str> = Vec::new();
+    let segments: Vec<&str> = decoded.split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    let mut trailing_slash = false;
+    for (i, seg) in segments.iter().enumerate().skip(1) {
+        let seg = seg.split(';').next().unwrap_or("");
+        match seg {
+            "" => trailing_slash = i == last,
+            "." => trailing_slash = i == last,
+            ".." => {
+                out.pop();
+                trailing_slash = i == last;
+            }
+            s => {
+                out.push(s);
+                trailing_slash = false;
+            }
+        }
+    }
+    let mut result = String::with_capacity(decoded.len() + query.map_or(0, str::len));
+    for s in &out {
+        result.push('/');
+        result.push_str(s);
+    }
+    if out.is_empty() || trailing_slash {
+        result.push('/');
+    }
+    if let Some(q) = query {
+        result.push_str(&canonicalize(q));
+    }
+    Ok(Cow::Owned(result))
+}
+
+/// The RFC 9309 canonical form of a path (and query) or pattern: octets
+/// outside US-ASCII percent-encoded (UTF-8), `%XX` of unreserved characters
+/// decoded, hex digits upper-case. A `%` that starts no valid escape is
+/// kept. Borrowed when the input is already canonical.
+///
+/// In a path, literal `*` and `$` are encoded (`%2A`, `%24`) so they can
+/// only match the same escaped characters in a pattern.
+pub fn canonicalize(path_and_query: &str) -> Cow<'_, str> {
+    canonical(path_and_query, false)
+}
+
+/// The canonical form of a pattern's body (its final `$` anchor removed):
+/// as [`canonicalize`], but `*` and `$` are kept as written, because in a
+/// pattern they are the wildcard and the anchor.
+pub(crate) fn canonicalize_pattern(body: &str) -> Cow<'_, str> {
+    canonical(body, true)
+}
+
+fn canonical(path_and_query: &str, pattern: bool) -> Cow<'_, str> {
+    let bytes = path_and_query.as_bytes();
+    if is_canonical(bytes, pattern) {
+        return Cow::Borrowed(path_and_query);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' {
+            if let (Some(h), Some(l)) =
+                (bytes.get(i + 1).copied().and_then(hex_val), bytes.get(i + 2).copied().and_then(hex_val))
+            {
+                let v = h * 16 + l;
+                if unreserved(v) {
+                    out.push(v as char);
+                } else {
+                    out.push('%');
+                    out.push(HEX[usize::from(h)] as char);
+                    out.push(HEX[usize::from(l)] as char);
+                }
+                i += 3;
+                continue;
+            }
+            out.push('%');
+        } else if b >= 0x80 || (!pattern && (b == b'*' || b == b'$')) {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
+        } else {
+            out.push(b as char);
+        }
+        i += 1;
+    }
+    Cow::Owned(out)
+}
+
+/// Whether `s` is already in canonical form (so no allocation is needed).
+/// In a path, `*` and `$` are data, so they are compared as `%2A`/`%24`.
+fn is_canonical(s: &[u8], pattern: bool) -> bool {
+    // The common case, checked with vectorised scans: nothing to look at.
+    let special = if pattern { memchr::memchr(b'%', s) } else { memchr::memchr3(b'%', b'*', b'$', s) };
+    if special.is_none() && s.is_ascii() {
+        return true;
+    }
+    let mut i = 0;
+    while i < s.len() {
+        let b = s[i];
+        if b >= 0x80 || (!pattern && (b == b'*' || b == b'$')) {
+            return false;
+        }
+        if b == b'%' {
+            if let (Some(h), Some(l)) =
+                (s.get(i + 1).copied().and_then(hex_val), s.get(i + 2).copied().and_then(hex_val))
+            {
+                if unreserved(h * 16 + l) || s[i + 1].is_ascii_lowercase() || s[i + 2].is_ascii_lowercase() {
+                    return false;
+                }
+                i += 3;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_form() {
+        for (input, want) in [
+            ("/a%2fb", "/a%2Fb"),
+            ("/%7Efoo", "/~foo"),
+            ("/%41%42", "/AB"),
+            ("/caf\u{e9}", "/caf%C3%A9"),
+            ("/a b", "/a b"),
+            ("/%zz", "/%zz"),
+            ("/%", "/%"),
+            ("/already%20ok", "/already%20ok"),
+            ("/a*b$", "/a%2Ab%24"),
+        ] {
+            assert_eq!(canonicalize(input), want, "{input}");
+        }
+        assert!(matches!(canonicalize("/plain/path?q=1"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn request_targets_cannot_hide_a_path() {
+        for (raw, want) in [
+            ("/secret/x", "/secret/x"),
+            ("/a/../secret/x", "/secret/x"),
+            ("/a/%2e%2e/secret/x", "/secret/x"),
+            ("/a/%2E%2E/secret/x", "/secret/x"),
+            ("/./secret/x", "/secret/x"),
+            ("/../../secret/x", "/secret/x"),
+            ("//secret//x", "/secret/x"),
+            ("/%73ecret/x", "/secret/x"),
+            ("/secret%2fx", "/secret/x"),
+            ("/secret%2Fx", "/secret/x"),
+            ("/a\\..\\secret\\x", "/secret/x"),
+            ("/x/..", "/"),
+            ("/x/.", "/x/"),
+            ("/secret;jsessionid=1/x", "/secret/x"),
+            ("/PRIVATE", "/PRIVATE"),
+            ("/a?b=%41&c", "/a?b=A&c"),
+            ("/a#frag", "/a"),
+            ("http://example.com/secret/x?q", "/secret/x?q"),
+            ("HTTPS://example.com", "/"),
+            ("http://example.com?q=1", "/?q=1"),
+            ("/caf\u{e9}", "/caf%C3%A9"),
+        ] {
+            assert_eq!(normalize_request_target(raw).as_deref(), Ok(want), "{raw}");
+        }
+        assert!(matches!(normalize_request_target("/plain/path?q=1"), Ok(Cow::Borrowed(_))));
+        assert_eq!(normalize_request_target("*"), Err(PathError::NotOriginForm));
+        assert_eq!(normalize_request_target("example.com:443"), Err(PathError::NotOriginForm));
+        assert_eq!(normalize_request_target("/%zz"), Err(PathError::BadEscape(1)));
+        assert_eq!(normalize_request_target("/a%"), Err(PathError::BadEscape(2)));
+        assert_eq!(normalize_request_target("/a\u{0}b"), Err(PathError::ControlChar(2)));
+    }
+
+    #[test]
+    fn request_targets_are_classified() {
+        type Row = (&'static str, bool, Result<(&'static str, Option<&'static str>), PathError>);
+        let rows: &[Row] = &[
+            ("/private/x", false, Ok(("/private/x", None))),
+            ("/a/../private/x?q=1", false, Ok(("/private/x?q=1", None))),
+            ("/p#frag", false, Ok(("/p", Some("/p")))),
+            ("http://h/private/x", false, Ok(("/private/x", Some("/private/x")))),
+            ("HTTPS://h:8443/a/./b?c#d", false, Ok(("/a/b?c", Some("/a/./b?c")))),
+            ("http://h", false, Ok(("/", Some("/")))),
+            ("http://h?q", false, Ok(("/?q", Some("/?q")))),
+            ("*", true, Ok(("/", None))),
+            ("*", false, Err(PathError::AsteriskForm)),
+            ("private/x", false, Err(PathError::NotOriginForm)),
+            ("%2Fprivate/x", false, Err(PathError::NotOriginForm)),
+            ("x:/private/x", false, Err(PathError::NotOriginForm)),
+            ("ftp://h/private/x", false, Err(PathError::NotOriginForm)),
+            ("//h/private/x", false, Ok(("/h/private/x", None))),
+            ("http:///private/x", false, Err(PathError::NoHost)),
+            ("\\private\\x", false, Err(PathError::NotOriginForm)),
+            ("h:80", false, Err(PathError::NotOriginForm)),
+            ("", false, Err(PathError::NotOriginForm)),
+        ];
+        for (raw, options, want) in rows {
+            let got = classify_request_target(raw.as_bytes(), *options)
+                .map(|t| (t.canonical.into_owned(), t.forward.map(Cow::into_owned)));
+            let want = want.clone().map(|(c, f)| (c.to_string(), f.map(str::to_string)));
+            assert_eq!(got, want, "{raw:?}");
+        }
+        assert_eq!(classify_request_target(b"/\xff", false), Err(PathError::NotUtf8));
+    }
+}
