@@ -96,7 +96,7 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
     let mut out = Vec::new();
     for url in urls {
         let raw_path = path_of(url);
-        let path = match crawlgate_policy::matcher::normalize_request_target(&raw_path) {
+        let path = match crawlgate_policy::canonical::normalize_request_target(&raw_path) {
             Ok(p) => p.into_owned(),
             Err(e) => anyhow::bail!("{url}: {e}"),
         };

@@ -13,13 +13,14 @@ use crate::agents_txt::{self, AgentsRule};
 use crate::catalog;
 use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator};
 use crate::identify::TokenMatcher;
-use crate::matcher::{Pattern, RuleSet};
+use crate::pattern::Pattern;
 use crate::policy::{
     Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings,
 };
 use crate::raw::{RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream};
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
+use crate::ruleset::RuleSet;
 use crate::validate;
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).

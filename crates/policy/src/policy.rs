@@ -4,9 +4,11 @@
 
 use std::time::Duration;
 
+use crate::canonical::canonicalize;
 use crate::identify::TokenMatcher;
-use crate::matcher::{canonicalize, Pattern, RuleSet};
+use crate::pattern::Pattern;
 use crate::robots_tag::TagRules;
+use crate::ruleset::RuleSet;
 
 /// What the proxy does when a group's disallowed path is requested.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

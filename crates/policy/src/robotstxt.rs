@@ -6,7 +6,9 @@
 //! group), any size. Lines without a colon are ignored, as RFC 9309's
 //! grammar requires the colon. It never panics.
 
-use crate::matcher::{canonicalize, Pattern, RuleSet};
+use crate::canonical::canonicalize;
+use crate::pattern::Pattern;
+use crate::ruleset::RuleSet;
 
 /// One Allow or Disallow line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! sent. The proxy only carries the [`Route`] out, so every branch here is
 //! table-tested without a server.
 
+use crate::canonical::{classify_request_target, PathError, RequestTarget};
 use crate::local_file::LocalFile;
-use crate::matcher::{classify_request_target, PathError, RequestTarget};
 use crate::policy::{Action, Decision, Policy};
 
 /// The request's `User-Agent` field lines, as far as routing cares.

@@ -7,7 +7,7 @@
 //! policy (duplicate groups, the size of the generated robots.txt) are not
 //! here: they stay in `load`.
 
-use crate::matcher::Pattern;
+use crate::pattern::Pattern;
 use crate::sf;
 
 /// Whether `t` is a product token: letters, `_` and `-` only.
