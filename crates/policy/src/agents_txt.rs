@@ -1,4 +1,4 @@
-//! agents.txt (seed 003): rendering with the SHA-256 hash line, and the
+//! agents.txt (the AGENTS.TXT draft): rendering with the SHA-256 hash line, and the
 //! strict verifier a reader applies (any defect restricts the whole site,
 //! so the generator must never publish a file that fails it).
 

@@ -1,5 +1,5 @@
 //! Rendering robots.txt from the compiled groups: deterministic,
-//! byte-identical across runs, with the optional ACAP block (seed 004)
+//! byte-identical across runs, with the optional ACAP block (ACAP Technical Framework Part 1)
 //! derived from the same policy.
 
 use std::fmt::Write;
@@ -84,7 +84,7 @@ pub(crate) fn robots_txt(
 }
 
 /// ACAP usage types a robots_tag rule prohibits (`none` is `noindex,
-/// nofollow`; ACAP has a `follow` usage type, seed 004 section 2.5.2).
+/// nofollow`; ACAP has a `follow` usage type, ACAP Part 1 section 2.5.2).
 fn acap_usages(rule: &str) -> &'static [&'static str] {
     match rule.split([':', '=']).next().unwrap_or("").trim().to_ascii_lowercase().as_str() {
         "noindex" => &["index"],
@@ -114,7 +114,7 @@ fn acap(out: &mut String, groups: &[Group], tags: &[TagEntry]) {
     };
     let mut covered: Vec<String> = Vec::new();
     for g in groups {
-        // An `ACAP-crawler: *` record must name no other crawler (seed 004
+        // An `ACAP-crawler: *` record must name no other crawler (ACAP Technical Framework Part 1
         // section 2.3.1), so a group naming `*` and tokens becomes two
         // records with the same fields.
         let star: Vec<&String> = g.tokens.iter().filter(|t| *t == "*").collect();

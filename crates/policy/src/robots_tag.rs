@@ -1,4 +1,4 @@
-//! Robots-Tag (seed 001, an RFC 9651 List: `*;noindex, GPTBot;noai`), the
+//! Robots-Tag (draft-illyes-repext, an RFC 9651 List: `*;noindex, GPTBot;noai`), the
 //! legacy `X-Robots-Tag` lines, robots `<meta>` contents, and the merge of
 //! an origin's values with the policy's (restrictive union).
 
@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use sfv::{BareItem, FieldType, Item, Key, List, ListEntry, Parameters, Parser, Token};
 
-/// Parsing limit for a Robots-Tag field (seed 001: at least 8 KiB).
+/// Parsing limit for a Robots-Tag field (draft-illyes-repext: at least 8 KiB).
 pub const PARSE_LIMIT: usize = 8 * 1024;
 
 /// Boolean rules (robots meta and Robots-Tag).
@@ -307,7 +307,7 @@ fn merge_param(params: &mut Parameters, key: &Key, value: &BareItem) {
 /// restrictive. Only the first [`PARSE_LIMIT`] bytes of the field (lines
 /// joined by `, `) are parsed: complete members before the limit are
 /// honoured; a member cut by the limit and everything after it are
-/// ignored, as seed 001 requires. Lines that are not structured fields are
+/// ignored, as draft-illyes-repext requires. Lines that are not structured fields are
 /// passed on verbatim as their own lines (first), never dropped; so are
 /// structured lines with a member that is not a token.
 pub fn merge_robots_tag(upstream: &[&[u8]], policy: Option<&str>) -> Vec<Vec<u8>> {

@@ -1,5 +1,5 @@
 //! Structured-field values in the policy (RFC 9651 via `sfv`): the
-//! `App-Directives` list (seed 000) and the AIPREF `Content-Usage`
+//! `App-Directives` list (draft-nottingham-plan-b) and the AIPREF `Content-Usage`
 //! dictionary (draft-ietf-aipref-vocab).
 
 use sfv::{BareItem, Dictionary, FieldType, List, ListEntry, Parser};

@@ -109,7 +109,9 @@ pub fn app_directives(entry: &str, in_star_group: bool) -> Result<PathValue, Str
     let value = sf::parse_app_directives(list).map_err(|e| format!("{KEY}: {e}"))?;
     let mut warnings = Vec::new();
     if !in_star_group {
-        warnings.push(format!("{KEY}: App-Directives belong in the `*` group (seed 000); other groups may be ignored"));
+        warnings.push(format!(
+            "{KEY}: App-Directives belong in the `*` group (draft-nottingham-plan-b); other groups may be ignored"
+        ));
     }
     Ok(PathValue { path: path.map(str::to_string), value, warnings })
 }

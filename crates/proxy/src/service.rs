@@ -154,15 +154,13 @@ impl ProxyHttp for Gate {
         Ok(())
     }
 
-    /// Request phase. Answers /robots.txt and /agents.txt itself, decides on
-    /// the canonical path and blocks when the policy says so. `Ok(true)`
-    /// means the response was written here and the origin is not contacted.
+    /// Request phase: routes the request (`Policy::route`) and carries the
+    /// route out. `Ok(true)` means the response was written here and the
+    /// origin is not contacted.
     ///
-    /// The local responses are awaited behind a `Box::pin`: inline, their
-    /// futures (over 1 KiB) made this hook's own future 1.5 KiB, allocated
-    /// for every request (past glibc's per-thread cache, when the binary
-    /// used glibc's allocator). Boxed, only the requests answered here pay
-    /// for them.
+    /// The responses written here are awaited behind a `Box::pin`, so that
+    /// their futures do not enlarge this hook's future, which every request
+    /// allocates.
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         // Responses written here (robots.txt, blocks) are sent as they are.
         compress(session, &ctx.snap, false);
