@@ -112,3 +112,22 @@ fn a_response_pingora_cannot_parse_is_blamed_on_the_response_not_on_reachability
     assert_eq!(resp.status, 502);
     assert_eq!(resp.body, b"502 Bad Gateway: the origin server sent a response that cannot be forwarded\n");
 }
+
+#[test]
+fn two_proxies_pointing_at_each_other_stop_the_loop() {
+    // A's upstream is B and B's is A: `check` cannot see it (different
+    // ports); each request carries A's Via entry back to A, which refuses it.
+    let a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin_a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin_b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let proxy_a = Proxy::start_with(a, admin_a, &(base_policy(a, admin_a, b) + POLICY));
+    let _proxy_b = Proxy::start_with(b, admin_b, &(base_policy(b, admin_b, a) + POLICY));
+    let mut conn = Conn::open(proxy_a.addr);
+    let resp = conn.request("GET", "/public/page", &[("User-Agent", BROWSER_UA)]);
+    assert_eq!(resp.status, 508);
+    assert_eq!(
+        resp.body,
+        b"508 Loop Detected: this request already passed through this proxy; check upstream.servers\n"
+    );
+}

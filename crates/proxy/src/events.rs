@@ -18,6 +18,8 @@ pub enum Local {
     Blocked,
     /// A request refused with 400.
     BadRequest,
+    /// A request that came back to this proxy (508).
+    LoopDetected,
 }
 
 impl Local {
@@ -27,6 +29,7 @@ impl Local {
             Local::File(f) => f.as_str(),
             Local::Blocked => "blocked",
             Local::BadRequest => "bad-request",
+            Local::LoopDetected => "loop-detected",
         }
     }
 }

@@ -32,12 +32,27 @@ use crate::state::{Shared, Snapshot};
 pub struct Gate {
     shared: Arc<Shared>,
     access_log_counter: AtomicU64,
+    /// This process's `Via` entry (RFC 9110 section 7.6.3), with a random
+    /// pseudonym so that a request that comes back is recognised.
+    via: http::HeaderValue,
 }
 
 impl Gate {
     /// A proxy serving from `shared`'s current snapshot.
     pub fn new(shared: Arc<Shared>) -> Gate {
-        Gate { shared, access_log_counter: AtomicU64::new(0) }
+        use std::hash::{BuildHasher, Hasher};
+        let id = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let via = http::HeaderValue::try_from(format!("1.1 crawlgate-{id:016x}"))
+            .unwrap_or(http::HeaderValue::from_static("1.1 crawlgate"));
+        Gate { shared, access_log_counter: AtomicU64::new(0), via }
+    }
+
+    /// Whether the request already passed through this process: an
+    /// upstream that leads back here (a host name that resolves to this
+    /// proxy, two proxies pointing at each other) would loop forever.
+    fn looped(&self, req: &RequestHeader) -> bool {
+        let ours = self.via.as_bytes();
+        req.headers.get_all(header::VIA).iter().any(|v| v.as_bytes().windows(ours.len()).any(|w| w == ours))
     }
 
     /// Whether this request's access log line is written, by sampling rate.
@@ -166,6 +181,12 @@ impl ProxyHttp for Gate {
         compress(session, &ctx.snap, false);
         let snap = ctx.snap.clone();
         let req = session.req_header();
+        if self.looped(req) {
+            ctx.local = Some(Local::LoopDetected);
+            let body = "508 Loop Detected: this request already passed through this proxy; check upstream.servers\n";
+            Box::pin(respond::plain(session, 508, body.to_string())).await?;
+            return Ok(true);
+        }
         let (ua_lines, ua) = user_agent(req);
         let field = match ua_lines {
             0 => UserAgentField::Absent,
@@ -258,6 +279,7 @@ impl ProxyHttp for Gate {
         }
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+        upstream_request.append_header(header::VIA, self.via.clone())?;
         // The origin gets the target the decision was made on.
         if let Some(target) = ctx.forward.take() {
             upstream_request.set_raw_path(target.as_bytes())?;
