@@ -5,13 +5,15 @@
 //! memory following the decoded size.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crawlgate_e2e::origin::{open_gate, Body, Origin, Route};
-use crawlgate_e2e::proxy::{base_policy, free_port, raw_exchange, temp_dir, Proxy};
+use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
+use crawlgate_testkit::http::{connect, exchange, RawResponse};
+use crawlgate_testkit::TempDir;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 
 const RULES: &str = r#"
@@ -122,27 +124,6 @@ fn brotli(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// An HTTP/1.1 response read to the end of the connection.
-#[derive(Debug)]
-struct H1 {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    /// The body ended as its framing says (Content-Length reached, or the
-    /// last chunk of a chunked body received).
-    complete: bool,
-}
-
-impl H1 {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
-    }
-}
-
 fn request(path: &str, headers: &[(&str, &str)]) -> String {
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n");
     for (k, v) in headers {
@@ -154,9 +135,9 @@ fn request(path: &str, headers: &[(&str, &str)]) -> String {
 
 /// One GET on a fresh connection (`Connection: close`), read until the
 /// proxy closes it.
-fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> H1 {
-    let raw = raw_exchange(addr, request(path, headers).as_bytes(), Duration::from_secs(20));
-    parse(&raw)
+fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> RawResponse {
+    let raw = exchange(addr, request(path, headers).as_bytes(), Duration::from_secs(20));
+    RawResponse::parse(&raw, false)
         .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
 }
 
@@ -175,9 +156,8 @@ fn gated(encoding: &str, body: Vec<u8>, gate: &Gate) -> Route {
 /// [`get`] on a [`gated`] route: the origin sends its body only after the
 /// client has the response head, so the proxy handles the body after the
 /// header went out, whatever the timing.
-fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> H1 {
-    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
+fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> RawResponse {
+    let mut s = connect(addr, Duration::from_secs(20));
     s.write_all(request(path, &[]).as_bytes()).unwrap_or_else(|e| panic!("write: {e}"));
     let mut raw = Vec::new();
     let mut buf = [0u8; 16384];
@@ -193,47 +173,12 @@ fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> H1 {
         }
     }
     assert!(opened, "{path}: no response head before the origin's body: {:?}", String::from_utf8_lossy(&raw));
-    parse(&raw).unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)))
-}
-
-fn parse(raw: &[u8]) -> Option<H1> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut rest = &raw[end + 4..];
-    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
-    let mut h1 = H1 { status, headers, body: Vec::new(), complete: false };
-    if !chunked {
-        let len: Option<usize> = h1.header("content-length").and_then(|v| v.parse().ok());
-        h1.body = rest.to_vec();
-        h1.complete = len == Some(rest.len());
-        return Some(h1);
-    }
-    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-        let Ok(size) = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16) else { break };
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            h1.complete = rest.starts_with(b"\r\n");
-            break;
-        }
-        if rest.len() < size + 2 {
-            h1.body.extend_from_slice(&rest[..size.min(rest.len())]);
-            break;
-        }
-        h1.body.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
-    }
-    Some(h1)
+    RawResponse::parse(&raw, false).unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)))
 }
 
 /// A counter's value in the proxy's metrics ("" when absent).
 fn metric(proxy: &Proxy, series: &str) -> String {
-    let raw = raw_exchange(
+    let raw = exchange(
         proxy.admin,
         b"GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n",
         std::time::Duration::from_secs(10),
@@ -415,7 +360,7 @@ fn addr() -> SocketAddr {
 
 /// curl's exit code, its error text and the body it wrote.
 fn curl_h2c(url: &str) -> (i32, String, Vec<u8>) {
-    let dir = temp_dir("curl");
+    let dir = TempDir::new("curl");
     let body = dir.join("body");
     let out = Command::new("curl")
         .args(["-s", "-S", "--max-time", "20", "--http2-prior-knowledge", "-o"])
@@ -425,7 +370,6 @@ fn curl_h2c(url: &str) -> (i32, String, Vec<u8>) {
         .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
     let text = format!("{} | {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr).trim());
     let got = std::fs::read(&body).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
     (out.status.code().unwrap_or(-1), text, got)
 }
 
