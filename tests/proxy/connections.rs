@@ -117,12 +117,6 @@ fn slow_header_is_cut_off_with_408() {
     assert!(metrics.contains("crawlgate_client_timeouts_total{listener=\"proxy\",phase=\"header\"} 1"), "{metrics}");
 }
 
-/// The value of the metric line that starts with `series `.
-fn metric(proxy: &Proxy, series: &str) -> Option<String> {
-    let body = reqwest::blocking::get(proxy.admin_url("/metrics")).ok()?.text().ok()?;
-    body.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')).map(str::to_owned))
-}
-
 #[test]
 fn connections_over_the_cap_are_refused_and_admin_still_answers() {
     let origin = origin();
@@ -130,20 +124,20 @@ fn connections_over_the_cap_are_refused_and_admin_still_answers() {
         start(&origin, "client_idle_timeout = \"30s\"\nclient_header_timeout = \"30s\"\nmax_connections = 50\n");
     let open = "crawlgate_client_connections{listener=\"proxy\"}";
     // The readiness probes of `Proxy::start_with` are gone first.
-    wait_for("no open proxy connection", PATIENCE, || (metric(&proxy, open).as_deref() == Some("0")).then_some(()));
+    wait_for("no open proxy connection", PATIENCE, || (proxy.metric(open).as_deref() == Some("0")).then_some(()));
     let mut idle: Vec<Conn> = (0..50).map(|_| connect(proxy.addr)).collect();
-    wait_for("50 open proxy connections", PATIENCE, || (metric(&proxy, open).as_deref() == Some("50")).then_some(()));
+    wait_for("50 open proxy connections", PATIENCE, || (proxy.metric(open).as_deref() == Some("50")).then_some(()));
 
     let refused = exchange(proxy.addr, GET_ROBOTS, PATIENCE);
     assert_eq!(String::from_utf8_lossy(&refused), String::from_utf8_lossy(SERVICE_UNAVAILABLE));
-    assert_eq!(metric(&proxy, "crawlgate_connections_refused_total{listener=\"proxy\"}").as_deref(), Some("1"));
+    assert_eq!(proxy.metric("crawlgate_connections_refused_total{listener=\"proxy\"}").as_deref(), Some("1"));
 
     let health = exchange(proxy.admin, b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", PATIENCE);
     let health = String::from_utf8_lossy(&health);
     assert!(health.starts_with("HTTP/1.1 200 OK\r\n") && health.ends_with("\r\n\r\nok\n"), "{health}");
 
     idle.truncate(40);
-    wait_for("40 open proxy connections", PATIENCE, || (metric(&proxy, open).as_deref() == Some("40")).then_some(()));
+    wait_for("40 open proxy connections", PATIENCE, || (proxy.metric(open).as_deref() == Some("40")).then_some(()));
     let served =
         exchange(proxy.addr, b"GET /robots.txt HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n\r\n", PATIENCE);
     let served = String::from_utf8_lossy(&served);
@@ -216,7 +210,7 @@ fn idle_connection_memory() {
     let before = proxy.memory_kb("VmRSS:").unwrap_or(0);
     let open = "crawlgate_client_connections{listener=\"proxy\"}";
     let conns: Vec<Conn> = (0..N).map(|_| connect(proxy.addr)).collect();
-    wait_for("all connections open", PATIENCE, || (metric(&proxy, open) == Some(N.to_string())).then_some(()));
+    wait_for("all connections open", PATIENCE, || (proxy.metric(open) == Some(N.to_string())).then_some(()));
     std::thread::sleep(Duration::from_millis(500));
     let after = proxy.memory_kb("VmRSS:").unwrap_or(0);
     println!("VmRSS {before} kB -> {after} kB: {} bytes per idle connection", (after - before) * 1024 / N);

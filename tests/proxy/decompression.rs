@@ -176,17 +176,6 @@ fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> RawResponse {
     RawResponse::parse(&raw, false).unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)))
 }
 
-/// A counter's value in the proxy's metrics ("" when absent).
-fn metric(proxy: &Proxy, series: &str) -> String {
-    let raw = exchange(
-        proxy.admin,
-        b"GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n",
-        std::time::Duration::from_secs(10),
-    );
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    text.lines().find_map(|l| l.strip_prefix(series)).map(|v| v.trim().to_owned()).unwrap_or_default()
-}
-
 fn compressed_route(content_type: &str, encoding: &str, body: Vec<u8>) -> Route {
     Route::ok(content_type, body).header("Content-Encoding", encoding)
 }
@@ -217,7 +206,7 @@ fn a_bomb_that_is_not_html_passes_through_as_the_origin_sent_it() {
     let missing = get(proxy.addr, "/missing.html", &[]);
     assert_eq!(missing.status, 404);
     assert_eq!((missing.header("content-encoding"), &missing.body), (Some("gzip"), &gzip(PAGE.as_bytes())));
-    assert_eq!(metric(&proxy, "crawlgate_html_passthrough_total{reason=\"encoding\"}"), "1");
+    assert_eq!(proxy.metric("crawlgate_html_passthrough_total{reason=\"encoding\"}").unwrap_or_default(), "1");
     // The path has an HTML rule, so the origin was asked for identity.
     assert!(origin.seen().iter().all(|s| s.header("accept-encoding") == Some("identity")));
     // Nothing was decoded: memory grew by nowhere near the 64 MiB inside.
@@ -256,8 +245,8 @@ fn compressed_html_is_decoded_and_rewritten() {
     }
     let etag = get(proxy.addr, "/gzip.html", &[]);
     assert_eq!(etag.header("etag"), Some("W/\"e1\""));
-    assert_eq!(metric(&proxy, "crawlgate_html_rewrites_total{mode=\"inject\"}"), "7");
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"invalid\"}"), "");
+    assert_eq!(proxy.metric("crawlgate_html_rewrites_total{mode=\"inject\"}").unwrap_or_default(), "7");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"invalid\"}").unwrap_or_default(), "");
 }
 
 #[test]
@@ -294,7 +283,7 @@ fn invalid_compressed_html_is_aborted_not_forwarded() {
         502 => assert!(now.complete && now.body == bad_gateway.as_bytes(), "{now:?}"),
         _ => assert!(now.status == 200 && !now.complete && now.body.is_empty(), "{now:?}"),
     }
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"invalid\"}"), "4");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"invalid\"}").unwrap_or_default(), "4");
     let log = proxy.log();
     assert_eq!(log.matches("Compressed HTML aborted").count(), 4, "{log}");
     let page = get(proxy.addr, "/page.html", &[]);
@@ -346,7 +335,7 @@ fn an_html_bomb_is_aborted_with_bounded_memory() {
     }
     let peak = proxy.memory_kb("VmHWM").unwrap_or(u64::MAX);
     assert!(peak < 150 * 1024, "peak RSS {peak} kB");
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"ratio\"}"), "3");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"ratio\"}").unwrap_or_default(), "3");
     let log = proxy.log();
     assert_eq!(log.matches("Compressed HTML aborted").count(), 3, "{log}");
     let next = get(proxy.addr, "/page.html", &[]);
@@ -396,7 +385,7 @@ fn http2_bombs_pass_through_or_reset_the_stream() {
     assert!(body.len() < 16 << 20, "{} bytes", body.len());
     let peak = proxy.memory_kb("VmHWM").unwrap_or(u64::MAX);
     assert!(peak < 150 * 1024, "peak RSS {peak} kB");
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"ratio\"}"), "1");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"ratio\"}").unwrap_or_default(), "1");
     let (code, text, body) = curl_h2c(&format!("http://{plain}/page.html"));
     assert_eq!((code, text.as_str()), (0, "2 200 | "));
     assert_eq!(String::from_utf8_lossy(&body), injected() + &" ".repeat("<head></head>".len()));

@@ -134,6 +134,23 @@ impl Proxy {
         format!("http://{}{}", self.admin, path)
     }
 
+    /// The admin listener's `/metrics` text ("" when it does not answer).
+    pub fn metrics(&self) -> String {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .and_then(|c| c.get(self.admin_url("/metrics")).send())
+            .and_then(|r| r.text())
+            .unwrap_or_default()
+    }
+
+    /// The value of one sample in `/metrics`: `series` is the metric name
+    /// with its labels as the Prometheus text format writes them
+    /// (`crawlgate_x_total{a="b"}`); `None` when there is no such sample.
+    pub fn metric(&self, series: &str) -> Option<String> {
+        self.metrics().lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ').map(|v| v.trim().to_owned()))
+    }
+
     /// Everything the process logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()
