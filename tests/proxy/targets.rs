@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
-use crawlgate_testkit::http::exchange;
+use crawlgate_testkit::http::{exchange, RawResponse};
 use crawlgate_testkit::TempDir;
 
 const SECRET: &str = "TOP SECRET private file";
@@ -64,9 +64,8 @@ enforce = "block"
 fn send(proxy: &Proxy, method: &str, target: &str, headers: &str) -> (u16, String) {
     let request = format!("{method} {target} HTTP/1.1\r\nHost: site.test\r\n{headers}Connection: close\r\n\r\n");
     let raw = exchange(proxy.addr, request.as_bytes(), Duration::from_secs(5));
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, text)
+    let status = RawResponse::parse(&raw, method == "HEAD").map_or(0, |r| r.status);
+    (status, String::from_utf8_lossy(&raw).into_owned())
 }
 
 #[test]
