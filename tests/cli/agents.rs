@@ -4,9 +4,8 @@
 use std::path::Path;
 use std::process::Output;
 
-use crawlgate_e2e::{crawlgate, stderr, stdout};
-
-use crate::robots::{arg, TempDir};
+use crawlgate_e2e::{arg, crawlgate, stderr, stdout};
+use crawlgate_testkit::TempDir;
 
 const POLICY: &str = r#"[upstream]
 servers = ["127.0.0.1:8000"]

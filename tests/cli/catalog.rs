@@ -5,21 +5,57 @@
 //! rewrites it; read the diff before committing) with its robots-only
 //! warning.
 
-use std::path::PathBuf;
-
 use crawlgate_e2e::{crawlgate, stderr, stdout, workspace_root};
+use crawlgate_testkit::golden;
+use serde::{Deserialize, Serialize};
 
 const POLICY: &str = "tests/data/catalog/categories.toml";
 const GOLDEN: &str = "tests/data/catalog/categories.robots.txt";
 
-fn catalog_json() -> Vec<serde_json::Value> {
-    let path = workspace_root().join("crates/policy/data/catalog.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// One entry of `crates/policy/data/catalog.json`. Serialized back, it
+/// is the entry as written (absent keys stay absent), so it can be compared
+/// with `agents list --json` exactly.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogEntry {
+    token: String,
+    operator: String,
+    categories: Vec<String>,
+    ua_visible: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    example_ua: Option<String>,
 }
 
-fn token_of(v: &serde_json::Value) -> String {
-    v["token"].as_str().unwrap_or_default().to_ascii_lowercase()
+impl CatalogEntry {
+    fn in_category(&self, category: &str) -> bool {
+        self.categories.iter().any(|c| c == category)
+    }
+}
+
+fn catalog_json() -> Vec<CatalogEntry> {
+    golden::read_json(&workspace_root().join("crates/policy/data/catalog.json"))
+}
+
+/// Entries sorted as `agents list` prints them (by token, ignoring case),
+/// as JSON.
+fn sorted_json(mut entries: Vec<CatalogEntry>) -> Vec<serde_json::Value> {
+    entries.sort_by_key(|e| e.token.to_ascii_lowercase());
+    entries.iter().map(|e| serde_json::to_value(e).unwrap_or_else(|e| panic!("{e}"))).collect()
+}
+
+/// The part of one `explain --json` decision these tests look at.
+#[derive(Debug, Deserialize)]
+struct Explained {
+    group: ExplainedGroup,
+    action: String,
+    block_status: Option<u16>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ExplainedGroup {
+    name: String,
 }
 
 fn run_ok(args: &[&str]) -> String {
@@ -78,9 +114,8 @@ fn agents_list_is_a_table_of_the_whole_catalog() {
 #[test]
 fn agents_list_json_is_catalog_json() {
     let text = run_ok(&["agents", "list", "--json"]);
-    let got: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
-    let mut want = catalog_json();
-    want.sort_by_key(token_of);
+    let got: Vec<serde_json::Value> = golden::parse_json(text.as_bytes(), "agents list --json");
+    let want = sorted_json(catalog_json());
     assert_eq!(got.len(), want.len());
     assert_eq!(got, want);
 }
@@ -88,15 +123,11 @@ fn agents_list_json_is_catalog_json() {
 #[test]
 fn agents_list_by_category() {
     let text = run_ok(&["agents", "list", "--category", "ai-assistant", "--json"]);
-    let got: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
-    let mut want: Vec<serde_json::Value> = catalog_json()
-        .into_iter()
-        .filter(|e| e["categories"].as_array().is_some_and(|c| c.iter().any(|c| c == "ai-assistant")))
-        .collect();
-    want.sort_by_key(token_of);
+    let got: Vec<serde_json::Value> = golden::parse_json(text.as_bytes(), "agents list --category ai-assistant --json");
+    let want: Vec<CatalogEntry> = catalog_json().into_iter().filter(|e| e.in_category("ai-assistant")).collect();
     assert!(want.len() >= 30);
-    assert_eq!(got, want);
-    assert!(got.iter().any(|e| e["token"] == "ChatGPT-User"));
+    assert!(want.iter().any(|e| e.token == "ChatGPT-User"));
+    assert_eq!(got, sorted_json(want.clone()));
 
     let text = run_ok(&["agents", "list", "--category", "ai-assistant"]);
     let lines: Vec<&str> = text.lines().collect();
@@ -128,25 +159,14 @@ fn agents_list_unknown_category_exits_2() {
 fn category_policy_renders_the_golden_robots_txt() {
     let out = crawlgate(&["render", "robots.txt", "--config", POLICY]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let golden: PathBuf = workspace_root().join(GOLDEN);
-    if std::env::var("UPDATE_GOLDEN").is_ok_and(|v| !v.is_empty() && v != "0") {
-        std::fs::write(&golden, &out.stdout).unwrap_or_else(|e| panic!("cannot write {GOLDEN}: {e}"));
-        eprintln!("UPDATE_GOLDEN: wrote {GOLDEN}");
-    }
-    let want = std::fs::read_to_string(&golden)
-        .unwrap_or_else(|e| panic!("cannot read {GOLDEN} (UPDATE_GOLDEN=1 writes it): {e}"));
+    golden::assert_golden(&workspace_root().join(GOLDEN), GOLDEN, &out.stdout, &format!("{POLICY} rendered"));
     let got = stdout(&out);
-    assert!(
-        got == want,
-        "{POLICY} renders differently from {GOLDEN} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}"
-    );
 
     // The golden is the catalog's expansion: every token of each category
     // once, except OAI-SearchBot, which the policy names in its own group.
     let ua_lines: Vec<&str> = got.lines().filter_map(|l| l.strip_prefix("User-agent: ")).collect();
     let cats = catalog_json();
-    let count =
-        |c: &str| cats.iter().filter(|e| e["categories"].as_array().is_some_and(|v| v.iter().any(|x| x == c))).count();
+    let count = |c: &str| cats.iter().filter(|e| e.in_category(c)).count();
     assert_eq!(ua_lines.len(), 1 + count("search-engine") + count("ai-training") + count("ai-search"), "{got}");
     let mut lower: Vec<String> = ua_lines.iter().map(|t| t.to_ascii_lowercase()).collect();
     lower.sort();
@@ -188,11 +208,12 @@ fn category_policy_explain_identifies_catalog_agents() {
     ];
     for (ua, path, group, action) in cases {
         let text = run_ok(&["explain", "--config", POLICY, "-A", ua, "--json", path]);
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON: {e}\n{text}"));
-        assert_eq!(v[0]["group"]["name"], group, "{ua}: {text}");
-        let got_action = match v[0]["block_status"].as_u64() {
-            Some(s) => format!("{} ({s})", v[0]["action"].as_str().unwrap_or_default()),
-            None => v[0]["action"].as_str().unwrap_or_default().to_string(),
+        let v: Vec<Explained> = golden::parse_json(text.as_bytes(), "explain --json");
+        let first = v.first().unwrap_or_else(|| panic!("{ua}: no decision in {text}"));
+        assert_eq!(first.group.name, group, "{ua}: {text}");
+        let got_action = match first.block_status {
+            Some(s) => format!("{} ({s})", first.action),
+            None => first.action.clone(),
         };
         assert_eq!(got_action, action, "{ua}: {text}");
     }

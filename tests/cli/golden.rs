@@ -34,11 +34,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use crawlgate_e2e::{crawlgate, stderr, stdout, workspace_root};
-
-/// Whether `UPDATE_GOLDEN` asks for goldens to be rewritten.
-fn updating() -> bool {
-    std::env::var("UPDATE_GOLDEN").is_ok_and(|v| !v.is_empty() && v != "0")
-}
+use crawlgate_testkit::golden;
 
 /// `path` relative to the workspace root, with `/` separators: what the
 /// binary is given and prints back.
@@ -100,67 +96,15 @@ fn sibling(policy: &str, suffix: &str) -> PathBuf {
     workspace_root().join(format!("{stem}{suffix}"))
 }
 
-/// Where two texts first differ, line by line, for a failure message.
-fn first_difference(expected: &str, actual: &str) -> String {
-    let (mut e, mut a) = (expected.split_inclusive('\n'), actual.split_inclusive('\n'));
-    let mut line = 1;
-    loop {
-        match (e.next(), a.next()) {
-            (Some(x), Some(y)) if x == y => line += 1,
-            (None, None) => return "identical".into(),
-            (x, y) => {
-                let show = |l: Option<&str>| l.map_or("<end of file>".to_string(), |l| format!("{l:?}"));
-                return format!(
-                    "first difference at line {line}:\n    expected: {}\n    actual:   {}",
-                    show(x),
-                    show(y)
-                );
-            }
-        }
-    }
-}
-
 /// Compares `actual` with the golden at `path`, or writes it when updating.
 /// Returns a failure message.
 fn check_golden(path: &Path, actual: &[u8], what: &str) -> Option<String> {
-    let name = rel(path);
-    if updating() {
-        let unchanged = fs::read(path).is_ok_and(|old| old == actual);
-        if !unchanged {
-            fs::write(path, actual).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
-            eprintln!("UPDATE_GOLDEN: wrote {name}");
-        }
-        return None;
-    }
-    let expected = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) => {
-            return Some(format!(
-                "{name}: cannot read the golden ({e}); {what} printed {} bytes. Create it with UPDATE_GOLDEN=1",
-                actual.len()
-            ))
-        }
-    };
-    if expected == actual {
-        return None;
-    }
-    let diff = first_difference(&String::from_utf8_lossy(&expected), &String::from_utf8_lossy(actual));
-    Some(format!(
-        "{name}: {what} differs from the golden ({} bytes expected, {} printed); {diff}\n    (intended? regenerate with UPDATE_GOLDEN=1 and review the diff)",
-        expected.len(),
-        actual.len()
-    ))
+    golden::check(path, &rel(path), actual, what)
 }
 
 /// Deletes a golden that should not exist when updating; otherwise reports it.
 fn unwanted_golden(path: &Path, why: &str) -> Option<String> {
-    let name = rel(path);
-    if updating() {
-        fs::remove_file(path).unwrap_or_else(|e| panic!("cannot remove {name}: {e}"));
-        eprintln!("UPDATE_GOLDEN: removed {name} ({why})");
-        return None;
-    }
-    Some(format!("{name}: {why}; delete it (UPDATE_GOLDEN=1 does)"))
+    golden::unwanted(path, &rel(path), why)
 }
 
 fn describe(cmd: &str, out: &Output) -> String {

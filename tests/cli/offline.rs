@@ -4,9 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crawlgate_e2e::{crawlgate, crawlgate_bin, stderr, stdout, workspace_root};
-
-use crate::robots::{arg, TempDir};
+use crawlgate_e2e::{arg, code, crawlgate, crawlgate_bin, stderr, stdout, workspace_root};
+use crawlgate_testkit::TempDir;
 
 const POLICY: &str = r#"[upstream]
 servers = ["127.0.0.1:8000"]
@@ -52,10 +51,6 @@ crawl_delay = -1
 const GPTBOT_UA: &str =
     "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
 const BROWSER_UA: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
 
 fn policy(dir: &TempDir) -> std::path::PathBuf {
     dir.write("policy.toml", POLICY)

@@ -7,50 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crawlgate_e2e::{crawlgate, crawlgate_bin, stderr, stdout, workspace_root};
-
-/// A directory under the system temp dir, unique per test, removed on drop.
-pub(crate) struct TempDir(PathBuf);
-
-impl TempDir {
-    pub(crate) fn new(test: &str) -> TempDir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let dir = std::env::temp_dir().join(format!(
-            "crawlgate-e2e-{test}-{}-{nanos}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
-        TempDir(dir)
-    }
-
-    /// Writes `name` in the directory and returns its path.
-    pub(crate) fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
-        let p = self.0.join(name);
-        std::fs::write(&p, contents).unwrap_or_else(|e| panic!("cannot write {}: {e}", p.display()));
-        p
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Path as a `&str` argument.
-pub(crate) fn arg(p: &Path) -> &str {
-    p.to_str().unwrap_or_else(|| panic!("non-UTF-8 temp path {}", p.display()))
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().unwrap_or(-1)
-}
+use crawlgate_e2e::{arg, code, crawlgate, crawlgate_bin, stderr, stdout, workspace_root};
+use crawlgate_testkit::conformance::{public_suite, tally, ConformanceCase, Tally};
+use crawlgate_testkit::golden;
+use crawlgate_testkit::{RfcStatus, TempDir};
 
 /// Runs `robots-test` and returns (exit code, stdout, stderr).
 fn robots_test(file: &Path, ua: &str, url: &str) -> (i32, String, String) {
@@ -138,54 +98,8 @@ fn robots_test_verdicts_and_exit_codes() {
     assert!(!verdict(&messy, "FooBot", "/yes/x"));
 }
 
-/// One line of crates/policy/tests/data/conformance/public.jsonl.
-struct Case {
-    id: String,
-    robots: String,
-    user_agent: String,
-    url: String,
-    allowed: bool,
-    google_specific: bool,
-    rfc_status: String,
-}
-
-impl Case {
-    /// The verdict RFC 9309 gives: for google_specific cases `allowed` is
-    /// Google's verdict and the RFC says the opposite (as the policy
-    /// crate's conformance test reads the suite).
-    fn rfc_verdict(&self) -> bool {
-        if self.google_specific {
-            !self.allowed
-        } else {
-            self.allowed
-        }
-    }
-}
-
-fn cases() -> Vec<Case> {
-    let path = workspace_root().join("crates/policy/tests/data/conformance/public.jsonl");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("bad case line: {e}"));
-            let s = |k: &str| v[k].as_str().unwrap_or_else(|| panic!("case without {k}: {l}")).to_string();
-            let b = |k: &str| v[k].as_bool().unwrap_or_else(|| panic!("case without {k}: {l}"));
-            Case {
-                id: s("id"),
-                robots: s("robots"),
-                user_agent: s("user_agent"),
-                url: s("url"),
-                allowed: b("allowed"),
-                google_specific: b("google_specific"),
-                rfc_status: s("rfc_status"),
-            }
-        })
-        .collect()
-}
-
 /// The distinct robots bodies, written once each; case index -> file.
-fn write_bodies(dir: &TempDir, cases: &[Case]) -> (Vec<PathBuf>, Vec<usize>) {
+fn write_bodies(dir: &TempDir, cases: &[ConformanceCase]) -> (Vec<PathBuf>, Vec<usize>) {
     let mut bodies: BTreeMap<&str, usize> = BTreeMap::new();
     let mut files = Vec::new();
     let mut body_of = Vec::new();
@@ -227,40 +141,25 @@ fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 
 #[test]
 fn conformance_suite_through_the_binary() {
-    let cases = cases();
+    let cases = public_suite();
     assert_eq!(cases.len(), 1064);
     let dir = TempDir::new("conformance");
     let (files, body_of) = write_bodies(&dir, &cases);
     assert_eq!(files.len(), 197, "distinct robots bodies");
     let got = parallel(cases.len(), |i| verdict(&files[body_of[i]], &cases[i].user_agent, &cases[i].url));
-
-    let tally = |filter: &dyn Fn(&Case) -> bool| -> (usize, Vec<String>) {
-        let mut total = 0;
-        let mut failed = Vec::new();
-        for (c, &g) in cases.iter().zip(&got) {
-            if filter(c) {
-                total += 1;
-                if g != c.rfc_verdict() {
-                    failed.push(format!(
-                        "{} (ua {:?}, url {:?}, expected allowed={})",
-                        c.id,
-                        c.user_agent,
-                        c.url,
-                        c.rfc_verdict()
-                    ));
-                }
-            }
-        }
+    let by_status = |status| {
+        let Tally { total, failed } = tally(cases.iter().zip(got.iter().copied()), status);
         (total, failed)
     };
-    let (total, failed) = tally(&|c| c.rfc_status == "consistent" && !c.google_specific);
+
+    let (total, failed) = by_status(RfcStatus::Consistent);
     assert_eq!(
         format!("{}/{total} consistent pass", total - failed.len()),
         "951/951 consistent pass",
         "{}",
         failed.join("\n")
     );
-    let (total, failed) = tally(&|c| c.google_specific);
+    let (total, failed) = by_status(RfcStatus::Conflicts);
     assert_eq!(
         format!("{}/{total} google-specific follow the RFC", total - failed.len()),
         "33/33 google-specific follow the RFC",
@@ -269,7 +168,7 @@ fn conformance_suite_through_the_binary() {
     );
     // The documented choices where the RFC leaves it open (see
     // crates/policy/tests/conformance.rs): 47 of 80, as in-process.
-    let (total, failed) = tally(&|c| c.rfc_status == "ambiguous");
+    let (total, failed) = by_status(RfcStatus::Ambiguous);
     assert_eq!(
         format!("{}/{total} ambiguous match", total - failed.len()),
         "47/80 ambiguous match",
@@ -289,7 +188,7 @@ fn decision_warnings(stderr: &str) -> Vec<&str> {
 
 #[test]
 fn import_round_trip_keeps_every_decision() {
-    let cases = cases();
+    let cases = public_suite();
     let dir = TempDir::new("import-round-trip");
     let (files, body_of) = write_bodies(&dir, &cases);
     let bin = crawlgate_bin();
@@ -383,20 +282,12 @@ fn import_round_trip_keeps_every_decision() {
 #[test]
 fn import_golden_wild_robots_txt() {
     let src = "tests/data/robots/wild.robots.txt";
-    let golden = workspace_root().join("tests/data/robots/wild.import.toml");
+    let golden_file = "tests/data/robots/wild.import.toml";
     let out = crawlgate(&["import", src]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let got = stdout(&out);
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &got).unwrap_or_else(|e| panic!("cannot write {}: {e}", golden.display()));
-    }
-    let want = std::fs::read_to_string(&golden)
-        .unwrap_or_else(|e| panic!("cannot read {} (UPDATE_GOLDEN=1 writes it): {e}", golden.display()));
-    assert!(
-        got == want,
-        "import of {src} differs from {} (UPDATE_GOLDEN=1 rewrites it):\n--- got\n{got}\n--- want\n{want}",
-        golden.display()
-    );
+    let what = format!("import of {src}");
+    golden::assert_golden(&workspace_root().join(golden_file), golden_file, got.as_bytes(), &what);
     let p = |line: usize, msg: &str| format!("warning: {src}:{line}: {msg}; kept as a comment\n");
     let no_key = |k: &str| {
         format!("`{k}` has no policy key (crawlgate publishes Allow, Disallow, Crawl-delay, Content-Usage, App-Directives, Content-Signal and Sitemap)")

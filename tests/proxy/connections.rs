@@ -3,11 +3,12 @@
 //! `max_connections` are refused while the admin listener still answers.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use crawlgate_e2e::origin::Origin;
-use crawlgate_e2e::proxy::{base_policy, free_port, raw_exchange, wait_for, Proxy};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+use crawlgate_testkit::http::{exchange, Conn};
 
 use crate::support::{origin, POLICY};
 
@@ -33,43 +34,9 @@ fn start(origin: &Origin, server_keys: &str) -> Proxy {
     Proxy::start_with(listen, admin, &policy)
 }
 
-fn connect(addr: SocketAddr) -> TcpStream {
-    let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(PATIENCE)).unwrap_or_else(|e| panic!("{e}"));
-    s
-}
-
-/// Reads until the proxy closes the connection; panics if it stays open
-/// for [`PATIENCE`].
-fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
-    let mut out = Vec::new();
-    match s.read_to_end(&mut out) {
-        Ok(_) => out,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => out,
-        Err(e) => panic!("the proxy kept the connection open ({e}); read so far: {:?}", String::from_utf8_lossy(&out)),
-    }
-}
-
-/// Reads one response of known length (`Content-Length` delimited).
-fn read_response(s: &mut TcpStream) -> String {
-    let mut out = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = s.read(&mut buf).unwrap_or_else(|e| panic!("read response: {e}"));
-        assert!(n > 0, "closed before a full response: {:?}", String::from_utf8_lossy(&out));
-        out.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&out).into_owned();
-        if let Some((head, body)) = text.split_once("\r\n\r\n") {
-            let len: usize = head
-                .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_owned()))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("no Content-Length in {head:?}"));
-            if body.len() >= len {
-                return text;
-            }
-        }
-    }
+/// A connection whose reads wait at most [`PATIENCE`].
+fn connect(addr: SocketAddr) -> Conn {
+    Conn::with_timeout(addr, PATIENCE)
 }
 
 const GET_ROBOTS: &[u8] = b"GET /robots.txt HTTP/1.1\r\nHost: test.example\r\n\r\n";
@@ -81,34 +48,34 @@ fn idle_connections_are_closed_new_or_kept_alive() {
 
     // Kept alive after a response: served, then closed with nothing more.
     let mut kept = connect(proxy.addr);
-    kept.write_all(GET_ROBOTS).unwrap_or_else(|e| panic!("write: {e}"));
-    let resp = read_response(&mut kept);
+    kept.send(GET_ROBOTS);
+    let resp = kept.read_response(false).text();
     assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
     assert!(!resp.to_ascii_lowercase().contains("connection: close"), "{resp}");
-    assert_eq!(read_to_close(&mut kept), b"");
+    assert_eq!(kept.read_to_close(), b"");
 
     // Requests closer together than the timeout keep one connection open.
     let mut busy = connect(proxy.addr);
     for _ in 0..4 {
-        busy.write_all(GET_ROBOTS).unwrap_or_else(|e| panic!("write: {e}"));
-        let resp = read_response(&mut busy);
+        busy.send(GET_ROBOTS);
+        let resp = busy.read_response(false).text();
         assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(read_to_close(&mut busy), b"");
+    assert_eq!(busy.read_to_close(), b"");
 
     // A new connection that never sends a byte.
     let mut silent = connect(proxy.addr);
-    assert_eq!(read_to_close(&mut silent), b"");
+    assert_eq!(silent.read_to_close(), b"");
 
     // Two pipelined requests, then silence: both answered, then closed.
     let mut piped = connect(proxy.addr);
-    piped.write_all(&[GET_ROBOTS, GET_ROBOTS].concat()).unwrap_or_else(|e| panic!("write: {e}"));
+    piped.send(&[GET_ROBOTS, GET_ROBOTS].concat());
     for _ in 0..2 {
-        let resp = read_response(&mut piped);
+        let resp = piped.read_response(false).text();
         assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
     }
-    assert_eq!(read_to_close(&mut piped), b"");
+    assert_eq!(piped.read_to_close(), b"");
 
     let metrics = crate::support::get(&proxy.admin_url("/metrics"), "test").text().unwrap_or_default();
     assert!(metrics.contains("crawlgate_client_timeouts_total{listener=\"proxy\",phase=\"idle\"} 4"), "{metrics}");
@@ -118,7 +85,8 @@ fn idle_connections_are_closed_new_or_kept_alive() {
 fn slow_header_is_cut_off_with_408() {
     let origin = origin();
     let proxy = start(&origin, "client_idle_timeout = \"1s\"\nclient_header_timeout = \"2s\"\n");
-    let mut s = connect(proxy.addr);
+    let mut conn = connect(proxy.addr);
+    let s = conn.stream();
     // One header line every 300 ms, each well inside the idle timeout; 40
     // lines would take 12 s.
     s.set_read_timeout(Some(Duration::from_millis(300))).unwrap_or_else(|e| panic!("{e}"));
@@ -149,12 +117,6 @@ fn slow_header_is_cut_off_with_408() {
     assert!(metrics.contains("crawlgate_client_timeouts_total{listener=\"proxy\",phase=\"header\"} 1"), "{metrics}");
 }
 
-/// The value of the metric line that starts with `series `.
-fn metric(proxy: &Proxy, series: &str) -> Option<String> {
-    let body = reqwest::blocking::get(proxy.admin_url("/metrics")).ok()?.text().ok()?;
-    body.lines().find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')).map(str::to_owned))
-}
-
 #[test]
 fn connections_over_the_cap_are_refused_and_admin_still_answers() {
     let origin = origin();
@@ -162,25 +124,22 @@ fn connections_over_the_cap_are_refused_and_admin_still_answers() {
         start(&origin, "client_idle_timeout = \"30s\"\nclient_header_timeout = \"30s\"\nmax_connections = 50\n");
     let open = "crawlgate_client_connections{listener=\"proxy\"}";
     // The readiness probes of `Proxy::start_with` are gone first.
-    wait_for("no open proxy connection", PATIENCE, || (metric(&proxy, open).as_deref() == Some("0")).then_some(()));
-    let mut idle: Vec<TcpStream> = (0..50).map(|_| connect(proxy.addr)).collect();
-    wait_for("50 open proxy connections", PATIENCE, || (metric(&proxy, open).as_deref() == Some("50")).then_some(()));
+    wait_for("no open proxy connection", PATIENCE, || (proxy.metric(open).as_deref() == Some("0")).then_some(()));
+    let mut idle: Vec<Conn> = (0..50).map(|_| connect(proxy.addr)).collect();
+    wait_for("50 open proxy connections", PATIENCE, || (proxy.metric(open).as_deref() == Some("50")).then_some(()));
 
-    let refused = raw_exchange(proxy.addr, GET_ROBOTS, PATIENCE);
+    let refused = exchange(proxy.addr, GET_ROBOTS, PATIENCE);
     assert_eq!(String::from_utf8_lossy(&refused), String::from_utf8_lossy(SERVICE_UNAVAILABLE));
-    assert_eq!(metric(&proxy, "crawlgate_connections_refused_total{listener=\"proxy\"}").as_deref(), Some("1"));
+    assert_eq!(proxy.metric("crawlgate_connections_refused_total{listener=\"proxy\"}").as_deref(), Some("1"));
 
-    let health = raw_exchange(proxy.admin, b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", PATIENCE);
+    let health = exchange(proxy.admin, b"GET /healthz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", PATIENCE);
     let health = String::from_utf8_lossy(&health);
     assert!(health.starts_with("HTTP/1.1 200 OK\r\n") && health.ends_with("\r\n\r\nok\n"), "{health}");
 
     idle.truncate(40);
-    wait_for("40 open proxy connections", PATIENCE, || (metric(&proxy, open).as_deref() == Some("40")).then_some(()));
-    let served = raw_exchange(
-        proxy.addr,
-        b"GET /robots.txt HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n\r\n",
-        PATIENCE,
-    );
+    wait_for("40 open proxy connections", PATIENCE, || (proxy.metric(open).as_deref() == Some("40")).then_some(()));
+    let served =
+        exchange(proxy.addr, b"GET /robots.txt HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n\r\n", PATIENCE);
     let served = String::from_utf8_lossy(&served);
     assert!(served.starts_with("HTTP/1.1 200 OK\r\n") && served.contains("User-agent: GPTBot"), "{served}");
     drop(idle);
@@ -193,15 +152,14 @@ fn idle_h2c_connection_is_closed() {
     let mut s = connect(proxy.addr);
     // The connection preface and an empty SETTINGS frame (RFC 9113
     // sections 3.4 and 6.5), then nothing.
-    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        .unwrap_or_else(|e| panic!("write: {e}"));
-    let frames = read_to_close(&mut s);
+    s.send(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00");
+    let frames = s.read_to_close();
     // The server's own SETTINGS frame came first: this was HTTP/2.
     assert!(frames.len() >= 9 && frames[3] == 0x04 && frames[4] == 0x00, "{frames:?}");
 
     // A client that never sends its preface on an h2c listener.
     let mut silent = connect(proxy.addr);
-    assert_eq!(read_to_close(&mut silent), b"");
+    assert_eq!(silent.read_to_close(), b"");
 }
 
 #[test]
@@ -233,10 +191,10 @@ fn changed_limits_need_a_restart_and_keep_applying() {
     };
     // The running limits are the ones read at start.
     let mut kept = connect(proxy.addr);
-    kept.write_all(GET_ROBOTS).unwrap_or_else(|e| panic!("write: {e}"));
-    let resp = read_response(&mut kept);
+    kept.send(GET_ROBOTS);
+    let resp = kept.read_response(false).text();
     assert!(resp.contains("User-agent: ReloadBot"), "{resp}");
-    assert_eq!(read_to_close(&mut kept), b"");
+    assert_eq!(kept.read_to_close(), b"");
 }
 
 /// Resident memory per idle connection: opens 2,000 connections that send
@@ -251,18 +209,18 @@ fn idle_connection_memory() {
     std::thread::sleep(Duration::from_millis(500));
     let before = proxy.memory_kb("VmRSS:").unwrap_or(0);
     let open = "crawlgate_client_connections{listener=\"proxy\"}";
-    let conns: Vec<TcpStream> = (0..N).map(|_| connect(proxy.addr)).collect();
-    wait_for("all connections open", PATIENCE, || (metric(&proxy, open) == Some(N.to_string())).then_some(()));
+    let conns: Vec<Conn> = (0..N).map(|_| connect(proxy.addr)).collect();
+    wait_for("all connections open", PATIENCE, || (proxy.metric(open) == Some(N.to_string())).then_some(()));
     std::thread::sleep(Duration::from_millis(500));
     let after = proxy.memory_kb("VmRSS:").unwrap_or(0);
     println!("VmRSS {before} kB -> {after} kB: {} bytes per idle connection", (after - before) * 1024 / N);
     // The same after one request on each (buffers of a kept-alive connection).
     let mut conns = conns;
     for c in &mut conns {
-        c.write_all(GET_ROBOTS).unwrap_or_else(|e| panic!("write: {e}"));
+        c.send(GET_ROBOTS);
     }
     for c in &mut conns {
-        let resp = read_response(c);
+        let resp = c.read_response(false).text();
         assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
     }
     std::thread::sleep(Duration::from_millis(500));

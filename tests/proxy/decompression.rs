@@ -5,13 +5,15 @@
 //! memory following the decoded size.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use crawlgate_e2e::origin::{open_gate, Body, Origin, Route};
-use crawlgate_e2e::proxy::{base_policy, free_port, raw_exchange, temp_dir, Proxy};
+use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
+use crawlgate_testkit::http::{connect, exchange, RawResponse};
+use crawlgate_testkit::TempDir;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 
 const RULES: &str = r#"
@@ -122,27 +124,6 @@ fn brotli(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// An HTTP/1.1 response read to the end of the connection.
-#[derive(Debug)]
-struct H1 {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    /// The body ended as its framing says (Content-Length reached, or the
-    /// last chunk of a chunked body received).
-    complete: bool,
-}
-
-impl H1 {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    fn all(&self, name: &str) -> Vec<&str> {
-        self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
-    }
-}
-
 fn request(path: &str, headers: &[(&str, &str)]) -> String {
     let mut req = format!("GET {path} HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n");
     for (k, v) in headers {
@@ -154,9 +135,9 @@ fn request(path: &str, headers: &[(&str, &str)]) -> String {
 
 /// One GET on a fresh connection (`Connection: close`), read until the
 /// proxy closes it.
-fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> H1 {
-    let raw = raw_exchange(addr, request(path, headers).as_bytes(), Duration::from_secs(20));
-    parse(&raw)
+fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> RawResponse {
+    let raw = exchange(addr, request(path, headers).as_bytes(), Duration::from_secs(20));
+    RawResponse::parse(&raw, false)
         .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
 }
 
@@ -175,9 +156,8 @@ fn gated(encoding: &str, body: Vec<u8>, gate: &Gate) -> Route {
 /// [`get`] on a [`gated`] route: the origin sends its body only after the
 /// client has the response head, so the proxy handles the body after the
 /// header went out, whatever the timing.
-fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> H1 {
-    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
+fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> RawResponse {
+    let mut s = connect(addr, Duration::from_secs(20));
     s.write_all(request(path, &[]).as_bytes()).unwrap_or_else(|e| panic!("write: {e}"));
     let mut raw = Vec::new();
     let mut buf = [0u8; 16384];
@@ -193,53 +173,7 @@ fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> H1 {
         }
     }
     assert!(opened, "{path}: no response head before the origin's body: {:?}", String::from_utf8_lossy(&raw));
-    parse(&raw).unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)))
-}
-
-fn parse(raw: &[u8]) -> Option<H1> {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n")?;
-    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let mut rest = &raw[end + 4..];
-    let chunked = headers.iter().any(|(k, v)| k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
-    let mut h1 = H1 { status, headers, body: Vec::new(), complete: false };
-    if !chunked {
-        let len: Option<usize> = h1.header("content-length").and_then(|v| v.parse().ok());
-        h1.body = rest.to_vec();
-        h1.complete = len == Some(rest.len());
-        return Some(h1);
-    }
-    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-        let Ok(size) = usize::from_str_radix(String::from_utf8_lossy(&rest[..eol]).trim(), 16) else { break };
-        rest = &rest[eol + 2..];
-        if size == 0 {
-            h1.complete = rest.starts_with(b"\r\n");
-            break;
-        }
-        if rest.len() < size + 2 {
-            h1.body.extend_from_slice(&rest[..size.min(rest.len())]);
-            break;
-        }
-        h1.body.extend_from_slice(&rest[..size]);
-        rest = &rest[size + 2..];
-    }
-    Some(h1)
-}
-
-/// A counter's value in the proxy's metrics ("" when absent).
-fn metric(proxy: &Proxy, series: &str) -> String {
-    let raw = raw_exchange(
-        proxy.admin,
-        b"GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n",
-        std::time::Duration::from_secs(10),
-    );
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    text.lines().find_map(|l| l.strip_prefix(series)).map(|v| v.trim().to_owned()).unwrap_or_default()
+    RawResponse::parse(&raw, false).unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw)))
 }
 
 fn compressed_route(content_type: &str, encoding: &str, body: Vec<u8>) -> Route {
@@ -272,7 +206,7 @@ fn a_bomb_that_is_not_html_passes_through_as_the_origin_sent_it() {
     let missing = get(proxy.addr, "/missing.html", &[]);
     assert_eq!(missing.status, 404);
     assert_eq!((missing.header("content-encoding"), &missing.body), (Some("gzip"), &gzip(PAGE.as_bytes())));
-    assert_eq!(metric(&proxy, "crawlgate_html_passthrough_total{reason=\"encoding\"}"), "1");
+    assert_eq!(proxy.metric("crawlgate_html_passthrough_total{reason=\"encoding\"}").unwrap_or_default(), "1");
     // The path has an HTML rule, so the origin was asked for identity.
     assert!(origin.seen().iter().all(|s| s.header("accept-encoding") == Some("identity")));
     // Nothing was decoded: memory grew by nowhere near the 64 MiB inside.
@@ -311,8 +245,8 @@ fn compressed_html_is_decoded_and_rewritten() {
     }
     let etag = get(proxy.addr, "/gzip.html", &[]);
     assert_eq!(etag.header("etag"), Some("W/\"e1\""));
-    assert_eq!(metric(&proxy, "crawlgate_html_rewrites_total{mode=\"inject\"}"), "7");
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"invalid\"}"), "");
+    assert_eq!(proxy.metric("crawlgate_html_rewrites_total{mode=\"inject\"}").unwrap_or_default(), "7");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"invalid\"}").unwrap_or_default(), "");
 }
 
 #[test]
@@ -349,7 +283,7 @@ fn invalid_compressed_html_is_aborted_not_forwarded() {
         502 => assert!(now.complete && now.body == bad_gateway.as_bytes(), "{now:?}"),
         _ => assert!(now.status == 200 && !now.complete && now.body.is_empty(), "{now:?}"),
     }
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"invalid\"}"), "4");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"invalid\"}").unwrap_or_default(), "4");
     let log = proxy.log();
     assert_eq!(log.matches("Compressed HTML aborted").count(), 4, "{log}");
     let page = get(proxy.addr, "/page.html", &[]);
@@ -401,7 +335,7 @@ fn an_html_bomb_is_aborted_with_bounded_memory() {
     }
     let peak = proxy.memory_kb("VmHWM").unwrap_or(u64::MAX);
     assert!(peak < 150 * 1024, "peak RSS {peak} kB");
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"ratio\"}"), "3");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"ratio\"}").unwrap_or_default(), "3");
     let log = proxy.log();
     assert_eq!(log.matches("Compressed HTML aborted").count(), 3, "{log}");
     let next = get(proxy.addr, "/page.html", &[]);
@@ -415,7 +349,7 @@ fn addr() -> SocketAddr {
 
 /// curl's exit code, its error text and the body it wrote.
 fn curl_h2c(url: &str) -> (i32, String, Vec<u8>) {
-    let dir = temp_dir("curl");
+    let dir = TempDir::new("curl");
     let body = dir.join("body");
     let out = Command::new("curl")
         .args(["-s", "-S", "--max-time", "20", "--http2-prior-knowledge", "-o"])
@@ -425,7 +359,6 @@ fn curl_h2c(url: &str) -> (i32, String, Vec<u8>) {
         .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
     let text = format!("{} | {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr).trim());
     let got = std::fs::read(&body).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&dir);
     (out.status.code().unwrap_or(-1), text, got)
 }
 
@@ -452,7 +385,7 @@ fn http2_bombs_pass_through_or_reset_the_stream() {
     assert!(body.len() < 16 << 20, "{} bytes", body.len());
     let peak = proxy.memory_kb("VmHWM").unwrap_or(u64::MAX);
     assert!(peak < 150 * 1024, "peak RSS {peak} kB");
-    assert_eq!(metric(&proxy, "crawlgate_decompression_aborted_total{reason=\"ratio\"}"), "1");
+    assert_eq!(proxy.metric("crawlgate_decompression_aborted_total{reason=\"ratio\"}").unwrap_or_default(), "1");
     let (code, text, body) = curl_h2c(&format!("http://{plain}/page.html"));
     assert_eq!((code, text.as_str()), (0, "2 200 | "));
     assert_eq!(String::from_utf8_lossy(&body), injected() + &" ".repeat("<head></head>".len()));

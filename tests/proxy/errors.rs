@@ -44,7 +44,7 @@ fn hostile_requests_do_not_crash_the_proxy() {
         b"GET /\r\n\r\n",
     ];
     for req in nasty {
-        let _ = crawlgate_e2e::proxy::raw_exchange(proxy.addr, req, std::time::Duration::from_millis(500));
+        let _ = crawlgate_testkit::http::exchange(proxy.addr, req, std::time::Duration::from_millis(500));
         assert!(proxy.is_running(), "proxy died on {:?}", String::from_utf8_lossy(req));
     }
     assert_eq!(get(&proxy.url("/"), BROWSER_UA).status(), 200);

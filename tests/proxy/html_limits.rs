@@ -101,16 +101,8 @@ fn fetch_and_compare(url: &str, want: &[u8]) {
 
 /// `crawlgate_html_findings_total{kind, mode}` from the admin listener.
 fn findings_metric(proxy: &Proxy, mode: &str, kind: &str) -> u64 {
-    let text = client()
-        .get(proxy.admin_url("/metrics"))
-        .send()
-        .and_then(|r| r.text())
-        .unwrap_or_else(|e| panic!("/metrics: {e}"));
-    let series = format!("crawlgate_html_findings_total{{kind=\"{kind}\",mode=\"{mode}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .map(|v| v.trim().parse().unwrap_or_else(|e| panic!("{series}{v}: {e}")))
-        .unwrap_or(0)
+    let series = format!("crawlgate_html_findings_total{{kind=\"{kind}\",mode=\"{mode}\"}}");
+    proxy.metric(&series).map_or(0, |v| v.parse().unwrap_or_else(|e| panic!("{series} {v}: {e}")))
 }
 
 fn assert_peak_bounded(proxy: &Proxy, metas: usize) {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crawlgate_e2e::origin::{Origin, Route};
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+use crawlgate_testkit::TempDir;
 
 use crate::support::{client, get};
 
@@ -72,7 +73,8 @@ fn every_kind_of_file_change_is_picked_up() {
     assert_live(&proxy, 2, 3);
 
     // 3. `cp` over the file.
-    let elsewhere = crawlgate_e2e::proxy::temp_dir("cp").join("new.toml");
+    let elsewhere_dir = TempDir::new("cp");
+    let elsewhere = elsewhere_dir.join("new.toml");
     std::fs::write(&elsewhere, version(&base, 3)).unwrap_or_else(|e| panic!("{e}"));
     let cp = std::process::Command::new("cp").arg(&elsewhere).arg(&path).status().unwrap_or_else(|e| panic!("{e}"));
     assert!(cp.success());
@@ -94,7 +96,7 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     let base = base_policy(listen, admin, origin.addr);
     // The kubelet's layout: crawlgate.toml -> ..data/crawlgate.toml,
     // ..data -> ..<timestamp>/, swapped atomically by renaming a new link.
-    let dir = crawlgate_e2e::proxy::temp_dir("k8s");
+    let dir = TempDir::new("k8s");
     let v1 = dir.join("..2026_11_22_10_00_00.000000001");
     std::fs::create_dir(&v1).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(v1.join("crawlgate.toml"), version(&base, 1)).unwrap_or_else(|e| panic!("{e}"));
@@ -122,7 +124,6 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     wait_for("v2 after the ..data swap", DEADLINE, || get(&url, "t").text().ok().filter(|t| t.contains("/v2/")));
     assert_eq!(get(&format!("http://{listen}/v2/x"), "ExampleBot/1.0").status(), 403);
     drop(guard);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 struct KillOnDrop(std::process::Child);

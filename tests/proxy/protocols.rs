@@ -6,7 +6,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 
-use crawlgate_e2e::proxy::{base_policy, free_port, temp_dir, Proxy};
+use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
+use crawlgate_testkit::TempDir;
 
 use crawlgate_e2e::origin::{Origin, Route};
 
@@ -27,7 +28,7 @@ struct Seen {
 const VOLATILE: &[&str] = &["date", "connection", "transfer-encoding", "keep-alive"];
 
 fn curl(args: &[&str], url: &str, ua: &str) -> Seen {
-    let dir = temp_dir("curl");
+    let dir = TempDir::new("curl");
     let head = dir.join("head");
     let body = dir.join("body");
     let out = Command::new("curl")
@@ -58,7 +59,6 @@ fn curl(args: &[&str], url: &str, ua: &str) -> Seen {
         headers,
         body: std::fs::read(&body).unwrap_or_default(),
     };
-    let _ = std::fs::remove_dir_all(&dir);
     seen
 }
 
@@ -105,8 +105,8 @@ fn http2_over_tls_and_h2c_answer_as_http1() {
         ("/private/x", Route::ok("text/plain", "private x\n")),
         ("/pages/a.html", Route::ok("text/html; charset=utf-8", PAGE)),
     ]);
-    let dir = temp_dir("tls");
-    let (cert, key) = self_signed(&dir);
+    let dir = TempDir::new("tls");
+    let (cert, key) = self_signed(dir.path());
     let (plain, tls, admin) = (addr(), addr(), addr());
     let policy = base_policy(plain, admin, origin.addr).replace(
         "[server]\n",
@@ -141,5 +141,4 @@ fn http2_over_tls_and_h2c_answer_as_http1() {
     assert_eq!(String::from_utf8_lossy(&page.body), want);
     assert!(page.headers.contains(&("content-length".to_string(), want.len().to_string())), "{:?}", page.headers);
     drop(proxy);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crawlgate_e2e::proxy::{base_policy, free_port, raw_exchange, temp_dir, wait_for, Proxy};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+use crawlgate_testkit::http::{exchange, RawResponse};
+use crawlgate_testkit::TempDir;
 
 const SECRET: &str = "TOP SECRET private file";
 const PUBLIC: &str = "public file";
@@ -18,28 +20,29 @@ const PUBLIC: &str = "public file";
 struct FileOrigin {
     addr: SocketAddr,
     child: Child,
-    dir: std::path::PathBuf,
+    /// Served by the child; removed after it is stopped.
+    _dir: TempDir,
 }
 
 impl FileOrigin {
     fn start() -> FileOrigin {
-        let dir = temp_dir("files");
+        let dir = TempDir::new("files");
         for (file, body) in [("private/x", SECRET), ("public/y", PUBLIC)] {
             let path = dir.join(file);
-            std::fs::create_dir_all(path.parent().unwrap_or(&dir)).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
             std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
         }
         let port = free_port();
         let child = Command::new("python3")
             .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "--directory"])
-            .arg(&dir)
+            .arg(dir.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start python3 -m http.server: {e}"));
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap_or_else(|e| panic!("{e}"));
         wait_for("python3 http.server to listen", Duration::from_secs(20), || TcpStream::connect(addr).ok());
-        FileOrigin { addr, child, dir }
+        FileOrigin { addr, child, _dir: dir }
     }
 }
 
@@ -47,7 +50,6 @@ impl Drop for FileOrigin {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -61,10 +63,9 @@ enforce = "block"
 /// Status code and body of one raw HTTP/1.1 request.
 fn send(proxy: &Proxy, method: &str, target: &str, headers: &str) -> (u16, String) {
     let request = format!("{method} {target} HTTP/1.1\r\nHost: site.test\r\n{headers}Connection: close\r\n\r\n");
-    let raw = raw_exchange(proxy.addr, request.as_bytes(), Duration::from_secs(5));
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-    (status, text)
+    let raw = exchange(proxy.addr, request.as_bytes(), Duration::from_secs(5));
+    let status = RawResponse::parse(&raw, method == "HEAD").map_or(0, |r| r.status);
+    (status, String::from_utf8_lossy(&raw).into_owned())
 }
 
 #[test]
@@ -160,7 +161,7 @@ fn pipelined_requests_are_each_decided_and_answered_in_order() {
     let one = |target: &str| format!("GET {target} HTTP/1.1\r\nHost: site.test\r\nUser-Agent: GPTBot/1.2\r\n\r\n");
     let mut batch = one("/public/y") + &one("/private/x") + &one("/robots.txt") + &one("/public/y");
     batch.push_str("GET /public/y HTTP/1.1\r\nHost: site.test\r\nUser-Agent: GPTBot/1.2\r\nConnection: close\r\n\r\n");
-    let raw = raw_exchange(proxy.addr, batch.as_bytes(), Duration::from_secs(5));
+    let raw = exchange(proxy.addr, batch.as_bytes(), Duration::from_secs(5));
     let text = String::from_utf8_lossy(&raw);
     let statuses: Vec<&str> =
         text.match_indices("HTTP/1.").map(|(i, _)| &text[i + 9..i + 12]).filter(|s| s.parse::<u16>().is_ok()).collect();

@@ -1,5 +1,7 @@
 //! Shared helpers for the end-to-end suite: locating the built binary,
-//! running it, a real origin server and a running proxy process.
+//! running it, a real origin server and a running proxy process. Helpers
+//! that are not about crawlgate (temporary directories, raw HTTP/1.1,
+//! golden files, the conformance suite) live in `crawlgate-testkit`.
 
 pub mod origin;
 pub mod proxy;
@@ -48,4 +50,14 @@ pub fn stdout(out: &Output) -> String {
 /// Stderr of an output as UTF-8 text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Exit code of an output (-1 when killed by a signal).
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+/// A path as a `&str` argument.
+pub fn arg(p: &Path) -> &str {
+    p.to_str().unwrap_or_else(|| panic!("non-UTF-8 path {}", p.display()))
 }

@@ -1,12 +1,13 @@
 //! Runs the real `crawlgate run` process on 127.0.0.1 with a policy written
 //! to a temporary directory, and stops it when dropped.
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use crawlgate_testkit::TempDir;
 
 use crate::crawlgate_bin;
 
@@ -45,19 +46,6 @@ pub fn free_port() -> u16 {
     panic!("no free port in 127.0.0.1:{base}..{}", base + BLOCK)
 }
 
-/// A fresh temporary directory for one test.
-pub fn temp_dir(tag: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "crawlgate-test-{}-{}-{tag}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-    dir
-}
-
 /// Polls `f` every 20 ms until it returns `Some`, or panics with `what`
 /// after `timeout`.
 pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
@@ -81,8 +69,8 @@ pub struct Proxy {
     pub admin: SocketAddr,
     /// The policy file it runs (edit it to test reloads).
     pub policy_path: PathBuf,
-    /// Its directory.
-    pub dir: PathBuf,
+    /// Its directory, removed when the proxy is dropped.
+    pub dir: TempDir,
     child: Option<Child>,
     log_path: PathBuf,
 }
@@ -108,7 +96,7 @@ impl Proxy {
 
     /// Starts `crawlgate run` on a complete policy text.
     pub fn start_with(addr: SocketAddr, admin: SocketAddr, policy: &str) -> Proxy {
-        let dir = temp_dir("proxy");
+        let dir = TempDir::new("proxy");
         let policy_path = dir.join("crawlgate.toml");
         std::fs::write(&policy_path, policy).unwrap_or_else(|e| panic!("write policy: {e}"));
         let log_path = dir.join("crawlgate.log");
@@ -144,6 +132,23 @@ impl Proxy {
     /// `http://admin` + path.
     pub fn admin_url(&self, path: &str) -> String {
         format!("http://{}{}", self.admin, path)
+    }
+
+    /// The admin listener's `/metrics` text ("" when it does not answer).
+    pub fn metrics(&self) -> String {
+        reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .and_then(|c| c.get(self.admin_url("/metrics")).send())
+            .and_then(|r| r.text())
+            .unwrap_or_default()
+    }
+
+    /// The value of one sample in `/metrics`: `series` is the metric name
+    /// with its labels as the Prometheus text format writes them
+    /// (`crawlgate_x_total{a="b"}`); `None` when there is no such sample.
+    pub fn metric(&self, series: &str) -> Option<String> {
+        self.metrics().lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ').map(|v| v.trim().to_owned()))
     }
 
     /// Everything the process logged so far.
@@ -187,7 +192,6 @@ impl Drop for Proxy {
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
-                    let _ = std::fs::remove_dir_all(&self.dir);
                     return;
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -195,24 +199,5 @@ impl Drop for Proxy {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// Sends raw bytes on a new connection and reads until the peer closes or
-/// `timeout` passes without data.
-pub fn raw_exchange(addr: SocketAddr, request: &[u8], timeout: Duration) -> Vec<u8> {
-    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(timeout)).unwrap_or_else(|e| panic!("{e}"));
-    s.write_all(request).unwrap_or_else(|e| panic!("write: {e}"));
-    let mut out = Vec::new();
-    let mut buf = [0u8; 16384];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(_) => break,
-        }
-    }
-    out
 }

@@ -1,0 +1,20 @@
+//! Test support shared by crawlgate's test suites (the policy crate's
+//! integration tests and the end-to-end crate): the public robots.txt
+//! conformance suite read with serde, temporary directories removed on drop,
+//! raw HTTP/1.1 over TCP, and golden files.
+//!
+//! It owns no crawlgate logic and depends on no crawlgate crate, so every
+//! test crate can use it without a dependency cycle.
+
+// Test support reports a broken fixture or an unexpected answer by
+// panicking with the reason, as a failed assertion does; the workspace's
+// `panic` lint is meant for the request path.
+#![allow(clippy::panic)]
+
+pub mod conformance;
+pub mod golden;
+pub mod http;
+pub mod temp;
+
+pub use conformance::{ConformanceCase, RfcStatus};
+pub use temp::TempDir;
