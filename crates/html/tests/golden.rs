@@ -15,7 +15,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crawlgate_html::{
-    rewrite_all, Config, Finding, FindingKind, Mode, Prepared, Rewriter, KNOWLEDGE_WINDOW, MAX_FINDINGS, MAX_RULE_LEN,
+    rewrite_all, Config, Finding, FindingKind, Mode, RewritePlan, Rewriter, KNOWLEDGE_WINDOW, MAX_FINDINGS,
+    MAX_RULE_LEN,
 };
 
 const MAX_MEMORY: usize = 4 << 20;
@@ -253,10 +254,10 @@ fn corpus_is_independent_of_chunk_boundaries() {
             }
             // One plan shared by every splitting's rewriter, as the proxy
             // shares one per policy plan.
-            let prepared = Prepared::new(&config);
+            let plan = RewritePlan::new(&config);
             for (what, cuts) in splittings {
                 runs += 1;
-                let rw = Rewriter::prepared(&prepared, charset).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+                let rw = Rewriter::with_plan(&plan, charset).unwrap_or_else(|e| panic!("{}: {e}", case.name));
                 let (got, findings, bail) = feed_with(rw, &case.src, &cuts);
                 let context = || {
                     format!(
@@ -537,7 +538,7 @@ fn finding(kind: FindingKind, token: &str, rule: &str) -> Finding {
 /// `want_dropped` (missing, conflict, extra, outside-head).
 fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Finding], want_dropped: [u64; 4]) {
     let config = policy(mode, MAX_MEMORY);
-    let prepared = Prepared::new(&config);
+    let plan = RewritePlan::new(&config);
     let mut rng = SplitMix(0xca9);
     let mut splittings = vec![vec![], (1..page.len()).collect::<Vec<_>>()];
     splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, page.len())));
@@ -548,7 +549,7 @@ fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Fi
         (FindingKind::OutsideHead, want_dropped[3]),
     ];
     for cuts in splittings {
-        let rw = Rewriter::prepared(&prepared, None).unwrap_or_else(|e| panic!("{e}"));
+        let rw = Rewriter::with_plan(&plan, None).unwrap_or_else(|e| panic!("{e}"));
         let (out, findings, counts) = feed_counting(rw, page.as_bytes(), &cuts);
         let context = format!("{mode:?} cuts {}", describe_cuts(&cuts));
         assert!(out == want.as_bytes(), "{context}: {}", first_difference(want.as_bytes(), &out));
