@@ -213,7 +213,7 @@ fn head_meta(st: &mut State, plan: &PlanInner, el: &mut Element<'_, '_>, start: 
     }
 }
 
-/// Keeps what [`State::close_head`] needs of a head meta's rules, bounded
+/// Keeps what [`crate::slots::State::close_head`] needs of a head meta's rules, bounded
 /// whatever the number of metas: the keys that decide missing findings
 /// (once each) and the extras (the first [`MAX_FINDINGS`] per token, then
 /// a count).

@@ -61,16 +61,11 @@ mod slots;
 pub use plan::RewritePlan;
 pub use rewriter::{rewrite_all, Bail, Rewriter};
 
-/// What the rewriter does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Add the policy's metas.
-    Inject,
-    /// Report only; output equals input.
-    Audit,
-    /// Strip contradicting rules from the page's metas, add the policy's.
-    Enforce,
-}
+/// What the rewriter does: the policy's `html` mode of a `[[robots_tag]]`
+/// entry. `Inject` adds the policy's metas; `Audit` reports only, the
+/// output equals the input; `Enforce` strips contradicting rules from the
+/// page's metas and adds the policy's.
+pub use crawlgate_policy::HtmlMode as Mode;
 
 /// The policy's rules for one response.
 #[derive(Clone, Debug)]

@@ -84,7 +84,7 @@ pub(crate) struct PlanInner {
     /// The markers of the first slots, built with the plan (a page has at
     /// most two: after `<html>` and in `<head>`).
     pub(crate) markers: Vec<Arc<Marker>>,
-    /// The page rule keys that can decide a missing finding ([`covers`]):
+    /// The page rule keys that can decide a missing finding ([`crate::rules::covers`]):
     /// the policy's own and `none`, `noindex`, `nofollow`. A page's other
     /// rules need not be kept.
     pub(crate) relevant: Vec<String>,
@@ -130,7 +130,7 @@ impl PlanInner {
 
     /// Whether `key` is a rule key of one of the policy's metas for
     /// `token`: a page meta with any other key is identical to none of
-    /// them (see [`State::decide`]).
+    /// them (see [`crate::slots::State::decide`]).
     pub(crate) fn could_match(&self, token: &str, key: &str) -> bool {
         self.metas.iter().any(|(t, set, _)| t == token && set.iter().any(|k| k == key))
     }

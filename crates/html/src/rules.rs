@@ -8,7 +8,7 @@ pub(crate) use crawlgate_policy::robots_tag::{contradicts, RESTRICTIVE_RULES};
 
 use crate::MAX_RULE_LEN;
 
-/// `rule`, cut to at most [`MAX_RULE_LEN`] bytes at a character boundary.
+/// `rule`, cut to at most [`crate::MAX_RULE_LEN`] bytes at a character boundary.
 pub(crate) fn bounded_rule(rule: &str) -> &str {
     if rule.len() <= MAX_RULE_LEN {
         return rule;

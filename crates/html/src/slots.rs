@@ -85,7 +85,7 @@ pub(crate) struct State {
     /// The page's head metas within the window: `(token, rule_set)`.
     pub(crate) seen: Vec<(String, Vec<String>)>,
     /// The page's head rules that can decide a missing finding: token ->
-    /// distinct [`rule_key`]s among [`Plan::relevant`] (audit).
+    /// distinct [`crate::rules::rule_key`]s among [`PlanInner::relevant`] (audit).
     pub(crate) page_keys: BTreeMap<String, Vec<String>>,
     /// The page's head rules that restrict more than the policy, reported
     /// as extras when the head ends: token -> the first [`MAX_FINDINGS`]

@@ -11,6 +11,7 @@
 // A test reports a failure by panicking.
 #![allow(clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -118,47 +119,56 @@ struct Case {
     name: String,
     src: Vec<u8>,
     charset: Option<String>,
-    directives: Vec<(String, Vec<String>)>,
+    directives: Directives,
 }
 
-fn directives(v: &serde_json::Value) -> Vec<(String, Vec<String>)> {
-    let pairs = v.as_array().unwrap_or_else(|| panic!("directives must be an array of [token, [rules]]"));
-    pairs
-        .iter()
-        .map(|pair| {
-            let token = pair[0].as_str().unwrap_or_else(|| panic!("token must be a string: {pair}"));
-            let rules = pair[1].as_array().unwrap_or_else(|| panic!("rules must be an array: {pair}"));
-            (token.to_owned(), rules.iter().map(|r| r.as_str().unwrap_or_default().to_owned()).collect())
-        })
-        .collect()
+/// `("*" or token, rules)` pairs, as `[token, [rules]]` in JSON.
+type Directives = Vec<(String, Vec<String>)>;
+
+/// `tests/data/policy.json`: the corpus policy and per-case overrides.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorpusPolicy {
+    directives: Directives,
+    #[serde(default)]
+    cases: BTreeMap<String, CaseOverride>,
+}
+
+/// What a case of the corpus changes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseOverride {
+    /// The Content-Type label the page comes with.
+    #[serde(default)]
+    charset: Option<String>,
+    /// Replaces the corpus policy's directives.
+    #[serde(default)]
+    directives: Option<Directives>,
 }
 
 fn cases() -> Vec<Case> {
     let dir = data_dir();
     let policy_text = std::fs::read_to_string(dir.join("policy.json")).unwrap_or_else(|e| panic!("policy.json: {e}"));
-    let policy: serde_json::Value = serde_json::from_str(&policy_text).unwrap_or_else(|e| panic!("policy.json: {e}"));
-    let default = directives(&policy["directives"]);
+    let mut policy: CorpusPolicy = serde_json::from_str(&policy_text).unwrap_or_else(|e| panic!("policy.json: {e}"));
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".src.html").map(str::to_owned))
         .collect();
     names.sort();
-    if let Some(overrides) = policy["cases"].as_object() {
-        for name in overrides.keys() {
-            assert!(names.contains(name), "policy.json names a case without {name}.src.html");
-        }
+    for name in policy.cases.keys() {
+        assert!(names.contains(name), "policy.json names a case without {name}.src.html");
     }
     names
         .into_iter()
         .map(|name| {
             let src = std::fs::read(dir.join(format!("{name}.src.html"))).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let o = &policy["cases"][&name];
-            Case {
-                charset: o["charset"].as_str().map(str::to_owned),
-                directives: if o["directives"].is_null() { default.clone() } else { directives(&o["directives"]) },
-                name,
-                src,
-            }
+            let (charset, directives) = match policy.cases.remove(&name) {
+                Some(CaseOverride { charset, directives }) => {
+                    (charset, directives.unwrap_or_else(|| policy.directives.clone()))
+                }
+                None => (None, policy.directives.clone()),
+            };
+            Case { charset, directives, name, src }
         })
         .collect()
 }

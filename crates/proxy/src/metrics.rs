@@ -203,9 +203,10 @@ impl Metrics {
         self.html_findings.with_label_values(&[mode, kind]).inc_by(n);
     }
 
-    /// Counts an HTML response left unchanged (unsupported charset, bail-out).
-    pub fn html_passthrough(&self, reason: &str) {
-        self.html_passthrough.with_label_values(&[reason]).inc();
+    /// Counts an HTML response left unchanged, by [`crate::html::Passthrough`]
+    /// reason.
+    pub fn html_passthrough(&self, reason: crate::html::Passthrough) {
+        self.html_passthrough.with_label_values(&[reason.as_str()]).inc();
     }
 
     /// Counts a response aborted while decoding its body (`size`, `ratio`,
