@@ -39,8 +39,8 @@ impl RewritePlan {
                 continue;
             }
             let name = if token == "*" { "robots" } else { token.as_str() };
-            // The policy's builder: the element the CLI's `explain` shows is
-            // the one inserted.
+            // The policy's builder, which the CLI's `explain` uses too: one
+            // escaping for every robots meta crawlgate writes.
             let html = robots_tag::meta_element(name, &rs.join(", "));
             metas.push((token.clone(), rule_set(rs), html));
         }
