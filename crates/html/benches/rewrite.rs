@@ -6,7 +6,7 @@
 // `criterion_group!` defines an undocumented public function.
 #![allow(missing_docs)]
 
-use crawlgate_html::{Config, Mode, Prepared, Rewriter};
+use crawlgate_html::{Config, Mode, RewritePlan, Rewriter};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
 const CHUNK: usize = 16 * 1024;
@@ -96,9 +96,9 @@ fn config(mode: Mode) -> Config {
 
 /// One response through a rewriter, on a plan prepared beforehand (the
 /// proxy prepares one per policy plan).
-fn rewrite(prepared: &Prepared, input: &[u8]) -> usize {
+fn rewrite(plan: &RewritePlan, input: &[u8]) -> usize {
     // No charset given: construction cannot fail.
-    let Ok(mut rw) = Rewriter::prepared(prepared, None) else { return 0 };
+    let Ok(mut rw) = Rewriter::with_plan(plan, None) else { return 0 };
     let mut n = 0;
     for chunk in input.chunks(CHUNK) {
         n += rw.write(chunk).len();
@@ -125,11 +125,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| Rewriter::new(&config(Mode::Inject), None).map(|mut rw| rw.finish().len()).unwrap_or(0))
     });
     // What the proxy pays: the plan is prepared once per policy plan.
-    let prepared = Prepared::new(&config(Mode::Inject));
+    let plan = RewritePlan::new(&config(Mode::Inject));
     c.bench_function("rewriter/prepared+finish", |b| {
-        b.iter(|| Rewriter::prepared(&prepared, None).map(|mut rw| rw.finish().len()).unwrap_or(0))
+        b.iter(|| Rewriter::with_plan(&plan, None).map(|mut rw| rw.finish().len()).unwrap_or(0))
     });
-    let (inject, audit) = (Prepared::new(&config(Mode::Inject)), Prepared::new(&config(Mode::Audit)));
+    let (inject, audit) = (RewritePlan::new(&config(Mode::Inject)), RewritePlan::new(&config(Mode::Audit)));
     // The 1.5 KB page of scripts/load-test: a short head (charset, title,
     // viewport, a stylesheet, a script), then paragraphs.
     let small = small_page();

@@ -11,11 +11,13 @@
 // A test reports a failure by panicking.
 #![allow(clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crawlgate_html::{
-    rewrite_all, Config, Finding, FindingKind, Mode, Prepared, Rewriter, KNOWLEDGE_WINDOW, MAX_FINDINGS, MAX_RULE_LEN,
+    rewrite_all, Config, Finding, FindingKind, Mode, RewritePlan, Rewriter, KNOWLEDGE_WINDOW, MAX_FINDINGS,
+    MAX_RULE_LEN,
 };
 
 const MAX_MEMORY: usize = 4 << 20;
@@ -117,47 +119,56 @@ struct Case {
     name: String,
     src: Vec<u8>,
     charset: Option<String>,
-    directives: Vec<(String, Vec<String>)>,
+    directives: Directives,
 }
 
-fn directives(v: &serde_json::Value) -> Vec<(String, Vec<String>)> {
-    let pairs = v.as_array().unwrap_or_else(|| panic!("directives must be an array of [token, [rules]]"));
-    pairs
-        .iter()
-        .map(|pair| {
-            let token = pair[0].as_str().unwrap_or_else(|| panic!("token must be a string: {pair}"));
-            let rules = pair[1].as_array().unwrap_or_else(|| panic!("rules must be an array: {pair}"));
-            (token.to_owned(), rules.iter().map(|r| r.as_str().unwrap_or_default().to_owned()).collect())
-        })
-        .collect()
+/// `("*" or token, rules)` pairs, as `[token, [rules]]` in JSON.
+type Directives = Vec<(String, Vec<String>)>;
+
+/// `tests/data/policy.json`: the corpus policy and per-case overrides.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorpusPolicy {
+    directives: Directives,
+    #[serde(default)]
+    cases: BTreeMap<String, CaseOverride>,
+}
+
+/// What a case of the corpus changes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseOverride {
+    /// The Content-Type label the page comes with.
+    #[serde(default)]
+    charset: Option<String>,
+    /// Replaces the corpus policy's directives.
+    #[serde(default)]
+    directives: Option<Directives>,
 }
 
 fn cases() -> Vec<Case> {
     let dir = data_dir();
     let policy_text = std::fs::read_to_string(dir.join("policy.json")).unwrap_or_else(|e| panic!("policy.json: {e}"));
-    let policy: serde_json::Value = serde_json::from_str(&policy_text).unwrap_or_else(|e| panic!("policy.json: {e}"));
-    let default = directives(&policy["directives"]);
+    let mut policy: CorpusPolicy = serde_json::from_str(&policy_text).unwrap_or_else(|e| panic!("policy.json: {e}"));
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".src.html").map(str::to_owned))
         .collect();
     names.sort();
-    if let Some(overrides) = policy["cases"].as_object() {
-        for name in overrides.keys() {
-            assert!(names.contains(name), "policy.json names a case without {name}.src.html");
-        }
+    for name in policy.cases.keys() {
+        assert!(names.contains(name), "policy.json names a case without {name}.src.html");
     }
     names
         .into_iter()
         .map(|name| {
             let src = std::fs::read(dir.join(format!("{name}.src.html"))).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let o = &policy["cases"][&name];
-            Case {
-                charset: o["charset"].as_str().map(str::to_owned),
-                directives: if o["directives"].is_null() { default.clone() } else { directives(&o["directives"]) },
-                name,
-                src,
-            }
+            let (charset, directives) = match policy.cases.remove(&name) {
+                Some(CaseOverride { charset, directives }) => {
+                    (charset, directives.unwrap_or_else(|| policy.directives.clone()))
+                }
+                None => (None, policy.directives.clone()),
+            };
+            Case { charset, directives, name, src }
         })
         .collect()
 }
@@ -253,10 +264,10 @@ fn corpus_is_independent_of_chunk_boundaries() {
             }
             // One plan shared by every splitting's rewriter, as the proxy
             // shares one per policy plan.
-            let prepared = Prepared::new(&config);
+            let plan = RewritePlan::new(&config);
             for (what, cuts) in splittings {
                 runs += 1;
-                let rw = Rewriter::prepared(&prepared, charset).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+                let rw = Rewriter::with_plan(&plan, charset).unwrap_or_else(|e| panic!("{}: {e}", case.name));
                 let (got, findings, bail) = feed_with(rw, &case.src, &cuts);
                 let context = || {
                     format!(
@@ -537,7 +548,7 @@ fn finding(kind: FindingKind, token: &str, rule: &str) -> Finding {
 /// `want_dropped` (missing, conflict, extra, outside-head).
 fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Finding], want_dropped: [u64; 4]) {
     let config = policy(mode, MAX_MEMORY);
-    let prepared = Prepared::new(&config);
+    let plan = RewritePlan::new(&config);
     let mut rng = SplitMix(0xca9);
     let mut splittings = vec![vec![], (1..page.len()).collect::<Vec<_>>()];
     splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, page.len())));
@@ -548,7 +559,7 @@ fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Fi
         (FindingKind::OutsideHead, want_dropped[3]),
     ];
     for cuts in splittings {
-        let rw = Rewriter::prepared(&prepared, None).unwrap_or_else(|e| panic!("{e}"));
+        let rw = Rewriter::with_plan(&plan, None).unwrap_or_else(|e| panic!("{e}"));
         let (out, findings, counts) = feed_counting(rw, page.as_bytes(), &cuts);
         let context = format!("{mode:?} cuts {}", describe_cuts(&cuts));
         assert!(out == want.as_bytes(), "{context}: {}", first_difference(want.as_bytes(), &out));

@@ -1,10 +1,11 @@
 //! The built-in catalog of known crawlers and agents (data in
 //! `data/catalog.json`, compiled into the binary; see `data/README.md`).
 //!
-//! Used when a policy loads (`group.categories`, the robots-only warning)
-//! and by the CLI (`crawlgate agents list`, `crawlgate explain`); nothing on
-//! the request path reads it: requests are identified by the compiled
-//! policy's own token matcher.
+//! Used when a policy loads (`group.categories`, the robots-only warning),
+//! by the CLI (`crawlgate agents list`, `crawlgate explain`) and by the
+//! HTML rewriter, which asks [`is_crawler_meta_name`] which `<meta>` names
+//! speak to a crawler. Requests are identified by the compiled policy's own
+//! token matcher, not by the catalog.
 
 use std::cmp::Ordering;
 use std::sync::LazyLock;
@@ -104,6 +105,19 @@ pub fn is_robots_only(token: &str) -> bool {
     lookup(token).is_some_and(|e| !e.ua_visible)
 }
 
+/// Robots `<meta>` names crawlers read that are not product tokens of the
+/// catalog (Yandex documents `<meta name="yandex">`; its crawlers' tokens
+/// are `YandexBot` and others).
+const META_ONLY_NAMES: &[&str] = &["yandex"];
+
+/// Whether a `<meta name>` addresses a known crawler, as
+/// `<meta name="googlebot">` does: a catalog token or one of the few meta
+/// names crawlers document apart from their tokens. ASCII
+/// case-insensitive; no allocation.
+pub fn is_crawler_meta_name(name: &str) -> bool {
+    lookup(name).is_some() || META_ONLY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -162,6 +176,16 @@ mod tests {
         assert!(lookup("").is_none());
         assert!(lookup("GPTBo").is_none());
         assert!(lookup("gptbot ").is_none());
+    }
+
+    #[test]
+    fn crawler_meta_names() {
+        for name in ["googlebot", "Googlebot-News", "bingbot", "YANDEX", "gptbot", "CCBot", "slurp"] {
+            assert!(is_crawler_meta_name(name), "{name}");
+        }
+        for name in ["robots", "description", "viewport", "", "googlebot "] {
+            assert!(!is_crawler_meta_name(name), "{name}");
+        }
     }
 
     #[test]

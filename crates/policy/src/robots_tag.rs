@@ -26,6 +26,46 @@ pub const FLAG_RULES: &[&str] = &[
     "follow",
 ];
 
+/// Boolean rules that restrict what a crawler may do with a page: the
+/// rules a page may add beyond a policy, and the ones [`contradicts`]
+/// knows an opposite of.
+pub const RESTRICTIVE_RULES: &[&str] =
+    &["noindex", "nofollow", "none", "noarchive", "nosnippet", "noimageindex", "notranslate", "noai", "noimageai"];
+
+/// `noindex` -> `("noindex", None)`, `max-snippet : 50` ->
+/// `("max-snippet", Some("50"))`: a rule's name and value, split at the
+/// first `:` or `=` (robots meta and `X-Robots-Tag` syntax), both trimmed,
+/// case kept.
+pub fn split_rule(rule: &str) -> (&str, Option<&str>) {
+    match rule.split_once([':', '=']) {
+        Some((name, value)) => (name.trim(), Some(value.trim())),
+        None => (rule.trim(), None),
+    }
+}
+
+/// Whether the page rule `page` allows what the policy rule `policy`
+/// forbids: `index` against `noindex`, `all` ("no restrictions") against
+/// any of [`RESTRICTIVE_RULES`], a snippet limit other than 0 against
+/// `nosnippet`. Both rules lowercase.
+pub fn contradicts(policy: &str, page: &str) -> bool {
+    let p = split_rule(policy).0;
+    let (q, value) = split_rule(page);
+    if q == "all" {
+        return RESTRICTIVE_RULES.contains(&p);
+    }
+    match p {
+        "noindex" => q == "index",
+        "nofollow" => q == "follow",
+        "none" => q == "index" || q == "follow",
+        "nosnippet" => q == "snippet" || (q == "max-snippet" && value.unwrap_or("") != "0"),
+        "noarchive" => q == "archive",
+        "noimageindex" => q == "imageindex",
+        "noai" => q == "ai",
+        "noimageai" => q == "imageai",
+        _ => false,
+    }
+}
+
 /// Why a rule set is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -70,11 +110,8 @@ impl Rule {
     /// Parses `noindex`, `max-snippet:50`, `max-snippet=50`,
     /// `unavailable_after: 2026-12-31`.
     pub fn parse(raw: &str) -> Result<Rule, RobotsTagError> {
-        let raw_trim = raw.trim();
-        let (name, value) = match raw_trim.find([':', '=']) {
-            Some(i) => (raw_trim[..i].trim().to_ascii_lowercase(), Some(raw_trim[i + 1..].trim())),
-            None => (raw_trim.to_ascii_lowercase(), None),
-        };
+        let (name, value) = split_rule(raw);
+        let name = name.to_ascii_lowercase();
         let bad = |expected| RobotsTagError::BadValue { rule: raw.escape_debug().to_string(), expected };
         let value = match (name.as_str(), value) {
             (n, None) if FLAG_RULES.contains(&n) => None,
@@ -436,6 +473,23 @@ mod tests {
             dated.robots_tag_value().as_deref(),
             Some("*;unavailable_after=\"2026-12-31\";max-image-preview=large")
         );
+    }
+
+    #[test]
+    fn restrictive_rules_are_flag_rules() {
+        for r in RESTRICTIVE_RULES {
+            assert!(FLAG_RULES.contains(r), "{r}");
+            assert_eq!(Rule::parse(r), Ok(Rule { name: r.to_string(), value: None }));
+        }
+        assert_eq!(split_rule(" max-snippet : 50 "), ("max-snippet", Some("50")));
+        assert_eq!(
+            split_rule("unavailable_after: 25 Jun 2010 15:00"),
+            ("unavailable_after", Some("25 Jun 2010 15:00"))
+        );
+        assert_eq!(split_rule(" NoIndex "), ("NoIndex", None));
+        assert!(contradicts("noindex", "all") && contradicts("none", "follow") && contradicts("noai", "ai"));
+        assert!(contradicts("nosnippet", "max-snippet:-1") && !contradicts("nosnippet", "max-snippet : 0"));
+        assert!(!contradicts("notranslate", "index") && !contradicts("max-snippet:5", "all"));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::{Bytes, BytesMut};
-use crawlgate_html::{Config, Mode, Prepared, Rewriter};
+use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header;
 use pingora::http::ResponseHeader;
@@ -14,8 +14,7 @@ use pingora::proxy::Session;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
 use crate::decode::{Decoder, Encoding};
-use crate::metrics::Metrics;
-use crate::service::unpoison;
+use crate::metrics::{Metrics, Passthrough};
 
 /// Memory lol_html may use per response before it bails out to
 /// pass-through.
@@ -26,39 +25,32 @@ const MAX_MEMORY: usize = 4 << 20;
 /// past this (hardly possible) the rest are prepared per response.
 const PLANS_LIMIT: usize = 64;
 
-/// The rewriter plans of one policy snapshot, prepared on first use and
+/// The rewrite plans of one policy snapshot: one [`RewritePlan`] per
+/// [`HtmlPlan`] (what the policy wants for a URL), built on first use and
 /// shared by every response after that (building one formats the metas
 /// and the rule table).
 #[derive(Default)]
-pub struct Plans(RwLock<Vec<(Arc<HtmlPlan>, Prepared)>>);
+pub struct RewritePlans(RwLock<Vec<(Arc<HtmlPlan>, RewritePlan)>>);
 
-impl Plans {
-    /// The prepared plan for `plan`. The policy memoises its plans, so the
+impl RewritePlans {
+    /// The rewrite plan for `plan`. The policy memoises its plans, so the
     /// pointer comparison almost always decides; equal plans built apart
     /// share one too.
-    pub fn get(&self, plan: &Arc<HtmlPlan>) -> Prepared {
+    pub fn get(&self, plan: &Arc<HtmlPlan>) -> RewritePlan {
         let same = |k: &Arc<HtmlPlan>| Arc::ptr_eq(k, plan) || **k == **plan;
         if let Ok(list) = self.0.read() {
             if let Some((_, p)) = list.iter().find(|(k, _)| same(k)) {
                 return p.clone();
             }
         }
-        let config = Config {
-            mode: match plan.mode {
-                HtmlMode::Inject => Mode::Inject,
-                HtmlMode::Audit => Mode::Audit,
-                HtmlMode::Enforce => Mode::Enforce,
-            },
-            directives: plan.directives.clone(),
-            max_memory: MAX_MEMORY,
-        };
-        let prepared = Prepared::new(&config);
+        let config = Config { mode: plan.mode, directives: plan.directives.clone(), max_memory: MAX_MEMORY };
+        let built = RewritePlan::new(&config);
         if let Ok(mut list) = self.0.write() {
             if list.len() < PLANS_LIMIT && !list.iter().any(|(k, _)| same(k)) {
-                list.push((plan.clone(), prepared.clone()));
+                list.push((plan.clone(), built.clone()));
             }
         }
-        prepared
+        built
     }
 }
 
@@ -82,14 +74,6 @@ pub struct HtmlStream {
 struct Inner {
     rewriter: Rewriter,
     decoder: Option<Decoder>,
-}
-
-fn mode_name(mode: HtmlMode) -> &'static str {
-    match mode {
-        HtmlMode::Inject => "inject",
-        HtmlMode::Audit => "audit",
-        HtmlMode::Enforce => "enforce",
-    }
 }
 
 /// The body length of a response framed by Content-Length alone.
@@ -155,7 +139,7 @@ pub fn start(
     session: &mut Session,
     resp: &mut ResponseHeader,
     plan: &Arc<HtmlPlan>,
-    plans: &Plans,
+    plans: &RewritePlans,
     metrics: &Metrics,
     path: &str,
 ) -> Result<Option<HtmlStream>> {
@@ -178,21 +162,21 @@ pub fn start(
     let encoding = match content_coding(resp) {
         Ok(e) => e,
         Err(()) => {
-            metrics.html_passthrough("encoding");
+            metrics.html_passthrough(Passthrough::Encoding);
             let values: Vec<_> = resp.headers.get_all(header::CONTENT_ENCODING).iter().collect();
             tracing::info!(path, encoding = ?values, "HTML left unchanged: content encoding cannot be decoded");
             return Ok(None);
         }
     };
-    let mut rewriter = match Rewriter::prepared(&plans.get(plan), charset.as_deref()) {
+    let mut rewriter = match Rewriter::with_plan(&plans.get(plan), charset.as_deref()) {
         Ok(r) => r,
         Err(e) => {
-            metrics.html_passthrough("charset");
+            metrics.html_passthrough(Passthrough::Charset);
             tracing::info!(path, error = %e, "HTML left unchanged: charset cannot be rewritten");
             return Ok(None);
         }
     };
-    let mode = mode_name(plan.mode);
+    let mode = plan.mode.as_str();
     // A decoded body changes even in audit mode.
     if plan.mode != HtmlMode::Audit || encoding.is_some() {
         // The body changes. Inject knows by how much before it has seen the
@@ -203,10 +187,14 @@ pub fn start(
         // chunked (pingora's h1 writer would otherwise close the
         // connection). Either way byte ranges of the origin's body no longer
         // apply, and the ETag is no longer byte-exact. A decoded body's
-        // length is not known before it is decoded.
-        let length = match encoding {
-            Some(_) => None,
-            None => content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64)),
+        // length is not known before it is decoded. Without a charset label
+        // the body may start with a UTF-16 byte order mark, which the
+        // rewriter passes through untouched: padding it to a promised length
+        // would add bytes to a page it must not change, so such a response
+        // is sent chunked.
+        let length = match (&encoding, &charset) {
+            (None, Some(_)) => content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64)),
+            _ => None,
         };
         match length {
             Some(n) => resp.insert_header(header::CONTENT_LENGTH, n)?,
@@ -359,10 +347,22 @@ impl HtmlStream {
             );
         }
         if !self.bailed {
-            if let Some(reason) = rw.bail_reason() {
-                self.bailed = true;
-                metrics.html_passthrough("bail-out");
-                tracing::warn!(path, reason, "HTML rewriter gave up; the rest of the body passes through unchanged");
+            match rw.bail() {
+                None => {}
+                Some(Bail::Utf16Bom) => {
+                    self.bailed = true;
+                    metrics.html_passthrough(Passthrough::Utf16);
+                    tracing::info!(path, "HTML left unchanged: the body starts with a UTF-16 byte order mark");
+                }
+                Some(bail) => {
+                    self.bailed = true;
+                    metrics.html_passthrough(Passthrough::BailOut);
+                    tracing::warn!(
+                        path,
+                        reason = bail.as_str(),
+                        "HTML rewriter gave up; the rest of the body passes through unchanged"
+                    );
+                }
             }
         }
         let out = out.into_bytes();
@@ -371,9 +371,18 @@ impl HtmlStream {
     }
 }
 
+/// A mutex-free accessor for the html stream: the rewriter is `Send` but not
+/// `Sync`, so it sits in a `Mutex` and is reached with `get_mut`.
+fn unpoison<T>(m: &mut Mutex<T>) -> &mut T {
+    match m.get_mut() {
+        Ok(v) => v,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{html_content_type, HtmlMode, HtmlPlan, Plans, PLANS_LIMIT};
+    use super::{html_content_type, HtmlMode, HtmlPlan, Passthrough, RewritePlans, PLANS_LIMIT};
     use std::sync::Arc;
 
     fn plan(rule: &str) -> Arc<HtmlPlan> {
@@ -382,7 +391,7 @@ mod tests {
 
     #[test]
     fn plans_are_prepared_once_and_bounded() {
-        let plans = Plans::default();
+        let plans = RewritePlans::default();
         let a = plan("noindex");
         let _ = plans.get(&a);
         let _ = plans.get(&a.clone());
@@ -394,6 +403,13 @@ mod tests {
             let _ = plans.get(&plan(&format!("max-snippet:{i}")));
         }
         assert_eq!(plans.0.read().map(|l| l.len()).unwrap_or(0), PLANS_LIMIT);
+    }
+
+    #[test]
+    fn passthrough_reasons_are_distinct_labels() {
+        let all = [Passthrough::Encoding, Passthrough::Charset, Passthrough::Utf16, Passthrough::BailOut];
+        let labels: Vec<&str> = all.iter().map(|r| r.as_str()).collect();
+        assert_eq!(labels, ["encoding", "charset", "utf-16", "bail-out"]);
     }
 
     #[test]

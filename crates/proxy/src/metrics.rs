@@ -37,6 +37,35 @@ impl ReloadOutcome {
     }
 }
 
+/// Why an HTML response passes through unchanged: the `reason` label of
+/// `crawlgate_html_passthrough_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passthrough {
+    /// A content coding this proxy does not decode.
+    Encoding,
+    /// A charset label lol_html cannot rewrite (UTF-16, unknown labels).
+    Charset,
+    /// The body starts with a UTF-16 byte order mark, which overrides any
+    /// label (WHATWG Encoding, "BOM sniff"): the whole body is the
+    /// origin's.
+    Utf16,
+    /// The rewriter gave up mid-body (lol_html's memory limit); the rest
+    /// passes through.
+    BailOut,
+}
+
+impl Passthrough {
+    /// `encoding`, `charset`, `utf-16`, `bail-out`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Passthrough::Encoding => "encoding",
+            Passthrough::Charset => "charset",
+            Passthrough::Utf16 => "utf-16",
+            Passthrough::BailOut => "bail-out",
+        }
+    }
+}
+
 /// All metrics of one process.
 pub struct Metrics {
     registry: Registry,
@@ -223,9 +252,10 @@ impl Metrics {
         self.html_findings.with_label_values(&[mode, kind]).inc_by(n);
     }
 
-    /// Counts an HTML response left unchanged (unsupported charset, bail-out).
-    pub fn html_passthrough(&self, reason: &str) {
-        self.html_passthrough.with_label_values(&[reason]).inc();
+    /// Counts an HTML response left unchanged, by [`Passthrough`]
+    /// reason.
+    pub fn html_passthrough(&self, reason: Passthrough) {
+        self.html_passthrough.with_label_values(&[reason.as_str()]).inc();
     }
 
     /// Counts a response aborted while decoding its body (`size`, `ratio`,

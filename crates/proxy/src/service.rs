@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -480,14 +480,5 @@ fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
         if c.is_header_phase() {
             c.adjust_level(if on { COMPRESSION_LEVEL } else { 0 });
         }
-    }
-}
-
-/// A mutex-free accessor for the html stream: the rewriter is `Send` but not
-/// `Sync`, so it sits in a `Mutex` and is reached with `get_mut`.
-pub(crate) fn unpoison<T>(m: &mut Mutex<T>) -> &mut T {
-    match m.get_mut() {
-        Ok(v) => v,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }

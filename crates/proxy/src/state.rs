@@ -30,7 +30,7 @@ pub struct Snapshot {
     /// `Cache-Control` of both files.
     pub cache_control: String,
     /// The HTML rewriter plans of this policy, prepared on first use.
-    pub html_plans: crate::html::Plans,
+    pub html_plans: crate::html::RewritePlans,
     /// Some `[[robots_tag]]` entry rewrites HTML (`Policy::rewrites_html`).
     pub rewrites_html: bool,
     /// The origin pool.
@@ -101,7 +101,7 @@ impl Snapshot {
             robots,
             agents,
             cache_control,
-            html_plans: crate::html::Plans::default(),
+            html_plans: crate::html::RewritePlans::default(),
             rewrites_html,
             upstream,
         })

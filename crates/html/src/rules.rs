@@ -1,0 +1,92 @@
+//! Comparing robots rules: the keys rules are compared by, whether a set
+//! of rules covers another, reading a `content` attribute. The vocabulary
+//! itself (which rules restrict, which page rule contradicts which policy
+//! rule, how a rule splits into name and value) is the policy crate's
+//! `robots_tag` module.
+
+pub(crate) use crawlgate_policy::robots_tag::{contradicts, RESTRICTIVE_RULES};
+
+use crate::MAX_RULE_LEN;
+
+/// `rule`, cut to at most [`crate::MAX_RULE_LEN`] bytes at a character boundary.
+pub(crate) fn bounded_rule(rule: &str) -> &str {
+    if rule.len() <= MAX_RULE_LEN {
+        return rule;
+    }
+    let mut end = MAX_RULE_LEN;
+    while !rule.is_char_boundary(end) {
+        end -= 1;
+    }
+    &rule[..end]
+}
+
+/// `("noindex", "")`, `("max-snippet", "50")`: an empty value counts as
+/// none.
+fn split_rule(rule: &str) -> (&str, &str) {
+    let (name, value) = crawlgate_policy::robots_tag::split_rule(rule);
+    (name, value.unwrap_or(""))
+}
+
+pub(crate) fn rule_name(rule: &str) -> &str {
+    split_rule(rule).0
+}
+
+/// The rule as compared: `max-snippet : 50` and `max-snippet:50` agree.
+pub(crate) fn rule_key(rule: &str) -> String {
+    match split_rule(rule) {
+        (name, "") => name.to_string(),
+        (name, value) => format!("{name}:{value}"),
+    }
+}
+
+/// Whether a set of rules (as [`rule_key`]s) includes `rule`; `none` stands
+/// for `noindex, nofollow` and the other way round.
+pub(crate) fn covers(keys: &[String], rule: &str) -> bool {
+    let key = rule_key(rule);
+    let has = |r: &str| keys.iter().any(|k| k == r);
+    has(&key)
+        || (matches!(key.as_str(), "noindex" | "nofollow") && has("none"))
+        || (key == "none" && has("noindex") && has("nofollow"))
+}
+
+/// The rules of a `content` attribute already lowercased, in order. An
+/// iterator, not a list: a `content` can hold millions of rules, and a
+/// `String` for each would cost many times the attribute's size.
+pub(crate) fn content_rules(lower: &str) -> impl Iterator<Item = &str> + Clone {
+    lower.split(',').map(str::trim).filter(|r| !r.is_empty())
+}
+
+/// A set of rules in a form that compares equal regardless of order, case,
+/// spacing and repetition.
+pub(crate) fn rule_set(rules: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = rules.iter().map(|r| rule_key(r)).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rules of a `content` attribute, lowercase, in order.
+    fn parse_content(content: &str) -> Vec<String> {
+        content_rules(&content.to_ascii_lowercase()).map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn rules_compare_loosely() {
+        assert!(contradicts("noindex", "all"));
+        assert!(contradicts("nosnippet", "max-snippet:-1"));
+        assert!(!contradicts("nosnippet", "max-snippet : 0"));
+        assert!(covers(&["none".into()], "nofollow"));
+        assert!(covers(&["noindex".into(), "nofollow".into()], "none"));
+        assert_eq!(
+            rule_set(&parse_content(" NoIndex ,  NOFOLLOW,noindex")),
+            vec!["nofollow".to_string(), "noindex".to_string()]
+        );
+        assert_eq!(rule_key("max-snippet : 50"), "max-snippet:50");
+        assert_eq!(rule_key("noindex:"), "noindex");
+        assert_eq!(bounded_rule(&"é".repeat(100)).len(), MAX_RULE_LEN);
+    }
+}
