@@ -165,7 +165,7 @@ fn crawlgate_config_env_var_is_honoured() {
             .current_dir(workspace_root())
             .env("CRAWLGATE_CONFIG", env)
             .output()
-            .unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+            .expect("cannot run crawlgate")
     };
     let want = format!(
         "OK {}: 2 groups, 3 rules, 1 robots_tag, agents.txt disabled, 0 warnings (sha256 {POLICY_SHA})\n",

@@ -133,7 +133,7 @@ fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| panic!("worker thread panicked"))).collect()
+        handles.into_iter().flat_map(|h| h.join().expect("worker thread panicked")).collect()
     });
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, t)| t).collect()
@@ -193,11 +193,7 @@ fn import_round_trip_keeps_every_decision() {
     let (files, body_of) = write_bodies(&dir, &cases);
     let bin = crawlgate_bin();
     let run = |args: &[&str]| -> Output {
-        Command::new(&bin)
-            .args(args)
-            .env_remove("CRAWLGATE_CONFIG")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+        Command::new(&bin).args(args).env_remove("CRAWLGATE_CONFIG").output().expect("cannot run crawlgate")
     };
     // Per body: import, check, render; `Some(warnings that change decisions)`.
     let rendered: Vec<(PathBuf, Vec<String>)> = parallel(files.len(), |b| {

@@ -23,7 +23,7 @@ const REQUEST_TIMEOUT: &[u8] = b"HTTP/1.1 408 Request Timeout\r\nConnection: clo
 const PATIENCE: Duration = Duration::from_secs(15);
 
 fn addr() -> SocketAddr {
-    format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"))
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
 }
 
 /// The proxy on [`POLICY`] with `server_keys` added to `[server]`.
@@ -89,8 +89,8 @@ fn slow_header_is_cut_off_with_408() {
     let s = conn.stream();
     // One header line every 300 ms, each well inside the idle timeout; 40
     // lines would take 12 s.
-    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap_or_else(|e| panic!("{e}"));
-    s.write_all(b"GET /robots.txt HTTP/1.1\r\nHost: test.example\r\n").unwrap_or_else(|e| panic!("write: {e}"));
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    s.write_all(b"GET /robots.txt HTTP/1.1\r\nHost: test.example\r\n").expect("write");
     let mut received = Vec::new();
     let mut closed = false;
     let mut lines = 0;
@@ -166,7 +166,7 @@ fn idle_h2c_connection_is_closed() {
 fn changed_limits_need_a_restart_and_keep_applying() {
     let origin = origin();
     let proxy = start(&origin, "client_idle_timeout = \"1s\"\nmax_connections = 50\n");
-    let policy = std::fs::read_to_string(&proxy.policy_path).unwrap_or_else(|e| panic!("{e}"));
+    let policy = std::fs::read_to_string(&proxy.policy_path).unwrap();
     let changed = policy.replacen("client_idle_timeout = \"1s\"", "client_idle_timeout = \"1m\"", 1).replacen(
         "max_connections = 50",
         "max_connections = 60",
@@ -174,8 +174,8 @@ fn changed_limits_need_a_restart_and_keep_applying() {
     ) + "\n[[group]]\nuser_agents = [\"ReloadBot\"]\ndisallow = [\"/\"]\n";
     // Written beside it and renamed over it: the watcher never reads half a file.
     let tmp = proxy.dir.join("next.toml");
-    std::fs::write(&tmp, changed).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::rename(&tmp, &proxy.policy_path).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&tmp, changed).unwrap();
+    std::fs::rename(&tmp, &proxy.policy_path).unwrap();
     let deadline = std::time::Instant::now() + PATIENCE;
     let status = loop {
         let status: serde_json::Value = reqwest::blocking::get(proxy.admin_url("/status"))
@@ -189,6 +189,11 @@ fn changed_limits_need_a_restart_and_keep_applying() {
         assert!(std::time::Instant::now() < deadline, "no reload; status {status}; log:\n{}", proxy.log());
         std::thread::sleep(Duration::from_millis(50));
     };
+    assert_eq!(
+        status["restart_required"],
+        serde_json::json!(["server.client_idle_timeout", "server.max_connections"]),
+        "{status}"
+    );
     // The running limits are the ones read at start.
     let mut kept = connect(proxy.addr);
     kept.send(GET_ROBOTS);

@@ -48,7 +48,7 @@ fn gzip_bomb(prefix: &[u8], mib: usize) -> Vec<u8> {
     let mut c = Compress::new(Compression::default(), false);
     let mut deflate = |input: &[u8], flush| {
         let mut out = Vec::with_capacity(input.len() + 1024);
-        c.compress_vec(input, &mut out, flush).unwrap_or_else(|e| panic!("deflate: {e}"));
+        c.compress_vec(input, &mut out, flush).expect("deflate");
         out
     };
     let mut gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
@@ -158,7 +158,7 @@ fn gated(encoding: &str, body: Vec<u8>, gate: &Gate) -> Route {
 /// header went out, whatever the timing.
 fn get_gated(addr: SocketAddr, path: &str, gate: &Gate) -> RawResponse {
     let mut s = connect(addr, Duration::from_secs(20));
-    s.write_all(request(path, &[]).as_bytes()).unwrap_or_else(|e| panic!("write: {e}"));
+    s.write_all(request(path, &[]).as_bytes()).expect("write");
     let mut raw = Vec::new();
     let mut buf = [0u8; 16384];
     let mut opened = false;
@@ -314,7 +314,7 @@ fn an_html_bomb_is_aborted_with_bounded_memory() {
         })
         .collect();
     for (i, c) in clients.into_iter().enumerate() {
-        let resp = c.join().unwrap_or_else(|_| panic!("client thread panicked"));
+        let resp = c.join().expect("client thread panicked");
         assert_eq!(resp.status, 200);
         assert_eq!(resp.header("transfer-encoding"), Some("chunked"));
         assert!(!resp.complete, "a bomb response ended cleanly: {} bytes", resp.body.len());
@@ -344,7 +344,7 @@ fn an_html_bomb_is_aborted_with_bounded_memory() {
 }
 
 fn addr() -> SocketAddr {
-    format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"))
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
 }
 
 /// curl's exit code, its error text and the body it wrote.
@@ -356,7 +356,7 @@ fn curl_h2c(url: &str) -> (i32, String, Vec<u8>) {
         .arg(&body)
         .args(["-w", "%{http_version} %{http_code}", url])
         .output()
-        .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
+        .expect("cannot run curl");
     let text = format!("{} | {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr).trim());
     let got = std::fs::read(&body).unwrap_or_default();
     (out.status.code().unwrap_or(-1), text, got)

@@ -22,8 +22,7 @@ fn origin_timeout_is_a_504_and_refused_connection_a_502() {
 
     // A port nothing listens on: handed out to this test only, never bound
     // (a released `bind :0` port could go to another test's origin).
-    let dead_addr: std::net::SocketAddr =
-        format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let dead_addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let proxy2 = Proxy::start(dead_addr, "");
     let resp = get(&proxy2.url("/"), BROWSER_UA);
     assert_eq!(resp.status(), 502);

@@ -62,7 +62,7 @@ fn origin_sees_host_and_forwarding_headers() {
         .header("Host", "www.example.org")
         .header("X-Forwarded-For", "203.0.113.9")
         .send()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(resp.status(), 200);
     let seen = origin.seen();
     let req = seen.last().unwrap_or_else(|| panic!("origin saw nothing"));

@@ -131,12 +131,12 @@ fn html_gets_the_policy_metas_and_a_new_length() {
     // A byte range of the origin's body passes through untouched.
     let range = conn.request("GET", "/range.html", &[("Range", "bytes=0-19")]);
     assert_eq!(range.status, 206);
-    assert_eq!(range.body, PAGE[..20].as_bytes());
+    assert_eq!(range.body, &PAGE.as_bytes()[..20]);
     drop(conn);
-    let resp = client().get(proxy.url("/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let resp = client().get(proxy.url("/page.html")).send().unwrap();
     assert_eq!(resp.text().unwrap_or_default(), want);
     // Without a length from the origin the answer is chunked, unpadded.
-    let chunked = client().get(proxy.url("/chunked.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let chunked = client().get(proxy.url("/chunked.html")).send().unwrap();
     assert_eq!(header(&chunked, "transfer-encoding"), "chunked");
     assert_eq!(chunked.text().unwrap_or_default(), injected(PAGE));
     // The origin was asked for an identity body.
@@ -148,15 +148,10 @@ fn compressed_origins_are_decoded_and_the_client_gets_compression_back() {
     let origin = html_origin();
     let proxy = Proxy::start(origin.addr, RULES);
     for path in ["/gzip.html", "/br.html"] {
-        let identity = client()
-            .get(proxy.url(path))
-            .header("Accept-Encoding", "identity")
-            .send()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let identity = client().get(proxy.url(path)).header("Accept-Encoding", "identity").send().unwrap();
         assert_eq!(header(&identity, "content-encoding"), "", "{path}");
         assert_eq!(identity.text().unwrap_or_default(), injected(PAGE), "{path}");
-        let gz =
-            client().get(proxy.url(path)).header("Accept-Encoding", "gzip").send().unwrap_or_else(|e| panic!("{e}"));
+        let gz = client().get(proxy.url(path)).header("Accept-Encoding", "gzip").send().unwrap();
         assert_eq!(header(&gz, "content-encoding"), "gzip", "{path}");
         let body = gz.bytes().map(|b| b.to_vec()).unwrap_or_default();
         assert_eq!(String::from_utf8_lossy(&gunzip(&body)), injected(PAGE), "{path}");
@@ -190,10 +185,10 @@ fn head_errors_304_and_non_html_pass_untouched() {
 fn audit_reports_and_enforce_fixes_conflicting_metas() {
     let origin = html_origin();
     let proxy = Proxy::start(origin.addr, RULES);
-    let audit = client().get(proxy.url("/audit/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let audit = client().get(proxy.url("/audit/page.html")).send().unwrap();
     assert_eq!(header(&audit, "content-length"), CONFLICTING.len().to_string());
     assert_eq!(audit.text().unwrap_or_default(), CONFLICTING);
-    let enforce = client().get(proxy.url("/enforce/page.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let enforce = client().get(proxy.url("/enforce/page.html")).send().unwrap();
     // Enforce can shrink the page: its length is not known in advance.
     assert_eq!(header(&enforce, "transfer-encoding"), "chunked");
     let body = enforce.text().unwrap_or_default();
@@ -239,11 +234,9 @@ fn large_pages_stream_with_bounded_memory() {
 
     // Streaming: read the injected head while the origin waits on the gate.
     for (path, gate) in ["/gated.html", "/gated-sized.html"].into_iter().zip(&gates) {
-        let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap_or_else(|e| panic!("{e}"));
-        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap_or_else(|e| panic!("{e}"));
-        stream
-            .write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
         while !String::from_utf8_lossy(&got).contains("<title>Big</title>") {
@@ -258,12 +251,12 @@ fn large_pages_stream_with_bounded_memory() {
 
     // Memory: stream 50 MB through the rewriter and compare peak RSS.
     let before = proxy.memory_kb("VmRSS").unwrap_or(0);
-    let mut resp = client().get(proxy.url("/big.html")).send().unwrap_or_else(|e| panic!("{e}"));
+    let mut resp = client().get(proxy.url("/big.html")).send().unwrap();
     let mut total = 0usize;
     let mut first = Vec::new();
     let mut chunk = vec![0u8; 1 << 16];
     loop {
-        let n = resp.read(&mut chunk).unwrap_or_else(|e| panic!("read: {e}"));
+        let n = resp.read(&mut chunk).expect("read");
         if n == 0 {
             break;
         }

@@ -68,7 +68,7 @@ fn client() -> reqwest::blocking::Client {
         .no_brotli()
         .timeout(Duration::from_secs(600))
         .build()
-        .unwrap_or_else(|e| panic!("client: {e}"))
+        .expect("client")
 }
 
 /// Reads the body of `url` and compares it with `want` as it arrives

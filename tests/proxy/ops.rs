@@ -17,7 +17,7 @@ use crate::support::{client, get};
 const DEADLINE: Duration = Duration::from_secs(10);
 
 fn addr() -> SocketAddr {
-    format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"))
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
 }
 
 /// Policy version `n`: ExampleBot may not fetch `/v{n}/`.
@@ -63,20 +63,20 @@ fn every_kind_of_file_change_is_picked_up() {
     let path = proxy.policy_path.clone();
 
     // 1. In-place write (truncate and write the same inode).
-    std::fs::write(&path, version(&base, 1)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, version(&base, 1)).unwrap();
     assert_live(&proxy, 1, 2);
 
     // 2. An editor's write-to-temp-and-rename.
     let tmp = proxy.dir.join(".crawlgate.toml.swp");
-    std::fs::write(&tmp, version(&base, 2)).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::rename(&tmp, &path).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&tmp, version(&base, 2)).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
     assert_live(&proxy, 2, 3);
 
     // 3. `cp` over the file.
     let elsewhere_dir = TempDir::new("cp");
     let elsewhere = elsewhere_dir.join("new.toml");
-    std::fs::write(&elsewhere, version(&base, 3)).unwrap_or_else(|e| panic!("{e}"));
-    let cp = std::process::Command::new("cp").arg(&elsewhere).arg(&path).status().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&elsewhere, version(&base, 3)).unwrap();
+    let cp = std::process::Command::new("cp").arg(&elsewhere).arg(&path).status().unwrap();
     assert!(cp.success());
     assert_live(&proxy, 3, 4);
 
@@ -98,29 +98,27 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     // ..data -> ..<timestamp>/, swapped atomically by renaming a new link.
     let dir = TempDir::new("k8s");
     let v1 = dir.join("..2026_11_22_10_00_00.000000001");
-    std::fs::create_dir(&v1).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(v1.join("crawlgate.toml"), version(&base, 1)).unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(v1.file_name().unwrap_or_default(), dir.join("..data"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink("..data/crawlgate.toml", dir.join("crawlgate.toml")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir(&v1).unwrap();
+    std::fs::write(v1.join("crawlgate.toml"), version(&base, 1)).unwrap();
+    std::os::unix::fs::symlink(v1.file_name().unwrap_or_default(), dir.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/crawlgate.toml", dir.join("crawlgate.toml")).unwrap();
     let child = std::process::Command::new(crawlgate_e2e::crawlgate_bin())
         .args(["run", "--config"])
         .arg(dir.join("crawlgate.toml"))
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let guard = KillOnDrop(child);
     wait_for("proxy", DEADLINE, || std::net::TcpStream::connect(listen).ok());
     let url = format!("http://{listen}/robots.txt");
     wait_for("v1", DEADLINE, || get(&url, "t").text().ok().filter(|t| t.contains("/v1/")));
 
     let v2 = dir.join("..2026_11_22_10_05_00.000000002");
-    std::fs::create_dir(&v2).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(v2.join("crawlgate.toml"), version(&base, 2)).unwrap_or_else(|e| panic!("{e}"));
-    std::os::unix::fs::symlink(v2.file_name().unwrap_or_default(), dir.join("..data_tmp"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::remove_dir_all(&v1).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir(&v2).unwrap();
+    std::fs::write(v2.join("crawlgate.toml"), version(&base, 2)).unwrap();
+    std::os::unix::fs::symlink(v2.file_name().unwrap_or_default(), dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    std::fs::remove_dir_all(&v1).unwrap();
     wait_for("v2 after the ..data swap", DEADLINE, || get(&url, "t").text().ok().filter(|t| t.contains("/v2/")));
     assert_eq!(get(&format!("http://{listen}/v2/x"), "ExampleBot/1.0").status(), 403);
     drop(guard);
@@ -141,8 +139,7 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     let (proxy, base) = start(&origin);
     let before = robots(&proxy);
     let path = proxy.policy_path.clone();
-    std::fs::write(&path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\ndisallow = [\"nope\"]\n"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\ndisallow = [\"nope\"]\n")).unwrap();
     let st = wait_for("the reload error in /status", DEADLINE, || {
         let s = status(&proxy);
         if s["last_error"].is_string() {
@@ -162,7 +159,7 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     assert!(proxy.log().contains("Policy reload failed; the running policy stays in force"));
 
     // Reverting the bad edit clears the error: the file is the running policy.
-    std::fs::write(&path, version(&base, 0)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, version(&base, 0)).unwrap();
     let st = wait_for("the error to clear", DEADLINE, || {
         let s = status(&proxy);
         s["last_error"].is_null().then_some(s)
@@ -170,13 +167,13 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     assert_eq!(st["generation"], 1);
     assert!(proxy.log().contains("Policy file matches the running policy; nothing to reload"));
 
-    std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(&path).unwrap();
     wait_for("the deletion to be noticed", DEADLINE, || {
         (metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) >= 2.0).then_some(())
     });
     assert_eq!(robots(&proxy), before);
 
-    std::fs::write(&path, version(&base, 5)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, version(&base, 5)).unwrap();
     assert_live(&proxy, 5, 2);
 }
 
@@ -186,7 +183,7 @@ fn restart_only_settings_are_reported_and_the_rest_applies() {
     let (proxy, base) = start(&origin);
     let moved = base.replacen(&format!("listen = [\"{}\"]", proxy.addr), &format!("listen = [\"{}\"]", addr()), 1);
     assert_ne!(moved, base);
-    std::fs::write(&proxy.policy_path, version(&moved, 7)).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&proxy.policy_path, version(&moved, 7)).unwrap();
     assert_live(&proxy, 7, 2);
     assert_eq!(status(&proxy)["restart_required"], serde_json::json!(["server.listen"]));
 }
@@ -199,7 +196,7 @@ fn reloads_under_load_drop_nothing() {
     let (proxy, base) = start(&origin);
     let good = [version(&base, 10), version(&base, 11)];
     let bad = format!("{base}[[group]]\nuser_agents = [\"*\"]\nenforce = \"sometimes\"\n");
-    std::fs::write(&proxy.policy_path, &good[0]).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&proxy.policy_path, &good[0]).unwrap();
     wait_for("v10", DEADLINE, || robots(&proxy).contains("/v10/").then_some(()));
     let renders = [robots(&proxy), {
         let b = robots(&proxy);
@@ -241,20 +238,20 @@ fn reloads_under_load_drop_nothing() {
     for i in 0..50 {
         if i % 2 == 0 {
             let failures = metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]);
-            std::fs::write(&proxy.policy_path, &bad).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&proxy.policy_path, &bad).unwrap();
             wait_for("bad write counted", DEADLINE, || {
                 (metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]) > failures).then_some(())
             });
         } else {
             let next = &good[(i / 2 + 1) % 2];
             let marker = if (i / 2 + 1) % 2 == 0 { "/v10/" } else { "/v11/" };
-            std::fs::write(&proxy.policy_path, next).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&proxy.policy_path, next).unwrap();
             wait_for("good write live", DEADLINE, || robots(&proxy).contains(marker).then_some(()));
         }
     }
     stop.store(true, Ordering::Relaxed);
     for w in workers {
-        w.join().unwrap_or_else(|_| Err("worker panicked".into())).unwrap_or_else(|e| panic!("{e}"));
+        w.join().unwrap_or_else(|_| Err("worker panicked".into())).unwrap();
     }
     assert!(served.load(Ordering::Relaxed) > 100, "load was too light to prove anything");
     // Each bad write is counted (a write seen half-done may add more).
@@ -272,7 +269,7 @@ fn a_file_that_keeps_changing_still_reloads() {
         let (stop, path, base) = (stop.clone(), proxy.policy_path.clone(), base.clone());
         std::thread::spawn(move || {
             for n in 1..=40 {
-                std::fs::write(&path, version(&base, n)).unwrap_or_else(|e| panic!("{e}"));
+                std::fs::write(&path, version(&base, n)).unwrap();
                 std::thread::sleep(Duration::from_millis(100));
             }
             stop.store(true, Ordering::Relaxed);
@@ -290,7 +287,7 @@ fn a_file_that_keeps_changing_still_reloads() {
         }
         requests += 1;
     }
-    writer.join().unwrap_or_else(|_| panic!("writer panicked"));
+    writer.join().expect("writer panicked");
     seen.remove(&0);
     assert!(requests > 20, "load was too light to prove anything");
     assert!(seen.len() >= 2, "only versions {seen:?} went live while the file kept changing");
@@ -381,8 +378,7 @@ fn health_readiness_and_status() {
     let proxy = Proxy::start_with(listen, admin, &policy);
     assert_eq!(client().get(proxy.admin_url("/healthz")).send().map(|r| r.status().as_u16()).unwrap_or(0), 200);
     for method in [reqwest::Method::POST, reqwest::Method::DELETE, reqwest::Method::PUT] {
-        let resp =
-            client().request(method.clone(), proxy.admin_url("/status")).send().unwrap_or_else(|e| panic!("{e}"));
+        let resp = client().request(method.clone(), proxy.admin_url("/status")).send().unwrap();
         assert_eq!(resp.status(), 405, "{method}");
         assert_eq!(resp.headers().get("allow").and_then(|v| v.to_str().ok()), Some("GET, HEAD"));
     }

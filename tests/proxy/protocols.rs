@@ -40,7 +40,7 @@ fn curl(args: &[&str], url: &str, ua: &str) -> Seen {
         .args(args)
         .arg(url)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
+        .expect("cannot run curl");
     let summary = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "curl {args:?} {url} failed: {summary} {}", String::from_utf8_lossy(&out.stderr));
     let (version, status) = summary.split_once(' ').unwrap_or(("", ""));
@@ -53,13 +53,12 @@ fn curl(args: &[&str], url: &str, ua: &str) -> Seen {
         .filter(|(k, _)| !VOLATILE.contains(&k.as_str()))
         .collect();
     headers.sort();
-    let seen = Seen {
+    Seen {
         version: version.to_owned(),
         status: status.parse().unwrap_or(0),
         headers,
         body: std::fs::read(&body).unwrap_or_default(),
-    };
-    seen
+    }
 }
 
 fn self_signed(dir: &Path) -> (String, String) {
@@ -72,13 +71,13 @@ fn self_signed(dir: &Path) -> (String, String) {
         .arg("-out")
         .arg(&cert)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run openssl: {e}"));
+        .expect("cannot run openssl");
     assert!(st.status.success(), "openssl: {}", String::from_utf8_lossy(&st.stderr));
     (cert.display().to_string(), key.display().to_string())
 }
 
 fn addr() -> SocketAddr {
-    format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"))
+    format!("127.0.0.1:{}", free_port()).parse().unwrap()
 }
 
 /// Requests whose answers must not depend on the protocol: locally served

@@ -12,7 +12,7 @@ fn render(proxy: &Proxy, what: &str) -> Vec<u8> {
         .args(["render", what, "--config"])
         .arg(&proxy.policy_path)
         .output()
-        .unwrap_or_else(|e| panic!("render: {e}"));
+        .expect("render");
     assert!(out.status.success(), "render failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }

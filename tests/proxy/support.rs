@@ -92,7 +92,7 @@ pub fn client() -> reqwest::blocking::Client {
         .no_brotli()
         .timeout(Duration::from_secs(20))
         .build()
-        .unwrap_or_else(|e| panic!("client: {e}"))
+        .expect("client")
 }
 
 /// GET with a User-Agent.

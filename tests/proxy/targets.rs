@@ -29,8 +29,8 @@ impl FileOrigin {
         let dir = TempDir::new("files");
         for (file, body) in [("private/x", SECRET), ("public/y", PUBLIC)] {
             let path = dir.join(file);
-            std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(&path, body).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap();
+            std::fs::write(&path, body).unwrap();
         }
         let port = free_port();
         let child = Command::new("python3")
@@ -39,8 +39,8 @@ impl FileOrigin {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start python3 -m http.server: {e}"));
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap_or_else(|e| panic!("{e}"));
+            .expect("cannot start python3 -m http.server");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         wait_for("python3 http.server to listen", Duration::from_secs(20), || TcpStream::connect(addr).ok());
         FileOrigin { addr, child, _dir: dir }
     }
@@ -132,8 +132,8 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
 #[test]
 fn two_user_agent_fields_are_refused() {
     let origin = FileOrigin::start();
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let policy = base_policy(addr, admin, origin.addr).replace("threads = 2\n", "threads = 2\nh2c = true\n") + RULES;
     let proxy = Proxy::start_with(addr, admin, &policy);
     for headers in [
@@ -150,7 +150,7 @@ fn two_user_agent_fields_are_refused() {
         .args(["-H", "User-Agent: Mozilla/5.0", "-H", "User-Agent: GPTBot/1.2"])
         .arg(proxy.url("/private/x"))
         .output()
-        .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
+        .expect("cannot run curl");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "400");
 }
 

@@ -39,8 +39,8 @@ fn hop_origin() -> Origin {
 
 /// A proxy on the shared test policy with h2c on.
 fn h2c_proxy(origin: &Origin) -> Proxy {
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let policy = base_policy(addr, admin, origin.addr).replace("threads = 2\n", "threads = 2\nh2c = true\n") + POLICY;
     Proxy::start_with(addr, admin, &policy)
 }
@@ -68,7 +68,7 @@ fn hop_by_hop_headers_are_not_forwarded_over_http1_or_h2() {
         .args(["-s", "--http2-prior-knowledge", "--max-time", "10", "-D", "-", "-o", "/dev/null", "-A", BROWSER_UA])
         .arg(proxy.url("/hop"))
         .output()
-        .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
+        .expect("cannot run curl");
     let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
     assert!(head.starts_with("http/2 200"), "{head}");
     assert!(head.contains("\r\nx-kept: k\r\n"), "{head}");
@@ -117,10 +117,10 @@ fn a_response_pingora_cannot_parse_is_blamed_on_the_response_not_on_reachability
 fn two_proxies_pointing_at_each_other_stop_the_loop() {
     // A's upstream is B and B's is A: `check` cannot see it (different
     // ports); each request carries A's Via entry back to A, which refuses it.
-    let a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-    let b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-    let admin_a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-    let admin_b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin_a: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin_b: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let proxy_a = Proxy::start_with(a, admin_a, &(base_policy(a, admin_a, b) + POLICY));
     let _proxy_b = Proxy::start_with(b, admin_b, &(base_policy(b, admin_b, a) + POLICY));
     let mut conn = Conn::open(proxy_a.addr);

@@ -39,7 +39,7 @@ pub fn crawlgate(args: &[&str]) -> Output {
         .current_dir(workspace_root())
         .env_remove("CRAWLGATE_CONFIG")
         .output()
-        .unwrap_or_else(|e| panic!("cannot run crawlgate: {e}"))
+        .expect("cannot run crawlgate")
 }
 
 /// Stdout of an output as UTF-8 text.

@@ -100,8 +100,8 @@ impl Origin {
     /// Starts an origin on a given address (to restart one on the same port).
     pub fn start_on(addr: &str, routes: Vec<(&str, Route)>) -> Origin {
         let listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind origin {addr}: {e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("origin addr: {e}"));
-        listener.set_nonblocking(true).unwrap_or_else(|e| panic!("nonblocking: {e}"));
+        let addr = listener.local_addr().expect("origin addr");
+        listener.set_nonblocking(true).expect("nonblocking");
         let routes: Arc<HashMap<String, Route>> =
             Arc::new(routes.into_iter().map(|(p, r)| (p.to_string(), r)).collect());
         let stop = Arc::new(AtomicBool::new(false));

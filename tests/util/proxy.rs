@@ -31,10 +31,7 @@ pub fn free_port() -> u16 {
     // Blocks of BLOCK ports from 10000 up to the ephemeral range.
     let blocks = ephemeral_start.saturating_sub(10_000) / BLOCK;
     if blocks == 0 {
-        return TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap_or_else(|e| panic!("no free port: {e}"));
+        return TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port");
     }
     let base = 10_000 + (std::process::id() as usize % blocks) * BLOCK;
     for _ in 0..BLOCK {
@@ -88,8 +85,8 @@ impl Proxy {
     /// Starts `crawlgate run` on `base_policy(..) + rules` in front of
     /// `origin` and waits until both listeners answer.
     pub fn start(origin: SocketAddr, rules: &str) -> Proxy {
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-        let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let policy = base_policy(addr, admin, origin) + rules;
         Self::start_with(addr, admin, &policy)
     }
@@ -98,10 +95,10 @@ impl Proxy {
     pub fn start_with(addr: SocketAddr, admin: SocketAddr, policy: &str) -> Proxy {
         let dir = TempDir::new("proxy");
         let policy_path = dir.join("crawlgate.toml");
-        std::fs::write(&policy_path, policy).unwrap_or_else(|e| panic!("write policy: {e}"));
+        std::fs::write(&policy_path, policy).expect("write policy");
         let log_path = dir.join("crawlgate.log");
-        let log = std::fs::File::create(&log_path).unwrap_or_else(|e| panic!("log file: {e}"));
-        let log2 = log.try_clone().unwrap_or_else(|e| panic!("log file: {e}"));
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let log2 = log.try_clone().expect("log file");
         let child = Command::new(crawlgate_bin())
             .args(["run", "--config"])
             .arg(&policy_path)
@@ -110,7 +107,7 @@ impl Proxy {
             .stdout(Stdio::from(log))
             .stderr(Stdio::from(log2))
             .spawn()
-            .unwrap_or_else(|e| panic!("spawn crawlgate: {e}"));
+            .expect("spawn crawlgate");
         let mut proxy = Proxy { addr, admin, policy_path, dir, child: Some(child), log_path };
         let started = wait_for("the proxy to listen", Duration::from_secs(20), || {
             if let Some(status) = proxy.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {

@@ -354,7 +354,7 @@ mod tests {
     }
 
     fn run(mode: Mode, html: &str) -> (String, Vec<Finding>) {
-        let (out, f) = rewrite_all(&cfg(mode), None, html.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let (out, f) = rewrite_all(&cfg(mode), None, html.as_bytes()).unwrap();
         (String::from_utf8_lossy(&out).into_owned(), f)
     }
 
@@ -426,7 +426,7 @@ mod tests {
         let mut c = cfg(Mode::Inject);
         c.max_memory = 64;
         let page = format!("<html><head><title>{}</title></head></html>", "x".repeat(10_000));
-        let mut rw = Rewriter::new(&c, None).unwrap_or_else(|e| panic!("{e}"));
+        let mut rw = Rewriter::new(&c, None).unwrap();
         let mut out = Vec::new();
         for chunk in page.as_bytes().chunks(100) {
             out.extend_from_slice(&rw.write(chunk));
@@ -445,7 +445,7 @@ mod tests {
         input: &[u8],
         cuts: &[usize],
     ) -> (Vec<u8>, Vec<Finding>, Option<Bail>) {
-        let mut rw = Rewriter::new(&cfg(mode), charset).unwrap_or_else(|e| panic!("{e}"));
+        let mut rw = Rewriter::new(&cfg(mode), charset).unwrap();
         if growth {
             let _ = rw.fix_growth();
         }
@@ -506,7 +506,7 @@ mod tests {
         }
         // Not a byte order mark: rewritten as usual, however it is cut.
         for body in [b"\xFF<p>x</p>".as_slice(), b"\xFE", b"\xFF", b"<", b""] {
-            let (want, _) = rewrite_all(&cfg(Mode::Inject), None, body).unwrap_or_else(|e| panic!("{e}"));
+            let (want, _) = rewrite_all(&cfg(Mode::Inject), None, body).unwrap();
             for cuts in cuttings(body.len()) {
                 let (out, _, bail) = split_run(Mode::Inject, None, false, body, &cuts);
                 assert_eq!((&out, bail), (&want, None), "{body:?} cuts {cuts:?}");
@@ -539,8 +539,7 @@ mod tests {
         assert!(Rewriter::new(&cfg(Mode::Inject), Some("utf-16")).is_err());
         assert!(Rewriter::new(&cfg(Mode::Inject), Some("no-such-charset")).is_err());
         assert!(Rewriter::new(&cfg(Mode::Inject), Some(" ")).is_ok());
-        let (out, _) = rewrite_all(&cfg(Mode::Inject), Some("windows-1252"), b"<head></head><p>caf\xe9</p>")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (out, _) = rewrite_all(&cfg(Mode::Inject), Some("windows-1252"), b"<head></head><p>caf\xe9</p>").unwrap();
         assert_eq!(out, [b"<head>".as_slice(), METAS.as_bytes(), b"</head><p>caf\xe9</p>"].concat());
     }
 }

@@ -8,6 +8,7 @@
 //! the goldens: read every changed one before committing it.
 //! `GOLDEN_SEED=<n>` replays the random splits of a failed run.
 
+#![cfg(test)]
 // A test reports a failure by panicking.
 #![allow(clippy::panic)]
 
@@ -70,7 +71,7 @@ fn feed(
     input: &[u8],
     cuts: &[usize],
 ) -> (Vec<u8>, Vec<Finding>, Option<String>) {
-    feed_with(Rewriter::new(config, charset).unwrap_or_else(|e| panic!("{e}")), input, cuts)
+    feed_with(Rewriter::new(config, charset).unwrap(), input, cuts)
 }
 
 fn feed_with(mut rw: Rewriter, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Option<String>) {
@@ -148,8 +149,8 @@ struct CaseOverride {
 
 fn cases() -> Vec<Case> {
     let dir = data_dir();
-    let policy_text = std::fs::read_to_string(dir.join("policy.json")).unwrap_or_else(|e| panic!("policy.json: {e}"));
-    let mut policy: CorpusPolicy = serde_json::from_str(&policy_text).unwrap_or_else(|e| panic!("policy.json: {e}"));
+    let policy_text = std::fs::read_to_string(dir.join("policy.json")).expect("policy.json");
+    let mut policy: CorpusPolicy = serde_json::from_str(&policy_text).expect("policy.json");
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".src.html").map(str::to_owned))
@@ -178,7 +179,7 @@ fn config(case: &Case, mode: Mode) -> Config {
 }
 
 fn findings_json(findings: &[Finding]) -> Vec<u8> {
-    let mut s = serde_json::to_string_pretty(findings).unwrap_or_else(|e| panic!("{e}"));
+    let mut s = serde_json::to_string_pretty(findings).unwrap();
     s.push('\n');
     s.into_bytes()
 }
@@ -246,7 +247,7 @@ fn corpus_matches_goldens() {
 #[test]
 fn corpus_is_independent_of_chunk_boundaries() {
     let seed: u64 = match std::env::var("GOLDEN_SEED") {
-        Ok(s) => s.parse().unwrap_or_else(|e| panic!("GOLDEN_SEED: {e}")),
+        Ok(s) => s.parse().expect("GOLDEN_SEED"),
         Err(_) => 0x5eed_c0de,
     };
     let mut rng = SplitMix(seed);
@@ -309,7 +310,7 @@ fn fixed_growth_adds_exactly_the_promised_bytes() {
         splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, case.src.len())));
         for cuts in splittings {
             runs += 1;
-            let mut rw = Rewriter::new(&config, charset).unwrap_or_else(|e| panic!("{e}"));
+            let mut rw = Rewriter::new(&config, charset).unwrap();
             let n = rw.fix_growth().unwrap_or_else(|| panic!("inject mode promises a growth"));
             let (got, _, _) = feed_with(rw, &case.src, &cuts);
             let context = format!("case {} cuts {}", case.name, describe_cuts(&cuts));
@@ -321,18 +322,18 @@ fn fixed_growth_adds_exactly_the_promised_bytes() {
     }
     assert!(runs > 0);
     // The promise: `<head>`, every meta, `</head>`.
-    let mut rw = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut rw = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), None).unwrap();
     assert_eq!(rw.fix_growth(), Some("<head></head>".len() + POLICY_METAS.len()));
     let (out, _, _) = feed_with(rw, b"<p>no head</p>", &[]);
     // A fragment gets the metas before its first element, no `<head>`.
     assert_eq!(show(&out), format!("{POLICY_METAS}<p>no head</p>{}", " ".repeat("<head></head>".len())));
     // Enforce removes bytes, audit changes none: no promise.
     for mode in [Mode::Enforce, Mode::Audit] {
-        let mut rw = Rewriter::new(&policy(mode, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+        let mut rw = Rewriter::new(&policy(mode, MAX_MEMORY), None).unwrap();
         assert_eq!(rw.fix_growth(), None, "{mode:?}");
     }
     // A bail-out before the insertion point: all of it is padding.
-    let mut rw = Rewriter::new(&policy(Mode::Inject, 2048), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut rw = Rewriter::new(&policy(Mode::Inject, 2048), None).unwrap();
     let n = rw.fix_growth().unwrap_or(0);
     let page = [b"<p title=\"".as_slice(), &[b'x'; 10_000], b"\"><head></head>"].concat();
     let (out, _, bail) = feed_with(rw, &page, &[10, 5000]);
@@ -401,7 +402,7 @@ fn memory_limit_passes_the_rest_through() {
 /// inside the first tag, before any handler ran: nothing is inserted.
 #[test]
 fn writes_after_a_bail_out_pass_through() {
-    let mut rw = Rewriter::new(&policy(Mode::Inject, 2048), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut rw = Rewriter::new(&policy(Mode::Inject, 2048), None).unwrap();
     let mut out = rw.write(b"<p title=\"").to_vec();
     let big = vec![b'x'; 10_000];
     out.extend_from_slice(&rw.write(&big));
@@ -480,7 +481,7 @@ fn duplicates_are_known_within_the_window_whatever_the_chunks() {
 #[test]
 fn a_head_is_released_at_its_end_tag() {
     for mode in [Mode::Inject, Mode::Enforce] {
-        let mut rw = Rewriter::new(&policy(mode, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+        let mut rw = Rewriter::new(&policy(mode, MAX_MEMORY), None).unwrap();
         let head = "<!doctype html><html><head><title>T</title><link rel=stylesheet href=/a.css></head>";
         let out = rw.write(head.as_bytes());
         assert_eq!(show(&out), head.replace("<head>", &format!("<head>{POLICY_METAS}")), "{mode:?}");
@@ -493,7 +494,7 @@ fn a_head_is_released_at_its_end_tag() {
 /// even for a head that never ends.
 #[test]
 fn held_output_is_bounded() {
-    let mut rw = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut rw = Rewriter::new(&policy(Mode::Inject, MAX_MEMORY), None).unwrap();
     let mut given = 0usize;
     let mut got = 0usize;
     given += 12;
@@ -559,7 +560,7 @@ fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Fi
         (FindingKind::OutsideHead, want_dropped[3]),
     ];
     for cuts in splittings {
-        let rw = Rewriter::with_plan(&plan, None).unwrap_or_else(|e| panic!("{e}"));
+        let rw = Rewriter::with_plan(&plan, None).unwrap();
         let (out, findings, counts) = feed_counting(rw, page.as_bytes(), &cuts);
         let context = format!("{mode:?} cuts {}", describe_cuts(&cuts));
         assert!(out == want.as_bytes(), "{context}: {}", first_difference(want.as_bytes(), &out));
@@ -620,8 +621,7 @@ fn long_rules_are_cut_in_findings() {
     let page = format!("<html><head><meta name=robots content=\"{rule}, noarchive\"></head></html>");
     let kept = format!("max-snippet:x{}", "é".repeat((MAX_RULE_LEN - 13) / 2));
     assert_eq!(kept.len(), MAX_RULE_LEN - 1);
-    let (out, findings) =
-        rewrite_all(&policy(Mode::Audit, MAX_MEMORY), None, page.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let (out, findings) = rewrite_all(&policy(Mode::Audit, MAX_MEMORY), None, page.as_bytes()).unwrap();
     assert!(out == page.as_bytes());
     assert_eq!(
         findings,
@@ -634,7 +634,6 @@ fn long_rules_are_cut_in_findings() {
         ]
     );
     // Enforce strips the whole rule all the same.
-    let (out, _) =
-        rewrite_all(&policy(Mode::Enforce, MAX_MEMORY), None, page.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let (out, _) = rewrite_all(&policy(Mode::Enforce, MAX_MEMORY), None, page.as_bytes()).unwrap();
     assert_eq!(show(&out), format!("<html><head>{POLICY_METAS}<meta name=robots content=\"noarchive\"></head></html>"));
 }

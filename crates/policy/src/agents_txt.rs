@@ -166,7 +166,7 @@ mod tests {
     fn render_then_verify() {
         let rules =
             [rule("/status", true, &[]), rule("/dashboard", true, &[("limit", "50")]), rule("/admin", false, &[])];
-        let text = render(&[("version", "1.0")], &rules).unwrap_or_else(|e| panic!("{e}"));
+        let text = render(&[("version", "1.0")], &rules).unwrap();
         let hash = hex::encode(Sha256::digest(b"/status ALLOW\n/dashboard ALLOW limit=50\n/admin DISALLOW"));
         assert_eq!(
             text,

@@ -448,7 +448,7 @@ mod tests {
 
     fn rules(entries: &[(&str, &[&str])]) -> TagRules {
         TagRules::new(entries.iter().map(|(t, r)| (t.to_string(), r.iter().map(|s| s.to_string()).collect())).collect())
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap()
     }
 
     fn lines(v: Vec<Vec<u8>>) -> Vec<String> {

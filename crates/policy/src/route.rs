@@ -153,7 +153,7 @@ rules = [{ path = "/", action = "allow" }]
 
     #[test]
     fn routes() {
-        let loaded = load(POLICY, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let loaded = load(POLICY, "t.toml").unwrap();
         let p = &loaded.policy;
         let gpt = UserAgentField::One("Mozilla/5.0 (compatible; GPTBot/1.2)");
         let browser = UserAgentField::One("Mozilla/5.0 Firefox/130.0");
@@ -184,8 +184,7 @@ rules = [{ path = "/", action = "allow" }]
         let origin_form = summary(&p.route(false, b"/public/%61", gpt));
         assert_eq!((origin_form.2, origin_form.3), (s("/public/a"), None));
 
-        let no_agents = load(&POLICY.replace("[agents_txt]", "[agents_txt]\nenabled = false"), "t.toml")
-            .unwrap_or_else(|e| panic!("{e}"));
+        let no_agents = load(&POLICY.replace("[agents_txt]", "[agents_txt]\nenabled = false"), "t.toml").unwrap();
         let got = summary(&no_agents.policy.route(false, b"/agents.txt", gpt));
         assert_eq!(got.0, "404 agents.txt");
     }

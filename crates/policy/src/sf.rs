@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn content_usage() {
-        let cu = parse_content_usage("train-ai=n,search=y").unwrap_or_else(|e| panic!("{e}"));
+        let cu = parse_content_usage("train-ai=n,search=y").unwrap();
         assert_eq!(cu.canonical, "train-ai=n, search=y");
         assert!(cu.unknown_keys.is_empty());
         assert_eq!(parse_content_usage("future-use=n").map(|c| c.unknown_keys), Ok(vec!["future-use".to_string()]));

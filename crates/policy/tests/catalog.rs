@@ -5,6 +5,8 @@
 //! anything. Plus the policy-level catalog rules: category expansion, explicit
 //! `user_agents` winning over a category, and the robots-only warning.
 
+#![cfg(test)]
+
 use crawlgate_policy::catalog::{self, Entry, CATEGORIES};
 use crawlgate_policy::{load, Loaded};
 

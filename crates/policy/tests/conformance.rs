@@ -2,6 +2,8 @@
 //! by `crawlgate_testkit::conformance`) run against
 //! `RobotsTxt::parse(..).is_allowed(..)`.
 
+#![cfg(test)]
+
 use crawlgate_policy::robotstxt::RobotsTxt;
 use crawlgate_testkit::conformance::{public_suite, tally, Tally};
 use crawlgate_testkit::RfcStatus;

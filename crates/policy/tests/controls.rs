@@ -1,5 +1,7 @@
 //! URL-level controls: which robots_tag entry decides the HTML mode.
 
+#![cfg(test)]
+
 use crawlgate_policy::{load, HtmlMode};
 
 const POLICY: &str = r#"
@@ -23,7 +25,7 @@ rules = ["noarchive"]
 
 #[test]
 fn an_explicit_html_off_on_a_longer_entry_stops_the_rewrite() {
-    let policy = load(POLICY, "t.toml").map(|l| l.policy).unwrap_or_else(|e| panic!("{e}"));
+    let policy = load(POLICY, "t.toml").map(|l| l.policy).unwrap();
     let mode = |p: &str| policy.url_controls(p).html.map(|h| h.mode);
     assert_eq!(mode("/articles/x"), Some(HtmlMode::Inject));
     assert_eq!(mode("/translations/x"), None, "html = \"off\" on the longer entry wins");
@@ -36,7 +38,7 @@ fn an_explicit_html_off_on_a_longer_entry_stops_the_rewrite() {
 
 #[test]
 fn memoised_controls_equal_freshly_built_ones() {
-    let load_policy = || load(POLICY, "t.toml").map(|l| l.policy).unwrap_or_else(|e| panic!("{e}"));
+    let load_policy = || load(POLICY, "t.toml").map(|l| l.policy).unwrap();
     let warm = load_policy();
     let paths = ["/a", "/translations/x", "/translations/drafts/y", "/b", "/translations/z", "/a"];
     // Every path asked first of a fresh policy (built) and of one that has

@@ -1,6 +1,8 @@
 //! Group tokens: a token repeated inside one group is a warning, in two
 //! groups an error.
 
+#![cfg(test)]
+
 use crawlgate_policy::load;
 
 const HEAD: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
@@ -8,7 +10,7 @@ const HEAD: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
 #[test]
 fn a_token_repeated_in_one_group_is_a_warning_and_renders_once() {
     let src = format!("{HEAD}\n[[group]]\nuser_agents = [\"GPTBot\", \"gptbot\"]\ndisallow = [\"/\"]\n");
-    let loaded = load(&src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+    let loaded = load(&src, "t.toml").unwrap();
     let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,

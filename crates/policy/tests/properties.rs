@@ -6,6 +6,8 @@
 //! Policies are generated as TOML text and go through `load`, the same way
 //! an operator's file does. A failing case prints the shrunk input.
 
+#![cfg(test)]
+
 use std::cell::Cell;
 
 use crawlgate_policy::matcher::{canonicalize, normalize_request_target};

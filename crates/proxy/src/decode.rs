@@ -537,27 +537,27 @@ mod tests {
 
     fn gzip(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(data).unwrap_or_else(|e| panic!("{e}"));
-        e.finish().unwrap_or_else(|e| panic!("{e}"))
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
     }
 
     fn zlib(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(data).unwrap_or_else(|e| panic!("{e}"));
-        e.finish().unwrap_or_else(|e| panic!("{e}"))
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
     }
 
     fn raw_deflate(data: &[u8]) -> Vec<u8> {
         let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
-        e.write_all(data).unwrap_or_else(|e| panic!("{e}"));
-        e.finish().unwrap_or_else(|e| panic!("{e}"))
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
     }
 
     fn brotli(data: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         {
             let mut w = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
-            w.write_all(data).unwrap_or_else(|e| panic!("{e}"));
+            w.write_all(data).unwrap();
         }
         out
     }
@@ -618,8 +618,8 @@ mod tests {
             .filename("page.html")
             .comment("a comment")
             .write(Vec::new(), flate2::Compression::default());
-        second.write_all(b"second member").unwrap_or_else(|e| panic!("{e}"));
-        let second = second.finish().unwrap_or_else(|e| panic!("{e}"));
+        second.write_all(b"second member").unwrap();
+        let second = second.finish().unwrap();
         // FHCRC: flag set by hand, two (unchecked) CRC bytes after the comment.
         let comment_end = second.len() - 8 - raw_deflate(b"second member").len();
         let mut hcrc = second[..comment_end].to_vec();

@@ -182,11 +182,11 @@ mod tests {
 
     #[test]
     fn conflicting_cases_expect_the_opposite_of_google() {
-        let cases = parse(&line(true, true, "conflicts", "agree", true)).unwrap_or_else(|e| panic!("{e}"));
+        let cases = parse(&line(true, true, "conflicts", "agree", true)).unwrap();
         assert!(!cases[0].rfc_verdict());
-        let cases = parse(&line(false, false, "consistent", "disagree", true)).unwrap_or_else(|e| panic!("{e}"));
+        let cases = parse(&line(false, false, "consistent", "disagree", true)).unwrap();
         assert!(!cases[0].rfc_verdict());
-        let cases = parse(&line(true, false, "ambiguous", "agree", true)).unwrap_or_else(|e| panic!("{e}"));
+        let cases = parse(&line(true, false, "ambiguous", "agree", true)).unwrap();
         assert!(cases[0].rfc_verdict());
     }
 

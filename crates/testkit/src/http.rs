@@ -12,7 +12,7 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// A new connection whose reads give up after `timeout` without data.
 pub fn connect(addr: SocketAddr, timeout: Duration) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-    s.set_read_timeout(Some(timeout)).unwrap_or_else(|e| panic!("{e}"));
+    s.set_read_timeout(Some(timeout)).unwrap();
     s
 }
 
@@ -21,7 +21,7 @@ pub fn connect(addr: SocketAddr, timeout: Duration) -> TcpStream {
 /// however it ended.
 pub fn exchange(addr: SocketAddr, request: &[u8], timeout: Duration) -> Vec<u8> {
     let mut s = connect(addr, timeout);
-    s.write_all(request).unwrap_or_else(|e| panic!("write: {e}"));
+    s.write_all(request).expect("write");
     let mut out = Vec::new();
     let mut buf = [0u8; 16384];
     while let Ok(n @ 1..) = s.read(&mut buf) {
@@ -143,7 +143,7 @@ impl Conn {
 
     /// Writes raw bytes.
     pub fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).unwrap_or_else(|e| panic!("write: {e}"));
+        self.stream.write_all(bytes).expect("write");
     }
 
     /// Sends `method path` with `Host: test.example` and `headers`, and
@@ -300,8 +300,8 @@ mod tests {
     /// A server that writes `bytes` to its first connection after reading
     /// a request head, then closes.
     fn serve(bytes: &'static [u8]) -> SocketAddr {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("{e}"));
-        let addr = l.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
         std::thread::spawn(move || {
             if let Ok((mut s, _)) = l.accept() {
                 let mut buf = [0u8; 1024];

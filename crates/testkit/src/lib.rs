@@ -6,11 +6,6 @@
 //! It owns no crawlgate logic and depends on no crawlgate crate, so every
 //! test crate can use it without a dependency cycle.
 
-// Test support reports a broken fixture or an unexpected answer by
-// panicking with the reason, as a failed assertion does; the workspace's
-// `panic` lint is meant for the request path.
-#![allow(clippy::panic)]
-
 pub mod conformance;
 pub mod golden;
 pub mod http;
