@@ -127,7 +127,8 @@ fuzz_target!(|data: &[u8]| {
     // Mostly the proxy's default limit; sometimes one small enough to make
     // lol_html give up part way.
     let max_memory = if b0 & 0x10 != 0 { 256 + usize::from(b3) * 32 } else { 1 << 20 };
-    let pick = |mask: u8| RULES.iter().enumerate().filter(move |(i, _)| mask & (1 << i) != 0).map(|(_, r)| r.to_string());
+    let pick =
+        |mask: u8| RULES.iter().enumerate().filter(move |(i, _)| mask & (1 << i) != 0).map(|(_, r)| r.to_string());
     let mut directives: Vec<(String, Vec<String>)> = vec![("*".to_string(), pick(b1).collect())];
     if b2 & 0x80 != 0 {
         let token = TOKENS[usize::from(b2 & 3)].to_string();

@@ -27,10 +27,7 @@ fn check_canonical(c: &str, raw: &[u8]) {
     assert!(!c.bytes().any(|b| b < 0x20 || b == 0x7f), "canonical {c:?} of {raw:?} has a control character");
     assert!(!c.contains('#'), "canonical {c:?} of {raw:?} has a fragment");
     let path = c.split('?').next().unwrap_or("");
-    assert!(
-        !path.split('/').any(|s| s == "." || s == ".."),
-        "canonical {c:?} of {raw:?} has a dot segment"
-    );
+    assert!(!path.split('/').any(|s| s == "." || s == ".."), "canonical {c:?} of {raw:?} has a dot segment");
     assert!(!path.contains("//") && !path.contains(['\\', ';']), "canonical {c:?} of {raw:?} is not collapsed");
     assert_eq!(normalize_request_target(c).as_deref(), Ok(c), "canonical {c:?} of {raw:?} is no fixed point");
     assert_eq!(canonicalize(c), c, "canonical {c:?} of {raw:?} is not in canonical form");
