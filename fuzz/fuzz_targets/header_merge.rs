@@ -127,17 +127,23 @@ fuzz_target!(|data: &[u8]| {
         for entry in &policy {
             let sfv::ListEntry::Item(want) = entry else { continue };
             let Some(tok) = want.bare_item.as_token() else { continue };
-            let found = list.iter().find_map(|e| match e {
-                sfv::ListEntry::Item(i)
-                    if i.bare_item.as_token().is_some_and(|t| t.as_str().eq_ignore_ascii_case(tok.as_str())) =>
-                {
-                    Some(i)
-                }
-                _ => None,
-            });
-            let Some(found) = found else { panic!("policy token {tok:?} missing from Robots-Tag {text:?}") };
+            // Every member for the token, not only the first: an origin line
+            // with a member that is not a token passes on as it came, so the
+            // token may appear again before the merged line.
+            let members: Vec<&sfv::Item> = list
+                .iter()
+                .filter_map(|e| match e {
+                    sfv::ListEntry::Item(i) => Some(i),
+                    sfv::ListEntry::InnerList(_) => None,
+                })
+                .filter(|i| i.bare_item.as_token().is_some_and(|t| t.as_str().eq_ignore_ascii_case(tok.as_str())))
+                .collect();
+            assert!(!members.is_empty(), "policy token {tok:?} missing from Robots-Tag {text:?}");
             for (k, _) in &want.params {
-                assert!(found.params.get(k).is_some(), "rule {k:?} of {tok:?} missing from Robots-Tag {text:?}");
+                assert!(
+                    members.iter().any(|m| m.params.get(k).is_some()),
+                    "rule {k:?} of {tok:?} missing from Robots-Tag {text:?}"
+                );
             }
         }
         for line in values(&stripped, "robots-tag") {
