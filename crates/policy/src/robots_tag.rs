@@ -375,10 +375,21 @@ pub fn merge_robots_tag(upstream: &[&[u8]], policy: Option<&str>) -> Vec<Vec<u8>
         match Parser::new(text).parse::<List>() {
             Err(_) => verbatim.push(line.to_vec()),
             // A valid list with members that are not tokens (strings, inner
-            // lists...) is not ours to rewrite: passed on as it came.
+            // lists...): those are not ours to rewrite and pass on as they
+            // came; its token members are merged, so that no token appears
+            // twice in the field (a reader taking a token's first member
+            // would miss the policy's rules).
             Ok(list) if !exhausted && text.len() <= budget && list.iter().any(|e| !is_token_item(e)) => {
                 budget = budget.saturating_sub(text.len() + 2);
-                verbatim.push(line.to_vec());
+                let (tokens, others): (List, List) = list.into_iter().partition(is_token_item);
+                if tokens.is_empty() {
+                    verbatim.push(line.to_vec());
+                } else {
+                    absorb(tokens, &mut order);
+                    if let Some(rest) = others.serialize() {
+                        verbatim.push(rest.into_bytes());
+                    }
+                }
             }
             Ok(list) if !exhausted && text.len() <= budget => {
                 budget = budget.saturating_sub(text.len() + 2);
@@ -521,6 +532,10 @@ mod tests {
         let up: [&[u8]; 2] = [b"\"quoted\";noindex, (inner list)", b"*;noarchive"];
         let merged = lines(merge_robots_tag(&up, Some("*;noindex")));
         assert_eq!(merged, vec!["\"quoted\";noindex, (inner list)", "*;noarchive;noindex"]);
+        // Token members of such a line are merged: `*` appears once.
+        let mixed: [&[u8]; 1] = [b"\"s\", *;nosnippet"];
+        let merged = lines(merge_robots_tag(&mixed, Some("*;noindex")));
+        assert_eq!(merged, vec!["\"s\"", "*;nosnippet;noindex"]);
     }
 
     #[test]
