@@ -199,27 +199,25 @@ impl ProxyHttp for Gate {
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
                 Ok(true)
             }
-            Route::Serve { file, decision } => {
+            Route::Serve { file, decision } | Route::NotFound { file, decision } => {
                 ctx.note(&decision);
                 ctx.path = Cow::Borrowed(file.path());
                 ctx.local = Some(Local::File(file));
                 FileFetched { agent: decision.agent, file }.emit(&self.shared.metrics);
+                // The snapshot holds a file exactly when the route serves it.
                 let served = match file {
                     LocalFile::RobotsTxt => Some(&snap.robots),
                     LocalFile::AgentsTxt => snap.agents.as_ref(),
                 };
-                if let Some(f) = served {
-                    Box::pin(respond::static_file(session, f, &snap.cache_control)).await?;
+                match served {
+                    Some(f) => {
+                        Box::pin(respond::static_file(session, f, &snap.cache_control)).await?;
+                    }
+                    None => {
+                        let body = format!("404 Not Found: this site publishes no {}\n", file.as_str());
+                        Box::pin(respond::plain(session, 404, body)).await?;
+                    }
                 }
-                Ok(true)
-            }
-            Route::NotFound { file, decision } => {
-                ctx.note(&decision);
-                ctx.path = Cow::Borrowed(file.path());
-                ctx.local = Some(Local::File(file));
-                FileFetched { agent: decision.agent, file }.emit(&self.shared.metrics);
-                let body = format!("404 Not Found: this site publishes no {}\n", file.as_str());
-                Box::pin(respond::plain(session, 404, body)).await?;
                 Ok(true)
             }
             Route::Block { decision, target } => {
