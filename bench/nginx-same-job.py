@@ -25,6 +25,9 @@ catalog = json.load(open(os.path.join(root, "crates/policy/data/catalog.json")))
 tmp, hdr_listen, inj_listen, origin, robots_path = sys.argv[1:6]
 
 ROBOTS_TAG = "noindex, nosnippet"
+# Robots-Tag is a structured field (draft-illyes-aipref-robots-tag): the
+# rules apply to every agent (`*`) as parameters.
+ROBOTS_TAG_SF = "*;noindex;nosnippet"
 CONTENT_USAGE = "train-ai=n"
 META = f'<meta name="robots" content="{ROBOTS_TAG}">'
 BLOCKED = {"ai-training", "scraper"}
@@ -51,7 +54,7 @@ parts = [robots[i:i + 1500] for i in range(0, len(robots), 1500)]
 robots_vars = "".join(f'  map "" $robots_{i} {{ default {nginx_string(p)}; }}\n' for i, p in enumerate(parts))
 robots_value = '"' + "".join(f"${{robots_{i}}}" for i in range(len(parts))) + '"'
 
-page_headers = f"""      add_header Robots-Tag "{ROBOTS_TAG}";
+page_headers = f"""      add_header Robots-Tag "{ROBOTS_TAG_SF}";
       add_header X-Robots-Tag "{ROBOTS_TAG}";
       add_header Content-Usage "{CONTENT_USAGE}";"""
 
