@@ -138,6 +138,15 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     let origin = origin();
     let (proxy, base) = start(&origin);
     let before = robots(&proxy);
+    // Every reload series exists from the start, so that `increase()` sees
+    // the first failure.
+    let text = client().get(proxy.admin_url("/metrics")).send().and_then(|r| r.text()).unwrap_or_default();
+    let series = parse_metrics(&text);
+    for result in ["success", "unchanged", "failure"] {
+        let key = format!("crawlgate_reloads_total{{result=\"{result}\"}}");
+        assert_eq!(series.get(&key), Some(&0.0), "{key} in\n{text}");
+    }
+    assert_eq!(series.get("crawlgate_policy_reload_failing"), Some(&0.0));
     let path = proxy.policy_path.clone();
     std::fs::write(&path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\ndisallow = [\"nope\"]\n")).unwrap();
     let st = wait_for("the reload error in /status", DEADLINE, || {
@@ -156,6 +165,7 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     assert_eq!(robots(&proxy), before);
     assert_eq!(get(&proxy.url("/v0/x"), "ExampleBot/1.0").status(), 403);
     assert_eq!(metric(&proxy, "crawlgate_reloads_total", &[("result", "failure")]), 1.0);
+    assert_eq!(metric(&proxy, "crawlgate_policy_reload_failing", &[]), 1.0);
     assert!(proxy.log().contains("Policy reload failed; the running policy stays in force"));
 
     // Reverting the bad edit clears the error: the file is the running policy.
@@ -166,6 +176,7 @@ fn a_broken_or_deleted_policy_changes_nothing() {
     });
     assert_eq!(st["generation"], 1);
     assert!(proxy.log().contains("Policy file matches the running policy; nothing to reload"));
+    assert_eq!(metric(&proxy, "crawlgate_policy_reload_failing", &[]), 0.0);
 
     std::fs::remove_file(&path).unwrap();
     wait_for("the deletion to be noticed", DEADLINE, || {

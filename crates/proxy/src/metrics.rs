@@ -27,6 +27,11 @@ pub enum ReloadOutcome {
 }
 
 impl ReloadOutcome {
+    /// Every outcome, so that each series exists from the start (an
+    /// `increase()` over a series that appears with its first failure sees
+    /// nothing).
+    pub const ALL: [ReloadOutcome; 3] = [ReloadOutcome::Success, ReloadOutcome::Unchanged, ReloadOutcome::Failure];
+
     /// Its `result` label in `crawlgate_reloads_total`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -80,6 +85,7 @@ pub struct Metrics {
     duration: HistogramVec,
     reloads: IntCounterVec,
     generation: IntGauge,
+    reload_failing: IntGauge,
     last_success: prometheus::Gauge,
     upstream_healthy: GaugeVec,
     reload_duration: Histogram,
@@ -128,6 +134,11 @@ impl Metrics {
             "Generation of the running policy (1 at start, +1 per successful reload).",
         )?;
         registry.register(Box::new(generation.clone()))?;
+        let reload_failing = IntGauge::new(
+            "crawlgate_policy_reload_failing",
+            "1 while the policy file on disk failed to load and the previous policy is in force; 0 once a reload succeeds or the file is the running policy again.",
+        )?;
+        registry.register(Box::new(reload_failing.clone()))?;
         let last_success = prometheus::Gauge::new(
             "crawlgate_policy_last_success_timestamp_seconds",
             "Unix time of the last successful policy load.",
@@ -148,7 +159,7 @@ impl Metrics {
             &["listener"],
         )?;
         registry.register(Box::new(client_connections.clone()))?;
-        Ok(Metrics {
+        let metrics = Metrics {
             client_connections,
             connections_refused: counter(
                 r,
@@ -213,11 +224,16 @@ impl Metrics {
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             duration,
             generation,
+            reload_failing,
             last_success,
             upstream_healthy,
             reload_duration,
             registry,
-        })
+        };
+        for outcome in ReloadOutcome::ALL {
+            metrics.reloads.with_label_values(&[outcome.as_str()]);
+        }
+        Ok(metrics)
     }
 
     /// Counts one request.
@@ -280,6 +296,7 @@ impl Metrics {
     /// Counts a reload attempt (`success`, `failure`, `unchanged`).
     pub fn reload(&self, outcome: ReloadOutcome) {
         self.reloads.with_label_values(&[outcome.as_str()]).inc();
+        self.reload_failing.set(i64::from(outcome == ReloadOutcome::Failure));
     }
 
     /// Observes how long a successful reload took.
