@@ -328,3 +328,28 @@ fn explain_json() {
         serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": "train-ai=n"})
     );
 }
+
+#[test]
+fn explain_into_a_closed_pipe_ends_quietly() {
+    // `crawlgate explain ... | head -1`: the reader leaves after one line;
+    // the output is far larger than a pipe's buffer, so later writes fail.
+    let urls: Vec<String> = (0..3000).map(|i| format!("/p{i}")).collect();
+    let mut child = Command::new(crawlgate_bin())
+        .args(["explain", "--config", "conf/crawlgate.toml", "-A", "GPTBot/1.2"])
+        .args(&urls)
+        .current_dir(workspace_root())
+        .env_remove("CRAWLGATE_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn crawlgate");
+    let mut first = String::new();
+    {
+        let out = child.stdout.take().expect("stdout");
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut first).expect("first line");
+    }
+    let done = child.wait_with_output().expect("wait");
+    assert_eq!(first, "/p0\n");
+    assert_eq!(done.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&done.stderr));
+    assert_eq!(String::from_utf8_lossy(&done.stderr), "");
+}

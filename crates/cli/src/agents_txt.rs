@@ -13,7 +13,7 @@ pub fn verify(file: &Path) -> anyhow::Result<ExitCode> {
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
-            println!("invalid: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to());
+            outln!("invalid: not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to());
             return Ok(ExitCode::from(1));
         }
     };
@@ -21,11 +21,11 @@ pub fn verify(file: &Path) -> anyhow::Result<ExitCode> {
         // The wording is fixed (scripts match `valid: N directives`),
         // even for one directive.
         Ok(n) => {
-            println!("valid: {n} directives");
+            outln!("valid: {n} directives");
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            println!("invalid: {e}");
+            outln!("invalid: {e}");
             Ok(ExitCode::from(1))
         }
     }

@@ -38,7 +38,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let proxy = settings.server.listen.first().cloned().unwrap_or_else(|| "127.0.0.1:8080".into());
     let admin = settings.server.admin.clone().unwrap_or_else(|| "127.0.0.1:9090".into());
     crate::sample_origin::start(&origin)?;
-    println!(
+    outln!(
         "crawlgate demo: proxy http://{proxy} -> sample origin http://{origin}, admin http://{admin}\n\
          policy: {name}{}\n\n\
          Try:\n\

@@ -17,6 +17,25 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `println!` for command output: a reader that closes the pipe early
+/// (`crawlgate explain ... | head`) ends the command quietly instead of
+/// panicking, as it would with `println!`.
+macro_rules! outln {
+    () => {
+        $crate::write_stdout(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` for command output, with [`outln!`]'s handling of a closed pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*), false)
+    };
+}
+
 mod agents;
 mod agents_txt;
 mod config;
@@ -149,6 +168,23 @@ fn main() -> ExitCode {
         Err(err) => {
             eprintln!("crawlgate: {err:#}");
             ExitCode::from(2)
+        }
+    }
+}
+
+/// Writes command output to stdout. A closed pipe ends the process with
+/// success (the reader has what it wanted); another write error ends it
+/// with an error message.
+fn write_stdout(args: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(args).and_then(|()| if newline { stdout.write_all(b"\n") } else { Ok(()) });
+    match written {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("crawlgate: cannot write to stdout: {e}");
+            std::process::exit(1);
         }
     }
 }

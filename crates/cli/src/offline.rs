@@ -21,7 +21,7 @@ fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
             Ok(Ok(loaded))
         }
         Err(errors) => {
-            println!("{errors}");
+            outln!("{errors}");
             eprintln!("{}: {} error{}", config.display(), errors.0.len(), if errors.0.len() == 1 { "" } else { "s" });
             Ok(Err(ExitCode::from(1)))
         }
@@ -37,7 +37,7 @@ pub fn check(config: &Path) -> anyhow::Result<ExitCode> {
     };
     let p = &loaded.policy;
     let s = p.stats();
-    println!(
+    outln!(
         "OK {}: {} group{}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{} (sha256 {})",
         config.display(),
         s.groups,
@@ -82,7 +82,7 @@ pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> {
             }
         },
     };
-    print!("{text}");
+    out!("{text}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -131,15 +131,15 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
         }));
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
     for (i, o) in out.iter().enumerate() {
         if i > 0 {
-            println!();
+            outln!();
         }
         let s = |v: &serde_json::Value| v.as_str().map(str::to_string).unwrap_or_else(|| "-".into());
-        println!("{}", s(&o["url"]));
+        outln!("{}", s(&o["url"]));
         let agent = match (&o["agent"], &o["catalog"]) {
             (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
             (a, serde_json::Value::Null) => s(a),
@@ -150,35 +150,35 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
                 c["categories"].as_array().map(|v| v.iter().map(&s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
             ),
         };
-        println!("  agent:    {agent}");
+        outln!("  agent:    {agent}");
         match &o["group"] {
-            serde_json::Value::Null => println!("  group:    none (no group applies: everything allowed)"),
-            g => println!("  group:    {} (line {})", s(&g["name"]), g["line"]),
+            serde_json::Value::Null => outln!("  group:    none (no group applies: everything allowed)"),
+            g => outln!("  group:    {} (line {})", s(&g["name"]), g["line"]),
         }
         match &o["rule"] {
-            serde_json::Value::Null => println!("  rule:     none matched"),
-            r => println!(
+            serde_json::Value::Null => outln!("  rule:     none matched"),
+            r => outln!(
                 "  rule:     {}: {} (line {})",
                 if r["allow"] == true { "Allow" } else { "Disallow" },
                 s(&r["pattern"]),
                 r["line"]
             ),
         }
-        println!("  verdict:  {}", if o["allowed"] == true { "allowed" } else { "disallowed" });
+        outln!("  verdict:  {}", if o["allowed"] == true { "allowed" } else { "disallowed" });
         let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
-        println!("  enforce:  {} -> {}{status}", s(&o["enforce"]), s(&o["action"]));
+        outln!("  enforce:  {} -> {}{status}", s(&o["enforce"]), s(&o["action"]));
         if let Some(v) = o["headers"]["robots-tag"].as_str() {
-            println!("  header:   Robots-Tag: {v}");
+            outln!("  header:   Robots-Tag: {v}");
         }
         for v in o["headers"]["x-robots-tag"].as_array().into_iter().flatten() {
-            println!("  header:   X-Robots-Tag: {}", s(v));
+            outln!("  header:   X-Robots-Tag: {}", s(v));
         }
         if let Some(v) = o["headers"]["content-usage"].as_str() {
-            println!("  header:   Content-Usage: {v}");
+            outln!("  header:   Content-Usage: {v}");
         }
         if let Some(h) = o["html"].as_object() {
             for m in h["meta"].as_array().into_iter().flatten() {
-                println!("  html:     {} {}", s(&h["mode"]), s(m));
+                outln!("  html:     {} {}", s(&h["mode"]), s(m));
             }
         }
     }

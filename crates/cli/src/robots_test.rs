@@ -39,10 +39,10 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::R
     }
     let robots = RobotsTxt::parse(&file.bytes);
     if robots.is_allowed(user_agent, url) {
-        println!("allowed");
+        outln!("allowed");
         Ok(ExitCode::SUCCESS)
     } else {
-        println!("disallowed");
+        outln!("disallowed");
         Ok(ExitCode::from(1))
     }
 }

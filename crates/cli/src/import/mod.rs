@@ -35,7 +35,7 @@ pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
     }
     let checked = crawlgate_policy::load(&toml, "imported policy");
     if checked.is_ok() {
-        print!("{toml}");
+        out!("{toml}");
     }
     eprintln!("{}", summary(&plan, &source_name));
     let Err(errors) = checked else { return Ok(ExitCode::SUCCESS) };
