@@ -382,6 +382,12 @@ impl Policy {
     /// group (else `*`) and finds the deciding rule for `path_and_query`
     /// (canonicalised here; no allocation when already canonical).
     pub fn decide(&self, user_agent: &str, path_and_query: &str) -> Decision<'_> {
+        self.decide_canonical(user_agent, &canonicalize(path_and_query))
+    }
+
+    /// [`Policy::decide`] on a path already in canonical form (the routing
+    /// step has it from the request target), so it is not scanned again.
+    pub(crate) fn decide_canonical(&self, user_agent: &str, path: &str) -> Decision<'_> {
         let token = self.matcher.find(user_agent);
         let agent = token.map(|t| self.tokens[t].as_str());
         let agent_id = token.and_then(|t| u32::try_from(t).ok()).map(AgentId);
@@ -399,8 +405,7 @@ impl Policy {
         };
         let g = &self.groups[gi];
         let group = Some(GroupRef { index: gi, name: &g.name, line: g.line });
-        let path = canonicalize(path_and_query);
-        let rule = if is_fixed_file(&path) { None } else { g.rules.evaluate(&path) };
+        let rule = if is_fixed_file(path) { None } else { g.rules.evaluate(path) };
         let rule = rule.map(|i| {
             let (pattern, allow, line) = &g.rules_src[i];
             RuleRef { pattern, allow: *allow, line: *line }
@@ -424,19 +429,22 @@ impl Policy {
 
     /// The URL-level controls of a path, the same for every User-Agent.
     pub fn url_controls(&self, path_and_query: &str) -> UrlControls {
-        let path = canonicalize(path_and_query);
+        self.url_controls_canonical(&canonicalize(path_and_query))
+    }
+
+    /// [`Policy::url_controls`] on a path already in canonical form.
+    pub(crate) fn url_controls_canonical(&self, path: &str) -> UrlControls {
         let mut controls = UrlControls::default();
         if !self.tags.is_empty() {
-            let tagged = self.tag_controls(&path);
+            let tagged = self.tag_controls(path);
             controls.robots_tag = tagged.robots_tag.clone();
             controls.x_robots_tag = tagged.x_robots_tag.clone();
             controls.html = tagged.html.clone();
         }
         if let Some(star) = self.star_group.map(|i| &self.groups[i]) {
-            let allowed = star.rules.evaluate(&path).is_none_or(|i| star.rules.is_allow(i));
+            let allowed = star.rules.evaluate(path).is_none_or(|i| star.rules.is_allow(i));
             if allowed {
-                controls.content_usage =
-                    star.content_usage_set.evaluate(&path).map(|i| star.content_usage[i].1.clone());
+                controls.content_usage = star.content_usage_set.evaluate(path).map(|i| star.content_usage[i].1.clone());
             }
         }
         controls

@@ -5,7 +5,7 @@
 
 use crate::canonical::{classify_request_target, PathError, RequestTarget};
 use crate::local_file::LocalFile;
-use crate::policy::{Action, Decision, Policy};
+use crate::policy::{Action, Decision, Policy, UrlControls};
 
 /// The request's `User-Agent` field lines, as far as routing cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +64,8 @@ pub enum Route<'p, 'r> {
         decision: Decision<'p>,
         /// The target decided on and what to send upstream.
         target: RequestTarget<'r>,
+        /// The headers and metas the response gets.
+        controls: UrlControls,
     },
 }
 
@@ -81,7 +83,7 @@ impl Policy {
             Ok(t) => t,
             Err(e) => return Route::BadRequest(e.into()),
         };
-        let decision = self.decide(user_agent, &target.canonical);
+        let decision = self.decide_canonical(user_agent, &target.canonical);
         if let Some(file) = LocalFile::at(&target.canonical) {
             let published = match file {
                 LocalFile::RobotsTxt => true,
@@ -91,7 +93,10 @@ impl Policy {
         }
         match decision.action() {
             Action::Block => Route::Block { decision, target },
-            Action::Pass | Action::LogViolation => Route::Forward { decision, target },
+            Action::Pass | Action::LogViolation => {
+                let controls = self.url_controls_canonical(&target.canonical);
+                Route::Forward { decision, target, controls }
+            }
         }
     }
 }
@@ -116,6 +121,7 @@ servers = ["127.0.0.1:8000"]
 [[group]]
 user_agents = ["*"]
 disallow = ["/private/"]
+content_usage = ["train-ai=n"]
 enforce = "log"
 
 [[group]]
@@ -142,7 +148,7 @@ rules = [{ path = "/", action = "allow" }]
                 Some(target.canonical.to_string()),
                 target.forward.as_ref().map(|f| f.to_string()),
             ),
-            Route::Forward { decision, target } => (
+            Route::Forward { decision, target, .. } => (
                 format!("forward {:?}", decision.action()),
                 agent(decision),
                 Some(target.canonical.to_string()),
@@ -181,6 +187,14 @@ rules = [{ path = "/", action = "allow" }]
         }
         let absolute = summary(&p.route(false, b"http://h/public/a?q", gpt));
         assert_eq!((absolute.2, absolute.3), (s("/public/a?q"), s("/public/a?q")));
+        // A forwarded request carries the controls of the path it names.
+        match p.route(false, b"/private/../public/%61", browser) {
+            Route::Forward { controls, .. } => {
+                assert_eq!(controls.content_usage.as_deref(), Some("train-ai=n"));
+                assert_eq!(controls, p.url_controls("/public/a"));
+            }
+            other => panic!("{other:?}"),
+        }
         let origin_form = summary(&p.route(false, b"/public/%61", gpt));
         assert_eq!((origin_form.2, origin_form.3), (s("/public/a"), None));
 

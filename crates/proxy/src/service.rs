@@ -232,13 +232,12 @@ impl ProxyHttp for Gate {
                 Box::pin(respond::plain(session, status, body)).await?;
                 Ok(true)
             }
-            Route::Forward { decision, target } => {
+            Route::Forward { decision, target, controls } => {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
                 if ctx.outcome == Action::LogViolation {
                     violation(&decision, &target.canonical).emit(&self.shared.metrics);
                 }
-                let controls = snap.policy.url_controls(&target.canonical);
                 // HEAD too: it gets the headers the GET would get.
                 ctx.html_candidate = controls.html.is_some();
                 ctx.controls = Some(controls);
