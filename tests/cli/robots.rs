@@ -147,34 +147,16 @@ fn conformance_suite_through_the_binary() {
     let (files, body_of) = write_bodies(&dir, &cases);
     assert_eq!(files.len(), 197, "distinct robots bodies");
     let got = parallel(cases.len(), |i| verdict(&files[body_of[i]], &cases[i].user_agent, &cases[i].url));
-    let by_status = |status| {
-        let Tally { total, failed } = tally(cases.iter().zip(got.iter().copied()), status);
-        (total, failed)
-    };
-
-    let (total, failed) = by_status(RfcStatus::Consistent);
-    assert_eq!(
-        format!("{}/{total} consistent pass", total - failed.len()),
-        "951/951 consistent pass",
-        "{}",
-        failed.join("\n")
-    );
-    let (total, failed) = by_status(RfcStatus::Conflicts);
-    assert_eq!(
-        format!("{}/{total} google-specific follow the RFC", total - failed.len()),
-        "33/33 google-specific follow the RFC",
-        "{}",
-        failed.join("\n")
-    );
     // The documented choices where the RFC leaves it open (see
     // crates/policy/tests/conformance.rs): 47 of 80, as in-process.
-    let (total, failed) = by_status(RfcStatus::Ambiguous);
-    assert_eq!(
-        format!("{}/{total} ambiguous match", total - failed.len()),
-        "47/80 ambiguous match",
-        "{}",
-        failed.join("\n")
-    );
+    for (status, label, want) in [
+        (RfcStatus::Consistent, "consistent pass", "951/951 consistent pass"),
+        (RfcStatus::Conflicts, "google-specific follow the RFC", "33/33 google-specific follow the RFC"),
+        (RfcStatus::Ambiguous, "ambiguous match", "47/80 ambiguous match"),
+    ] {
+        let Tally { total, failed } = tally(cases.iter().zip(got.iter().copied()), status);
+        assert_eq!(format!("{}/{total} {label}", total - failed.len()), want, "{}", failed.join("\n"));
+    }
 }
 
 /// Import warnings that mean a decision may change (the rest only drop
