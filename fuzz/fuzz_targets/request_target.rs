@@ -19,7 +19,7 @@
 
 #![no_main]
 
-use crawlgate_policy::matcher::{canonicalize, classify_request_target, normalize_request_target};
+use crawlgate_policy::canonical::{canonicalize, classify_request_target, normalize_request_target};
 use libfuzzer_sys::fuzz_target;
 
 fn check_canonical(c: &str, raw: &[u8]) {

@@ -5,7 +5,7 @@
 
 #![no_main]
 
-use crawlgate_policy::matcher::{canonicalize, normalize_request_target};
+use crawlgate_policy::canonical::{canonicalize, normalize_request_target};
 use crawlgate_policy::robotstxt::RobotsTxt;
 use libfuzzer_sys::fuzz_target;
 

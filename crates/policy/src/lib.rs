@@ -13,7 +13,6 @@ mod compile;
 mod diag;
 pub mod identify;
 mod local_file;
-pub mod matcher;
 pub mod pattern;
 mod policy;
 mod raw;

@@ -10,7 +10,7 @@
 
 use std::cell::Cell;
 
-use crawlgate_policy::matcher::{canonicalize, normalize_request_target};
+use crawlgate_policy::canonical::{canonicalize, normalize_request_target};
 use crawlgate_policy::robots_tag::{merge_robots_tag, merge_x_robots_tag, PARSE_LIMIT};
 use crawlgate_policy::robotstxt::RobotsTxt;
 use crawlgate_policy::{agents_txt, load, Policy};
@@ -702,7 +702,8 @@ fn normalize_request_target_is_idempotent() {
 /// matching pattern, allow on a tie, the earliest on a full tie.
 #[test]
 fn rule_set_agrees_with_a_linear_scan() {
-    use crawlgate_policy::matcher::{Pattern, RuleSet};
+    use crawlgate_policy::pattern::Pattern;
+    use crawlgate_policy::ruleset::RuleSet;
     let rules =
         prop::collection::vec((pattern().prop_filter("`#` is refused", |p| !p.contains('#')), any::<bool>()), 0..40);
     run(1024, (rules, prop::collection::vec(request_path(), 1..10)), |(rules, paths)| {
