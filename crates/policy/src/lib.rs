@@ -23,6 +23,7 @@ mod route;
 pub mod ruleset;
 pub mod sf;
 pub mod validate;
+pub mod verification;
 
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};

@@ -1,0 +1,154 @@
+//! Verified crawler identity as policy data: the outcome of checking that a
+//! request really comes from the crawler its `User-Agent` (or signature)
+//! names, the per-group settings that act on it, and the built-in table of
+//! where each operator publishes its evidence (`data/verification.json`,
+//! see `data/README.md`).
+//!
+//! The checks themselves (published IP ranges, forward-confirmed reverse
+//! DNS, Web Bot Auth signatures) do I/O and live in `crawlgate-identity`;
+//! this module only names their results, so routing stays pure.
+
+use std::sync::LazyLock;
+
+/// How a claim was proven (or disproven).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// The address is in the operator's published IP ranges.
+    Ip,
+    /// Forward-confirmed reverse DNS under one of the operator's domains.
+    Rdns,
+    /// A valid Web Bot Auth signature (RFC 9421 with the webbotauth profile).
+    Signature,
+}
+
+impl Method {
+    /// The label used in logs, metrics and `explain`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Ip => "ip",
+            Method::Rdns => "rdns",
+            Method::Signature => "signature",
+        }
+    }
+}
+
+/// The outcome of verifying one request's claimed identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verification {
+    /// Nothing to verify: the request names no token that the group's
+    /// `verify` setting applies to (browsers, `verify = "none"`).
+    NotApplicable,
+    /// The claim is proven by this method.
+    Verified(Method),
+    /// Nothing could tell: no published source, a lookup timed out, a key
+    /// directory could not be fetched.
+    Unverified,
+    /// The request claims the token and is proven not to be it (by this
+    /// method: an address outside every published range, a PTR or forward
+    /// name that does not confirm, an invalid signature).
+    Spoofed(Method),
+}
+
+impl Verification {
+    /// The bounded label used in logs and metrics: `none`, `verified`,
+    /// `unverified` or `spoofed`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verification::NotApplicable => "none",
+            Verification::Verified(_) => "verified",
+            Verification::Unverified => "unverified",
+            Verification::Spoofed(_) => "spoofed",
+        }
+    }
+}
+
+/// A group's `verify` setting: which methods may prove its crawlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum VerifyMode {
+    /// Trust the User-Agent (no verification).
+    #[default]
+    None,
+    /// Published IP ranges only.
+    Ip,
+    /// Forward-confirmed reverse DNS only.
+    Rdns,
+    /// Web Bot Auth signatures only.
+    Signature,
+    /// Whatever the operator publishes: any method that can prove it.
+    Any,
+}
+
+/// What a group does with a request whose claim is spoofed or unverified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Answer with the group's `block_status`.
+    Block,
+    /// Apply the group as usual and log the outcome.
+    Log,
+    /// Treat the request like one with no token (the `*` group).
+    Anonymous,
+}
+
+/// Where one operator publishes the evidence for some of its tokens.
+#[derive(Debug, Clone, serde::Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Who runs the crawlers.
+    pub operator: String,
+    /// The operator's documentation of how to verify them.
+    pub source: String,
+    /// The tokens these lists and domains prove (catalog spelling).
+    pub tokens: Vec<String>,
+    /// URLs of published IP range lists (`{"prefixes": [...]}` JSON).
+    pub ip_lists: Vec<String>,
+    /// Domain suffixes for forward-confirmed reverse DNS.
+    pub rdns: Vec<String>,
+    /// `Signature-Agent` hosts whose key directory proves these tokens.
+    #[serde(default)]
+    pub signature_agents: Vec<String>,
+}
+
+const EMBEDDED: &str = include_str!("../data/verification.json");
+
+// Validated by the unit tests below, so the empty fallback is reached only
+// by a build whose tests fail; it keeps a policy load from panicking.
+static SOURCES: LazyLock<Vec<Source>> = LazyLock::new(|| serde_json::from_str(EMBEDDED).unwrap_or_default());
+
+/// Every built-in verification source.
+pub fn sources() -> &'static [Source] {
+    &SOURCES
+}
+
+/// The built-in source for `token` (ASCII case-insensitive), if its operator
+/// publishes one.
+pub fn source_for(token: &str) -> Option<&'static Source> {
+    SOURCES.iter().find(|s| s.tokens.iter().any(|t| t.eq_ignore_ascii_case(token)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_sources_parse_and_name_catalog_tokens() {
+        let v: Vec<Source> = serde_json::from_str(EMBEDDED).unwrap_or_else(|e| panic!("verification.json: {e}"));
+        assert_eq!(v.len(), sources().len());
+        for s in &v {
+            assert!(s.source.starts_with("https://"), "{}", s.source);
+            assert!(!s.ip_lists.is_empty() || !s.rdns.is_empty() || !s.signature_agents.is_empty());
+            for u in &s.ip_lists {
+                assert!(u.starts_with("https://"), "{u}");
+            }
+            for t in &s.tokens {
+                assert!(crate::catalog::lookup(t).is_some(), "{t} is not in the catalog");
+            }
+        }
+    }
+
+    #[test]
+    fn lookup_is_case_insensitive() {
+        assert_eq!(source_for("googlebot").map(|s| s.rdns.len()), Some(3));
+        assert_eq!(source_for("GPTBot").map(|s| s.ip_lists[0].as_str()), Some("https://openai.com/gptbot.json"));
+        assert!(source_for("ClaudeBot").is_none());
+    }
+}
