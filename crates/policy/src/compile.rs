@@ -17,11 +17,14 @@ use crate::pattern::Pattern;
 use crate::policy::{
     Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings,
 };
-use crate::raw::{RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream};
+use crate::raw::{
+    RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream, RawVerification,
+};
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
 use crate::validate;
+use crate::verification::{Cidr, VerificationSettings};
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -131,13 +134,14 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
             return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
         }
     };
-    let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt } = raw;
+    let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt, verification } = raw;
     let server = compile_server(&mut cx, server.as_ref());
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, extras) = compile_robots_txt(&mut cx, robots_txt.as_ref());
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
+    let verification = compile_verification(&mut cx, verification.as_ref());
 
     // Identification tokens and the `*` group.
     let mut tokens = Vec::new();
@@ -181,7 +185,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     }
     cx.warnings.sort_by_key(|d| (d.line, d.col));
     let policy = Policy {
-        settings: Settings { server, upstream, cache_max_age },
+        settings: Settings { server, upstream, cache_max_age, verification },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,
@@ -214,6 +218,7 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_header_timeout: Duration::from_secs(10),
         client_body_timeout: Duration::from_secs(60),
         max_connections: 4096,
+        proxy_protocol: false,
     };
     let Some(raw) = raw else { return s };
     let RawServer {
@@ -231,7 +236,9 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_header_timeout,
         client_body_timeout,
         max_connections,
+        proxy_protocol,
     } = raw.get_ref();
+    s.proxy_protocol = proxy_protocol.unwrap_or(false);
     let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
         v.as_ref().map(|list| {
             list.iter()
@@ -924,4 +931,20 @@ mod tests {
             "p.toml:2:19: server.max_connections must be between 1 and 1048576, found -3"
         );
     }
+}
+
+fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawVerification>>) -> VerificationSettings {
+    let mut v = VerificationSettings::default();
+    let Some(raw) = raw else { return v };
+    v.enabled = true;
+    let RawVerification { trusted_proxies } = raw.get_ref();
+    for p in trusted_proxies.iter().flatten() {
+        match p.get_ref().parse::<Cidr>() {
+            Ok(c) => v.trusted_proxies.push(c),
+            Err(e) => {
+                cx.err(p, format!("verification.trusted_proxies: {e} (e.g. 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)"))
+            }
+        }
+    }
+    v
 }

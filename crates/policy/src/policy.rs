@@ -126,6 +126,9 @@ pub struct ServerSettings {
     pub client_body_timeout: Duration,
     /// Concurrent client connections on the proxy listeners.
     pub max_connections: usize,
+    /// Whether connections from a trusted proxy start with a PROXY protocol
+    /// v1 or v2 header (HAProxy's PROXY protocol specification).
+    pub proxy_protocol: bool,
 }
 
 /// `[upstream]`.
@@ -158,6 +161,8 @@ pub struct Settings {
     pub upstream: UpstreamSettings,
     /// `max-age` of /robots.txt and /agents.txt.
     pub cache_max_age: Duration,
+    /// `[verification]`.
+    pub verification: crate::verification::VerificationSettings,
 }
 
 /// Sizes of a policy, for `/status` and `check`.

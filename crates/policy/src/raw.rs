@@ -19,6 +19,7 @@ pub(crate) struct RawPolicy {
     #[serde(default)]
     pub robots_tag: Vec<S<RawRobotsTag>>,
     pub agents_txt: Option<S<RawAgentsTxt>>,
+    pub verification: Option<S<RawVerification>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -38,6 +39,7 @@ pub(crate) struct RawServer {
     pub client_header_timeout: Option<S<String>>,
     pub client_body_timeout: Option<S<String>>,
     pub max_connections: Option<S<i64>>,
+    pub proxy_protocol: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,4 +102,10 @@ pub(crate) struct RawAgentsRule {
     pub path: S<String>,
     pub action: S<String>,
     pub params: Option<BTreeMap<String, S<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawVerification {
+    pub trusted_proxies: Option<Vec<S<String>>>,
 }

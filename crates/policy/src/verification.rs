@@ -8,7 +8,83 @@
 //! DNS, Web Bot Auth signatures) do I/O and live in `crawlgate-identity`;
 //! this module only names their results, so routing stays pure.
 
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
 use std::sync::LazyLock;
+
+/// An address prefix in CIDR notation (RFC 4632; RFC 4291 section 2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cidr {
+    addr: IpAddr,
+    len: u8,
+}
+
+impl Cidr {
+    /// Whether `ip` is inside the prefix. An IPv4-mapped IPv6 address
+    /// (`::ffff:192.0.2.1`) is compared as the IPv4 address it maps.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(a)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.len)).unwrap_or(0);
+                u32::from(net) & mask == u32::from(a) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(a)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.len)).unwrap_or(0);
+                u128::from(net) & mask == u128::from(a) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.len)
+    }
+}
+
+impl FromStr for Cidr {
+    type Err = String;
+
+    /// `ADDR/LEN`, or a bare address (a /32 or /128).
+    fn from_str(s: &str) -> Result<Cidr, String> {
+        let (a, l) = s.split_once('/').map_or((s, None), |(a, l)| (a, Some(l)));
+        let addr: IpAddr = a.parse().map_err(|_| format!("`{s}` is not an IP address or CIDR prefix"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let len = match l {
+            None => max,
+            Some(l) => match l.parse::<u8>() {
+                Ok(n) if n <= max => n,
+                _ => return Err(format!("`{s}`: the prefix length must be 0 to {max}")),
+            },
+        };
+        Ok(Cidr { addr, len })
+    }
+}
+
+/// The compiled `[verification]` table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerificationSettings {
+    /// Whether the table is present: without it nothing is verified and every
+    /// group trusts the User-Agent.
+    pub enabled: bool,
+    /// Peers whose `X-Forwarded-For`, `Forwarded` and PROXY protocol header
+    /// are believed for the client address; from anyone else the socket peer
+    /// is the client.
+    pub trusted_proxies: Vec<Cidr>,
+}
+
+impl VerificationSettings {
+    /// Whether `peer` is a trusted proxy.
+    pub fn is_trusted_proxy(&self, peer: IpAddr) -> bool {
+        self.trusted_proxies.iter().any(|c| c.contains(peer))
+    }
+}
 
 /// How a claim was proven (or disproven).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -143,6 +219,20 @@ mod tests {
                 assert!(crate::catalog::lookup(t).is_some(), "{t} is not in the catalog");
             }
         }
+    }
+
+    #[test]
+    fn cidr_parse_and_contains() {
+        let c: Cidr = "10.0.0.0/8".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.contains("10.255.0.1".parse().unwrap_or_else(|e| panic!("{e}"))));
+        assert!(c.contains("::ffff:10.1.2.3".parse().unwrap_or_else(|e| panic!("{e}"))));
+        assert!(!c.contains("11.0.0.1".parse().unwrap_or_else(|e| panic!("{e}"))));
+        let one: Cidr = "192.0.2.7".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(one.to_string(), "192.0.2.7/32");
+        let all: Cidr = "::/0".parse().unwrap_or_else(|e| panic!("{e}"));
+        assert!(all.contains("2001:db8::1".parse().unwrap_or_else(|e| panic!("{e}"))));
+        assert_eq!("10.0.0.0/33".parse::<Cidr>(), Err("`10.0.0.0/33`: the prefix length must be 0 to 32".into()));
+        assert_eq!("ten/8".parse::<Cidr>(), Err("`ten/8` is not an IP address or CIDR prefix".into()));
     }
 
     #[test]
