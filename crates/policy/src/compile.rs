@@ -322,6 +322,12 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
             ),
         }
     }
+    if s.proxy_protocol && !s.tls_listen.is_empty() {
+        cx.err(
+            raw,
+            "server.proxy_protocol applies to the plain listeners only: the PROXY header comes before TLS, so terminate TLS at the balancer or drop tls_listen",
+        );
+    }
     s
 }
 

@@ -9,6 +9,7 @@
 pub mod agents_txt;
 pub mod canonical;
 pub mod catalog;
+pub mod client;
 mod compile;
 mod diag;
 pub mod identify;

@@ -25,7 +25,8 @@ use async_trait::async_trait;
 use pingora::apps::{HttpServerApp, ServerApp};
 use pingora::protocols::http::ServerSession;
 use pingora::protocols::{
-    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, Ssl, Stream, UniqueID, UniqueIDType, ALPN,
+    GetProxyDigest, GetSocketDigest, GetTimingDigest, Peek, Shutdown, SocketDigest, Ssl, Stream, UniqueID,
+    UniqueIDType, ALPN,
 };
 use pingora::server::ShutdownWatch;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
@@ -77,7 +78,13 @@ pub struct ConnApp<A> {
     slots: Arc<Semaphore>,
     refusals: Arc<Semaphore>,
     metrics: Arc<ConnMetrics>,
+    /// Set when connections from trusted peers start with a PROXY protocol
+    /// header: says whether a peer is trusted.
+    proxy_protocol: Option<TrustedPeer>,
 }
+
+/// Whether a socket peer is a trusted proxy (read from the current policy).
+pub type TrustedPeer = Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>;
 
 impl<A> ConnApp<A> {
     /// Wraps `app`.
@@ -88,7 +95,15 @@ impl<A> ConnApp<A> {
             slots: Arc::new(Semaphore::new(limits.max_connections)),
             refusals: Arc::new(Semaphore::new(MAX_LINGERING_REFUSALS)),
             metrics: Arc::new(metrics),
+            proxy_protocol: None,
         }
+    }
+
+    /// Reads a PROXY protocol header from every connection whose peer
+    /// `trusted` accepts, and takes its source as the peer address.
+    pub fn with_proxy_protocol(mut self, trusted: TrustedPeer) -> ConnApp<A> {
+        self.proxy_protocol = Some(trusted);
+        self
     }
 }
 
@@ -149,8 +164,19 @@ where
         .await;
     }
 
-    async fn serve(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) {
+    async fn serve(self: &Arc<Self>, mut stream: Stream, shutdown: &ShutdownWatch) {
+        let proxied = match &self.proxy_protocol {
+            Some(trusted) => match self.proxy_header(&mut stream, trusted).await {
+                Ok(digest) => digest,
+                Err(e) => {
+                    tracing::debug!(error = %e, "Closed a connection without a valid PROXY protocol header");
+                    return;
+                }
+            },
+            None => None,
+        };
         let mut io = Guarded::new(stream, self.limits, self.metrics.clone());
+        io.socket_digest = proxied;
         let h2 = if io.get_ssl_digest().is_some() {
             matches!(io.selected_alpn_proto(), Some(ALPN::H2))
         } else if self.app.server_options().is_some_and(|o| o.h2c) {
@@ -169,6 +195,28 @@ where
             let _ = ServerApp::process_new(&self.app, Box::new(io), shutdown).await;
         } else {
             self.serve_h1(Box::new(io), shutdown).await;
+        }
+    }
+
+    /// Reads the PROXY protocol header of a trusted peer's connection
+    /// (within the header timeout) and returns a socket digest whose peer is
+    /// the header's source; `None` keeps the socket's own peer (an untrusted
+    /// peer, whose bytes are HTTP, or a `LOCAL` header).
+    async fn proxy_header(&self, stream: &mut Stream, trusted: &TrustedPeer) -> io::Result<Option<Arc<SocketDigest>>> {
+        let peer = stream.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+        if !peer.is_some_and(|p| trusted(p)) {
+            return Ok(None);
+        }
+        let header = tokio::time::timeout(self.limits.header, crate::proxy_protocol::read(stream))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "PROXY protocol header timed out"))??;
+        match header {
+            crate::proxy_protocol::Header::Local => Ok(None),
+            crate::proxy_protocol::Header::Proxied(addr) => {
+                let digest = SocketDigest::from_raw_fd(stream.id());
+                let _ = digest.peer_addr.set(Some(pingora::protocols::l4::socket::SocketAddr::Inet(addr)));
+                Ok(Some(Arc::new(digest)))
+            }
         }
     }
 
@@ -296,6 +344,8 @@ pub struct Guarded {
     read_ahead: bool,
     limits: Limits,
     metrics: Arc<ConnMetrics>,
+    /// The peer a PROXY protocol header named, in place of the socket's.
+    socket_digest: Option<Arc<SocketDigest>>,
 }
 
 impl fmt::Debug for Guarded {
@@ -317,6 +367,7 @@ impl Guarded {
             read_ahead: false,
             limits,
             metrics,
+            socket_digest: None,
         }
     }
 
@@ -597,7 +648,7 @@ impl GetProxyDigest for Guarded {
 
 impl GetSocketDigest for Guarded {
     fn get_socket_digest(&self) -> Option<Arc<pingora::protocols::SocketDigest>> {
-        self.inner.get_socket_digest()
+        self.socket_digest.clone().or_else(|| self.inner.get_socket_digest())
     }
 
     fn set_socket_digest(&mut self, digest: pingora::protocols::SocketDigest) {

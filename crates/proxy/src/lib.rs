@@ -12,6 +12,7 @@ mod events;
 mod headers;
 mod html;
 mod metrics;
+mod proxy_protocol;
 mod reload;
 mod respond;
 mod service;
@@ -19,6 +20,7 @@ mod state;
 mod upstream;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crawlgate_policy::Loaded;
 
@@ -75,6 +77,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let tls_listen = server_settings.tls_listen.clone();
     let tls_files = (server_settings.tls_cert.clone(), server_settings.tls_key.clone());
     let admin = server_settings.admin.clone();
+    let proxy_protocol = server_settings.proxy_protocol;
     let h2c = server_settings.h2c;
     let limits = Limits {
         idle: server_settings.client_idle_timeout,
@@ -108,7 +111,14 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let mut app = HttpProxy::new(Gate::new(shared.clone()), server.configuration.clone());
     app.server_options = Some(options);
     app.handle_init_modules();
-    let app = ConnApp::new(app, limits, shared.metrics.connections("proxy"));
+    let mut app = ConnApp::new(app, limits, shared.metrics.connections("proxy"));
+    if proxy_protocol {
+        // Trust follows the running policy, so a reload can change it.
+        let s = shared.clone();
+        app = app.with_proxy_protocol(Arc::new(move |peer| {
+            s.snapshot.load().policy.settings().verification.is_trusted_proxy(peer)
+        }));
+    }
     let mut proxy = Service::new("crawlgate proxy".to_string(), app);
     for addr in &listen {
         proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer(false)));

@@ -60,6 +60,7 @@ fn restart_only(s: &ServerSettings) -> Vec<(&'static str, String)> {
         ("server.client_header_timeout", format!("{:?}", s.client_header_timeout)),
         ("server.client_body_timeout", format!("{:?}", s.client_body_timeout)),
         ("server.max_connections", s.max_connections.to_string()),
+        ("server.proxy_protocol", s.proxy_protocol.to_string()),
     ]
 }
 

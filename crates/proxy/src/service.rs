@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use crawlgate_policy::client::{client_address, ClientAddr};
 use crawlgate_policy::{Action, AgentId, Decision, LocalFile, Route, UrlControls, UserAgentField};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -97,6 +98,9 @@ pub struct Ctx {
     forward: Option<String>,
     /// Set when the proxy answered itself.
     local: Option<Local>,
+    /// The client's address (`None` on a Unix socket), resolved through
+    /// trusted proxies in `early_request_filter`.
+    client: Option<ClientAddr>,
 }
 
 impl Ctx {
@@ -113,6 +117,20 @@ impl Ctx {
         self.agent = decision.agent_id;
         self.group = decision.group.map(|g| g.index);
     }
+}
+
+/// The client of this request: the socket peer (or the PROXY protocol
+/// source), or the address a trusted proxy forwarded
+/// (`policy::client::client_address`).
+fn client_addr(session: &Session, snap: &Snapshot) -> Option<ClientAddr> {
+    let peer = session.client_addr()?.as_inet()?.ip();
+    let req = session.req_header();
+    let lines = |name: &str| -> Vec<&[u8]> { req.headers.get_all(name).iter().map(|v| v.as_bytes()).collect() };
+    let settings = &snap.policy.settings().verification;
+    if !settings.is_trusted_proxy(peer) {
+        return Some(client_address(peer, &[], &[], settings));
+    }
+    Some(client_address(peer, &lines("forwarded"), &lines("x-forwarded-for"), settings))
 }
 
 /// The request's `User-Agent` field lines, decoded when there is one.
@@ -145,6 +163,7 @@ impl ProxyHttp for Gate {
             upstream: None,
             upstream_status: None,
             local: None,
+            client: None,
         }
     }
 
@@ -161,6 +180,7 @@ impl ProxyHttp for Gate {
         if !session.as_downstream().pipelining_enabled() {
             session.as_downstream_mut().set_pipelining_enabled(true);
         }
+        ctx.client = client_addr(session, &ctx.snap);
         if ctx.snap.rewrites_html {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
@@ -267,12 +287,19 @@ impl ProxyHttp for Gate {
         upstream_request: &mut RequestHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
-        if let Some(addr) = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()) {
+        if let Some(client) = &ctx.client {
+            // A trusted proxy's chain is extended; an untrusted client's own
+            // X-Forwarded-For and Forwarded are dropped, so the origin never
+            // reads an address the client chose.
+            let trusted = ctx.snap.policy.settings().verification.is_trusted_proxy(client.peer);
             let forwarded = match upstream_request.headers.get("x-forwarded-for") {
-                Some(prev) => format!("{}, {addr}", String::from_utf8_lossy(prev.as_bytes())),
-                None => addr.to_string(),
+                Some(prev) if trusted => format!("{}, {}", String::from_utf8_lossy(prev.as_bytes()), client.peer),
+                _ => client.peer.to_string(),
             };
             upstream_request.insert_header("x-forwarded-for", forwarded)?;
+            if !trusted {
+                upstream_request.remove_header("forwarded");
+            }
         }
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;

@@ -136,6 +136,18 @@ impl Conn {
         Conn { stream: connect(addr, timeout), pending: Vec::new() }
     }
 
+    /// Connects from the local address `source` (any of 127.0.0.0/8 is a
+    /// loopback address a test can bind), as a client at that address.
+    pub fn from_source(source: std::net::IpAddr, addr: SocketAddr) -> Conn {
+        let socket =
+            socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None).expect("socket");
+        socket.bind(&SocketAddr::new(source, 0).into()).unwrap_or_else(|e| panic!("bind {source}: {e}"));
+        socket.connect_timeout(&addr.into(), Duration::from_secs(5)).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+        let stream: TcpStream = socket.into();
+        stream.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+        Conn { stream, pending: Vec::new() }
+    }
+
     /// The socket, for tests that read or write it themselves.
     pub fn stream(&mut self) -> &mut TcpStream {
         &mut self.stream

@@ -1,0 +1,99 @@
+//! The client address: forwarded headers and the PROXY protocol are
+//! believed only from `trusted_proxies`, and what the origin is told
+//! follows the same rule.
+
+use std::net::{IpAddr, SocketAddr};
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
+use crawlgate_testkit::http::Conn;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap_or_else(|e| panic!("{s}: {e}"))
+}
+
+fn origin() -> Origin {
+    Origin::start(vec![("/", Route::ok("text/plain", "home\n"))])
+}
+
+/// A proxy on 127.0.0.1 with `extra` appended to its policy.
+fn start(origin: &Origin, server_extra: &str, extra: &str) -> Proxy {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let policy = base_policy(addr, admin, origin.addr).replacen("[server]\n", &format!("[server]\n{server_extra}"), 1);
+    Proxy::start_with(addr, admin, &format!("{policy}{extra}\n[[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\n"))
+}
+
+/// The X-Forwarded-For and Forwarded the origin saw on its last request.
+fn forwarded_seen(origin: &Origin) -> (Option<String>, Option<String>) {
+    let seen = origin.seen();
+    let last = seen.last().unwrap_or_else(|| panic!("the origin saw nothing"));
+    (last.header("x-forwarded-for").map(str::to_string), last.header("forwarded").map(str::to_string))
+}
+
+#[test]
+fn an_untrusted_client_cannot_choose_the_address_the_origin_sees() {
+    let origin = origin();
+    let proxy = start(&origin, "", "");
+    let mut c = Conn::from_source(ip("127.0.0.3"), proxy.addr);
+    let r = c.request("GET", "/", &[("X-Forwarded-For", "66.249.66.1"), ("Forwarded", "for=66.249.66.1")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(forwarded_seen(&origin), (Some("127.0.0.3".into()), None));
+}
+
+#[test]
+fn a_trusted_proxy_chain_is_extended() {
+    let origin = origin();
+    let proxy = start(&origin, "", "[verification]\ntrusted_proxies = [\"127.0.0.2\"]\n");
+    let mut trusted = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    let r = trusted.request("GET", "/", &[("X-Forwarded-For", "203.0.113.9"), ("Forwarded", "for=203.0.113.9")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(forwarded_seen(&origin), (Some("203.0.113.9, 127.0.0.2".into()), Some("for=203.0.113.9".into())));
+    // The same headers from a peer outside the list are dropped.
+    let mut other = Conn::from_source(ip("127.0.0.4"), proxy.addr);
+    let r = other.request("GET", "/", &[("X-Forwarded-For", "203.0.113.9"), ("Forwarded", "for=203.0.113.9")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(forwarded_seen(&origin), (Some("127.0.0.4".into()), None));
+}
+
+const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
+
+#[test]
+fn the_proxy_protocol_is_read_from_trusted_peers_only() {
+    let origin = origin();
+    let proxy = start(&origin, "proxy_protocol = true\n", "[verification]\ntrusted_proxies = [\"127.0.0.2\"]\n");
+    // Version 1, then two requests on the one connection: both are the
+    // header's client.
+    let mut v1 = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    v1.send(b"PROXY TCP4 192.0.2.1 127.0.0.1 56324 80\r\n");
+    assert_eq!(v1.request("GET", "/", &[]).status, 200);
+    assert_eq!(forwarded_seen(&origin).0.as_deref(), Some("192.0.2.1"));
+    assert_eq!(v1.request("GET", "/", &[("X-Forwarded-For", "198.51.100.1")]).status, 200);
+    assert_eq!(forwarded_seen(&origin).0.as_deref(), Some("192.0.2.1"));
+    // Version 2, IPv6 source.
+    let mut v2 = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    let mut header = V2_SIGNATURE.to_vec();
+    header.extend([0x21, 0x21, 0, 36]);
+    let src: std::net::Ipv6Addr = "2001:db8::7".parse().unwrap_or_else(|e| panic!("{e}"));
+    header.extend(src.octets());
+    header.extend([0u8; 16]);
+    header.extend([0x1f, 0x90, 0, 80]);
+    v2.send(&header);
+    assert_eq!(v2.request("GET", "/", &[]).status, 200);
+    assert_eq!(forwarded_seen(&origin).0.as_deref(), Some("2001:db8::7"));
+    // A LOCAL header (a balancer's health check): the peer itself.
+    let mut local = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    local.send(b"PROXY UNKNOWN\r\n");
+    assert_eq!(local.request("GET", "/", &[]).status, 200);
+    assert_eq!(forwarded_seen(&origin).0.as_deref(), Some("127.0.0.2"));
+    // From an untrusted peer the header is not read: it is a bad request.
+    let mut untrusted = Conn::from_source(ip("127.0.0.3"), proxy.addr);
+    untrusted.send(b"PROXY TCP4 192.0.2.1 127.0.0.1 56324 80\r\n");
+    assert_eq!(untrusted.request("GET", "/", &[]).status, 400);
+    // A trusted peer that sends no header is closed without an answer.
+    let mut missing = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    missing.send(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(missing.read_to_close(), b"");
+    let requests = origin.seen().len();
+    assert_eq!(requests, 4);
+}
