@@ -273,7 +273,8 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
 
     let mut warnings = notes.warnings;
     warnings.sort_by_key(|(line, _)| *line);
-    let unfaithful = notes.unfaithful;
+    let mut unfaithful = notes.unfaithful;
+    unfaithful.sort_by_key(|(_, lines)| lines.iter().min().copied());
     Plan {
         robots,
         text,
