@@ -274,7 +274,10 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
     let mut warnings = notes.warnings;
     warnings.sort_by_key(|(line, _)| *line);
     let mut unfaithful = notes.unfaithful;
-    unfaithful.sort_by_key(|(_, lines)| lines.iter().min().copied());
+    for (_, lines) in &mut unfaithful {
+        lines.sort_unstable();
+    }
+    unfaithful.sort_by_key(|(_, lines)| lines.first().copied());
     Plan {
         robots,
         text,

@@ -12,6 +12,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 mod emit;
+#[cfg(test)]
+mod faithful;
 mod groups;
 
 /// `crawlgate import ROBOTS_FILE`: prints a policy whose rendered robots.txt
