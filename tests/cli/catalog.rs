@@ -77,12 +77,12 @@ fn agents_list_is_a_table_of_the_whole_catalog() {
     let lines: Vec<&str> = text.lines().collect();
     // Header, one row per entry, the count line.
     assert_eq!(lines.len(), n + 2, "{text}");
-    assert_eq!(n, 194);
+    assert_eq!(n, 201);
     assert_eq!(
         lines[0].split_whitespace().collect::<Vec<_>>(),
         ["TOKEN", "CATEGORIES", "SEEN", "IN", "UA", "OPERATOR"]
     );
-    assert_eq!(lines[n + 1], "194 agents (3 robots.txt only)");
+    assert_eq!(lines[n + 1], "201 agents (3 robots.txt only)");
     // Exact rows: the columns are as wide as their longest cell (the token
     // `cohere-training-data-crawler`, `social-preview`, `robots.txt only`).
     let row = |token: &str| {

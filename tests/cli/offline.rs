@@ -102,7 +102,7 @@ fn check_invalid_policy_lists_every_error() {
     assert_eq!(
         stdout(&out),
         format!(
-            "{f}:5:16: group.user_agents: `GPT Bot` is not a product token (letters, '_' and '-' only, or \"*\")\n\
+            "{f}:5:16: group.user_agents: `GPT Bot` is not a product token (letters, digits, '_', '-' and '.' only, or \"*\")\n\
              {f}:6:13: group.disallow: pattern `private/` must start with '/' or '*'\n\
              {f}:7:11: group.enforce must be off, log or block, found `always`\n\
              {f}:10:16: group.user_agents: duplicate group for token `*` (first at {f}:5:27)\n\

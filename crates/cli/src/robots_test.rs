@@ -15,24 +15,19 @@ use crawlgate_policy::robotstxt::RobotsTxt;
 /// the first 500 KiB are applied, as a crawler applies them (a note on
 /// stderr says so when the file is longer).
 ///
-/// `USER_AGENT` is normally a product token (`Googlebot`). A full
-/// User-Agent string is named by its first product, the text before the
-/// first space or `/` (`Googlebot/2.1 (+http://www.google.com/bot.html)`
-/// is `Googlebot`, `FigTree Robot libwww-perl/5.04` is `FigTree`). So a
-/// browser-style string (`Mozilla/5.0 (compatible; Googlebot/2.1)`) is
-/// `Mozilla`: pass the crawler's token for those. The name is compared
-/// with each `user-agent:` value as a whole, case-insensitively; a value
+/// `USER_AGENT` is a product token (`Googlebot`, `AI2Bot`), compared with
+/// each `user-agent:` value as a whole, case-insensitively, or a full
+/// User-Agent header (`Mozilla/5.0 (compatible; GPTBot/1.2)`), in which
+/// the file's tokens are looked for the way the proxy and `explain`
+/// identify a request: as whole words, the longest found winning. A value
 /// that is not a bare token (`Googlebot/2.1`, `foo bar`) names no crawler
 /// (RFC 9309; Google's parser would cut it at the first non-token
 /// character). `URL` may be absolute (`https://example.com/a?b`) or a path
 /// (`/a?b`); the fragment is ignored and `/robots.txt` is always allowed.
+/// Empty arguments are questions too, as in Google's reference tool
+/// (robots_main): an empty `USER_AGENT` is a crawler that only `*` groups
+/// apply to, an empty `URL` is the path `/`.
 pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::Result<ExitCode> {
-    if user_agent.trim().is_empty() {
-        anyhow::bail!("robots-test: USER_AGENT is empty (give a product token such as Googlebot)");
-    }
-    if url.is_empty() {
-        anyhow::bail!("robots-test: URL is empty (give a URL or a path such as /index.html)");
-    }
     let file = crate::robots_file::read(robots_file)?;
     if let Some(note) = &file.truncated {
         eprintln!("note: {note}");

@@ -7,7 +7,8 @@ Exit status 0 when everything holds, 1 otherwise (every problem is printed).
 Checks:
   * catalog.json is a JSON array of objects with exactly the fields of
     `crawlgate_policy::catalog::Entry` (deny_unknown_fields);
-  * tokens match ^[A-Za-z_-]+$, are unique case-insensitively and sorted
+  * tokens match ^[A-Za-z0-9._-]+$ (RFC 9309's letters, '_' and '-', plus
+    the digits and dots crawlers really send), are unique case-insensitively and sorted
     case-insensitively;
   * categories are non-empty, unique, from the vocabulary;
   * operators are clean text (no markdown, no URL);
@@ -35,7 +36,7 @@ CATEGORIES = [
 ]
 FIELDS_REQUIRED = {"token", "operator", "categories", "ua_visible"}
 FIELDS_OPTIONAL = {"url", "example_ua"}
-TOKEN_RE = re.compile(r"^[A-Za-z_-]+$")
+TOKEN_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 problems = []
 
@@ -95,7 +96,7 @@ def main():
         if keys - FIELDS_REQUIRED - FIELDS_OPTIONAL:
             problem(f"{where}: unknown fields {sorted(keys - FIELDS_REQUIRED - FIELDS_OPTIONAL)}")
         if not isinstance(tok, str) or not TOKEN_RE.match(tok):
-            problem(f"{where}: token does not match ^[A-Za-z_-]+$")
+            problem(f"{where}: token does not match ^[A-Za-z0-9._-]+$")
             continue
         low = tok.lower()
         if low in seen:

@@ -30,7 +30,8 @@ const EMBEDDED: &str = include_str!("../data/catalog.json");
 #[derive(Debug, Clone, serde::Deserialize, serde::Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
-    /// Product token (`[A-Za-z_-]+`).
+    /// Product token (`[A-Za-z0-9._-]+`: RFC 9309's characters plus the
+    /// digits and dots real tokens such as `AI2Bot` have).
     pub token: String,
     /// Who runs it.
     pub operator: String,
@@ -124,10 +125,6 @@ mod tests {
 
     use super::*;
 
-    fn valid_token(t: &str) -> bool {
-        !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
-    }
-
     #[test]
     fn embedded_catalog_parses() {
         // Parsed explicitly: `entries()` would hide an error as an empty list.
@@ -140,8 +137,15 @@ mod tests {
 
     #[test]
     fn tokens_are_product_tokens() {
-        let bad: Vec<&str> = entries().iter().map(|e| e.token.as_str()).filter(|t| !valid_token(t)).collect();
-        assert!(bad.is_empty(), "tokens outside ^[A-Za-z_-]+$: {bad:?}");
+        let bad: Vec<&str> =
+            entries().iter().map(|e| e.token.as_str()).filter(|t| !crate::validate::is_crawler_token(t)).collect();
+        assert!(bad.is_empty(), "tokens outside ^[A-Za-z0-9._-]+$: {bad:?}");
+        for t in
+            ["AI2Bot", "AI2Bot-DeepResearchEval", "Ai2Bot-Dolma", "bigsur.ai", "Channel3Bot", "Crawl4AI", "img2dataset"]
+        {
+            assert_eq!(lookup(t).map(|e| e.token.as_str()), Some(t));
+        }
+        assert_eq!(lookup("ai2bot-dolma").map(|e| e.operator.as_str()), Some("Ai2"));
     }
 
     #[test]

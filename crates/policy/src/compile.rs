@@ -550,8 +550,9 @@ impl GroupTokens {
     }
 }
 
-/// Takes the group's `user_agents`: each must be a valid product token
-/// (or `*`); a repeat within the group is a warning, not a duplicate group.
+/// Takes the group's `user_agents`: each must be a product token (or `*`),
+/// one with digits or dots with a warning; a repeat within the group is a
+/// warning, not a duplicate group.
 fn add_user_agents(
     cx: &mut Ctx<'_>,
     seen: &mut HashMap<String, usize>,
@@ -560,9 +561,13 @@ fn add_user_agents(
 ) {
     for ua in user_agents {
         let t = ua.get_ref();
-        if let Err(e) = validate::user_agent(t) {
-            cx.err(ua, e);
-            continue;
+        match validate::user_agent(t) {
+            Ok(None) => {}
+            Ok(Some(w)) => cx.warn(ua, w),
+            Err(e) => {
+                cx.err(ua, e);
+                continue;
+            }
         }
         if tokens.in_group.contains(&t.to_ascii_lowercase()) {
             cx.warn(ua, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));

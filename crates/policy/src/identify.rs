@@ -99,4 +99,26 @@ mod tests {
         assert_eq!(m.find(""), None);
         assert_eq!(TokenMatcher::new::<&str>(&[]).find("GPTBot"), None);
     }
+
+    #[test]
+    fn tokens_with_digits_and_dots() {
+        let m = TokenMatcher::new(&["AI2Bot", "Ai2Bot-Dolma", "MJ12bot", "360Spider", "archive.org_bot", "bot"]);
+        assert_eq!(m.find("Mozilla/5.0 (compatible) AI2Bot (+https://www.allenai.org/crawler)"), Some(0));
+        assert_eq!(m.find("Mozilla/5.0 (compatible) Ai2Bot-Dolma (+https://www.allenai.org/crawler)"), Some(1));
+        assert_eq!(m.find("Mozilla/5.0 (compatible; MJ12bot/v1.4.8; http://mj12bot.com/)"), Some(2));
+        assert_eq!(m.find("Mozilla/5.0 (Windows NT 6.1; WOW64) 360spider"), Some(3));
+        assert_eq!(
+            m.find("Mozilla/5.0 (compatible; archive.org_bot +http://archive.org/details/archive.org_bot)"),
+            Some(4)
+        );
+        // Whole tokens only: a digit or letter next to the token is part of
+        // another word.
+        assert_eq!(m.find("AI2Bots/1.0"), None);
+        assert_eq!(m.find("XAI2Bot/1.0"), None);
+        assert_eq!(m.find("1360Spider"), None);
+        assert_eq!(m.find("MJ12bot2"), None);
+        // `archive.org_bot` inside a longer name: `bot` after `_` is a word.
+        assert_eq!(m.find("web.archive.org_botx"), None);
+        assert_eq!(m.find("my_bot"), Some(5));
+    }
 }

@@ -5,10 +5,20 @@
 //! invalid UTF-8 (lossy), comments, unknown lines (kept, they don't end a
 //! group), any size. Lines without a colon are ignored, as RFC 9309's
 //! grammar requires the colon. It never panics.
+//!
+//! Groups are read as RFC 9309 section 2.2.4 asks: records other than
+//! user-agent, allow and disallow lines (`Sitemap`, `Crawl-delay`, unknown
+//! keys, comments) do not interfere, so they never split consecutive
+//! user-agent lines into two groups; only an Allow or Disallow line ends
+//! the run of user-agent lines that starts a group.
+
+use std::sync::OnceLock;
 
 use crate::canonical::canonicalize;
+use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
 use crate::ruleset::RuleSet;
+use crate::validate::is_crawler_token;
 
 /// One Allow or Disallow line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +57,9 @@ pub struct RobotsTxt {
     sitemap_lines: Vec<usize>,
     /// Lines outside any group or not understood: `(line, text)`.
     unknown: Vec<(usize, String)>,
+    /// The file's product tokens and their matcher, built on the first
+    /// question about a full User-Agent header.
+    identify: OnceLock<(Vec<String>, TokenMatcher)>,
 }
 
 /// The name a `user-agent:` value or a crawler string stands for: the
@@ -54,7 +67,8 @@ pub struct RobotsTxt {
 /// crawler's product token with the value case-insensitively; a value
 /// that is not a bare token (`Googlebot/2.1`, `FOO BAR`, `foobot*`) matches
 /// no crawler, unlike Google's parser, which cuts it at the first
-/// character outside `[A-Za-z_-]`.
+/// character outside `[A-Za-z_-]`. Tokens with digits or dots (`AI2Bot`,
+/// `archive.org_bot`) are compared whole, as crawlers send them.
 pub fn product_token(s: &str) -> &str {
     let s = s.trim();
     if s == "*" {
@@ -128,8 +142,9 @@ impl RobotsTxt {
         let text = String::from_utf8_lossy(bytes);
         let mut out = RobotsTxt::default();
         let mut current: Option<ParsedGroup> = None;
-        // Whether the current group has seen a non-user-agent line, so the
-        // next user-agent line starts a new group.
+        // Whether the current group has seen an Allow or Disallow line, so
+        // the next user-agent line starts a new group. Other records do not
+        // count (RFC 9309 section 2.2.4: they must not interfere).
         let mut in_rules = false;
         for (line_no, raw_line) in lines(&text) {
             let line = raw_line.split('#').next().unwrap_or("").trim();
@@ -169,7 +184,6 @@ impl RobotsTxt {
                 },
                 _ => match current.as_mut() {
                     Some(g) => {
-                        in_rules = true;
                         if key == "crawl-delay" {
                             g.crawl_delays.push((value.clone(), line_no));
                             g.crawl_delay = Some(value);
@@ -207,19 +221,47 @@ impl RobotsTxt {
         &self.unknown
     }
 
+    /// The name a crawler goes by: `user_agent` itself, trimmed, when it is
+    /// one word (`GPTBot`, `AI2Bot`: no whitespace and no `/`), compared
+    /// with `user-agent:` values as a whole; in a full User-Agent header
+    /// (`Mozilla/5.0 (compatible; GPTBot/1.2)`), the file's product token
+    /// found there the way the proxy identifies requests ([`TokenMatcher`]:
+    /// whole words, ASCII case-insensitive, the longest wins). `None` when
+    /// the header holds none of the file's tokens, or for an empty name,
+    /// which only `*` groups apply to.
+    pub fn crawler_token<'a>(&'a self, user_agent: &'a str) -> Option<&'a str> {
+        let ua = user_agent.trim();
+        if ua.is_empty() || ua == "*" {
+            return None;
+        }
+        if !ua.contains(|c: char| c.is_whitespace() || c == '/') {
+            return Some(ua);
+        }
+        let (tokens, matcher) = self.identify.get_or_init(|| {
+            let mut tokens: Vec<String> = Vec::new();
+            for g in &self.groups {
+                for v in &g.user_agents {
+                    let t = product_token(v);
+                    if is_crawler_token(t) && !tokens.iter().any(|x| same_token(x, t)) {
+                        tokens.push(t.to_string());
+                    }
+                }
+            }
+            let matcher = TokenMatcher::new(&tokens);
+            (tokens, matcher)
+        });
+        matcher.find(ua).and_then(|i| tokens.get(i)).map(String::as_str)
+    }
+
     /// Indices of the groups that apply to a crawler (its product token,
-    /// case-insensitive; else the `*` groups; else none).
+    /// case-insensitive, found as [`RobotsTxt::crawler_token`] says; else
+    /// the `*` groups; else none).
     pub fn select(&self, user_agent: &str) -> Vec<usize> {
-        // A full User-Agent string names its crawler by its first product
-        // (`FigTree Robot libwww-perl/5.04` is `FigTree`).
-        let token = user_agent.trim();
-        let token = token.split(|c: char| c.is_whitespace() || c == '/').next().unwrap_or("");
-        let named: Vec<usize> = if token.is_empty() || token == "*" {
-            Vec::new()
-        } else {
-            (0..self.groups.len())
+        let named: Vec<usize> = match self.crawler_token(user_agent) {
+            None => Vec::new(),
+            Some(token) => (0..self.groups.len())
                 .filter(|&i| self.groups[i].user_agents.iter().any(|ua| same_token(product_token(ua), token)))
-                .collect()
+                .collect(),
         };
         if !named.is_empty() {
             return named;
@@ -286,6 +328,76 @@ mod tests {
         assert!(r.is_allowed("Good", "/a"));
         assert!(RobotsTxt::parse(b"User-agent: x\nDisallow: /\n").is_allowed("y", "/a"));
         assert!(RobotsTxt::parse(b"User-agent: *\nDisallow:\n").is_allowed("y", "/a"));
+    }
+
+    #[test]
+    fn other_records_do_not_split_user_agent_lines() {
+        // RFC 9309 section 2.2.4: Sitemap, comments, unknown keys and
+        // Crawl-delay between user-agent lines leave them one group.
+        let r = RobotsTxt::parse(
+            b"User-agent: a\nSitemap: https://e/s.xml\nUser-agent: b\n# note\nUser-agent: c\nFoo: bar\n\
+              User-agent: d\nCrawl-delay: 5\nUser-agent: e\nNo colon here\nUser-agent: f\nDisallow: /x\n\
+              User-agent: g\nDisallow: /y\n",
+        );
+        assert_eq!(r.groups().len(), 2);
+        assert_eq!(r.groups()[0].user_agents, ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(r.groups()[0].user_agent_lines, [1, 3, 5, 7, 9, 11]);
+        assert_eq!(r.groups()[0].other, vec![("foo".to_string(), "bar".to_string(), 6)]);
+        assert_eq!(r.groups()[0].crawl_delays, vec![("5".to_string(), 8)]);
+        assert_eq!(r.groups()[0].rules.len(), 1);
+        assert_eq!(r.groups()[1].user_agents, ["g"]);
+        assert_eq!(r.sitemaps(), ["https://e/s.xml"]);
+        assert_eq!(r.unknown_lines(), [(10, "No colon here".to_string())]);
+        for ua in ["a", "b", "c", "d", "e", "f"] {
+            assert!(!r.is_allowed(ua, "/x"), "{ua}");
+            assert!(r.is_allowed(ua, "/y"), "{ua}");
+        }
+        // An Allow or Disallow line ends the run; other records after it
+        // stay in the group.
+        let r = RobotsTxt::parse(b"User-agent: a\nDisallow: /x\nCrawl-delay: 1\nUser-agent: b\nDisallow: /y\n");
+        assert_eq!(r.groups().len(), 2);
+        assert!(r.is_allowed("b", "/x"));
+    }
+
+    #[test]
+    fn tokens_with_digits_and_dots_and_full_user_agents() {
+        let r = RobotsTxt::parse(
+            b"User-agent: *\nDisallow: /star\n\nUser-agent: AI2Bot\nDisallow: /ai2\n\n\
+              User-agent: Ai2Bot-Dolma\nDisallow: /dolma\n\nUser-agent: archive.org_bot\nDisallow: /arch\n\n\
+              User-agent: GPTBot\nDisallow: /gpt\n\nUser-agent: Googlebot/2.1\nDisallow: /never\n",
+        );
+        assert_eq!(r.crawler_token("ai2bot"), Some("ai2bot"));
+        assert!(!r.is_allowed("ai2bot", "/ai2"));
+        assert!(r.is_allowed("AI2Bot", "/dolma"));
+        assert!(!r.is_allowed("Ai2Bot-Dolma", "/dolma"));
+        assert!(!r.is_allowed("ARCHIVE.ORG_BOT", "/arch"));
+        // A full header: the file's token found as a whole word, the
+        // longest one winning, as the proxy identifies requests.
+        let gpt =
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+        assert_eq!(r.crawler_token(gpt), Some("GPTBot"));
+        assert!(!r.is_allowed(gpt, "/gpt"));
+        assert!(r.is_allowed(gpt, "/star"));
+        let dolma = "Mozilla/5.0 (compatible) Ai2Bot-Dolma (+https://www.allenai.org/crawler)";
+        assert_eq!(r.crawler_token(dolma), Some("Ai2Bot-Dolma"));
+        assert!(!r.is_allowed(dolma, "/dolma"));
+        let arch = "Mozilla/5.0 (compatible; archive.org_bot +http://archive.org/details/archive.org_bot)";
+        assert_eq!(r.crawler_token(arch), Some("archive.org_bot"));
+        assert_eq!(r.crawler_token("MyGPTBotX/1.0"), None);
+        assert!(!r.is_allowed("MyGPTBotX/1.0", "/star"));
+        // `Googlebot/2.1` as a user-agent value names no crawler.
+        assert_eq!(r.crawler_token("Googlebot/2.1 (+http://www.google.com/bot.html)"), None);
+        assert!(r.is_allowed("Googlebot/2.1", "/never"));
+        // An empty name is a crawler without a token: the `*` group.
+        assert_eq!(r.crawler_token(""), None);
+        assert!(!r.is_allowed("", "/star"));
+        assert!(!r.is_allowed("  ", "/star/x"));
+        assert!(r.is_allowed("", "/gpt"));
+        // An empty URL is the path `/`.
+        let root = RobotsTxt::parse(b"User-agent: *\nDisallow: /$\n\nUser-agent: a\nDisallow: /b\n");
+        assert!(!root.is_allowed("", ""));
+        assert!(root.is_allowed("a", ""));
+        assert!(root.is_allowed("", "/x"));
     }
 
     #[test]

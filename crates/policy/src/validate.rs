@@ -10,9 +10,18 @@
 use crate::pattern::Pattern;
 use crate::sf;
 
-/// Whether `t` is a product token: letters, `_` and `-` only.
+/// Whether `t` is a product token as RFC 9309 section 2.2.1 defines it:
+/// letters, `_` and `-` only.
 pub(crate) fn valid_token(t: &str) -> bool {
     !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
+}
+
+/// Whether `t` is a product token as crawlers really send them: RFC 9309's
+/// characters plus digits and `.` (`AI2Bot`, `MJ12bot`, `360Spider`,
+/// `archive.org_bot`). Such a token is published and identified like any
+/// other; [`rfc9309_warning`] says what strict parsers make of it.
+pub fn is_crawler_token(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
 }
 
 /// The longest product token a policy may name. Crawler tokens are short
@@ -36,9 +45,27 @@ pub(crate) fn agent_token(key: &str, token: &str) -> Result<(), String> {
     }
 }
 
-/// A `group.user_agents` entry: a product token or `*`.
-pub fn user_agent(token: &str) -> Result<(), String> {
-    agent_token("group.user_agents", token)
+/// A `group.user_agents` entry: a product token or `*`. A token with digits
+/// or dots is accepted with the warning of [`rfc9309_warning`] (returned,
+/// without the `warning: ` prefix).
+pub fn user_agent(token: &str) -> Result<Option<String>, String> {
+    const KEY: &str = "group.user_agents";
+    match agent_token(KEY, token) {
+        Ok(()) => Ok(None),
+        Err(_) if token.len() <= MAX_TOKEN_LEN && is_crawler_token(token) => Ok(Some(rfc9309_warning(KEY, token))),
+        Err(e) if token.len() > MAX_TOKEN_LEN => Err(e),
+        Err(_) => {
+            Err(format!("{KEY}: `{token}` is not a product token (letters, digits, '_', '-' and '.' only, or \"*\")"))
+        }
+    }
+}
+
+/// The warning for a token outside RFC 9309's grammar (digits, dots).
+pub(crate) fn rfc9309_warning(key: &str, token: &str) -> String {
+    format!(
+        "{key}: `{token}` has characters outside RFC 9309's product token (letters, '_' and '-'); it is published \
+         and identified, but strict RFC 9309 parsers ignore such user-agent lines"
+    )
 }
 
 /// A `group.allow` (`allow` true) or `group.disallow` pattern, compiled.
@@ -184,12 +211,24 @@ mod tests {
 
     #[test]
     fn tokens_and_rules() {
-        assert_eq!(user_agent("*"), Ok(()));
-        assert_eq!(user_agent("Googlebot-Image"), Ok(()));
+        assert_eq!(user_agent("*"), Ok(None));
+        assert_eq!(user_agent("Googlebot-Image"), Ok(None));
+        for t in ["AI2Bot", "Ai2Bot-Dolma", "MJ12bot", "360Spider", "archive.org_bot", "Crawl4AI", "img2dataset"] {
+            assert_eq!(
+                user_agent(t),
+                Ok(Some(format!(
+                    "group.user_agents: `{t}` has characters outside RFC 9309's product token (letters, '_' and '-'); \
+                     it is published and identified, but strict RFC 9309 parsers ignore such user-agent lines"
+                )))
+            );
+        }
         assert_eq!(
-            user_agent("Bot2").unwrap_err(),
-            "group.user_agents: `Bot2` is not a product token (letters, '_' and '-' only, or \"*\")"
+            user_agent("Bot/2").unwrap_err(),
+            "group.user_agents: `Bot/2` is not a product token (letters, digits, '_', '-' and '.' only, or \"*\")"
         );
+        assert!(user_agent("a b").is_err());
+        assert!(user_agent("a*").is_err());
+        assert!(user_agent("").is_err());
         assert!(rule(true, "/a*b$").is_ok());
         assert_eq!(rule(false, "a").unwrap_err(), "group.disallow: pattern `a` must start with '/' or '*'");
         assert_eq!(rule(true, "").unwrap_err(), "group.allow: pattern is empty");
@@ -230,7 +269,10 @@ mod tests {
             user_agent(&"A".repeat(100_000)).unwrap_err(),
             "group.user_agents: `AAAAAAAAAAAAAAAA...` is 100000 bytes long; a product token may have at most 128"
         );
-        assert_eq!(user_agent(&"A".repeat(128)), Ok(()));
+        assert_eq!(user_agent(&"A".repeat(128)), Ok(None));
+        assert!(user_agent(&"7".repeat(129))
+            .unwrap_err()
+            .ends_with("is 129 bytes long; a product token may have at most 128"));
         assert_eq!(sitemap("/s.xml").unwrap_err(), "robots_txt.sitemaps: `/s.xml` is not an absolute http(s) URL");
         assert_eq!(
             sitemap("https://e.example/\0").unwrap_err(),

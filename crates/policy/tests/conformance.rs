@@ -34,10 +34,13 @@ fn google_specific_cases_follow_the_rfc() {
 
 /// Our choices where the RFC leaves it open: `%XX` of reserved characters
 /// stays distinct from the character (`/pc%3A` is not `/pc:`); a raw `%`
-/// that starts no escape is a literal; a crawler given as a full
-/// User-Agent string is named by its first product (`FigTree Robot
-/// libwww-perl/5.04` is `FigTree`); a `user-agent:` value must equal the
-/// crawler's name as a whole (digits included). 47 of the 80 cases agree
+/// that starts no escape is a literal; in a crawler given as a full
+/// User-Agent string (with a space or `/`) the file's product tokens are
+/// found as whole words, as the proxy identifies requests (`FigTree Robot
+/// libwww-perl/5.04` is `FigTree` when the file names it); a crawler given
+/// as one word must equal a `user-agent:` value as a whole (digits
+/// included); records other than user-agent, allow and disallow lines do
+/// not split a group's user-agent lines. 47 of the 80 cases agree
 /// with these choices; the rest expect CPython's or Google's readings.
 #[test]
 fn ambiguous_cases_match_the_documented_choices() {

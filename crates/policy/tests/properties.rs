@@ -19,8 +19,9 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use sfv::{BareItem, FieldType, List, ListEntry, Parser};
 
 /// Product tokens the generated groups draw from. Some are whole words of
-/// others (`Googlebot` in `Googlebot-Image`, `Claude` in `Claude_Web`), to
-/// exercise identification's longest-whole-word rule.
+/// others (`Googlebot` in `Googlebot-Image`, `Claude` in `Claude_Web`,
+/// `AI2Bot` in `Ai2Bot-Dolma`), to exercise identification's
+/// longest-whole-word rule; some have digits or dots, as real tokens do.
 const POOL: &[&str] = &[
     "*",
     "GPTBot",
@@ -32,6 +33,9 @@ const POOL: &[&str] = &[
     "Claude",
     "a",
     "Bing-bot_x",
+    "AI2Bot",
+    "Ai2Bot-Dolma",
+    "archive.org_bot",
 ];
 
 /// A crawler no generated group names.
@@ -402,7 +406,10 @@ const TAG_RULES: &[&str] = &[
 ];
 
 fn gen_robots_tags() -> impl Strategy<Value = String> {
-    let agents = prop::option::of(prop::collection::vec(prop::sample::select(POOL), 1..4));
+    // `robots_tag.agents` takes RFC 9309 tokens only (no digits or dots).
+    let rfc_tokens: Vec<&str> =
+        POOL.iter().copied().filter(|t| !t.contains(|c: char| c.is_ascii_digit() || c == '.')).collect();
+    let agents = prop::option::of(prop::collection::vec(prop::sample::select(rfc_tokens), 1..4));
     let entry = (
         pattern().prop_filter("`#` is refused", |p| !p.contains('#')),
         agents,

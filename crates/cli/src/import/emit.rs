@@ -28,6 +28,7 @@ pub(super) fn toml(plan: &Plan, source_name: &str) -> String {
         content_signal,
         warnings: _,
         kept_lines: _,
+        unfaithful: _,
     } = plan;
     let (empty_start, moved) = (*empty_start, *moved);
     let kept_comment = |out: &mut String, k: &Kept| kept_comment(out, text, k);

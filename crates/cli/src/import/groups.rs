@@ -41,6 +41,10 @@ pub(super) struct Plan {
     pub warnings: Vec<(usize, String)>,
     /// How many distinct source lines are kept as comments.
     pub kept_lines: usize,
+    /// Crawlers whose decisions the policy would change (the import is not
+    /// faithful for them): spelling and the source lines responsible, in
+    /// order of first appearance.
+    pub unfaithful: Vec<(String, Vec<usize>)>,
 }
 
 /// One `[[group]]` of the output.
@@ -83,6 +87,8 @@ struct Notes<'a> {
     warned: HashSet<(usize, String)>,
     /// Lines kept as comments.
     kept_lines: HashSet<usize>,
+    /// See [`Plan::unfaithful`].
+    unfaithful: Vec<(String, Vec<usize>)>,
 }
 
 impl Notes<'_> {
@@ -102,13 +108,34 @@ impl Notes<'_> {
         self.warn(line, &format!("{reason}; kept as a comment"));
         Kept { line, reason }
     }
+
+    /// Records that the policy would decide differently from the source
+    /// for the crawlers `tokens`, because of `line`.
+    fn unfaithful<'t>(&mut self, tokens: impl IntoIterator<Item = &'t String>, line: usize) {
+        for t in tokens {
+            match self.unfaithful.iter_mut().find(|(u, _)| u.eq_ignore_ascii_case(t)) {
+                Some((_, lines)) => {
+                    if !lines.contains(&line) {
+                        lines.push(line);
+                    }
+                }
+                None => self.unfaithful.push((t.clone(), vec![line])),
+            }
+        }
+    }
 }
 
 /// Parses `bytes` and plans the policy.
 pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
     let robots = RobotsTxt::parse(bytes);
     let text = source_lines(bytes).into_iter().map(|(_, l)| l).collect();
-    let mut notes = Notes { source_name, warnings: Vec::new(), warned: HashSet::new(), kept_lines: HashSet::new() };
+    let mut notes = Notes {
+        source_name,
+        warnings: Vec::new(),
+        warned: HashSet::new(),
+        kept_lines: HashSet::new(),
+        unfaithful: Vec::new(),
+    };
     let groups = robots.groups();
 
     // Tokens (lowercase key) with their spelling and the groups naming
@@ -128,11 +155,23 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
                 Err("an empty User-agent value names no crawler".to_string())
             } else {
                 match fits(token, validate::user_agent) {
-                    Ok(()) => Ok(()),
+                    Ok(warning) => {
+                        if let Some(w) = warning {
+                            notes.warn(line, &w);
+                        }
+                        Ok(())
+                    }
+                    // A value with whitespace or `/` names no crawler: a
+                    // crawler's name is one word, and identification in a
+                    // full header looks for product tokens only
+                    // (RobotsTxt::crawler_token).
                     Err(e) if token.contains(|c: char| c.is_whitespace() || c == '/') => {
                         Err(format!("{e}; under RFC 9309 it names no crawler, so no decision changes"))
                     }
-                    Err(e) => Err(format!("{e}; a crawler named `{token}` gets the `*` group instead")),
+                    Err(e) => {
+                        notes.unfaithful([&token.to_string()], line);
+                        Err(format!("{e}; a crawler named `{token}` gets the `*` group instead"))
+                    }
                 }
             };
             match accepted {
@@ -234,6 +273,11 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
 
     let mut warnings = notes.warnings;
     warnings.sort_by_key(|(line, _)| *line);
+    let mut unfaithful = notes.unfaithful;
+    for (_, lines) in &mut unfaithful {
+        lines.sort_unstable();
+    }
+    unfaithful.sort_by_key(|(_, lines)| lines.first().copied());
     Plan {
         robots,
         text,
@@ -249,6 +293,7 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
         content_signal: cs,
         warnings,
         kept_lines: notes.kept_lines.len(),
+        unfaithful,
     }
 }
 
@@ -268,7 +313,15 @@ fn fill(notes: &mut Notes<'_>, o: &mut OutGroup, groups: &[ParsedGroup], content
             match fits(&r.pattern, |p| validate::rule(r.allow, p)) {
                 Ok(_) if r.allow => o.allow.push(r.pattern.clone()),
                 Ok(_) => o.disallow.push(r.pattern.clone()),
+                // Every path starts with `/`, so a pattern starting with
+                // anything but `/` or `*` matches none (RFC 9309 section
+                // 2.2.2): leaving it out changes no decision.
+                Err(e) if !r.pattern.starts_with(['/', '*']) => {
+                    let k = notes.keep(r.line, format!("{e}; it matches no path, so no decision changes"));
+                    o.kept.push(k);
+                }
                 Err(e) => {
+                    notes.unfaithful(&o.tokens, r.line);
                     let k = notes.keep(r.line, format!("{e}; decisions on paths it matches may differ"));
                     o.kept.push(k);
                 }

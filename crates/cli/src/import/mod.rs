@@ -12,16 +12,20 @@ use std::path::Path;
 use std::process::ExitCode;
 
 mod emit;
+#[cfg(test)]
+mod faithful;
 mod groups;
 
 /// `crawlgate import ROBOTS_FILE`: prints a policy whose rendered robots.txt
-/// makes the same decisions; what a policy cannot express is kept as a
+/// decides as the file does for every crawler and path; what a policy
+/// cannot express and does not change a decision is kept as a
 /// `# kept from line N: ...` comment and reported on stderr. Only the first
 /// 500 KiB of the file are imported, the part crawlers apply (a warning
 /// says so when the file is longer). Exit 0; 1, with nothing on stdout,
-/// when the result would not pass `crawlgate check` (such as a rendered
-/// robots.txt over the 500 KiB limit, when merging groups repeats their
-/// rules); 2 when the file cannot be read.
+/// when the policy would decide differently for some crawler (each is
+/// named, with the lines responsible) or would not pass `crawlgate check`
+/// (such as a rendered robots.txt over the 500 KiB limit, when merging
+/// groups repeats their rules); 2 when the file cannot be read.
 pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
     let file = crate::robots_file::read(robots_file)?;
     let source_name = robots_file.display().to_string();
@@ -34,10 +38,15 @@ pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     let checked = crawlgate_policy::load(&toml, "imported policy");
-    if checked.is_ok() {
+    let faithful = plan.unfaithful.is_empty();
+    if checked.is_ok() && faithful {
         out!("{toml}");
     }
     eprintln!("{}", summary(&plan, &source_name));
+    if !faithful {
+        eprintln!("{}", unfaithful_error(&plan.unfaithful, &source_name));
+        return Ok(ExitCode::from(1));
+    }
     let Err(errors) = checked else { return Ok(ExitCode::SUCCESS) };
     match errors.0.iter().find(|d| d.message.starts_with("generated robots.txt is ")) {
         Some(too_big) => eprintln!(
@@ -50,6 +59,29 @@ pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::from(1))
+}
+
+/// The error naming every crawler whose decisions the imported policy
+/// would change, with the source lines responsible (their warnings above
+/// say why).
+fn unfaithful_error(unfaithful: &[(String, Vec<usize>)], source_name: &str) -> String {
+    let n = unfaithful.len();
+    let mut out = format!(
+        "crawlgate: error: the imported policy is not printed: its robots.txt would not decide as {} does for {n} \
+         crawler{}:",
+        comment_text(source_name),
+        plural(n)
+    );
+    for (token, lines) in unfaithful {
+        let who = if token == "*" {
+            "`*` (every crawler without a group of its own)".to_string()
+        } else {
+            format!("`{}`", comment_text(token))
+        };
+        let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
+        let _ = write!(out, "\n  {who}: line{} {}", plural(lines.len()), lines.join(", "));
+    }
+    out
 }
 
 /// The last stderr line: what was imported and how much was kept aside.
