@@ -457,7 +457,8 @@ fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) 
         }
     }
     if o.mode == OriginRobotsMode::Ignore {
-        for key in [("origin_refresh", origin_refresh), ("origin_timeout", origin_timeout), ("origin_host", origin_host)]
+        for key in
+            [("origin_refresh", origin_refresh), ("origin_timeout", origin_timeout), ("origin_host", origin_host)]
         {
             if let (name, Some(v)) = key {
                 cx.warn(v, format!("robots_txt.{name} has no effect unless robots_txt.origin = \"merge\""));

@@ -276,12 +276,15 @@ mod tests {
     #[test]
     fn policy_wins_for_its_tokens_including_categories_and_star() {
         let p = policy();
-        let origin = b"User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /x\n\nUser-agent: Foo\nDisallow: /foo\n";
+        let origin =
+            b"User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /x\n\nUser-agent: Foo\nDisallow: /foo\n";
         let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.origin_groups, 1);
         assert_eq!(m.conflicts.len(), 2);
         assert_eq!(m.conflicts[0].line, 1);
-        assert!(matches!(&m.conflicts[0].kind, ConflictKind::PolicyToken { token, group, .. } if token == "GPTBot" && group == "ai"));
+        assert!(
+            matches!(&m.conflicts[0].kind, ConflictKind::PolicyToken { token, group, .. } if token == "GPTBot" && group == "ai")
+        );
         assert_eq!(
             m.conflicts[1].to_string(),
             "line 4: user-agent `*` is named by the policy (group `*` at line 13); the policy's group applies"
@@ -352,7 +355,8 @@ mod tests {
 
     #[test]
     fn origin_star_applies_when_the_policy_has_none() {
-        let src = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\n";
+        let src =
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\n";
         let p = load(src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
         let m = p.merge_origin(b"User-agent: *\nDisallow: /tmp\n").unwrap_or_else(|e| panic!("{e}"));
         let d = m.policy.decide("Mozilla/5.0", "/tmp/x");

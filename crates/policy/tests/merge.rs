@@ -130,10 +130,12 @@ fn gen_policy() -> impl Strategy<Value = String> {
         any::<bool>(),
     )
         .prop_map(|(order, groups, category)| {
-            let mut toml = String::from("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\norigin = \"merge\"\n");
+            let mut toml =
+                String::from("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\norigin = \"merge\"\n");
             let mut next = 0;
             for (take, (allow, disallow, enforce)) in groups {
-                let tokens: Vec<String> = order.iter().skip(next).take(take).map(|&i| POLICY_POOL[i].to_string()).collect();
+                let tokens: Vec<String> =
+                    order.iter().skip(next).take(take).map(|&i| POLICY_POOL[i].to_string()).collect();
                 next += take;
                 if tokens.is_empty() {
                     continue;
@@ -164,7 +166,8 @@ fn gen_origin() -> impl Strategy<Value = String> {
         prop::collection::vec((any::<bool>(), origin_pattern()), 0..4),
         prop::option::of(1u8..20),
         prop::option::of(prop::sample::select(
-            &["Sitemap: https://e.com/s.xml", "Sitemap: https://e.com/t.xml", "# comment", "junk line", "Sitemap: /x"][..],
+            &["Sitemap: https://e.com/s.xml", "Sitemap: https://e.com/t.xml", "# comment", "junk line", "Sitemap: /x"]
+                [..],
         )),
     );
     prop::collection::vec(group, 0..6).prop_map(|groups| {
