@@ -365,6 +365,45 @@ mod tests {
     }
 
     #[test]
+    fn origin_keys_validated_with_positions() {
+        let src = |keys: &str| format!("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\n{keys}\n");
+        let ok = load(&src("origin = \"merge\"\norigin_refresh = \"1s\"\norigin_timeout = \"500ms\""), "p.toml")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let o = &ok.policy.settings().origin_robots;
+        assert_eq!(o.mode, crate::OriginRobotsMode::Merge);
+        assert_eq!(o.refresh, std::time::Duration::from_secs(1));
+        assert_eq!(o.timeout, std::time::Duration::from_millis(500));
+        assert_eq!(o.host, None);
+        assert!(ok.warnings.is_empty());
+        let defaults = load(&src(""), "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        let d = &defaults.settings().origin_robots;
+        assert_eq!(
+            (d.mode, d.refresh, d.timeout),
+            (crate::OriginRobotsMode::Ignore, std::time::Duration::from_secs(600), std::time::Duration::from_secs(5))
+        );
+        let err = load(
+            &src("origin = \"fetch\"\norigin_refresh = \"0s\"\norigin_timeout = \"soon\"\norigin_host = \"a b\""),
+            "p.toml",
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "p.toml:5:10: robots_txt.origin must be ignore or merge, found `fetch`\n\
+             p.toml:6:18: robots_txt.origin_refresh must be greater than zero, found `0s`\n\
+             p.toml:7:18: robots_txt.origin_timeout: `soon` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)\n\
+             p.toml:8:15: robots_txt.origin_host must be a host or host:port, found `a b`"
+        );
+        let warned = load(&src("origin_refresh = \"1m\""), "p.toml").unwrap_or_else(|e| panic!("{e}"));
+        let warnings: Vec<String> = warned.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            ["p.toml:5:18: warning: robots_txt.origin_refresh has no effect unless robots_txt.origin = \"merge\""]
+        );
+    }
+
+    #[test]
     fn too_large_is_an_error() {
         let p = policy();
         let mut origin = String::from("User-agent: Foo\n");
