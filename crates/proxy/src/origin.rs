@@ -232,44 +232,44 @@ impl OriginFetcher {
         }
         Ok(OriginCopy { body: Arc::from(body), status, fetched_at: SystemTime::now() })
     }
+}
 
-    /// Records a fetch and, after a good one, merges the copy into the
-    /// current snapshot and swaps it in when the served bytes change.
-    fn apply(&self, fetched: Fetched) {
-        let shared = &self.shared;
-        let mut state = lock(&shared.origin);
-        let now = SystemTime::now();
-        let copy = match fetched {
-            Fetched::Failed(result, e) => {
-                shared.metrics.origin_robots_fetch(result);
-                state.last_fetch = Some((result, now));
-                let kept = if state.copy.is_some() { "the last good copy stays in use" } else { "no copy yet" };
-                tracing::warn!(result = result.as_str(), error = %e, "Cannot fetch the origin's robots.txt; {kept}");
-                state.last_error = Some(e);
-                return;
-            }
-            Fetched::Copy(copy) => copy,
-        };
-        let result = if (200..300).contains(&copy.status) { OriginFetch::Ok } else { OriginFetch::Absent };
-        shared.metrics.origin_robots_fetch(result);
-        state.last_fetch = Some((result, now));
-        state.last_error = None;
-        state.copy = Some(copy.clone());
-        let current = shared.snapshot.load_full();
-        if current.policy.settings().origin_robots.mode != OriginRobotsMode::Merge {
+/// Records a fetch and, after a good one, merges the copy into the current
+/// snapshot and swaps it in when the served bytes change. Blocking (a merge
+/// compiles and renders a whole policy): run it off the async workers.
+fn apply(shared: &Shared, fetched: Fetched) {
+    let mut state = lock(&shared.origin);
+    let now = SystemTime::now();
+    let copy = match fetched {
+        Fetched::Failed(result, e) => {
+            shared.metrics.origin_robots_fetch(result);
+            state.last_fetch = Some((result, now));
+            let kept = if state.copy.is_some() { "the last good copy stays in use" } else { "no copy yet" };
+            tracing::warn!(result = result.as_str(), error = %e, "Cannot fetch the origin's robots.txt; {kept}");
+            state.last_error = Some(e);
             return;
         }
-        let Some(next) = merged(&mut state, &current, &copy) else { return };
-        if next.robots.body != current.robots.body {
-            tracing::info!(
-                status = copy.status,
-                bytes = copy.body.len(),
-                etag = %next.robots.etag,
-                conflicts = state.conflicts.len(),
-                "Merged a new copy of the origin's robots.txt"
-            );
-            shared.snapshot.store(Arc::new(next));
-        }
+        Fetched::Copy(copy) => copy,
+    };
+    let result = if (200..300).contains(&copy.status) { OriginFetch::Ok } else { OriginFetch::Absent };
+    shared.metrics.origin_robots_fetch(result);
+    state.last_fetch = Some((result, now));
+    state.last_error = None;
+    state.copy = Some(copy.clone());
+    let current = shared.snapshot.load_full();
+    if current.policy.settings().origin_robots.mode != OriginRobotsMode::Merge {
+        return;
+    }
+    let Some(next) = merged(&mut state, &current, &copy) else { return };
+    if next.robots.body != current.robots.body {
+        tracing::info!(
+            status = copy.status,
+            bytes = copy.body.len(),
+            etag = %next.robots.etag,
+            conflicts = state.conflicts.len(),
+            "Merged a new copy of the origin's robots.txt"
+        );
+        shared.snapshot.store(Arc::new(next));
     }
 }
 
@@ -282,7 +282,10 @@ impl BackgroundService for OriginFetcher {
             let wait = if settings.mode == OriginRobotsMode::Merge {
                 let fetched = self.fetch(&snap, &settings).await;
                 drop(snap);
-                self.apply(fetched);
+                let shared = self.shared.clone();
+                if let Err(e) = tokio::task::spawn_blocking(move || apply(&shared, fetched)).await {
+                    tracing::error!(error = %e, "Origin robots.txt merge task failed");
+                }
                 settings.refresh
             } else {
                 // Checked again each second: a reload may turn merging on.
