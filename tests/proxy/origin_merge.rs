@@ -140,13 +140,16 @@ fn status_of(proxy: &Proxy, ua: &str, path: &str) -> (u16, String) {
 }
 
 fn origin_status(proxy: &Proxy) -> serde_json::Value {
+    admin_status(proxy)["origin_robots"].clone()
+}
+
+fn admin_status(proxy: &Proxy) -> serde_json::Value {
     let body = client()
         .get(proxy.admin_url("/status"))
         .send()
         .and_then(|r| r.text())
         .unwrap_or_else(|e| panic!("GET /status: {e}"));
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("/status JSON: {e}\n{body}"));
-    v["origin_robots"].clone()
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("/status JSON: {e}\n{body}"))
 }
 
 fn metric_number(proxy: &Proxy, series: &str) -> f64 {
@@ -243,6 +246,16 @@ fn origin_robots_txt_is_merged_followed_and_kept_when_the_origin_goes_down() {
     assert_eq!(status["last_fetch"], "error");
     assert_eq!(status["copy"]["bytes"], ORIGIN_V2.len());
     assert!(status["last_error"].as_str().is_some_and(|e| e.starts_with(&origin.addr.to_string())), "{status}");
+
+    // A policy reload merges the new policy with the last good copy.
+    let edited = (base_policy(proxy.addr, proxy.admin, origin.addr) + RULES).replace("/private/", "/staff/");
+    std::fs::write(&proxy.policy_path, edited).unwrap_or_else(|e| panic!("write policy: {e}"));
+    let v2_reloaded = v2.replace("/private/", "/staff/");
+    wait_for("the reloaded policy, merged", wait, || (robots_txt(&proxy).0 == v2_reloaded).then_some(()));
+    assert_eq!(status_of(&proxy, EXAMPLE_UA, "/v2-only/page").0, 403);
+    let status = admin_status(&proxy);
+    assert_eq!(status["generation"], 2);
+    assert_eq!(status["origin_robots"]["origin_groups"], 2);
 }
 
 #[test]
