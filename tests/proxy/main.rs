@@ -10,6 +10,7 @@ mod headers;
 mod html;
 mod html_limits;
 mod ops;
+mod origin_merge;
 mod protocols;
 mod serving;
 mod support;

@@ -42,6 +42,7 @@ mod config;
 mod demo;
 mod import;
 mod offline;
+mod origin;
 mod robots_file;
 mod robots_test;
 mod run;
@@ -67,7 +68,13 @@ pub struct ConfigArg {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate a policy: exit 0 with a summary, or 1 with every error.
-    Check(ConfigArg),
+    Check {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Also fetch this origin's robots.txt and list what merging it keeps and its conflicts.
+        #[arg(long, value_name = "URL")]
+        origin: Option<String>,
+    },
     /// Print the exact bytes the proxy serves at /robots.txt or /agents.txt.
     Render {
         /// `robots.txt` or `agents.txt`.
@@ -148,7 +155,7 @@ enum AgentsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check(c) => offline::check(&c.config),
+        Command::Check { config, origin } => offline::check(&config.config, origin.as_deref()),
         Command::Render { what, config } => offline::render(&what, &config.config),
         Command::Explain { config, json, user_agent, urls } => {
             offline::explain(&config.config, json, &user_agent, &urls)

@@ -30,7 +30,7 @@ fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
 
 /// `crawlgate check`: exit 0 and a summary, or exit 1 and every error on
 /// stdout (`FILE:LINE:COL: message`); warnings go to stderr.
-pub fn check(config: &Path) -> anyhow::Result<ExitCode> {
+pub fn check(config: &Path, origin: Option<&str>) -> anyhow::Result<ExitCode> {
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
@@ -55,6 +55,9 @@ pub fn check(config: &Path) -> anyhow::Result<ExitCode> {
         plural(loaded.warnings.len()),
         &p.source_sha256()[..12],
     );
+    if let Some(origin) = origin {
+        return crate::origin::check_origin(p, origin);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -15,7 +15,8 @@ use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
 use crate::policy::{
-    Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings,
+    Enforce, Group, HtmlMode, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy, ServerSettings,
+    Settings, TagEntry, UpstreamSettings,
 };
 use crate::raw::{
     RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream, RawVerification,
@@ -138,6 +139,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let server = compile_server(&mut cx, server.as_ref());
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, extras) = compile_robots_txt(&mut cx, robots_txt.as_ref());
+    let origin_robots = compile_robots_origin(&mut cx, robots_txt.as_ref());
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
@@ -185,7 +187,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     }
     cx.warnings.sort_by_key(|d| (d.line, d.col));
     let policy = Policy {
-        settings: Settings { server, upstream, cache_max_age, verification },
+        settings: Settings { server, upstream, cache_max_age, verification, origin_robots },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,
@@ -198,6 +200,8 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         agents_txt,
         sha256: hex::encode(Sha256::digest(source.as_bytes())),
         tag_cache: Default::default(),
+        robots_extras: extras,
+        file_name: file_name.to_string(),
     };
     Ok(Loaded { policy, warnings: cx.warnings })
 }
@@ -407,7 +411,17 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
     let mut extras = RobotsTxtExtras::default();
     let default_age = Duration::from_secs(3600);
     let Some(raw) = raw else { return (default_age, extras) };
-    let RawRobotsTxt { sitemaps, cache_max_age, content_signal, acap } = raw.get_ref();
+    // The origin keys are compiled by `compile_robots_origin`.
+    let RawRobotsTxt {
+        sitemaps,
+        cache_max_age,
+        content_signal,
+        acap,
+        origin: _,
+        origin_refresh: _,
+        origin_timeout: _,
+        origin_host: _,
+    } = raw.get_ref();
     for s in sitemaps.iter().flatten() {
         match validate::sitemap(s.get_ref()) {
             Ok(()) => extras.sitemaps.push(s.get_ref().clone()),
@@ -423,6 +437,48 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
     }
     extras.acap = acap.unwrap_or(false);
     (age, extras)
+}
+
+/// `[robots_txt] origin`, `origin_refresh`, `origin_timeout` and
+/// `origin_host`: whether and how the proxy fetches the origin's own
+/// robots.txt to merge it.
+fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> OriginRobotsSettings {
+    let mut o = OriginRobotsSettings {
+        mode: OriginRobotsMode::Ignore,
+        refresh: Duration::from_secs(600),
+        timeout: Duration::from_secs(5),
+        host: None,
+    };
+    let Some(raw) = raw else { return o };
+    // The other keys are compiled by `compile_robots_txt`.
+    let RawRobotsTxt { origin, origin_refresh, origin_timeout, origin_host, .. } = raw.get_ref();
+    if let Some(m) = origin {
+        match m.get_ref().as_str() {
+            "ignore" => o.mode = OriginRobotsMode::Ignore,
+            "merge" => o.mode = OriginRobotsMode::Merge,
+            other => cx.err(m, format!("robots_txt.origin must be ignore or merge, found `{other}`")),
+        }
+    }
+    o.refresh = cx.positive_duration("robots_txt.origin_refresh", origin_refresh, o.refresh);
+    o.timeout = cx.positive_duration("robots_txt.origin_timeout", origin_timeout, o.timeout);
+    if let Some(h) = origin_host {
+        let v = h.get_ref();
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic()) || v.contains('/') {
+            cx.err(h, format!("robots_txt.origin_host must be a host or host:port, found `{}`", v.escape_debug()));
+        } else {
+            o.host = Some(v.clone());
+        }
+    }
+    if o.mode == OriginRobotsMode::Ignore {
+        for key in
+            [("origin_refresh", origin_refresh), ("origin_timeout", origin_timeout), ("origin_host", origin_host)]
+        {
+            if let (name, Some(v)) = key {
+                cx.warn(v, format!("robots_txt.{name} has no effect unless robots_txt.origin = \"merge\""));
+            }
+        }
+    }
+    o
 }
 
 /// Compiles the `[[group]]` tables in file order. A group whose every
@@ -515,6 +571,7 @@ fn compile_group(
         app_directives: ad,
         enforce,
         block_status,
+        origin: false,
     })
 }
 

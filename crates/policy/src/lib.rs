@@ -14,6 +14,7 @@ mod compile;
 mod diag;
 pub mod identify;
 mod local_file;
+mod merge;
 pub mod pattern;
 mod policy;
 mod raw;
@@ -29,8 +30,9 @@ pub mod verification;
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use local_file::LocalFile;
+pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::{
-    Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef,
-    ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
+    Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, OriginRobotsMode,
+    OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
 pub use route::{BadRequest, Route, UserAgentField};

@@ -152,6 +152,29 @@ pub struct UpstreamSettings {
     pub content_usage: OriginHeaderMode,
 }
 
+/// What the proxy does with the origin's own robots.txt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginRobotsMode {
+    /// Not fetched: /robots.txt is the policy's alone.
+    Ignore,
+    /// Fetched and merged ([`Policy::merge_origin`]).
+    Merge,
+}
+
+/// `[robots_txt] origin*`: fetching the origin's robots.txt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OriginRobotsSettings {
+    /// `ignore` or `merge`.
+    pub mode: OriginRobotsMode,
+    /// How often it is fetched again.
+    pub refresh: Duration,
+    /// Time limit of one fetch.
+    pub timeout: Duration,
+    /// `Host` of the fetch; `None`: `upstream.sni` with TLS, else the
+    /// upstream server as written.
+    pub host: Option<String>,
+}
+
 /// Settings the proxy reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
@@ -163,6 +186,8 @@ pub struct Settings {
     pub cache_max_age: Duration,
     /// `[verification]`.
     pub verification: crate::verification::VerificationSettings,
+    /// `[robots_txt] origin*`.
+    pub origin_robots: OriginRobotsSettings,
 }
 
 /// Sizes of a policy, for `/status` and `check`.
@@ -278,6 +303,8 @@ pub(crate) struct Group {
     pub app_directives: Vec<(Option<String>, String)>,
     pub enforce: Enforce,
     pub block_status: u16,
+    /// Taken from the origin's robots.txt by [`Policy::merge_origin`].
+    pub origin: bool,
 }
 
 /// A compiled `[[robots_tag]]`.
@@ -314,6 +341,10 @@ pub struct Policy {
     /// shared by clones of this policy (same entries, same answers).
     pub(crate) tag_cache:
         std::sync::Arc<std::sync::RwLock<std::collections::HashMap<u64, std::sync::Arc<TagControls>>>>,
+    /// The policy's own robots.txt extras and file name, so that a merge
+    /// with the origin's file renders robots.txt again.
+    pub(crate) robots_extras: crate::render::RobotsTxtExtras,
+    pub(crate) file_name: String,
 }
 
 /// The robots_tag part of [`UrlControls`].

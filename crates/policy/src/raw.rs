@@ -62,6 +62,10 @@ pub(crate) struct RawRobotsTxt {
     pub cache_max_age: Option<S<String>>,
     pub content_signal: Option<S<String>>,
     pub acap: Option<bool>,
+    pub origin: Option<S<String>>,
+    pub origin_refresh: Option<S<String>>,
+    pub origin_timeout: Option<S<String>>,
+    pub origin_host: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -48,6 +48,7 @@ impl Admin {
             "agents_txt": snap.agents.is_some(),
             "robots_txt_etag": snap.robots.etag,
             "upstreams": upstreams,
+            "origin_robots": crate::origin::status_json(&self.shared),
         })
     }
 }
@@ -83,6 +84,7 @@ impl ServeHttp for Admin {
             "/metrics" => {
                 let snap = self.shared.snapshot.load();
                 self.shared.metrics.upstream_health(&snap.upstream.health());
+                self.shared.metrics.origin_robots_age(crate::origin::copy_age(&self.shared));
                 let (body, ct) = self.shared.metrics.encode();
                 text(StatusCode::OK, &ct, body)
             }

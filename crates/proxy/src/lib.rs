@@ -12,6 +12,7 @@ mod events;
 mod headers;
 mod html;
 mod metrics;
+mod origin;
 mod proxy_protocol;
 mod reload;
 mod respond;
@@ -145,6 +146,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     if let Some(path) = watch {
         server.add_service(background_service("policy watcher", Watcher::new(Reloader::new(shared.clone(), path))));
     }
+    server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
     server.add_service(background_service("upstream health", HealthChecker::new(shared)));
     server.run_forever()
 }

@@ -71,6 +71,48 @@ impl Passthrough {
     }
 }
 
+/// How one fetch of the origin's robots.txt ended: the `result` label of
+/// `crawlgate_origin_robots_fetches_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginFetch {
+    /// A 2xx with a body within the limit: the new copy.
+    Ok,
+    /// A 4xx: the origin has no robots.txt (RFC 9309 section 2.3.1.3).
+    Absent,
+    /// Another status (3xx, 5xx): the last good copy stays.
+    Status,
+    /// No answer within `origin_timeout`.
+    Timeout,
+    /// Connection or protocol error, or no healthy upstream.
+    Error,
+    /// A body over 500 KiB.
+    TooLarge,
+}
+
+impl OriginFetch {
+    /// Every result, so that each series exists from the start.
+    pub const ALL: [OriginFetch; 6] = [
+        OriginFetch::Ok,
+        OriginFetch::Absent,
+        OriginFetch::Status,
+        OriginFetch::Timeout,
+        OriginFetch::Error,
+        OriginFetch::TooLarge,
+    ];
+
+    /// Its `result` label.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OriginFetch::Ok => "ok",
+            OriginFetch::Absent => "absent",
+            OriginFetch::Status => "status",
+            OriginFetch::Timeout => "timeout",
+            OriginFetch::Error => "error",
+            OriginFetch::TooLarge => "too_large",
+        }
+    }
+}
+
 /// All metrics of one process.
 pub struct Metrics {
     registry: Registry,
@@ -92,6 +134,8 @@ pub struct Metrics {
     client_connections: IntGaugeVec,
     connections_refused: IntCounterVec,
     client_timeouts: IntCounterVec,
+    origin_robots_fetches: IntCounterVec,
+    origin_robots_age: prometheus::Gauge,
 }
 
 /// The connection metrics of one listener kind (`proxy` or `admin`), with
@@ -159,7 +203,19 @@ impl Metrics {
             &["listener"],
         )?;
         registry.register(Box::new(client_connections.clone()))?;
+        let origin_robots_age = prometheus::Gauge::new(
+            "crawlgate_origin_robots_age_seconds",
+            "Age of the origin robots.txt copy merged into /robots.txt (0 while none is in use).",
+        )?;
+        registry.register(Box::new(origin_robots_age.clone()))?;
         let metrics = Metrics {
+            origin_robots_fetches: counter(
+                r,
+                "crawlgate_origin_robots_fetches_total",
+                "Fetches of the origin's own robots.txt by result.",
+                &["result"],
+            )?,
+            origin_robots_age,
             client_connections,
             connections_refused: counter(
                 r,
@@ -233,6 +289,9 @@ impl Metrics {
         for outcome in ReloadOutcome::ALL {
             metrics.reloads.with_label_values(&[outcome.as_str()]);
         }
+        for result in OriginFetch::ALL {
+            metrics.origin_robots_fetches.with_label_values(&[result.as_str()]);
+        }
         Ok(metrics)
     }
 
@@ -297,6 +356,16 @@ impl Metrics {
     pub fn reload(&self, outcome: ReloadOutcome) {
         self.reloads.with_label_values(&[outcome.as_str()]).inc();
         self.reload_failing.set(i64::from(outcome == ReloadOutcome::Failure));
+    }
+
+    /// Counts one fetch of the origin's robots.txt.
+    pub fn origin_robots_fetch(&self, result: OriginFetch) {
+        self.origin_robots_fetches.with_label_values(&[result.as_str()]).inc();
+    }
+
+    /// Sets the age of the origin robots.txt copy in use (`None`: no copy).
+    pub fn origin_robots_age(&self, age: Option<Duration>) {
+        self.origin_robots_age.set(age.map_or(0.0, |a| a.as_secs_f64()));
     }
 
     /// Observes how long a successful reload took.

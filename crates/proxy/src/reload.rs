@@ -114,8 +114,9 @@ impl Reloader {
                     tracing::warn!(keys = ?restart, "Policy changed settings that apply only after a restart; the rest of the change is live");
                 }
                 let generation = snap.generation;
-                let snap = Arc::new(snap);
-                shared.snapshot.store(snap.clone());
+                // Merged with the last good copy of the origin's robots.txt
+                // when the policy asks for it.
+                let snap = crate::origin::install(shared, snap);
                 shared.metrics.policy_loaded(snap.generation, snap.loaded_at, &snap.policy, Some(&current.policy));
                 shared.metrics.reload(Outcome::Success);
                 shared.metrics.reload_duration(started.elapsed());

@@ -129,6 +129,8 @@ pub struct Shared {
     pub status: Mutex<LoadStatus>,
     /// The metrics registry.
     pub metrics: Metrics,
+    /// The origin's robots.txt: the last good copy and `/status` details.
+    pub origin: Mutex<crate::origin::OriginState>,
 }
 
 impl Shared {
@@ -139,6 +141,7 @@ impl Shared {
             config_path,
             status: Mutex::new(LoadStatus::default()),
             metrics,
+            origin: Mutex::default(),
         })
     }
 

@@ -1,0 +1,82 @@
+//! `crawlgate check --origin URL`: fetches an origin's robots.txt (blocking,
+//! bounded like the proxy's fetch) and prints what merging it into the
+//! policy keeps and which of its lines conflict.
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use crawlgate_policy::{OriginRobotsMode, Policy, MAX_ROBOTS_TXT};
+
+/// The robots.txt URL of `origin`: as given when it names `/robots.txt`,
+/// else `/robots.txt` at its root.
+fn robots_url(origin: &str) -> String {
+    if origin.ends_with("/robots.txt") {
+        return origin.to_string();
+    }
+    let after_scheme = origin.find("://").map_or(0, |i| i + 3);
+    let root = match origin[after_scheme..].find('/') {
+        Some(i) => &origin[..after_scheme + i],
+        None => origin,
+    };
+    format!("{root}/robots.txt")
+}
+
+/// Fetches the origin's robots.txt and prints the merge's summary and
+/// conflicts. A fetch that fails is an error (exit 2).
+pub fn check_origin(policy: &Policy, origin: &str) -> anyhow::Result<ExitCode> {
+    let url = robots_url(origin);
+    let settings = &policy.settings().origin_robots;
+    if settings.mode == OriginRobotsMode::Ignore {
+        eprintln!("note: robots_txt.origin is \"ignore\": the proxy does not merge the origin's robots.txt");
+    }
+    let client = reqwest::blocking::Client::builder()
+        .timeout(settings.timeout.max(Duration::from_secs(1)))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .context("cannot build the HTTP client")?;
+    let resp = client.get(&url).send().with_context(|| format!("cannot fetch {url}"))?;
+    let status = resp.status().as_u16();
+    if (400..500).contains(&status) {
+        outln!("origin {url}: {status}, no robots.txt (the policy's robots.txt is served alone)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !(200..300).contains(&status) {
+        bail!("cannot fetch {url}: status {status} (the proxy keeps its last good copy on such answers)");
+    }
+    let mut body = Vec::new();
+    let limit = u64::try_from(MAX_ROBOTS_TXT).unwrap_or(u64::MAX) + 1;
+    resp.take(limit).read_to_end(&mut body).with_context(|| format!("cannot read {url}"))?;
+    if body.len() > MAX_ROBOTS_TXT {
+        bail!("{url} is over {MAX_ROBOTS_TXT} bytes (500 KiB); the proxy does not use it");
+    }
+    let merged = policy.merge_origin(&body).with_context(|| format!("cannot merge {url}"))?;
+    let n = merged.conflicts.len();
+    outln!(
+        "origin {url}: {status}, {} bytes; {} group{} and {} sitemap{} kept, {n} conflict{}",
+        body.len(),
+        merged.origin_groups,
+        if merged.origin_groups == 1 { "" } else { "s" },
+        merged.origin_sitemaps,
+        if merged.origin_sitemaps == 1 { "" } else { "s" },
+        if n == 1 { "" } else { "s" },
+    );
+    for c in &merged.conflicts {
+        outln!("{url}: {c}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robots_url_at_the_root() {
+        assert_eq!(robots_url("http://e.com"), "http://e.com/robots.txt");
+        assert_eq!(robots_url("http://e.com/"), "http://e.com/robots.txt");
+        assert_eq!(robots_url("http://e.com/a/b"), "http://e.com/robots.txt");
+        assert_eq!(robots_url("http://e.com/robots.txt"), "http://e.com/robots.txt");
+    }
+}

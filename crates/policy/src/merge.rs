@@ -1,0 +1,415 @@
+//! Merging the origin's own robots.txt into the policy's (`[robots_txt]
+//! origin = "merge"`): the policy's groups win for every token it names
+//! (categories expanded, `*` included), the origin's groups for other
+//! crawlers and its `Sitemap` lines are kept. The result is one [`Policy`]:
+//! its robots.txt is the file served and its groups are the ones `decide`
+//! enforces, so the published file and the enforced decision are the same
+//! thing. Pure: the caller fetches the file.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use crate::compile::MAX_ROBOTS_TXT;
+use crate::identify::TokenMatcher;
+use crate::pattern::Pattern;
+use crate::policy::{Enforce, Group, Policy};
+use crate::render;
+use crate::robotstxt::{product_token, RobotsTxt};
+use crate::ruleset::RuleSet;
+use crate::validate;
+
+/// What happened to one line of the origin's robots.txt that is not kept
+/// as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConflictKind {
+    /// A user-agent the policy names too: the policy's group applies.
+    PolicyToken {
+        /// The origin's spelling.
+        token: String,
+        /// The policy group that names it.
+        group: String,
+        /// That group's line in the policy file.
+        group_line: usize,
+    },
+    /// A user-agent value that is not a product token (left out).
+    InvalidToken {
+        /// The value as written.
+        value: String,
+    },
+    /// A `Sitemap` value that cannot be published (left out).
+    InvalidSitemap {
+        /// Why.
+        reason: String,
+    },
+    /// A line the parser does not read as a record (no colon, or a rule
+    /// before any user-agent line): crawlers ignore it, so is it here.
+    Rejected {
+        /// The line as written.
+        text: String,
+    },
+}
+
+/// One conflict, at its line of the origin's robots.txt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// 1-based line in the origin's file.
+    pub line: usize,
+    /// What it is.
+    pub kind: ConflictKind,
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}: ", self.line)?;
+        match &self.kind {
+            ConflictKind::PolicyToken { token, group, group_line } => write!(
+                f,
+                "user-agent `{token}` is named by the policy (group `{group}` at line {group_line}); the policy's group applies"
+            ),
+            ConflictKind::InvalidToken { value } => {
+                write!(f, "user-agent `{}` is not a product token; left out", value.escape_debug())
+            }
+            ConflictKind::InvalidSitemap { reason } => write!(f, "{reason}; left out"),
+            ConflictKind::Rejected { text } => {
+                write!(f, "`{}` is not a record of any group; left out", text.escape_debug())
+            }
+        }
+    }
+}
+
+/// Why a merge has no result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// The merged robots.txt would be over the 500 KiB crawlers must parse.
+    #[error("merged robots.txt is {0} bytes, over the {MAX_ROBOTS_TXT} byte (500 KiB) limit crawlers must parse")]
+    TooLarge(usize),
+}
+
+/// The policy merged with the origin's robots.txt.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// The merged policy: [`Policy::robots_txt`] is the file to serve,
+    /// [`Policy::decide`] enforces it.
+    pub policy: Policy,
+    /// Origin lines not kept as written, in line order.
+    pub conflicts: Vec<Conflict>,
+    /// Groups taken from the origin.
+    pub origin_groups: usize,
+    /// Sitemaps taken from the origin (not already the policy's).
+    pub origin_sitemaps: usize,
+}
+
+impl Policy {
+    /// Merges the origin's robots.txt `origin` into this policy. Groups an
+    /// earlier merge took from an origin are dropped first, so a merged
+    /// policy can be merged again with a newer copy; an empty `origin` (the
+    /// origin has none, RFC 9309 section 2.3.1.3) gives the policy's own
+    /// robots.txt byte for byte.
+    ///
+    /// A crawler the origin names in several groups gets one group with
+    /// all their rules (RFC 9309 section 2.2.1 combines them); origin
+    /// groups are enforced with the mode and status of the policy's `*`
+    /// group (`off` without one).
+    pub fn merge_origin(&self, origin: &[u8]) -> Result<Merged, MergeError> {
+        let parsed = RobotsTxt::parse(origin);
+        let base: Vec<Group> = self.groups.iter().filter(|g| !g.origin).cloned().collect();
+        let mut named: HashMap<String, &Group> = HashMap::new();
+        for g in &base {
+            for t in &g.tokens {
+                named.insert(t.to_ascii_lowercase(), g);
+            }
+        }
+        let mut conflicts: Vec<Conflict> = parsed
+            .unknown_lines()
+            .iter()
+            .map(|(line, text)| Conflict { line: *line, kind: ConflictKind::Rejected { text: text.clone() } })
+            .collect();
+
+        // Origin tokens the policy does not name, in first-seen order, with
+        // the origin groups that name each.
+        let mut order: Vec<String> = Vec::new();
+        let mut membership: HashMap<String, (String, Vec<usize>)> = HashMap::new();
+        for (gi, g) in parsed.groups().iter().enumerate() {
+            for (ua, &line) in g.user_agents.iter().zip(&g.user_agent_lines) {
+                let token = product_token(ua);
+                if token != "*" && validate::user_agent(token).is_err() {
+                    conflicts.push(Conflict { line, kind: ConflictKind::InvalidToken { value: ua.clone() } });
+                    continue;
+                }
+                let lower = token.to_ascii_lowercase();
+                if let Some(pg) = named.get(&lower) {
+                    conflicts.push(Conflict {
+                        line,
+                        kind: ConflictKind::PolicyToken {
+                            token: token.to_string(),
+                            group: pg.name.clone(),
+                            group_line: pg.line,
+                        },
+                    });
+                    continue;
+                }
+                let entry = membership.entry(lower.clone()).or_insert_with(|| {
+                    order.push(lower);
+                    (token.to_string(), Vec::new())
+                });
+                if entry.1.last() != Some(&gi) {
+                    entry.1.push(gi);
+                }
+            }
+        }
+
+        // Tokens named by the same origin groups share one merged group.
+        let star = self.star_group.map(|i| &self.groups[i]).filter(|g| !g.origin);
+        let (enforce, block_status) = star.map_or((Enforce::Off, 403), |g| (g.enforce, g.block_status));
+        let mut sets: Vec<(Vec<usize>, Vec<String>)> = Vec::new();
+        for lower in &order {
+            let Some((spelling, set)) = membership.get(lower) else { continue };
+            match sets.iter_mut().find(|(s, _)| s == set) {
+                Some((_, tokens)) => tokens.push(spelling.clone()),
+                None => sets.push((set.clone(), vec![spelling.clone()])),
+            }
+        }
+        let mut groups = base;
+        let origin_groups = sets.len();
+        for (set, tokens) in sets {
+            groups.push(origin_group(&parsed, &set, tokens, enforce, block_status));
+        }
+
+        let mut extras = self.robots_extras.clone();
+        let mut origin_sitemaps = 0;
+        for (url, &line) in parsed.sitemaps().iter().zip(parsed.sitemap_lines()) {
+            match validate::sitemap(url) {
+                Ok(()) if extras.sitemaps.contains(url) => {}
+                Ok(()) => {
+                    extras.sitemaps.push(url.clone());
+                    origin_sitemaps += 1;
+                }
+                Err(reason) => {
+                    let reason = reason.replacen("robots_txt.sitemaps: ", "sitemap ", 1);
+                    conflicts.push(Conflict { line, kind: ConflictKind::InvalidSitemap { reason } });
+                }
+            }
+        }
+        conflicts.sort_by_key(|c| c.line);
+
+        let mut tokens = Vec::new();
+        let mut token_group = Vec::new();
+        let mut star_group = None;
+        for (gi, g) in groups.iter().enumerate() {
+            for t in &g.tokens {
+                if t == "*" {
+                    star_group = Some(gi);
+                } else {
+                    tokens.push(t.clone());
+                    token_group.push(gi);
+                }
+            }
+        }
+        let robots_txt = render::robots_txt(&self.file_name, &groups, star_group, &extras, &self.tags);
+        if robots_txt.len() > MAX_ROBOTS_TXT {
+            return Err(MergeError::TooLarge(robots_txt.len()));
+        }
+        let mut policy = self.clone();
+        policy.matcher = TokenMatcher::new(&tokens);
+        policy.groups = groups;
+        policy.star_group = star_group;
+        policy.tokens = tokens;
+        policy.token_group = token_group;
+        policy.robots_txt = robots_txt;
+        Ok(Merged { policy, conflicts, origin_groups, origin_sitemaps })
+    }
+
+    /// Whether this policy carries groups taken from an origin.
+    pub fn has_origin_groups(&self) -> bool {
+        self.groups.iter().any(|g| g.origin)
+    }
+}
+
+/// The group enforced and published for `tokens`, which the origin groups
+/// `set` name: their rules in file order (an empty pattern matches nothing
+/// and is dropped), the last crawl-delay among them.
+fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce: Enforce, block_status: u16) -> Group {
+    let mut rules_src = Vec::new();
+    let mut compiled = Vec::new();
+    let mut crawl_delay: Option<(usize, &str)> = None;
+    for g in set.iter().filter_map(|&i| parsed.groups().get(i)) {
+        for r in g.rules.iter().filter(|r| !r.pattern.is_empty()) {
+            rules_src.push((r.pattern.clone(), r.allow, r.line));
+            compiled.push((Pattern::new_lenient(&r.pattern), r.allow));
+        }
+        for (value, line) in &g.crawl_delays {
+            if !value.is_empty() && crawl_delay.is_none_or(|(l, _)| *line > l) {
+                crawl_delay = Some((*line, value));
+            }
+        }
+    }
+    let first = set.first().and_then(|&i| parsed.groups().get(i));
+    Group {
+        name: tokens.first().cloned().unwrap_or_default(),
+        line: first.and_then(|g| g.user_agent_lines.first().copied()).unwrap_or(0),
+        tokens,
+        rules_src,
+        rules: RuleSet::new(compiled),
+        crawl_delay: crawl_delay.map(|(_, v)| v.to_string()),
+        content_usage: Vec::new(),
+        content_usage_set: RuleSet::default(),
+        app_directives: Vec::new(),
+        enforce,
+        block_status,
+        origin: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load;
+
+    const POLICY: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\nsitemaps = [\"https://e.com/a.xml\"]\n\n[[group]]\nname = \"ai\"\ncategories = [\"ai-training\"]\ndisallow = [\"/\"]\nenforce = \"block\"\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n";
+
+    fn policy() -> Policy {
+        load(POLICY, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy
+    }
+
+    #[test]
+    fn policy_wins_for_its_tokens_including_categories_and_star() {
+        let p = policy();
+        let origin =
+            b"User-agent: GPTBot\nAllow: /\n\nUser-agent: *\nDisallow: /x\n\nUser-agent: Foo\nDisallow: /foo\n";
+        let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.origin_groups, 1);
+        assert_eq!(m.conflicts.len(), 2);
+        assert_eq!(m.conflicts[0].line, 1);
+        assert!(
+            matches!(&m.conflicts[0].kind, ConflictKind::PolicyToken { token, group, .. } if token == "GPTBot" && group == "ai")
+        );
+        assert_eq!(
+            m.conflicts[1].to_string(),
+            "line 4: user-agent `*` is named by the policy (group `*` at line 13); the policy's group applies"
+        );
+        // GPTBot keeps the policy's block; `*` keeps the policy's rules.
+        let d = m.policy.decide("GPTBot/1.0", "/a");
+        assert!(!d.allowed);
+        assert_eq!(d.enforce, Enforce::Block);
+        assert!(m.policy.decide("Other", "/x").allowed);
+        // Foo is the origin's, enforced with the `*` group's mode.
+        let d = m.policy.decide("Foo/2", "/foo/bar");
+        assert!(!d.allowed);
+        assert_eq!(d.enforce, Enforce::Log);
+        assert_eq!(d.agent, Some("Foo"));
+        assert!(m.policy.decide("Foo/2", "/private/").allowed);
+    }
+
+    #[test]
+    fn origin_groups_and_sitemaps_kept_and_deduplicated() {
+        let p = policy();
+        let origin = b"Sitemap: https://e.com/a.xml\nUser-agent: Foo\nUser-agent: Bar\nDisallow: /fb\nCrawl-delay: 3\n\nUser-agent: foo\nDisallow: /only-foo\nSitemap: https://e.com/b.xml\nSitemap: https://e.com/b.xml\n";
+        let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.conflicts, vec![]);
+        assert_eq!(m.origin_sitemaps, 1);
+        assert_eq!(m.origin_groups, 2);
+        let text = m.policy.robots_txt();
+        assert!(text.ends_with(
+            "\n# The origin's own groups, for crawlers this policy does not name.\n\nUser-agent: Foo\nDisallow: /fb\nDisallow: /only-foo\nCrawl-delay: 3\n\nUser-agent: Bar\nDisallow: /fb\nCrawl-delay: 3\n\nSitemap: https://e.com/a.xml\nSitemap: https://e.com/b.xml\n"
+        ), "{text}");
+        assert!(!m.policy.decide("foo", "/only-foo").allowed);
+        assert!(m.policy.decide("Bar", "/only-foo").allowed);
+        assert!(!m.policy.decide("Bar", "/fb").allowed);
+    }
+
+    #[test]
+    fn conflicts_listed_in_line_order() {
+        let p = policy();
+        let origin = b"Disallow: /before-any-group\nUser-agent: Foo Bar\nUser-agent: ClaudeBot\nDisallow: /\nno colon here\nSitemap: /relative.xml\n";
+        let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "line 1: `Disallow: /before-any-group` is not a record of any group; left out",
+                "line 2: user-agent `Foo Bar` is not a product token; left out",
+                "line 3: user-agent `ClaudeBot` is named by the policy (group `ai` at line 7); the policy's group applies",
+                "line 5: `no colon here` is not a record of any group; left out",
+                "line 6: sitemap `/relative.xml` is not an absolute http(s) URL; left out",
+            ]
+        );
+        assert_eq!(m.origin_groups, 0);
+    }
+
+    #[test]
+    fn no_origin_file_is_the_policy_alone_and_merging_again_replaces() {
+        let p = policy();
+        let empty = p.merge_origin(b"").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(empty.policy.robots_txt(), p.robots_txt());
+        let first = p.merge_origin(b"User-agent: Foo\nDisallow: /\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(first.policy.has_origin_groups());
+        let again = first.policy.merge_origin(b"User-agent: Baz\nDisallow: /\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(again.policy.decide("Foo", "/a").allowed);
+        assert!(!again.policy.decide("Baz", "/a").allowed);
+        let gone = again.policy.merge_origin(b"").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(gone.policy.robots_txt(), p.robots_txt());
+        assert!(!gone.policy.has_origin_groups());
+    }
+
+    #[test]
+    fn origin_star_applies_when_the_policy_has_none() {
+        let src =
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\n";
+        let p = load(src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        let m = p.merge_origin(b"User-agent: *\nDisallow: /tmp\n").unwrap_or_else(|e| panic!("{e}"));
+        let d = m.policy.decide("Mozilla/5.0", "/tmp/x");
+        assert!(!d.allowed);
+        assert_eq!(d.enforce, Enforce::Off);
+    }
+
+    #[test]
+    fn origin_keys_validated_with_positions() {
+        let src = |keys: &str| format!("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\n{keys}\n");
+        let ok = load(&src("origin = \"merge\"\norigin_refresh = \"1s\"\norigin_timeout = \"500ms\""), "p.toml")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let o = &ok.policy.settings().origin_robots;
+        assert_eq!(o.mode, crate::OriginRobotsMode::Merge);
+        assert_eq!(o.refresh, std::time::Duration::from_secs(1));
+        assert_eq!(o.timeout, std::time::Duration::from_millis(500));
+        assert_eq!(o.host, None);
+        assert!(ok.warnings.is_empty());
+        let defaults = load(&src(""), "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        let d = &defaults.settings().origin_robots;
+        assert_eq!(
+            (d.mode, d.refresh, d.timeout),
+            (crate::OriginRobotsMode::Ignore, std::time::Duration::from_secs(600), std::time::Duration::from_secs(5))
+        );
+        let err = load(
+            &src("origin = \"fetch\"\norigin_refresh = \"0s\"\norigin_timeout = \"soon\"\norigin_host = \"a b\""),
+            "p.toml",
+        )
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "p.toml:5:10: robots_txt.origin must be ignore or merge, found `fetch`\n\
+             p.toml:6:18: robots_txt.origin_refresh must be greater than zero, found `0s`\n\
+             p.toml:7:18: robots_txt.origin_timeout: `soon` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)\n\
+             p.toml:8:15: robots_txt.origin_host must be a host or host:port, found `a b`"
+        );
+        let warned = load(&src("origin_refresh = \"1m\""), "p.toml").unwrap_or_else(|e| panic!("{e}"));
+        let warnings: Vec<String> = warned.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            warnings,
+            ["p.toml:5:18: warning: robots_txt.origin_refresh has no effect unless robots_txt.origin = \"merge\""]
+        );
+    }
+
+    #[test]
+    fn too_large_is_an_error() {
+        let p = policy();
+        let mut origin = String::from("User-agent: Foo\n");
+        while origin.len() <= MAX_ROBOTS_TXT {
+            origin.push_str("Disallow: /some/long/path/that/repeats\n");
+        }
+        assert!(matches!(p.merge_origin(origin.as_bytes()), Err(MergeError::TooLarge(_))));
+    }
+}
