@@ -68,10 +68,11 @@ pub struct ConfigArg {
 enum Command {
     /// Validate a policy: exit 0 with a summary, or 1 with every error.
     Check(ConfigArg),
-    /// Print the exact bytes the proxy serves at /robots.txt or /agents.txt.
+    /// Print the exact bytes the proxy serves at /robots.txt, /agents.txt
+    /// or /.well-known/tdmrep.json.
     Render {
-        /// `robots.txt` or `agents.txt`.
-        #[arg(value_parser = ["robots.txt", "agents.txt"])]
+        /// `robots.txt`, `agents.txt` or `tdmrep.json`.
+        #[arg(value_parser = ["robots.txt", "agents.txt", "tdmrep.json"])]
         what: String,
         #[command(flatten)]
         config: ConfigArg,

@@ -19,6 +19,8 @@ pub(crate) struct RawPolicy {
     #[serde(default)]
     pub robots_tag: Vec<S<RawRobotsTag>>,
     pub agents_txt: Option<S<RawAgentsTxt>>,
+    pub tdmrep: Option<S<RawTdmRep>>,
+    pub rsl: Option<S<RawRsl>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -60,6 +62,7 @@ pub(crate) struct RawRobotsTxt {
     pub cache_max_age: Option<S<String>>,
     pub content_signal: Option<S<String>>,
     pub acap: Option<bool>,
+    pub license: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -100,4 +103,25 @@ pub(crate) struct RawAgentsRule {
     pub path: S<String>,
     pub action: S<String>,
     pub params: Option<BTreeMap<String, S<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTdmRep {
+    pub rules: Option<Vec<S<RawTdmRule>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTdmRule {
+    pub path: S<String>,
+    pub reservation: S<i64>,
+    pub policy: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRsl {
+    pub path: Option<S<String>>,
+    pub document: S<String>,
 }
