@@ -11,6 +11,7 @@ mod html_limits;
 mod ops;
 mod protocols;
 mod serving;
+mod signals;
 mod support;
 mod targets;
 mod upstream_headers;

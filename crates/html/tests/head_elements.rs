@@ -50,10 +50,7 @@ fn head_elements_follow_the_robots_metas() {
         every_chunking(Mode::Inject, true, page),
         format!("<html><head>{ROBOTS}{TDM}{TDM_POLICY}{LINK}<title>t</title></head><body>x</body></html>")
     );
-    assert_eq!(
-        every_chunking(Mode::Inject, false, "<p>x</p>"),
-        format!("{TDM}{TDM_POLICY}{LINK}<p>x</p>")
-    );
+    assert_eq!(every_chunking(Mode::Inject, false, "<p>x</p>"), format!("{TDM}{TDM_POLICY}{LINK}<p>x</p>"));
     assert_eq!(
         every_chunking(Mode::Enforce, false, "<html><body>x</body></html>"),
         format!("<html><head>{TDM}{TDM_POLICY}{LINK}</head><body>x</body></html>")

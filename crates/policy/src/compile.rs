@@ -17,13 +17,13 @@ use crate::pattern::Pattern;
 use crate::policy::{
     Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, TdmRule, UpstreamSettings,
 };
-use crate::sf;
 use crate::raw::{
     RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawRsl, RawServer, RawTdmRep, RawUpstream,
 };
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
+use crate::sf;
 use crate::validate;
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).

@@ -369,7 +369,6 @@ pub(crate) struct TagControls {
 /// whose paths produce more (hardly possible) builds the rest per request.
 const TAG_CACHE_LIMIT: usize = 4096;
 
-
 /// The memo key part for a path's TDMRep rule (0: none).
 fn tdm_key(tdm: Option<usize>) -> u32 {
     tdm.map_or(0, |i| u32::try_from(i).map_or(u32::MAX, |i| i.saturating_add(1)))

@@ -15,7 +15,8 @@ pub const DROPPED_CATEGORIES: &[&str] = &["train-genai", "all", "bots", "ai-outp
 
 /// The Content Signals keys and the AIPREF labels they correspond to, in
 /// the order `Content-Signal` lists them.
-pub const CONTENT_SIGNAL_KEYS: [(&str, &str); 3] = [("search", "search"), ("ai-input", "ai-use"), ("ai-train", "train-ai")];
+pub const CONTENT_SIGNAL_KEYS: [(&str, &str); 3] =
+    [("search", "search"), ("ai-input", "ai-use"), ("ai-train", "train-ai")];
 
 /// Why a structured-field value is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -206,8 +206,14 @@ pub fn tdm_path(path: &str) -> Result<Pattern, String> {
 /// canonical form, no query, no pattern characters.
 pub fn rsl_path(path: &str) -> Result<(), String> {
     const KEY: &str = "rsl.path";
-    if !path.starts_with('/') || path.contains(['?', '#', '*', '$']) || path.contains(|c: char| c.is_whitespace() || c.is_control()) {
-        return Err(format!("{KEY} must be an absolute path without '?', '#', '*', '$' or whitespace, found `{}`", path.escape_debug()));
+    if !path.starts_with('/')
+        || path.contains(['?', '#', '*', '$'])
+        || path.contains(|c: char| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "{KEY} must be an absolute path without '?', '#', '*', '$' or whitespace, found `{}`",
+            path.escape_debug()
+        ));
     }
     if crate::canonical::canonicalize(path) != path {
         return Err(format!(
@@ -239,10 +245,7 @@ pub fn rsl_document(doc: &str) -> Result<&str, String> {
 /// The `key=yes|no` pairs of a `content_signal` value that
 /// [`content_signal`] accepted.
 pub(crate) fn content_signal_pairs(value: &str) -> Vec<(&str, bool)> {
-    value
-        .split(',')
-        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim(), v.trim() == "yes")))
-        .collect()
+    value.split(',').filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim(), v.trim() == "yes"))).collect()
 }
 
 /// `robots_txt.content_signal`: a list of `key=yes|no`; returns it as
@@ -333,7 +336,10 @@ mod tests {
         assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));
         assert!(content_signal("x").is_err());
         assert_eq!(license("https://e.example/license.xml"), Ok(()));
-        assert_eq!(license("https:///x").unwrap_err(), "robots_txt.license: `https:///x` is not an absolute http(s) URL");
+        assert_eq!(
+            license("https:///x").unwrap_err(),
+            "robots_txt.license: `https:///x` is not an absolute http(s) URL"
+        );
         assert_eq!(tdm_policy("https://e.example/p.json#v1"), Ok(()));
         assert_eq!(
             tdm_policy("ftp://e.example/p").unwrap_err(),

@@ -131,10 +131,7 @@ fn tdmrep_rules_give_headers_metas_and_the_well_known_file() {
         )
     );
     let ua = UserAgentField::One("GPTBot");
-    assert!(matches!(
-        p.route(false, b"/.well-known/tdmrep.json", ua),
-        Route::Serve { file: LocalFile::TdmRep, .. }
-    ));
+    assert!(matches!(p.route(false, b"/.well-known/tdmrep.json", ua), Route::Serve { file: LocalFile::TdmRep, .. }));
     let none = load(UPSTREAM, "p.toml").unwrap().policy;
     assert!(matches!(
         none.route(false, b"/.well-known/tdmrep.json", ua),
@@ -187,5 +184,7 @@ fn signal_keys_are_validated_where_written() {
         errors("[rsl]\npath = \"/l/%7e.xml\"\ndocument = \"<rsl/>\"\n"),
         "p.toml:4:8: rsl.path: `/l/%7e.xml` is not in canonical form (write it as `/l/~.xml`)"
     );
-    assert!(errors("[tdmrep]\nrules = [{ path = \"/\", reservation = 1, extra = 1 }]\n").contains("unknown field `extra`"));
+    assert!(
+        errors("[tdmrep]\nrules = [{ path = \"/\", reservation = 1, extra = 1 }]\n").contains("unknown field `extra`")
+    );
 }

@@ -386,7 +386,12 @@ mod tests {
     use std::sync::Arc;
 
     fn plan(rule: &str) -> Arc<HtmlPlan> {
-        Arc::new(HtmlPlan { mode: HtmlMode::Inject, directives: vec![("*".into(), vec![rule.into()])], metas: vec![], head: vec![] })
+        Arc::new(HtmlPlan {
+            mode: HtmlMode::Inject,
+            directives: vec![("*".into(), vec![rule.into()])],
+            metas: vec![],
+            head: vec![],
+        })
     }
 
     #[test]
