@@ -325,7 +325,13 @@ fn explain_json() {
     assert_eq!(d["action"], "pass");
     assert_eq!(
         d["headers"],
-        serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": "train-ai=n"})
+        serde_json::json!({
+            "robots-tag": null,
+            "x-robots-tag": [],
+            "content-usage": "train-ai=n",
+            "tdm-reservation": null,
+            "tdm-policy": null,
+        })
     );
 }
 
