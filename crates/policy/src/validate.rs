@@ -232,11 +232,13 @@ pub fn rsl_document(doc: &str) -> Result<&str, String> {
     if doc.is_empty() {
         Err("rsl.document is empty".to_string())
     } else if !(doc.starts_with("<?xml") || doc.starts_with("<rsl")) {
-        let start: String = doc.chars().take(16).collect();
-        Err(format!(
-            "rsl.document must be an RSL XML document starting with `<?xml` or `<rsl`, found `{}...`",
-            start.escape_debug()
-        ))
+        // Control characters (a newline) escaped, quotes as written.
+        let start: String = doc
+            .chars()
+            .take(16)
+            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+            .collect();
+        Err(format!("rsl.document must be an RSL XML document starting with `<?xml` or `<rsl`, found `{start}...`"))
     } else {
         Ok(doc)
     }
