@@ -342,8 +342,7 @@ pub struct Policy {
     /// Memo of [`Policy::tag_controls`] by bit set of matching entries
     /// and TDMRep rule; shared by clones of this policy (same entries, same
     /// answers).
-    pub(crate) tag_cache:
-        std::sync::Arc<std::sync::RwLock<std::collections::HashMap<(u64, u32), std::sync::Arc<TagControls>>>>,
+    pub(crate) tag_cache: std::sync::Arc<std::sync::RwLock<TagCache>>,
     /// `[[tdmrep.rules]]`, most specific first (the order tdmrep.json
     /// lists them and the first match decides).
     pub(crate) tdm_rules: Vec<TdmRule>,
@@ -356,6 +355,10 @@ pub struct Policy {
     /// The robots.txt `Content-Signal` value, if any.
     pub(crate) content_signal: Option<String>,
 }
+
+/// [`Policy::tag_controls`]'s memo: `(matching entries' bit set, TDMRep
+/// rule + 1 or 0)` to the controls.
+pub(crate) type TagCache = std::collections::HashMap<(u64, u32), std::sync::Arc<TagControls>>;
 
 /// The robots_tag part of [`UrlControls`].
 #[derive(Debug, Default)]
