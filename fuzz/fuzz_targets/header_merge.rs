@@ -71,6 +71,8 @@ fuzz_target!(|data: &[u8]| {
         x_robots_tag: if flags & 8 != 0 { rules.x_robots_tag_values() } else { Vec::new() },
         content_usage: (flags & 16 != 0).then(|| "train-ai=n".to_string()),
         html: None,
+        tdm_reservation: (flags & 32 != 0).then_some(1),
+        tdm_policy: None,
     };
 
     let Ok(mut resp) = ResponseHeader::build(status, None) else { unreachable!("200 and 101 are valid") };

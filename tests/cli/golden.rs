@@ -4,8 +4,10 @@
 //!   and renders byte for byte to the goldens next to it:
 //!   `<name>.robots.txt` (`crawlgate render robots.txt`) and, when the policy
 //!   enables agents.txt, `<name>.agents.txt` (`crawlgate render agents.txt`),
-//!   which must also pass `crawlgate agents-txt verify`. A golden without its
-//!   policy, or an agents.txt golden for a policy without agents.txt, fails.
+//!   which must also pass `crawlgate agents-txt verify`, and, when it has a
+//!   `[tdmrep]` table, `<name>.tdmrep.json` (`crawlgate render tdmrep.json`).
+//!   A golden without its policy, or an agents.txt or tdmrep.json golden for
+//!   a policy that does not publish one, fails.
 //! - Every `tests/data/invalid/*.toml` makes `crawlgate check` exit 1 with
 //!   stdout exactly equal to `<name>.errors` (`FILE:LINE:COL: message`, the
 //!   file as given on the command line: always the path relative to the
@@ -177,6 +179,26 @@ fn agents_txt_matches_goldens_and_verifies() {
 }
 
 #[test]
+fn tdmrep_json_matches_goldens() {
+    let policies = valid_policies();
+    let mut failures = Vec::new();
+    for p in &policies {
+        let golden = sibling(p, ".tdmrep.json");
+        let out = crawlgate(&["render", "tdmrep.json", "--config", p]);
+        if out.status.success() {
+            failures.extend(check_golden(&golden, &out.stdout, "`crawlgate render tdmrep.json`"));
+        } else if out.status.code() == Some(1) && stderr(&out).contains("tdmrep.json is not published") {
+            if golden.exists() {
+                failures.extend(unwanted_golden(&golden, "the policy publishes no tdmrep.json"));
+            }
+        } else {
+            failures.push(describe(&format!("render tdmrep.json --config {p}"), &out));
+        }
+    }
+    finish(failures, policies.len());
+}
+
+#[test]
 fn no_orphaned_goldens() {
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -193,10 +215,11 @@ fn no_orphaned_goldens() {
     for (dir, recursive) in valid_dirs() {
         orphans(&dir, recursive, ".robots.txt");
         orphans(&dir, recursive, ".agents.txt");
+        orphans(&dir, recursive, ".tdmrep.json");
     }
     orphans(&invalid_dir(), false, ".errors");
     // Goldens of valid policies do not belong among the invalid ones.
-    for suffix in [".robots.txt", ".agents.txt"] {
+    for suffix in [".robots.txt", ".agents.txt", ".tdmrep.json"] {
         for golden in files(&invalid_dir(), false, suffix) {
             checked += 1;
             failures.extend(unwanted_golden(&golden, "invalid policies render nothing"));

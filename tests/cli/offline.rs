@@ -300,7 +300,13 @@ fn explain_json() {
     assert_eq!(d["block_status"], 403);
     assert_eq!(
         d["headers"],
-        serde_json::json!({"robots-tag": "*;noindex", "x-robots-tag": ["noindex"], "content-usage": "train-ai=n"})
+        serde_json::json!({
+            "robots-tag": "*;noindex",
+            "x-robots-tag": ["noindex"],
+            "content-usage": "train-ai=n",
+            "tdm-reservation": null,
+            "tdm-policy": null,
+        })
     );
     assert_eq!(d["html"], serde_json::Value::Null);
 
@@ -318,14 +324,29 @@ fn explain_json() {
     assert_eq!(d["action"], "log violation");
     assert_eq!(d["block_status"], serde_json::Value::Null);
     // No preference is published for a path the `*` group disallows.
-    assert_eq!(d["headers"], serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": null}));
+    assert_eq!(
+        d["headers"],
+        serde_json::json!({
+            "robots-tag": null,
+            "x-robots-tag": [],
+            "content-usage": null,
+            "tdm-reservation": null,
+            "tdm-policy": null,
+        })
+    );
     let d = &arr[1];
     assert_eq!(d["rule"], serde_json::Value::Null);
     assert_eq!(d["allowed"], true);
     assert_eq!(d["action"], "pass");
     assert_eq!(
         d["headers"],
-        serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": "train-ai=n"})
+        serde_json::json!({
+            "robots-tag": null,
+            "x-robots-tag": [],
+            "content-usage": "train-ai=n",
+            "tdm-reservation": null,
+            "tdm-policy": null,
+        })
     );
 }
 
@@ -352,4 +373,16 @@ fn explain_into_a_closed_pipe_ends_quietly() {
     assert_eq!(first, "/p0\n");
     assert_eq!(done.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&done.stderr));
     assert_eq!(String::from_utf8_lossy(&done.stderr), "");
+}
+
+/// `explain` shows both usage statements (the Content-Usage header and the
+/// robots.txt Content-Signal) and the TDMRep headers and head elements.
+#[test]
+fn explain_shows_content_usage_content_signal_and_tdmrep() {
+    let out = crawlgate(&["explain", "--config", "tests/data/signals.toml", "-A", "ExampleBot/1.0", "/open/a"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "/open/a\n  agent:    none (no policy token in the User-Agent)\n  group:    * (line 17)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  off -> pass\n  header:   Content-Usage: train-ai=y\n  robots:   Content-Signal: search=yes, ai-input=no, ai-train=no\n  header:   tdm-reservation: 0\n  html:     inject <meta name=\"tdm-reservation\" content=\"0\">\n  html:     inject <link rel=\"license\" type=\"application/rsl+xml\" href=\"https://www.example.com/license.xml\">\n"
+    );
 }

@@ -436,7 +436,7 @@ fn import_reports_every_warning() {
     let out = crawlgate(&["import", arg(&f)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let err = stderr(&out);
-    let vocabulary = format!("warning: {}:3: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it\n", f.display());
+    let vocabulary = format!("warning: {}:3: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, ai-use, search); receivers ignore it\n", f.display());
     assert!(err.contains(&vocabulary), "{err}");
     assert!(
         err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 1 line kept as comments\n", f.display())),

@@ -13,6 +13,7 @@ mod ops;
 mod origin_merge;
 mod protocols;
 mod serving;
+mod signals;
 mod support;
 mod targets;
 mod upstream_headers;

@@ -75,10 +75,11 @@ enum Command {
         #[arg(long, value_name = "URL")]
         origin: Option<String>,
     },
-    /// Print the exact bytes the proxy serves at /robots.txt or /agents.txt.
+    /// Print the exact bytes the proxy serves at /robots.txt, /agents.txt
+    /// or /.well-known/tdmrep.json.
     Render {
-        /// `robots.txt` or `agents.txt`.
-        #[arg(value_parser = ["robots.txt", "agents.txt"])]
+        /// `robots.txt`, `agents.txt` or `tdmrep.json`.
+        #[arg(value_parser = ["robots.txt", "agents.txt", "tdmrep.json"])]
         what: String,
         #[command(flatten)]
         config: ConfigArg,

@@ -77,6 +77,13 @@ pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> {
     };
     let text = match what {
         "robots.txt" => loaded.policy.robots_txt(),
+        "tdmrep.json" => match loaded.policy.tdmrep_json() {
+            Some(t) => t,
+            None => {
+                eprintln!("{}: tdmrep.json is not published (no [tdmrep] table)", config.display());
+                return Ok(ExitCode::from(1));
+            }
+        },
         _ => match loaded.policy.agents_txt() {
             Some(t) => t,
             None => {
@@ -126,10 +133,16 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
                 "robots-tag": c.robots_tag,
                 "x-robots-tag": c.x_robots_tag,
                 "content-usage": c.content_usage,
+                "tdm-reservation": c.tdm_reservation,
+                "tdm-policy": c.tdm_policy.as_deref(),
+            },
+            "robots.txt": {
+                "content-signal": policy.content_signal(),
             },
             "html": c.html.as_ref().map(|h| serde_json::json!({
                 "mode": h.mode.as_str(),
                 "meta": h.metas.iter().map(|(n, v)| meta_element(n, v)).collect::<Vec<_>>(),
+                "head": h.head.iter().map(|e| e.html.as_str()).collect::<Vec<_>>(),
             })),
         }));
     }
@@ -179,8 +192,17 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
         if let Some(v) = o["headers"]["content-usage"].as_str() {
             outln!("  header:   Content-Usage: {v}");
         }
+        if let Some(v) = o["robots.txt"]["content-signal"].as_str() {
+            outln!("  robots:   Content-Signal: {v}");
+        }
+        if let Some(v) = o["headers"]["tdm-reservation"].as_u64() {
+            outln!("  header:   tdm-reservation: {v}");
+        }
+        if let Some(v) = o["headers"]["tdm-policy"].as_str() {
+            outln!("  header:   tdm-policy: {v}");
+        }
         if let Some(h) = o["html"].as_object() {
-            for m in h["meta"].as_array().into_iter().flatten() {
+            for m in h["meta"].as_array().into_iter().chain(h["head"].as_array()).flatten() {
                 outln!("  html:     {} {}", s(&h["mode"]), s(m));
             }
         }

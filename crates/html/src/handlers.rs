@@ -59,7 +59,7 @@ pub(crate) fn on_element(st: &mut State, plan: &Arc<PlanInner>, el: &mut Element
                 // A fragment that starts with body content: nothing to wait for.
                 if plan.inserts() && !st.placed {
                     st.placed = true;
-                    let metas: String = plan.metas.iter().map(|(_, _, html)| html.as_str()).collect();
+                    let metas: String = plan.all_html().collect();
                     st.grown += metas.len();
                     el.before(&metas, ContentType::Html);
                 }
@@ -92,6 +92,12 @@ pub(crate) fn on_element(st: &mut State, plan: &Arc<PlanInner>, el: &mut Element
     }
     if name == "template" && st.phase != Phase::AfterHead {
         open_template(st, el, this);
+        return;
+    }
+    if name == "link" {
+        if st.phase != Phase::AfterHead && plan.inserts() && location.start < st.window_end {
+            head_link(st, plan, el);
+        }
         return;
     }
     if name != "meta" {
@@ -155,8 +161,28 @@ fn outside_head(st: &mut State, plan: &PlanInner, el: &Element<'_, '_>) {
     }
 }
 
+/// A `<link>` in the head: each of its `rel` keywords that makes a head
+/// element redundant is remembered.
+fn head_link(st: &mut State, plan: &PlanInner, el: &Element<'_, '_>) {
+    let Some(rel) = el.get_attribute("rel") else { return };
+    for kw in rel.split_ascii_whitespace() {
+        let key = format!("link:{}", kw.to_ascii_lowercase());
+        if plan.head_key_matters(&key) && !st.seen_head.contains(&key) {
+            st.seen_head.push(key);
+        }
+    }
+}
+
 /// A `<meta>` in the head.
 fn head_meta(st: &mut State, plan: &PlanInner, el: &mut Element<'_, '_>, start: usize) {
+    if plan.inserts() && start < st.window_end && !plan.head.is_empty() {
+        if let Some(name) = el.get_attribute("name") {
+            let key = format!("meta:{}", name.trim().to_ascii_lowercase());
+            if plan.head_key_matters(&key) && !st.seen_head.contains(&key) {
+                st.seen_head.push(key);
+            }
+        }
+    }
     let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
     let content = el.get_attribute("content").unwrap_or_default();
     // ASCII lowercasing keeps every byte where it was: `lower` splits at

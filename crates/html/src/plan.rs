@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
-use crawlgate_policy::{catalog, robots_tag};
+use crawlgate_policy::{catalog, robots_tag, HeadElement};
 
 use crate::rules::{contradicts, rule_key, rule_set};
 use crate::{Config, Mode};
@@ -20,6 +20,14 @@ pub struct RewritePlan(pub(crate) Arc<PlanInner>);
 impl RewritePlan {
     /// Builds the plan for `config`.
     pub fn new(config: &Config) -> RewritePlan {
+        RewritePlan::with_head(config, &[])
+    }
+
+    /// Builds the plan for `config` that also adds `head` (TDMRep metas,
+    /// the RSL license link) after the robots metas, each unless the page's
+    /// head already has an element it names in `unless`. Audit mode adds
+    /// nothing.
+    pub fn with_head(config: &Config, head: &[HeadElement]) -> RewritePlan {
         let mut rules: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (token, rs) in &config.directives {
             let key = if token == "*" { "*".to_string() } else { token.trim().to_ascii_lowercase() };
@@ -60,6 +68,7 @@ impl RewritePlan {
             mode: config.mode,
             rules,
             metas,
+            head: head.iter().map(|h| (h.unless.clone(), h.html.clone())).collect(),
             nonce,
             max_memory: config.max_memory,
             markers,
@@ -75,6 +84,10 @@ pub(crate) struct PlanInner {
     pub(crate) rules: BTreeMap<String, Vec<String>>,
     /// The metas to insert, `robots` first: `(token, rule_set, html)`.
     pub(crate) metas: Vec<(String, Vec<String>, String)>,
+    /// Other head elements to insert after the metas: `(unless, html)`,
+    /// `unless` naming the page elements (`meta:<name>`, `link:<rel>`)
+    /// that make it redundant.
+    pub(crate) head: Vec<(Vec<String>, String)>,
     /// Random per plan; see [`crate::slots::Slot`]. Markers never leave the rewriter, so
     /// a page cannot learn it.
     pub(crate) nonce: u64,
@@ -148,7 +161,18 @@ impl PlanInner {
     }
 
     pub(crate) fn inserts(&self) -> bool {
-        self.mode != Mode::Audit && !self.metas.is_empty()
+        self.mode != Mode::Audit && (!self.metas.is_empty() || !self.head.is_empty())
+    }
+
+    /// Whether a page head element with key `key` (`meta:<name>`,
+    /// `link:<rel>`) makes one of the head elements redundant.
+    pub(crate) fn head_key_matters(&self, key: &str) -> bool {
+        self.head.iter().any(|(unless, _)| unless.iter().any(|u| u == key))
+    }
+
+    /// Every byte the plan can insert: the metas and the head elements.
+    pub(crate) fn all_html(&self) -> impl Iterator<Item = &str> {
+        self.metas.iter().map(|(_, _, html)| html.as_str()).chain(self.head.iter().map(|(_, html)| html.as_str()))
     }
 }
 

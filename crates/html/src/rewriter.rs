@@ -157,7 +157,7 @@ impl Rewriter {
         if self.plan.mode != Mode::Inject {
             return None;
         }
-        let metas: usize = self.plan.metas.iter().map(|(_, _, html)| html.len()).sum();
+        let metas: usize = self.plan.all_html().map(str::len).sum();
         let n = if metas == 0 { 0 } else { "<head>".len() + metas + "</head>".len() };
         self.growth = Some(n);
         Some(n)

@@ -69,6 +69,9 @@ pub(crate) struct State {
     pub(crate) window_end: usize,
     /// The page's head metas within the window: `(token, rule_set)`.
     pub(crate) seen: Vec<(String, Vec<String>)>,
+    /// The page's head elements within the window that make a plan head
+    /// element redundant (`meta:<name>`, `link:<rel>`).
+    pub(crate) seen_head: Vec<String>,
     /// The page's head rules that can decide a missing finding: token ->
     /// distinct [`crate::rules::rule_key`]s among [`PlanInner::relevant`] (audit).
     pub(crate) page_keys: BTreeMap<String, Vec<String>>,
@@ -104,6 +107,7 @@ impl State {
             decided: false,
             window_end: usize::MAX,
             seen: Vec::new(),
+            seen_head: Vec::new(),
             page_keys: BTreeMap::new(),
             extras: BTreeMap::new(),
             findings: Vec::new(),
@@ -165,11 +169,18 @@ impl State {
             }
         }
         let seen = &self.seen;
+        let seen_head = &self.seen_head;
         self.metas_html = plan
             .metas
             .iter()
             .filter(|(token, set, _)| !seen.iter().any(|(t, s)| t == token && s == set))
             .map(|(_, _, html)| html.as_str())
+            .chain(
+                plan.head
+                    .iter()
+                    .filter(|(unless, _)| !unless.iter().any(|u| seen_head.contains(u)))
+                    .map(|(_, html)| html.as_str()),
+            )
             .collect();
     }
 

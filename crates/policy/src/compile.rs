@@ -16,14 +16,16 @@ use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
 use crate::policy::{
     Enforce, Group, HtmlMode, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy, ServerSettings,
-    Settings, TagEntry, UpstreamSettings,
+    Settings, TagEntry, TdmRule, UpstreamSettings,
 };
 use crate::raw::{
-    RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream, RawVerification,
+    RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawRsl, RawServer, RawTdmRep, RawUpstream,
+    RawVerification,
 };
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
+use crate::sf;
 use crate::validate;
 use crate::verification::{Cidr, VerificationSettings};
 
@@ -57,6 +59,10 @@ impl Ctx<'_> {
     fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
         let d = self.loc.at(offset, msg);
         self.errors.push(d);
+    }
+    fn warn_at(&mut self, offset: usize, msg: impl Into<String>) {
+        let d = self.loc.at(offset, format!("warning: {}", msg.into()));
+        self.warnings.push(d);
     }
     fn warn<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
         let d = self.loc.at(span.span().start, format!("warning: {}", msg.into()));
@@ -135,15 +141,17 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
             return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
         }
     };
-    let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt, verification } = raw;
+    let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt, verification, tdmrep, rsl } = raw;
     let server = compile_server(&mut cx, server.as_ref());
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
-    let (cache_max_age, extras) = compile_robots_txt(&mut cx, robots_txt.as_ref());
+    let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
     let origin_robots = compile_robots_origin(&mut cx, robots_txt.as_ref());
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
     let verification = compile_verification(&mut cx, verification.as_ref());
+    let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
+    let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
 
     // Identification tokens and the `*` group.
     let mut tokens = Vec::new();
@@ -170,6 +178,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     // `*` first so the header reads `*;..., Token;...`.
     tag_tokens.sort_by_key(|t| t != "*");
 
+    extras.content_signal = content_signal(&mut cx, signal, star_group.map(|i| &groups[i]));
     let robots_txt = render::robots_txt(file_name, &groups, star_group, &extras, &tags);
     if robots_txt.len() > MAX_ROBOTS_TXT {
         cx.err_at(
@@ -200,6 +209,11 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         agents_txt,
         sha256: hex::encode(Sha256::digest(source.as_bytes())),
         tag_cache: Default::default(),
+        tdm_rules,
+        tdmrep_json,
+        license_href: extras.license.clone().or_else(|| rsl.as_ref().map(|(p, _)| p.clone())),
+        rsl,
+        content_signal: extras.content_signal.clone(),
         robots_extras: extras,
         file_name: file_name.to_string(),
     };
@@ -407,16 +421,30 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
     u
 }
 
-fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> (Duration, RobotsTxtExtras) {
+/// Where the robots.txt `Content-Signal` comes from.
+enum SignalSource {
+    /// No `content_signal` key.
+    None,
+    /// Written in the policy (the value as published, the key's offset).
+    Written(String, usize),
+    /// `content_signal = "derive"` (the key's offset).
+    Derive(usize),
+}
+
+fn compile_robots_txt(
+    cx: &mut Ctx<'_>,
+    raw: Option<&Spanned<RawRobotsTxt>>,
+) -> (Duration, RobotsTxtExtras, SignalSource) {
     let mut extras = RobotsTxtExtras::default();
     let default_age = Duration::from_secs(3600);
-    let Some(raw) = raw else { return (default_age, extras) };
+    let Some(raw) = raw else { return (default_age, extras, SignalSource::None) };
     // The origin keys are compiled by `compile_robots_origin`.
     let RawRobotsTxt {
         sitemaps,
         cache_max_age,
         content_signal,
         acap,
+        license,
         origin: _,
         origin_refresh: _,
         origin_timeout: _,
@@ -429,14 +457,162 @@ fn compile_robots_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) -> 
         }
     }
     let age = cx.duration("robots_txt.cache_max_age", cache_max_age.as_ref(), default_age);
+    let mut signal = SignalSource::None;
     if let Some(cs) = content_signal {
-        match validate::content_signal(cs.get_ref()) {
-            Ok(v) => extras.content_signal = Some(v),
-            Err(e) => cx.err(cs, e),
+        if cs.get_ref() == "derive" {
+            signal = SignalSource::Derive(cs.span().start);
+        } else {
+            match validate::content_signal(cs.get_ref()) {
+                Ok(v) => signal = SignalSource::Written(v, cs.span().start),
+                Err(e) => cx.err(cs, e),
+            }
         }
     }
     extras.acap = acap.unwrap_or(false);
-    (age, extras)
+    if let Some(l) = license {
+        match validate::license(l.get_ref()) {
+            Ok(()) => extras.license = Some(l.get_ref().clone()),
+            Err(e) => cx.err(l, e),
+        }
+    }
+    (age, extras, signal)
+}
+
+/// What the `*` group's Content-Usage says for the whole site: its entries
+/// without a path or for `/` (or `/*`), combined with `n` winning.
+fn site_content_usage(star: &Group) -> Option<String> {
+    let root = star.content_usage.iter().filter(|(p, _)| matches!(p.as_deref(), None | Some("/") | Some("/*")));
+    sf::combine_content_usage(root.map(|(_, v)| v.as_str()))
+}
+
+/// The robots.txt `Content-Signal` value: as written (with a warning where
+/// it says otherwise than the `*` group's Content-Usage for the whole
+/// site), or derived from that Content-Usage.
+fn content_signal(cx: &mut Ctx<'_>, source: SignalSource, star: Option<&Group>) -> Option<String> {
+    let usage = star.and_then(|g| site_content_usage(g).map(|u| (u, g.line)));
+    match source {
+        SignalSource::None => None,
+        SignalSource::Derive(at) => {
+            let derived = usage.as_ref().and_then(|(u, _)| sf::content_signal_from_usage(u));
+            if derived.is_none() {
+                cx.warn_at(at, "robots_txt.content_signal = \"derive\": the `*` group states no train-ai, ai-use or search preference for the whole site (a content_usage without a path or for `/`), so robots.txt has no Content-Signal line");
+            }
+            derived
+        }
+        SignalSource::Written(value, at) => {
+            if let Some((u, line)) = &usage {
+                // `u` is canonical: `label=y, label=n`.
+                let usage_pairs: Vec<(&str, bool)> =
+                    u.split(", ").filter_map(|kv| kv.split_once('=').map(|(k, v)| (k, v == "y"))).collect();
+                let mut ours = Vec::new();
+                let mut theirs = Vec::new();
+                for (key, allow) in validate::content_signal_pairs(&value) {
+                    let Some((_, label)) = sf::CONTENT_SIGNAL_KEYS.iter().find(|(k, _)| *k == key) else { continue };
+                    if let Some((_, a)) = usage_pairs.iter().find(|(l, _)| l == label) {
+                        if *a != allow {
+                            ours.push(format!("{key}={}", if allow { "yes" } else { "no" }));
+                            theirs.push(format!("{label}={}", if *a { "y" } else { "n" }));
+                        }
+                    }
+                }
+                if !ours.is_empty() {
+                    cx.warn_at(
+                        at,
+                        format!(
+                            "robots_txt.content_signal says {} but the `*` group's content_usage (group at line {line}) says {}; crawlers reading both get contradicting preferences (content_signal = \"derive\" publishes the group's)",
+                            ours.join(", "),
+                            theirs.join(", ")
+                        ),
+                    );
+                }
+            }
+            Some(value)
+        }
+    }
+}
+
+/// `[tdmrep]`: the rules, most specific first (ties in file order), and
+/// the rendered `/.well-known/tdmrep.json`.
+fn compile_tdmrep(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawTdmRep>>) -> (Vec<TdmRule>, Option<String>) {
+    let Some(raw) = raw else { return (Vec::new(), None) };
+    let RawTdmRep { rules } = raw.get_ref();
+    let mut out: Vec<TdmRule> = Vec::new();
+    for r in rules.iter().flatten() {
+        let crate::raw::RawTdmRule { path, reservation, policy } = r.get_ref();
+        let pattern = match validate::tdm_path(path.get_ref()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                cx.err(path, e);
+                None
+            }
+        };
+        let reservation = match *reservation.get_ref() {
+            0 => Some(0u8),
+            1 => Some(1u8),
+            other => {
+                cx.err(reservation, format!("tdmrep.rules.reservation must be 0 or 1, found {other}"));
+                None
+            }
+        };
+        let policy = match policy {
+            None => Some(None),
+            Some(p) => match validate::tdm_policy(p.get_ref()) {
+                Ok(()) if reservation == Some(0) => {
+                    cx.err(p, "tdmrep.rules.policy applies only with reservation = 1 (W3C TDM Reservation Protocol: a TDM policy describes the terms of reserved rights)");
+                    None
+                }
+                Ok(()) => Some(Some(std::sync::Arc::<str>::from(p.get_ref().as_str()))),
+                Err(e) => {
+                    cx.err(p, e);
+                    None
+                }
+            },
+        };
+        if let (Some(pattern), Some(reservation), Some(policy)) = (pattern, reservation, policy) {
+            if let Some(first) = out.iter().find(|o| o.path == *path.get_ref()) {
+                cx.err(path, format!("tdmrep.rules.path: `{}` has two rules (one rule per path)", first.path));
+                continue;
+            }
+            out.push(TdmRule { path: path.get_ref().clone(), pattern, reservation, policy });
+        }
+    }
+    // Stable: equally specific rules keep their file order.
+    out.sort_by_key(|r| std::cmp::Reverse(r.pattern.specificity()));
+    let json = render::tdmrep_json(&out);
+    (out, Some(json))
+}
+
+/// `[rsl]`: the path and the document served there; warns when robots.txt
+/// does not point to it (`has_license`: `robots_txt.license` is set).
+fn compile_rsl(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRsl>>, has_license: bool) -> Option<(String, String)> {
+    let raw = raw?;
+    let RawRsl { path, document } = raw.get_ref();
+    let path_ok = match path {
+        None => Some(crate::local_file::LocalFile::Rsl.path().to_string()),
+        Some(p) => match validate::rsl_path(p.get_ref()) {
+            Ok(()) if crate::local_file::LocalFile::at(p.get_ref()).is_some() => {
+                cx.err(p, format!("rsl.path: `{}` is already served by crawlgate", p.get_ref()));
+                None
+            }
+            Ok(()) => Some(p.get_ref().clone()),
+            Err(e) => {
+                cx.err(p, e);
+                None
+            }
+        },
+    };
+    let doc = match validate::rsl_document(document.get_ref()) {
+        Ok(d) => Some(d.to_string()),
+        Err(e) => {
+            cx.err(document, e);
+            None
+        }
+    };
+    let (path, doc) = (path_ok?, doc?);
+    if !has_license {
+        cx.warn(raw, format!("rsl: robots_txt.license is not set, so robots.txt has no License line pointing crawlers to {path} (set it to this document's absolute URL)"));
+    }
+    Some((path, doc))
 }
 
 /// `[robots_txt] origin`, `origin_refresh`, `origin_timeout` and
@@ -551,6 +727,15 @@ fn compile_group(
         compile_rules(cx, allow.as_deref().unwrap_or_default(), disallow.as_deref().unwrap_or_default());
     let crawl_delay = compile_crawl_delay(cx, crawl_delay.as_ref());
     let (cu, cu_set) = compile_content_usage(cx, content_usage.as_deref().unwrap_or_default());
+    let cu_combined = cu
+        .iter()
+        .map(|(path, value)| {
+            // An entry without a path applies to `/`: the same path.
+            let key = path.as_deref().unwrap_or("/");
+            let same = cu.iter().filter(|(p, _)| p.as_deref().unwrap_or("/") == key).map(|(_, v)| v.as_str());
+            sf::combine_content_usage(same).unwrap_or_else(|| value.clone())
+        })
+        .collect();
     let is_star = tokens.iter().any(|t| t == "*");
     let ad = compile_app_directives(cx, app_directives.as_deref().unwrap_or_default(), is_star);
     let enforce = compile_enforce(cx, enforce.as_ref(), is_star, &tokens);
@@ -568,6 +753,7 @@ fn compile_group(
         crawl_delay,
         content_usage: cu,
         content_usage_set: cu_set,
+        content_usage_combined: cu_combined,
         app_directives: ad,
         enforce,
         block_status,

@@ -32,7 +32,7 @@ pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::{
-    Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, OriginRobotsMode,
+    Action, AgentId, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan, OriginHeaderMode, OriginRobotsMode,
     OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
 pub use route::{BadRequest, Route, UserAgentField};

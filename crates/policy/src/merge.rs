@@ -255,6 +255,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         crawl_delay: crawl_delay.map(|(_, v)| v.to_string()),
         content_usage: Vec::new(),
         content_usage_set: RuleSet::default(),
+        content_usage_combined: Vec::new(),
         app_directives: Vec::new(),
         enforce,
         block_status,

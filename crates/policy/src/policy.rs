@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::canonical::canonicalize;
 use crate::identify::TokenMatcher;
+use crate::local_file::LocalFile;
 use crate::pattern::Pattern;
 use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
@@ -269,6 +270,21 @@ pub struct HtmlPlan {
     pub directives: Vec<(String, Vec<String>)>,
     /// `(meta name, content)` to inject.
     pub metas: Vec<(String, String)>,
+    /// Other elements added to the head (TDMRep metas, the RSL license
+    /// link), after the robots metas; not in audit mode.
+    pub head: Vec<HeadElement>,
+}
+
+/// An element the HTML rewriter adds to a page's head unless the page has
+/// its own: the TDMRep `<meta name="tdm-reservation">` and
+/// `<meta name="tdm-policy">`, the RSL `<link rel="license">`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeadElement {
+    /// The page's head elements that make this one redundant, as
+    /// `meta:<name>` or `link:<rel>` (lowercase).
+    pub unless: Vec<String>,
+    /// The element as inserted.
+    pub html: String,
 }
 
 /// Headers and metas a path gets, independent of the User-Agent.
@@ -283,6 +299,10 @@ pub struct UrlControls {
     /// HTML rewrite plan, shared with the policy's memo (cloning the
     /// controls per request does not copy it).
     pub html: Option<std::sync::Arc<HtmlPlan>>,
+    /// `tdm-reservation` value (W3C TDM Reservation Protocol), 0 or 1.
+    pub tdm_reservation: Option<u8>,
+    /// `tdm-policy` URL.
+    pub tdm_policy: Option<std::sync::Arc<str>>,
 }
 
 /// A compiled `[[group]]`.
@@ -299,6 +319,10 @@ pub(crate) struct Group {
     /// `(path as written or None, canonical prefs)`.
     pub content_usage: Vec<(Option<String>, String)>,
     pub content_usage_set: RuleSet,
+    /// Per `content_usage` entry, what the Content-Usage header says for
+    /// it: every entry with the same path combined, `n` winning
+    /// (draft-ietf-aipref-vocab-08, "Combining Preferences").
+    pub content_usage_combined: Vec<String>,
     /// `(path as written or None, canonical list)`.
     pub app_directives: Vec<(Option<String>, String)>,
     pub enforce: Enforce,
@@ -320,6 +344,16 @@ pub(crate) struct TagEntry {
     pub html: Option<Option<HtmlMode>>,
 }
 
+/// A compiled `[[tdmrep.rules]]` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct TdmRule {
+    /// The path pattern as written.
+    pub path: String,
+    pub pattern: Pattern,
+    pub reservation: u8,
+    pub policy: Option<std::sync::Arc<str>>,
+}
+
 /// The compiled policy: immutable, `Send + Sync`.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -337,15 +371,30 @@ pub struct Policy {
     pub(crate) agents_txt: Option<String>,
     pub(crate) agents_rules: usize,
     pub(crate) sha256: String,
-    /// Memo of [`Policy::tag_controls`] by bit set of matching entries;
-    /// shared by clones of this policy (same entries, same answers).
-    pub(crate) tag_cache:
-        std::sync::Arc<std::sync::RwLock<std::collections::HashMap<u64, std::sync::Arc<TagControls>>>>,
+    /// Memo of [`Policy::tag_controls`] by bit set of matching entries
+    /// and TDMRep rule; shared by clones of this policy (same entries, same
+    /// answers).
+    pub(crate) tag_cache: std::sync::Arc<std::sync::RwLock<TagCache>>,
+    /// `[[tdmrep.rules]]`, most specific first (the order tdmrep.json
+    /// lists them and the first match decides).
+    pub(crate) tdm_rules: Vec<TdmRule>,
+    /// The rendered `/.well-known/tdmrep.json`, `None` without `[tdmrep]`.
+    pub(crate) tdmrep_json: Option<String>,
+    /// `(path, document)` of the RSL document served locally.
+    pub(crate) rsl: Option<(String, String)>,
+    /// The `href` of the injected `<link rel="license">`.
+    pub(crate) license_href: Option<String>,
+    /// The robots.txt `Content-Signal` value, if any.
+    pub(crate) content_signal: Option<String>,
     /// The policy's own robots.txt extras and file name, so that a merge
     /// with the origin's file renders robots.txt again.
     pub(crate) robots_extras: crate::render::RobotsTxtExtras,
     pub(crate) file_name: String,
 }
+
+/// [`Policy::tag_controls`]'s memo: `(matching entries' bit set, TDMRep
+/// rule + 1 or 0)` to the controls.
+pub(crate) type TagCache = std::collections::HashMap<(u64, u32), std::sync::Arc<TagControls>>;
 
 /// The robots_tag part of [`UrlControls`].
 #[derive(Debug, Default)]
@@ -359,8 +408,9 @@ pub(crate) struct TagControls {
 /// whose paths produce more (hardly possible) builds the rest per request.
 const TAG_CACHE_LIMIT: usize = 4096;
 
-fn is_fixed_file(path: &str) -> bool {
-    crate::local_file::LocalFile::at(path).is_some()
+/// The memo key part for a path's TDMRep rule (0: none).
+fn tdm_key(tdm: Option<usize>) -> u32 {
+    tdm.map_or(0, |i| u32::try_from(i).map_or(u32::MAX, |i| i.saturating_add(1)))
 }
 
 impl Policy {
@@ -387,6 +437,42 @@ impl Policy {
     /// The rendered agents.txt, `None` when disabled.
     pub fn agents_txt(&self) -> Option<&str> {
         self.agents_txt.as_deref()
+    }
+
+    /// The rendered `/.well-known/tdmrep.json` (W3C TDM Reservation
+    /// Protocol), `None` without `[tdmrep]`.
+    pub fn tdmrep_json(&self) -> Option<&str> {
+        self.tdmrep_json.as_deref()
+    }
+
+    /// The RSL 1.0 document served at [`Policy::local_file_path`] of
+    /// [`LocalFile::Rsl`], `None` without `[rsl]`.
+    pub fn rsl_document(&self) -> Option<&str> {
+        self.rsl.as_ref().map(|(_, d)| d.as_str())
+    }
+
+    /// The robots.txt `Content-Signal` value (Cloudflare's Content Signals
+    /// Policy), written or derived from the `*` group's Content-Usage.
+    pub fn content_signal(&self) -> Option<&str> {
+        self.content_signal.as_deref()
+    }
+
+    /// The path a locally served file is served at: the fixed path, or the
+    /// policy's `rsl.path` for the RSL document.
+    pub fn local_file_path(&self, file: LocalFile) -> &str {
+        match (file, &self.rsl) {
+            (LocalFile::Rsl, Some((path, _))) => path,
+            _ => file.path(),
+        }
+    }
+
+    /// The locally served file at a canonical path and query, if any.
+    pub fn local_file(&self, path_and_query: &str) -> Option<LocalFile> {
+        LocalFile::at(path_and_query).or_else(|| {
+            let (path, _) = self.rsl.as_ref()?;
+            let rest = path_and_query.strip_prefix(path.as_str())?;
+            (rest.is_empty() || rest.starts_with('?')).then_some(LocalFile::Rsl)
+        })
     }
 
     /// Every group product token (policy spelling, no `*`).
@@ -441,7 +527,7 @@ impl Policy {
         };
         let g = &self.groups[gi];
         let group = Some(GroupRef { index: gi, name: &g.name, line: g.line });
-        let rule = if is_fixed_file(path) { None } else { g.rules.evaluate(path) };
+        let rule = if self.local_file(path).is_some() { None } else { g.rules.evaluate(path) };
         let rule = rule.map(|i| {
             let (pattern, allow, line) = &g.rules_src[i];
             RuleRef { pattern, allow: *allow, line: *line }
@@ -460,7 +546,39 @@ impl Policy {
     /// Whether any `[[robots_tag]]` entry rewrites HTML (a mode other than
     /// `off`): when none does, no response of this policy is rewritten.
     pub fn rewrites_html(&self) -> bool {
-        self.tags.iter().any(|t| matches!(t.html, Some(Some(_))))
+        self.tags.iter().any(|t| matches!(t.html, Some(Some(_)))) || self.adds_head_elements()
+    }
+
+    /// Whether some path gets [`HeadElement`]s (TDMRep rules, a license).
+    fn adds_head_elements(&self) -> bool {
+        !self.tdm_rules.is_empty() || self.license_href.is_some()
+    }
+
+    /// The TDMRep rule for a path: the first match, most specific first.
+    fn tdm_rule(&self, path: &str) -> Option<usize> {
+        self.tdm_rules.iter().position(|r| r.pattern.matches(path))
+    }
+
+    /// The head elements of a path whose TDMRep rule is `tdm`.
+    fn head_elements(&self, tdm: Option<usize>) -> Vec<HeadElement> {
+        let mut out = Vec::new();
+        if let Some(rule) = tdm.and_then(|i| self.tdm_rules.get(i)) {
+            let unless = vec!["meta:tdm-reservation".to_string(), "meta:tdm-policy".to_string()];
+            out.push(HeadElement {
+                unless: unless.clone(),
+                html: crate::robots_tag::meta_element("tdm-reservation", &rule.reservation.to_string()),
+            });
+            if let Some(p) = &rule.policy {
+                out.push(HeadElement { unless, html: crate::robots_tag::meta_element("tdm-policy", p) });
+            }
+        }
+        if let Some(href) = &self.license_href {
+            out.push(HeadElement {
+                unless: vec!["link:license".to_string()],
+                html: crate::robots_tag::link_element("license", "application/rsl+xml", href),
+            });
+        }
+        out
     }
 
     /// The URL-level controls of a path, the same for every User-Agent.
@@ -471,8 +589,13 @@ impl Policy {
     /// [`Policy::url_controls`] on a path already in canonical form.
     pub(crate) fn url_controls_canonical(&self, path: &str) -> UrlControls {
         let mut controls = UrlControls::default();
-        if !self.tags.is_empty() {
-            let tagged = self.tag_controls(path);
+        let tdm = self.tdm_rule(path);
+        if let Some(rule) = tdm.and_then(|i| self.tdm_rules.get(i)) {
+            controls.tdm_reservation = Some(rule.reservation);
+            controls.tdm_policy = rule.policy.clone();
+        }
+        if !self.tags.is_empty() || self.adds_head_elements() {
+            let tagged = self.tag_controls(path, tdm);
             controls.robots_tag = tagged.robots_tag.clone();
             controls.x_robots_tag = tagged.x_robots_tag.clone();
             controls.html = tagged.html.clone();
@@ -480,7 +603,8 @@ impl Policy {
         if let Some(star) = self.star_group.map(|i| &self.groups[i]) {
             let allowed = star.rules.evaluate(path).is_none_or(|i| star.rules.is_allow(i));
             if allowed {
-                controls.content_usage = star.content_usage_set.evaluate(path).map(|i| star.content_usage[i].1.clone());
+                controls.content_usage =
+                    star.content_usage_set.evaluate(path).map(|i| star.content_usage_combined[i].clone());
             }
         }
         controls
@@ -490,7 +614,7 @@ impl Policy {
     /// entries match the path, so it is built once per set of matching
     /// entries and memoised (building means parsing rules and serialising
     /// structured fields: microseconds, too much for every request).
-    fn tag_controls(&self, path: &str) -> std::sync::Arc<TagControls> {
+    fn tag_controls(&self, path: &str, tdm: Option<usize>) -> std::sync::Arc<TagControls> {
         let mut mask: u64 = 0;
         let cacheable = self.tags.len() <= 64;
         if cacheable {
@@ -499,7 +623,7 @@ impl Policy {
                     mask |= 1 << i;
                 }
             }
-            let cached = self.tag_cache.read().ok().and_then(|c| c.get(&mask).cloned());
+            let cached = self.tag_cache.read().ok().and_then(|c| c.get(&(mask, tdm_key(tdm))).cloned());
             if let Some(hit) = cached {
                 return hit;
             }
@@ -509,18 +633,18 @@ impl Policy {
         } else {
             self.tags.iter().filter(|t| t.pattern.matches(path)).collect()
         };
-        let built = std::sync::Arc::new(self.build_tag_controls(&matching));
+        let built = std::sync::Arc::new(self.build_tag_controls(&matching, tdm));
         if cacheable {
             if let Ok(mut c) = self.tag_cache.write() {
                 if c.len() < TAG_CACHE_LIMIT {
-                    c.insert(mask, built.clone());
+                    c.insert((mask, tdm_key(tdm)), built.clone());
                 }
             }
         }
         built
     }
 
-    fn build_tag_controls(&self, matching: &[&TagEntry]) -> TagControls {
+    fn build_tag_controls(&self, matching: &[&TagEntry], tdm: Option<usize>) -> TagControls {
         let mut out = TagControls::default();
         let mut header_entries = Vec::new();
         let mut all_entries = Vec::new();
@@ -540,11 +664,10 @@ impl Policy {
             out.robots_tag = rules.robots_tag_value();
             out.x_robots_tag = rules.x_robots_tag_values();
         }
-        let mode = matching
-            .iter()
-            .filter(|t| t.html.is_some())
-            .max_by_key(|t| t.pattern.specificity())
-            .and_then(|t| t.html.flatten());
+        let html_key =
+            matching.iter().filter(|t| t.html.is_some()).max_by_key(|t| t.pattern.specificity()).and_then(|t| t.html);
+        let mode = html_key.flatten();
+        let head = self.head_elements(tdm);
         if let (Some(mode), Ok(rules)) = (mode, TagRules::new(all_entries)) {
             if !rules.is_empty() {
                 let directives = rules
@@ -552,8 +675,24 @@ impl Policy {
                     .iter()
                     .map(|(t, r)| (t.clone(), r.iter().map(crate::robots_tag::Rule::legacy).collect()))
                     .collect();
-                out.html = Some(std::sync::Arc::new(HtmlPlan { mode, directives, metas: rules.meta_elements() }));
+                out.html = Some(std::sync::Arc::new(HtmlPlan {
+                    mode,
+                    directives,
+                    metas: rules.meta_elements(),
+                    head: head.clone(),
+                }));
             }
+        }
+        // Head elements alone: injected unless the path's robots_tag entry
+        // says `html = "off"` (no rewrite) or `"audit"` (change nothing).
+        let head_allowed = !matches!(html_key, Some(None) | Some(Some(HtmlMode::Audit)));
+        if out.html.is_none() && !head.is_empty() && head_allowed {
+            out.html = Some(std::sync::Arc::new(HtmlPlan {
+                mode: HtmlMode::Inject,
+                directives: Vec::new(),
+                metas: Vec::new(),
+                head,
+            }));
         }
         out
     }

@@ -20,6 +20,8 @@ pub(crate) struct RawPolicy {
     pub robots_tag: Vec<S<RawRobotsTag>>,
     pub agents_txt: Option<S<RawAgentsTxt>>,
     pub verification: Option<S<RawVerification>>,
+    pub tdmrep: Option<S<RawTdmRep>>,
+    pub rsl: Option<S<RawRsl>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,6 +68,7 @@ pub(crate) struct RawRobotsTxt {
     pub origin_refresh: Option<S<String>>,
     pub origin_timeout: Option<S<String>>,
     pub origin_host: Option<S<String>>,
+    pub license: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -112,4 +115,25 @@ pub(crate) struct RawAgentsRule {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawVerification {
     pub trusted_proxies: Option<Vec<S<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTdmRep {
+    pub rules: Option<Vec<S<RawTdmRule>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTdmRule {
+    pub path: S<String>,
+    pub reservation: S<i64>,
+    pub policy: Option<S<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRsl {
+    pub path: Option<S<String>>,
+    pub document: S<String>,
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::policy::{Group, TagEntry};
+use crate::policy::{Group, TagEntry, TdmRule};
 
 /// robots.txt content beyond the groups.
 #[derive(Debug, Default, Clone)]
@@ -12,6 +12,8 @@ pub(crate) struct RobotsTxtExtras {
     pub sitemaps: Vec<String>,
     pub content_signal: Option<String>,
     pub acap: bool,
+    /// RSL 1.0 `License:` URL.
+    pub license: Option<String>,
 }
 
 /// Renders robots.txt.
@@ -74,10 +76,14 @@ pub(crate) fn robots_txt(
             let _ = write!(out, "\nUser-agent: *\nContent-Signal: {cs}\n");
         }
     }
-    if !extras.sitemaps.is_empty() {
+    if !extras.sitemaps.is_empty() || extras.license.is_some() {
         out.push('\n');
         for s in &extras.sitemaps {
             let _ = writeln!(out, "Sitemap: {s}");
+        }
+        // RSL 1.0: a License line is not part of any group, like Sitemap.
+        if let Some(l) = &extras.license {
+            let _ = writeln!(out, "License: {l}");
         }
     }
     if extras.acap {
@@ -169,4 +175,30 @@ fn acap(out: &mut String, groups: &[Group], tags: &[TagEntry]) {
             let _ = writeln!(out, "{l}");
         }
     }
+}
+
+/// Renders `/.well-known/tdmrep.json` (W3C TDM Reservation Protocol): a
+/// JSON array of `{"location", "tdm-reservation", "tdm-policy"}` objects,
+/// one per line, in the order given (most specific first: a reader takes
+/// the first matching location). A location is written as a whole-path
+/// pattern: a prefix pattern gets a trailing `*`, so it reads the same to
+/// a reader that matches prefixes and to one that matches whole paths.
+pub(crate) fn tdmrep_json(rules: &[TdmRule]) -> String {
+    let mut out = String::from("[");
+    for (i, r) in rules.iter().enumerate() {
+        out.push_str(if i == 0 { "\n  " } else { ",\n  " });
+        let location = if r.path.ends_with('*') { r.path.clone() } else { format!("{}*", r.path) };
+        let _ = write!(out, "{{\"location\": {}, \"tdm-reservation\": {}", json_string(&location), r.reservation);
+        if let Some(p) = &r.policy {
+            let _ = write!(out, ", \"tdm-policy\": {}", json_string(p));
+        }
+        out.push('}');
+    }
+    out.push_str(if rules.is_empty() { "]\n" } else { "\n]\n" });
+    out
+}
+
+/// A JSON string literal (RFC 8259 section 7).
+fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
 }

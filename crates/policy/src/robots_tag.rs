@@ -259,6 +259,12 @@ pub fn meta_element(name: &str, content: &str) -> String {
     format!("<meta name=\"{}\" content=\"{}\">", escape_attr(name), escape_attr(content))
 }
 
+/// A `<link>` element, `<link rel="license" type="application/rsl+xml"
+/// href="...">`, its attribute values escaped as in [`meta_element`].
+pub fn link_element(rel: &str, media_type: &str, href: &str) -> String {
+    format!("<link rel=\"{}\" type=\"{}\" href=\"{}\">", escape_attr(rel), escape_attr(media_type), escape_attr(href))
+}
+
 fn escape_attr(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {

@@ -44,7 +44,8 @@ pub enum Route<'p, 'r> {
         /// Who asked (for the fetch counters).
         decision: Decision<'p>,
     },
-    /// Answer 404: the policy publishes no such file (agents.txt disabled).
+    /// Answer 404: the policy publishes no such file (agents.txt disabled,
+    /// no `[tdmrep]`).
     NotFound {
         /// The file.
         file: LocalFile,
@@ -84,10 +85,12 @@ impl Policy {
             Err(e) => return Route::BadRequest(e.into()),
         };
         let decision = self.decide_canonical(user_agent, &target.canonical);
-        if let Some(file) = LocalFile::at(&target.canonical) {
+        if let Some(file) = self.local_file(&target.canonical) {
             let published = match file {
                 LocalFile::RobotsTxt => true,
                 LocalFile::AgentsTxt => self.agents_txt().is_some(),
+                LocalFile::TdmRep => self.tdmrep_json().is_some(),
+                LocalFile::Rsl => self.rsl_document().is_some(),
             };
             return if published { Route::Serve { file, decision } } else { Route::NotFound { file, decision } };
         }

@@ -1,11 +1,22 @@
 //! Structured-field values in the policy (RFC 9651 via `sfv`): the
 //! `App-Directives` list (draft-nottingham-plan-b) and the AIPREF `Content-Usage`
-//! dictionary (draft-ietf-aipref-vocab).
+//! dictionary (draft-ietf-aipref-vocab-08), and its mapping onto
+//! Cloudflare's Content Signals Policy (`Content-Signal` in robots.txt).
 
 use sfv::{BareItem, Dictionary, FieldType, List, ListEntry, Parser};
 
-/// The AIPREF vocabulary's category labels.
-pub const KNOWN_CATEGORIES: &[&str] = &["train-ai", "search"];
+/// The AIPREF vocabulary's category labels (draft-ietf-aipref-vocab-08
+/// section 3: AI training, AI use, search).
+pub const KNOWN_CATEGORIES: &[&str] = &["train-ai", "ai-use", "search"];
+
+/// Labels of earlier AIPREF vocabulary drafts that draft-ietf-aipref-vocab-08
+/// no longer defines: receivers ignore them like any unknown label.
+pub const DROPPED_CATEGORIES: &[&str] = &["train-genai", "all", "bots", "ai-output", "tdm"];
+
+/// The Content Signals keys and the AIPREF labels they correspond to, in
+/// the order `Content-Signal` lists them.
+pub const CONTENT_SIGNAL_KEYS: [(&str, &str); 3] =
+    [("search", "search"), ("ai-input", "ai-use"), ("ai-train", "train-ai")];
 
 /// Why a structured-field value is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,6 +114,55 @@ pub fn parse_content_usage(prefs: &str) -> Result<ContentUsage, SfError> {
     Ok(ContentUsage { canonical: dict.serialize().ok_or(SfError::Empty)?, unknown_keys })
 }
 
+/// The `(label, y or n)` pairs of a Content-Usage value already validated
+/// by [`parse_content_usage`] (the last value of a repeated key, as RFC 9651
+/// parsing keeps it).
+fn preferences(prefs: &str) -> Vec<(String, bool)> {
+    let Ok(dict) = Parser::new(prefs).parse::<Dictionary>() else { return Vec::new() };
+    dict.iter()
+        .filter_map(|(k, v)| match v {
+            ListEntry::Item(item) => item.bare_item.as_token().map(|t| (k.as_str().to_string(), t.as_str() == "y")),
+            ListEntry::InnerList(_) => None,
+        })
+        .collect()
+}
+
+/// Combines several Content-Usage statements that apply to the same
+/// content (draft-ietf-aipref-vocab-08, "Combining Preferences"): for each
+/// label, `n` if any statement says `n`, else `y`. Labels keep the order
+/// of their first appearance; the result is canonical. `None` when no
+/// statement states anything.
+pub fn combine_content_usage<'a>(statements: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let mut combined: Vec<(String, bool)> = Vec::new();
+    for s in statements {
+        for (label, allow) in preferences(s) {
+            match combined.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, a)) => *a = *a && allow,
+                None => combined.push((label, allow)),
+            }
+        }
+    }
+    if combined.is_empty() {
+        return None;
+    }
+    Some(combined.iter().map(|(l, a)| format!("{l}={}", if *a { "y" } else { "n" })).collect::<Vec<_>>().join(", "))
+}
+
+/// The `Content-Signal` value (`search=yes, ai-input=no, ai-train=no`)
+/// that says what a Content-Usage value says: `train-ai` is `ai-train`,
+/// `ai-use` is `ai-input`, `search` is `search`; other labels have no
+/// counterpart. `None` when none of the three is stated.
+pub fn content_signal_from_usage(prefs: &str) -> Option<String> {
+    let prefs = preferences(prefs);
+    let pairs: Vec<String> = CONTENT_SIGNAL_KEYS
+        .iter()
+        .filter_map(|(signal, label)| {
+            prefs.iter().find(|(l, _)| l == label).map(|(_, a)| format!("{signal}={}", if *a { "yes" } else { "no" }))
+        })
+        .collect();
+    (!pairs.is_empty()).then(|| pairs.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +189,27 @@ mod tests {
         );
         assert!(matches!(parse_content_usage("train-ai"), Err(SfError::BadPreference { .. })));
         assert!(matches!(parse_content_usage("Train-AI=n"), Err(SfError::BadDictionary { .. })));
+        assert!(parse_content_usage("train-ai=n, ai-use=y, search=y").unwrap().unknown_keys.is_empty());
+        assert_eq!(parse_content_usage("tdm=n").map(|c| c.unknown_keys), Ok(vec!["tdm".to_string()]));
+    }
+
+    #[test]
+    fn n_wins_when_statements_combine() {
+        assert_eq!(
+            combine_content_usage(["train-ai=y, search=y", "train-ai=n", "ai-use=y"]).as_deref(),
+            Some("train-ai=n, search=y, ai-use=y")
+        );
+        assert_eq!(combine_content_usage(["search=n", "search=y"]).as_deref(), Some("search=n"));
+        assert_eq!(combine_content_usage(Vec::<&str>::new()), None);
+    }
+
+    #[test]
+    fn content_signal_mapping() {
+        assert_eq!(
+            content_signal_from_usage("train-ai=n, ai-use=y, search=y, foo=n").as_deref(),
+            Some("search=yes, ai-input=yes, ai-train=no")
+        );
+        assert_eq!(content_signal_from_usage("train-ai=n").as_deref(), Some("ai-train=no"));
+        assert_eq!(content_signal_from_usage("foo=n"), None);
     }
 }

@@ -119,10 +119,17 @@ pub fn content_usage(entry: &str) -> Result<PathValue, String> {
         .unknown_keys
         .iter()
         .map(|k| {
-            format!(
-                "{KEY}: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it",
-                sf::KNOWN_CATEGORIES.join(", ")
-            )
+            if sf::DROPPED_CATEGORIES.contains(&k.as_str()) {
+                format!(
+                    "{KEY}: `{k}` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 ({}); receivers ignore it",
+                    sf::KNOWN_CATEGORIES.join(", ")
+                )
+            } else {
+                format!(
+                    "{KEY}: `{k}` is not in the AIPREF vocabulary ({}); receivers ignore it",
+                    sf::KNOWN_CATEGORIES.join(", ")
+                )
+            }
         })
         .collect();
     Ok(PathValue { path: path.map(str::to_string), value: parsed.canonical, warnings })
@@ -174,17 +181,100 @@ pub(crate) fn crawl_delay_value(v: &toml::Value) -> Result<String, String> {
 /// whitespace, control characters or `#` (which starts a robots.txt
 /// comment, so a reader would see a shorter URL).
 pub fn sitemap(url: &str) -> Result<(), String> {
-    if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains(char::is_whitespace) {
-        Err(format!("robots_txt.sitemaps: `{}` is not an absolute http(s) URL", url.escape_debug()))
+    http_url("robots_txt.sitemaps", url, true)
+}
+
+/// An absolute http(s) URL under `key`, without whitespace or control
+/// characters; `in_robots_txt` also refuses `#`, which starts a robots.txt
+/// comment (a reader would see a shorter URL).
+fn http_url(key: &str, url: &str, in_robots_txt: bool) -> Result<(), String> {
+    let has_host = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
+    if !has_host || url.contains(char::is_whitespace) {
+        Err(format!("{key}: `{}` is not an absolute http(s) URL", url.escape_debug()))
     } else if url.contains(char::is_control) {
-        Err(format!("robots_txt.sitemaps: `{}` contains a control character", url.escape_debug()))
-    } else if url.contains('#') {
-        Err(format!(
-            "robots_txt.sitemaps: `{url}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')"
-        ))
+        Err(format!("{key}: `{}` contains a control character", url.escape_debug()))
+    } else if in_robots_txt && url.contains('#') {
+        Err(format!("{key}: `{url}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')"))
+    } else if url.contains(['"', '<', '>', '\\']) {
+        Err(format!("{key}: `{url}` contains a character a URL cannot hold unescaped ('\"', '<', '>' or '\\')"))
     } else {
         Ok(())
     }
+}
+
+/// `robots_txt.license`: the URL of the site's RSL 1.0 license document,
+/// published as a robots.txt `License:` line.
+pub fn license(url: &str) -> Result<(), String> {
+    http_url("robots_txt.license", url, true)
+}
+
+/// A `tdmrep.rules.policy`: the URL of a TDM policy (W3C TDM Reservation
+/// Protocol), sent in a `tdm-policy` header and meta.
+pub fn tdm_policy(url: &str) -> Result<(), String> {
+    http_url("tdmrep.rules.policy", url, false)
+}
+
+/// A `tdmrep.rules.path`: a path pattern as for the other path rules,
+/// without a `$` anchor, which tdmrep.json locations cannot express.
+pub fn tdm_path(path: &str) -> Result<Pattern, String> {
+    let pattern = Pattern::new(path).map_err(|e| format!("tdmrep.rules.path: {e}"))?;
+    if path.contains('$') {
+        return Err(format!(
+            "tdmrep.rules.path: `{path}` ends with `$`, which a tdmrep.json location cannot express (TDMRep locations match whole paths with `*` wildcards)"
+        ));
+    }
+    Ok(pattern)
+}
+
+/// `rsl.path`: where the RSL document is served: an absolute path in
+/// canonical form, no query, no pattern characters.
+pub fn rsl_path(path: &str) -> Result<(), String> {
+    const KEY: &str = "rsl.path";
+    if !path.starts_with('/')
+        || path.contains(['?', '#', '*', '$'])
+        || path.contains(|c: char| c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "{KEY} must be an absolute path without '?', '#', '*', '$' or whitespace, found `{}`",
+            path.escape_debug()
+        ));
+    }
+    if crate::canonical::canonicalize(path) != path {
+        return Err(format!(
+            "{KEY}: `{path}` is not in canonical form (write it as `{}`)",
+            crate::canonical::canonicalize(path)
+        ));
+    }
+    Ok(())
+}
+
+/// `rsl.document`: the RSL 1.0 XML document, checked for the start of an
+/// XML document (`<?xml` or the `<rsl` root element). Returns it without
+/// leading whitespace, since an XML declaration must come first.
+pub fn rsl_document(doc: &str) -> Result<&str, String> {
+    let doc = doc.trim_start();
+    if doc.is_empty() {
+        Err("rsl.document is empty".to_string())
+    } else if !(doc.starts_with("<?xml") || doc.starts_with("<rsl")) {
+        // Control characters (a newline) escaped, quotes as written.
+        let start: String = doc
+            .chars()
+            .take(16)
+            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+            .collect();
+        Err(format!("rsl.document must be an RSL XML document starting with `<?xml` or `<rsl`, found `{start}...`"))
+    } else {
+        Ok(doc)
+    }
+}
+
+/// The `key=yes|no` pairs of a `content_signal` value that
+/// [`content_signal`] accepted.
+pub(crate) fn content_signal_pairs(value: &str) -> Vec<(&str, bool)> {
+    value.split(',').filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim(), v.trim() == "yes"))).collect()
 }
 
 /// `robots_txt.content_signal`: a list of `key=yes|no`; returns it as
@@ -240,7 +330,15 @@ mod tests {
         assert_eq!(cu.path.as_deref(), Some("/docs"));
         assert_eq!(
             cu.warnings,
-            ["group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, search); receivers ignore it"]
+            ["group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, ai-use, search); receivers ignore it"]
+        );
+        assert!(content_usage("train-ai=n, ai-use=y, search=y").unwrap().warnings.is_empty());
+        assert_eq!(
+            content_usage("train-genai=n, tdm=n").unwrap().warnings,
+            [
+                "group.content_usage: `train-genai` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 (train-ai, ai-use, search); receivers ignore it",
+                "group.content_usage: `tdm` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 (train-ai, ai-use, search); receivers ignore it",
+            ]
         );
         assert_eq!(
             content_usage("*x train-ai=n").unwrap_err(),
@@ -281,5 +379,28 @@ mod tests {
         assert!(sitemap("https://e.example/#top").is_err());
         assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));
         assert!(content_signal("x").is_err());
+        assert_eq!(license("https://e.example/license.xml"), Ok(()));
+        assert_eq!(
+            license("https:///x").unwrap_err(),
+            "robots_txt.license: `https:///x` is not an absolute http(s) URL"
+        );
+        assert_eq!(tdm_policy("https://e.example/p.json#v1"), Ok(()));
+        assert_eq!(
+            tdm_policy("ftp://e.example/p").unwrap_err(),
+            "tdmrep.rules.policy: `ftp://e.example/p` is not an absolute http(s) URL"
+        );
+        assert!(tdm_path("/a/*").is_ok());
+        assert!(tdm_path("/a$").unwrap_err().starts_with("tdmrep.rules.path: `/a$` ends with `$`"));
+        assert_eq!(rsl_path("/license.xml"), Ok(()));
+        assert_eq!(
+            rsl_path("license.xml").unwrap_err(),
+            "rsl.path must be an absolute path without '?', '#', '*', '$' or whitespace, found `license.xml`"
+        );
+        assert_eq!(rsl_document("\n <rsl/>"), Ok("<rsl/>"));
+        assert_eq!(
+            rsl_document("{\"a\": 1}").unwrap_err(),
+            "rsl.document must be an RSL XML document starting with `<?xml` or `<rsl`, found `{\"a\": 1}...`"
+        );
+        assert_eq!(rsl_document("  ").unwrap_err(), "rsl.document is empty");
     }
 }

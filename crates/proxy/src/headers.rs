@@ -5,15 +5,39 @@
 //! Content-Usage: an origin's own header is kept unless the policy says
 //! `upstream.content_usage = "replace"`; the origin knows its content best,
 //! and the policy's value is a site-wide default.
+//!
+//! `tdm-reservation` / `tdm-policy` (W3C TDM Reservation Protocol): an
+//! origin that sends either keeps its own statement, and the policy's pair
+//! is left out of the headers and of the page's head.
 
 use crawlgate_policy::robots_tag::{is_structured_list, merge_robots_tag, merge_x_robots_tag};
-use crawlgate_policy::{OriginHeaderMode, UrlControls};
+use std::sync::Arc;
+
+use crawlgate_policy::{HtmlPlan, OriginHeaderMode, UrlControls};
 use pingora::http::ResponseHeader;
 use pingora::Result;
 
 const ROBOTS_TAG: &str = "robots-tag";
 const X_ROBOTS_TAG: &str = "x-robots-tag";
 const CONTENT_USAGE: &str = "content-usage";
+const TDM_RESERVATION: &str = "tdm-reservation";
+const TDM_POLICY: &str = "tdm-policy";
+
+/// Whether the origin's response states its own TDM reservation.
+pub fn origin_states_tdm(resp: &ResponseHeader) -> bool {
+    resp.headers.contains_key(TDM_RESERVATION) || resp.headers.contains_key(TDM_POLICY)
+}
+
+/// `plan` without its TDMRep metas, for a response whose origin states its
+/// own TDM reservation; `None` when nothing is left to insert.
+pub fn without_tdm_metas(plan: &HtmlPlan) -> Option<Arc<HtmlPlan>> {
+    let head: Vec<_> =
+        plan.head.iter().filter(|h| !h.unless.iter().any(|u| u == "meta:tdm-reservation")).cloned().collect();
+    if head.is_empty() && plan.directives.is_empty() {
+        return None;
+    }
+    Some(Arc::new(HtmlPlan { head, ..plan.clone() }))
+}
 
 /// Adds the policy's headers to a proxied response. Upstream values that
 /// are not structured fields are passed on verbatim, never dropped.
@@ -34,6 +58,14 @@ pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: O
         let origin_has = resp.headers.contains_key(CONTENT_USAGE);
         if !origin_has || content_usage == OriginHeaderMode::Replace {
             resp.insert_header(CONTENT_USAGE, cu)?;
+        }
+    }
+    if let Some(reservation) = controls.tdm_reservation {
+        if !origin_states_tdm(resp) {
+            resp.insert_header(TDM_RESERVATION, if reservation == 1 { "1" } else { "0" })?;
+            if let Some(policy) = controls.tdm_policy.as_deref() {
+                resp.insert_header(TDM_POLICY, policy)?;
+            }
         }
     }
     Ok(())

@@ -44,7 +44,7 @@ impl RewritePlans {
             }
         }
         let config = Config { mode: plan.mode, directives: plan.directives.clone(), max_memory: MAX_MEMORY };
-        let built = RewritePlan::new(&config);
+        let built = RewritePlan::with_head(&config, &plan.head);
         if let Ok(mut list) = self.0.write() {
             if list.len() < PLANS_LIMIT && !list.iter().any(|(k, _)| same(k)) {
                 list.push((plan.clone(), built.clone()));
@@ -386,7 +386,12 @@ mod tests {
     use std::sync::Arc;
 
     fn plan(rule: &str) -> Arc<HtmlPlan> {
-        Arc::new(HtmlPlan { mode: HtmlMode::Inject, directives: vec![("*".into(), vec![rule.into()])], metas: vec![] })
+        Arc::new(HtmlPlan {
+            mode: HtmlMode::Inject,
+            directives: vec![("*".into(), vec![rule.into()])],
+            metas: vec![],
+            head: vec![],
+        })
     }
 
     #[test]

@@ -21,10 +21,16 @@ pub struct StaticFile {
 
 impl StaticFile {
     pub(crate) fn new(text: &str, cache_control: &str) -> pingora::Result<StaticFile> {
+        StaticFile::typed(text, cache_control, "text/plain; charset=utf-8")
+    }
+
+    /// A file served with `content_type` (tdmrep.json, the RSL document).
+    pub(crate) fn typed(text: &str, cache_control: &str, content_type: &str) -> pingora::Result<StaticFile> {
         let digest = Sha256::digest(text.as_bytes());
         let etag = format!("\"{}\"", hex::encode(&digest[..12]));
         let body = Bytes::copy_from_slice(text.as_bytes());
-        let ok_header = static_header(&etag, cache_control, body.len())?;
+        let mut ok_header = static_header(&etag, cache_control, body.len())?;
+        ok_header.insert_header(header::CONTENT_TYPE, content_type)?;
         Ok(StaticFile { body, etag, ok_header })
     }
 }

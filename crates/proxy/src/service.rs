@@ -221,13 +221,18 @@ impl ProxyHttp for Gate {
             }
             Route::Serve { file, decision } | Route::NotFound { file, decision } => {
                 ctx.note(&decision);
-                ctx.path = Cow::Borrowed(file.path());
+                ctx.path = match file {
+                    LocalFile::Rsl => Cow::Owned(snap.policy.local_file_path(file).to_owned()),
+                    _ => Cow::Borrowed(file.path()),
+                };
                 ctx.local = Some(Local::File(file));
                 FileFetched { agent: decision.agent, file }.emit(&self.shared.metrics);
                 // The snapshot holds a file exactly when the route serves it.
                 let served = match file {
                     LocalFile::RobotsTxt => Some(&snap.robots),
                     LocalFile::AgentsTxt => snap.agents.as_ref(),
+                    LocalFile::TdmRep => snap.tdmrep.as_ref(),
+                    LocalFile::Rsl => snap.rsl.as_ref(),
                 };
                 match served {
                     Some(f) => {
@@ -339,13 +344,22 @@ impl ProxyHttp for Gate {
             compress(session, &ctx.snap, false);
             return Ok(());
         };
+        let origin_tdm = crate::headers::origin_states_tdm(resp);
         // Every value was validated at load; should one still be refused,
         // the response goes out without it rather than as a 500.
         if let Err(e) = crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage) {
             tracing::warn!(path = %ctx.path, error = %e, "A policy header could not be added to the response");
         }
         if ctx.html_candidate {
-            if let Some(plan) = controls.html.as_ref() {
+            // An origin that states its own TDM reservation keeps it in the
+            // page too (rare: that plan is built for the response).
+            let own = match controls.html.as_ref() {
+                Some(plan) if origin_tdm && controls.tdm_reservation.is_some() => {
+                    crate::headers::without_tdm_metas(plan)
+                }
+                other => other.cloned(),
+            };
+            if let Some(plan) = own.as_ref() {
                 ctx.html =
                     crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?;
             }

@@ -27,6 +27,10 @@ pub struct Snapshot {
     pub robots: StaticFile,
     /// `/agents.txt`, `None` when disabled.
     pub agents: Option<StaticFile>,
+    /// `/.well-known/tdmrep.json`, `None` without `[tdmrep]`.
+    pub tdmrep: Option<StaticFile>,
+    /// The RSL document, `None` without `[rsl]`.
+    pub rsl: Option<StaticFile>,
     /// `Cache-Control` of both files.
     pub cache_control: String,
     /// The HTML rewriter plans of this policy, prepared on first use.
@@ -94,7 +98,19 @@ impl Snapshot {
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
         let agents =
             policy.agents_txt().map(|t| StaticFile::new(t, &cache_control)).transpose().map_err(serve("agents.txt"))?;
+        let tdmrep = policy
+            .tdmrep_json()
+            .map(|t| StaticFile::typed(t, &cache_control, "application/json"))
+            .transpose()
+            .map_err(serve("tdmrep.json"))?;
+        let rsl = policy
+            .rsl_document()
+            .map(|t| StaticFile::typed(t, &cache_control, "application/rsl+xml"))
+            .transpose()
+            .map_err(serve("rsl"))?;
         Ok(Snapshot {
+            tdmrep,
+            rsl,
             policy,
             generation,
             loaded_at: SystemTime::now(),
