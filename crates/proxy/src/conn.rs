@@ -330,6 +330,10 @@ impl HeaderEnd {
     }
 }
 
+/// How many bytes of the next request are read while waiting for it (kept
+/// in the connection until Pingora reads them).
+const PREFETCH: usize = 1024;
+
 /// A client stream that fails reads with `TimedOut` once the deadline of
 /// its phase has passed. Every other part of Pingora's `IO` is delegated.
 pub struct Guarded {
@@ -346,6 +350,10 @@ pub struct Guarded {
     metrics: Arc<ConnMetrics>,
     /// The peer a PROXY protocol header named, in place of the socket's.
     socket_digest: Option<Arc<SocketDigest>>,
+    /// The first bytes of the next request, read while waiting for it and
+    /// handed to Pingora before anything else is read (`prefetched[at..]`).
+    prefetched: Vec<u8>,
+    at: usize,
 }
 
 impl fmt::Debug for Guarded {
@@ -368,6 +376,8 @@ impl Guarded {
             limits,
             metrics,
             socket_digest: None,
+            prefetched: Vec::new(),
+            at: 0,
         }
     }
 
@@ -384,8 +394,9 @@ impl Guarded {
     }
 
     /// Waits, within the idle deadline, until the client has sent the
-    /// first byte of a request, without consuming it. Streams that cannot
-    /// peek (TLS) return at once and are timed by their reads.
+    /// first bytes of a request, and keeps them for Pingora's first read.
+    /// Reading rather than peeking costs no extra system call per request
+    /// (a peek would be followed by Pingora's own read of the same bytes).
     async fn wait_for_request(&mut self) -> io::Result<()> {
         // Bytes read past a request may hold the next ones, which Pingora
         // keeps and parses without reading the socket again; how many it
@@ -394,9 +405,16 @@ impl Guarded {
         if self.phase != Phase::Idle || self.read_ahead {
             return Ok(());
         }
-        let mut first = [0u8; 1];
-        match tokio::time::timeout_at(self.deadline, self.inner.try_peek(&mut first)).await {
-            Ok(peeked) => peeked.map(|_| ()),
+        let mut first = [0u8; PREFETCH];
+        match tokio::time::timeout_at(self.deadline, self.inner.read(&mut first)).await {
+            Ok(Ok(0)) => Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(Ok(n)) => {
+                self.prefetched.clear();
+                self.prefetched.extend_from_slice(&first[..n]);
+                self.at = 0;
+                Ok(())
+            }
+            Ok(Err(e)) => Err(e),
             Err(_) => Err(self.expire()),
         }
     }
@@ -512,6 +530,16 @@ impl Guarded {
 impl AsyncRead for Guarded {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.at < this.prefetched.len() {
+            let n = buf.remaining().min(this.prefetched.len() - this.at);
+            let (from, to) = (this.at, this.at + n);
+            buf.put_slice(&this.prefetched[from..to]);
+            this.at = to;
+            let bytes = std::mem::take(&mut this.prefetched);
+            this.observe(&bytes[from..to]);
+            this.prefetched = bytes;
+            return Poll::Ready(Ok(()));
+        }
         match this.phase {
             Phase::Open | Phase::Closing { .. } => return Pin::new(&mut this.inner).poll_read(cx, buf),
             Phase::Expired(e) => return Poll::Ready(Err(e.error())),
