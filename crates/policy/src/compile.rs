@@ -153,20 +153,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
 
-    // Identification tokens and the `*` group.
-    let mut tokens = Vec::new();
-    let mut token_group = Vec::new();
-    let mut star_group = None;
-    for (gi, g) in groups.iter().enumerate() {
-        for t in &g.tokens {
-            if t == "*" {
-                star_group = Some(gi);
-            } else {
-                tokens.push(t.clone());
-                token_group.push(gi);
-            }
-        }
-    }
+    let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();
     for t in &tags {
         for a in &t.agents {
@@ -218,6 +205,25 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         file_name: file_name.to_string(),
     };
     Ok(Loaded { policy, warnings: cx.warnings })
+}
+
+/// The identification tokens (without `*`) with their group indices, and
+/// the `*` group, in group order.
+pub(crate) fn token_index(groups: &[Group]) -> (Vec<String>, Vec<usize>, Option<usize>) {
+    let mut tokens = Vec::new();
+    let mut token_group = Vec::new();
+    let mut star_group = None;
+    for (gi, g) in groups.iter().enumerate() {
+        for t in &g.tokens {
+            if t == "*" {
+                star_group = Some(gi);
+            } else {
+                tokens.push(t.clone());
+                token_group.push(gi);
+            }
+        }
+    }
+    (tokens, token_group, star_group)
 }
 
 fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerSettings {

@@ -194,19 +194,7 @@ impl Policy {
         }
         conflicts.sort_by_key(|c| c.line);
 
-        let mut tokens = Vec::new();
-        let mut token_group = Vec::new();
-        let mut star_group = None;
-        for (gi, g) in groups.iter().enumerate() {
-            for t in &g.tokens {
-                if t == "*" {
-                    star_group = Some(gi);
-                } else {
-                    tokens.push(t.clone());
-                    token_group.push(gi);
-                }
-            }
-        }
+        let (tokens, token_group, star_group) = crate::compile::token_index(&groups);
         let robots_txt = render::robots_txt(&self.file_name, &groups, star_group, &extras, &self.tags);
         if robots_txt.len() > MAX_ROBOTS_TXT {
             return Err(MergeError::TooLarge(robots_txt.len()));
