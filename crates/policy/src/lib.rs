@@ -16,6 +16,7 @@ mod local_file;
 pub mod pattern;
 mod policy;
 mod raw;
+pub mod referrers;
 mod render;
 pub mod robots_tag;
 pub mod robotstxt;

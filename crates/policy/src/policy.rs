@@ -62,6 +62,13 @@ impl Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AgentId(u32);
 
+impl AgentId {
+    /// Its position in [`Policy::tokens`], for tables indexed by agent.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// How an origin's own `Content-Usage` header is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OriginHeaderMode {
@@ -126,6 +133,8 @@ pub struct ServerSettings {
     pub client_body_timeout: Duration,
     /// Concurrent client connections on the proxy listeners.
     pub max_connections: usize,
+    /// File holding the admin listener's bearer token or `user:password`.
+    pub admin_auth_file: Option<String>,
 }
 
 /// `[upstream]`.

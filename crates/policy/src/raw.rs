@@ -38,6 +38,7 @@ pub(crate) struct RawServer {
     pub client_header_timeout: Option<S<String>>,
     pub client_body_timeout: Option<S<String>>,
     pub max_connections: Option<S<i64>>,
+    pub admin_auth_file: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

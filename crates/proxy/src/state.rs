@@ -129,16 +129,20 @@ pub struct Shared {
     pub status: Mutex<LoadStatus>,
     /// The metrics registry.
     pub metrics: Metrics,
+    /// The activity model behind the dashboard (kept across reloads).
+    pub activity: crate::activity::Activity,
 }
 
 impl Shared {
     /// Wraps the first snapshot.
     pub fn new(first: Snapshot, config_path: Option<PathBuf>, metrics: Metrics) -> Arc<Shared> {
+        let activity = crate::activity::Activity::new(&first.policy, first.generation);
         Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(first),
             config_path,
             status: Mutex::new(LoadStatus::default()),
             metrics,
+            activity,
         })
     }
 
