@@ -83,6 +83,16 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
+/// The `Authorization` field value a client sends for a secret read from
+/// an auth file: Basic for `user:password`, else Bearer.
+pub fn authorization(secret: &str) -> String {
+    if secret.contains(':') {
+        format!("Basic {}", base64(secret.as_bytes()))
+    } else {
+        format!("Bearer {secret}")
+    }
+}
+
 /// Standard base64 with padding (RFC 4648 section 4).
 fn base64(input: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -35,6 +35,7 @@ use pingora::server::Server;
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
+pub use admin_auth::authorization as admin_authorization;
 pub use metrics::ReloadOutcome;
 pub use state::LoadError;
 
