@@ -2,6 +2,7 @@
 //! origin on 127.0.0.1, spoken to with a real HTTP client.
 
 mod connections;
+mod dashboard;
 mod decompression;
 mod enforce;
 mod errors;

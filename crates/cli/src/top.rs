@@ -112,12 +112,12 @@ impl Target {
         if authority.is_empty() {
             bail!("--admin {url}: no host");
         }
-        let authority =
-            if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok() && !p.contains(']')) {
-                authority.to_string()
-            } else {
-                format!("{authority}:80")
-            };
+        let authority = if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok() && !p.contains(']'))
+        {
+            authority.to_string()
+        } else {
+            format!("{authority}:80")
+        };
         Ok(Target { authority, prefix: prefix.trim_end_matches('/').to_string() })
     }
 
