@@ -54,7 +54,7 @@ impl<K> SpaceSaving<K> {
     /// Tracked keys, highest count first.
     pub fn top(&self) -> Vec<&Counted<K>> {
         let mut v: Vec<&Counted<K>> = self.entries.iter().collect();
-        v.sort_by(|a, b| b.count.cmp(&a.count));
+        v.sort_by_key(|e| std::cmp::Reverse(e.count));
         v
     }
 }
