@@ -473,3 +473,84 @@ fn dom_row(dom: &str, agent: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Memory of the activity model under many distinct User-Agents, paths and
+/// client networks: the process's RSS after a warm-up, after 10,000
+/// distinct User-Agents (every catalog token among them) and 100,000
+/// distinct paths (half of them disallowed) from 100 client networks, and
+/// after a second, equally large round of new ones. Prints the numbers
+/// (docs/performance.md records a run); asserts only that the model's
+/// bounds hold. Slow in a debug build:
+/// `cargo test -p crawlgate-e2e --test proxy activity_memory -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn activity_memory_is_bounded() {
+    let origin = origin();
+    let rules = "\n[[group]]\ncategories = [\"ai-training\", \"ai-search\", \"ai-assistant\", \"search-engine\", \"seo\", \
+                 \"archiver\", \"scraper\", \"social-preview\", \"monitoring\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n";
+    let proxy = Proxy::start(origin.addr, rules);
+    let list = crawlgate(&["agents", "list", "--json"]);
+    let catalog: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let tokens: Vec<String> =
+        catalog.as_array().unwrap().iter().map(|e| e["token"].as_str().unwrap().to_string()).collect();
+    let networks = 100u8;
+    let clients: Vec<reqwest::blocking::Client> = (1..=networks)
+        .map(|n| {
+            reqwest::blocking::Client::builder()
+                .local_address(std::net::IpAddr::from([127, n, 0, 1]))
+                .timeout(Duration::from_secs(10))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let ua = |j: usize| match j % 3 {
+        0 => format!("Mozilla/5.0 (compatible; {}/{j}.0)", tokens[j / 3 % tokens.len()]),
+        1 => format!("Mozilla/5.0 (X11; Linux x86_64; rv:{j}.0) Gecko/20100101 Firefox/{j}.0"),
+        _ => format!("scraper-{j}/1.0"),
+    };
+    let round = |offset: usize| {
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (clients, ua, proxy) = (&clients, &ua, &proxy);
+                s.spawn(move || {
+                    for i in (t..100_000).step_by(4) {
+                        let path =
+                            if i % 2 == 0 { format!("/private/p{}", offset + i) } else { format!("/p{}", offset + i) };
+                        let resp = clients[i % clients.len()]
+                            .get(proxy.url(&path))
+                            .header("user-agent", ua(offset / 10 + i % 10_000))
+                            .send()
+                            .unwrap();
+                        assert_eq!(resp.status().as_u16(), 404);
+                    }
+                });
+            }
+        });
+    };
+    for _ in 0..100 {
+        hit(&proxy, "/page", BROWSER_UA, None);
+    }
+    let rss = || proxy.memory_kb("VmRSS").unwrap();
+    let warm = rss();
+    round(0);
+    let first = rss();
+    round(1_000_000);
+    let second = rss();
+    let compliance = api(&proxy, "/api/compliance");
+    let agents = api(&proxy, "/api/agents");
+    let tracked = compliance["tracked"].as_u64().unwrap();
+    eprintln!(
+        "activity memory: RSS {warm} kB warm, {first} kB after 10,000 User-Agents x 100,000 paths, {second} kB after \
+         another round; {} agent rows, {tracked} agent-network pairs tracked (capacity {})",
+        agents["agents"].as_array().unwrap().len(),
+        compliance["capacity"]
+    );
+    assert!(tracked <= compliance["capacity"].as_u64().unwrap());
+    let paths = api(&proxy, "/api/violations")["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["paths"].as_array().unwrap().len())
+        .max();
+    assert_eq!(paths, Some(20));
+}
