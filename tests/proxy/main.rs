@@ -3,6 +3,7 @@
 
 mod client_addr;
 mod connections;
+mod dashboard;
 mod decompression;
 mod enforce;
 mod errors;

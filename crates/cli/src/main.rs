@@ -1,8 +1,8 @@
 //! The `crawlgate` binary: argument parsing and dispatch.
 //!
 //! Each subcommand lives in the module named after it (`robots_test`,
-//! `import`, `agents`, `agents_txt`; `offline` for check, render and
-//! explain; `run`, `demo`, `sample_origin`); this file only declares the
+//! `import`, `agents`, `agents_txt`, `top`; `offline` for check, render
+//! and explain; `run`, `demo`, `sample_origin`); this file only declares the
 //! command line (the contract other tools script against) and dispatches.
 
 use std::path::PathBuf;
@@ -47,6 +47,7 @@ mod robots_file;
 mod robots_test;
 mod run;
 mod sample_origin;
+mod top;
 
 /// crawlgate: a reverse proxy that tells crawlers and AI agents what they may fetch.
 #[derive(Debug, Parser)]
@@ -122,6 +123,21 @@ enum Command {
     Run(ConfigArg),
     /// Run the proxy in front of an embedded sample origin, with conf/demo.toml.
     Demo(demo::DemoArgs),
+    /// Show the per-agent activity table of a running proxy, refreshing like top.
+    Top {
+        /// The admin listener, e.g. http://127.0.0.1:9090.
+        #[arg(long)]
+        admin: String,
+        /// File holding the admin credentials (server.admin_auth_file's secret).
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+        /// Seconds between refreshes.
+        #[arg(long, default_value_t = 2.0)]
+        interval: f64,
+        /// Print the table once and exit.
+        #[arg(long)]
+        once: bool,
+    },
     /// Run only the demo's sample origin (for load tests and experiments).
     #[command(name = "sample-origin", hide = true)]
     SampleOrigin {
@@ -169,6 +185,7 @@ fn main() -> ExitCode {
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
+        Command::Top { admin, token_file, interval, once } => top::top(&admin, token_file.as_deref(), interval, once),
         Command::SampleOrigin { listen } => sample_origin::run_forever(&listen),
     };
     match result {

@@ -243,6 +243,7 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_body_timeout: Duration::from_secs(60),
         max_connections: 4096,
         proxy_protocol: false,
+        admin_auth_file: None,
     };
     let Some(raw) = raw else { return s };
     let RawServer {
@@ -261,6 +262,7 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_body_timeout,
         max_connections,
         proxy_protocol,
+        admin_auth_file,
     } = raw.get_ref();
     s.proxy_protocol = proxy_protocol.unwrap_or(false);
     let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
@@ -315,6 +317,24 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
             }
         }
         s.admin = Some(a.get_ref().clone());
+    }
+    if let Some(f) = admin_auth_file {
+        if f.get_ref().trim().is_empty() {
+            cx.err(f, "server.admin_auth_file: empty path");
+        } else {
+            s.admin_auth_file = Some(f.get_ref().clone());
+        }
+    }
+    if let (Some(a), None) = (admin, &s.admin_auth_file) {
+        if a.get_ref().parse::<SocketAddr>().is_ok_and(|addr| !addr.ip().is_loopback()) {
+            cx.warn(
+                a,
+                format!(
+                    "server.admin: `{}` is not a loopback address and server.admin_auth_file is not set: anyone who can reach it can read the dashboard, /status and /metrics",
+                    a.get_ref()
+                ),
+            );
+        }
     }
     if let Some(t) = threads {
         match usize::try_from(*t.get_ref()) {

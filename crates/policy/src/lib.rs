@@ -18,6 +18,7 @@ mod merge;
 pub mod pattern;
 mod policy;
 mod raw;
+pub mod referrers;
 mod render;
 pub mod robots_tag;
 pub mod robotstxt;

@@ -63,6 +63,13 @@ impl Action {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct AgentId(u32);
 
+impl AgentId {
+    /// Its position in [`Policy::tokens`], for tables indexed by agent.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
 /// How an origin's own `Content-Usage` header is treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OriginHeaderMode {
@@ -130,6 +137,8 @@ pub struct ServerSettings {
     /// Whether connections from a trusted proxy start with a PROXY protocol
     /// v1 or v2 header (HAProxy's PROXY protocol specification).
     pub proxy_protocol: bool,
+    /// File holding the admin listener's bearer token or `user:password`.
+    pub admin_auth_file: Option<String>,
 }
 
 /// `[upstream]`.

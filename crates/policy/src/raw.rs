@@ -42,6 +42,7 @@ pub(crate) struct RawServer {
     pub client_body_timeout: Option<S<String>>,
     pub max_connections: Option<S<i64>>,
     pub proxy_protocol: Option<bool>,
+    pub admin_auth_file: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,5 +1,7 @@
-//! The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`
-//! and `/status` (JSON).
+//! The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`,
+//! `/status` (JSON), the dashboard at `/` and its JSON documents under
+//! `/api/`. With `server.admin_auth_file`, everything but `/healthz` and
+//! `/readyz` (probes) needs the credentials.
 
 use std::sync::Arc;
 
@@ -8,18 +10,48 @@ use http::{Response, StatusCode};
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 
+use crate::admin_auth::AdminAuth;
+use crate::dashboard;
 use crate::metrics::unix_seconds;
 use crate::state::Shared;
 
 /// The admin HTTP app.
 pub struct Admin {
     shared: Arc<Shared>,
+    auth: Option<AdminAuth>,
 }
 
 impl Admin {
-    /// Serves from `shared`.
-    pub fn new(shared: Arc<Shared>) -> Admin {
-        Admin { shared }
+    /// Serves from `shared`; `auth`, when set, protects all but the probes.
+    pub fn new(shared: Arc<Shared>, auth: Option<AdminAuth>) -> Admin {
+        Admin { shared, auth }
+    }
+
+    /// The dashboard's JSON documents (`/api/...`, without the prefix),
+    /// `None` for an unknown name.
+    fn api(&self, name: &str, query: Option<&str>) -> Option<serde_json::Value> {
+        let activity = &self.shared.activity;
+        Some(match name {
+            "agents" => activity.agents_json(),
+            "timeline" => activity.timeline_json(query_usize(query, "minutes").unwrap_or(dashboard::CHART_MINUTES)),
+            "violations" => activity.violations_json(query_usize(query, "limit").unwrap_or(50)),
+            "compliance" => activity.compliance_json(query_usize(query, "limit").unwrap_or(50)),
+            "referrals" => activity.referrals_json(),
+            _ => return None,
+        })
+    }
+
+    /// The dashboard page.
+    fn page(&self) -> String {
+        let api = |name| self.api(name, None).unwrap_or_default();
+        dashboard::page(&dashboard::Data {
+            status: &self.status_json(),
+            agents: &api("agents"),
+            timeline: &api("timeline"),
+            violations: &api("violations"),
+            compliance: &api("compliance"),
+            referrals: &api("referrals"),
+        })
     }
 
     /// The `/status` document.
@@ -53,6 +85,17 @@ impl Admin {
     }
 }
 
+/// A `name=<number>` query parameter.
+fn query_usize(query: Option<&str>, name: &str) -> Option<usize> {
+    query?.split('&').find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+}
+
+fn json(value: &serde_json::Value) -> Response<Vec<u8>> {
+    let mut body = serde_json::to_vec_pretty(value).unwrap_or_default();
+    body.push(b'\n');
+    text(StatusCode::OK, "application/json", body)
+}
+
 fn text(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
@@ -80,7 +123,34 @@ impl ServeHttp for Admin {
             return resp;
         }
         let path = session.req_header().uri.path().to_owned();
+        if let Some(auth) = &self.auth {
+            let probe = path == "/healthz" || path == "/readyz";
+            let given = session.req_header().headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes());
+            if !probe && !auth.accepts(given) {
+                let mut resp = text(
+                    StatusCode::UNAUTHORIZED,
+                    "text/plain; charset=utf-8",
+                    b"unauthorized: this admin listener needs the credentials of server.admin_auth_file\n".to_vec(),
+                );
+                resp.headers_mut()
+                    .insert(http::header::WWW_AUTHENTICATE, http::HeaderValue::from_static(auth.challenge()));
+                return resp;
+            }
+        }
+        if let Some(name) = path.strip_prefix("/api/") {
+            let query = session.req_header().uri.query();
+            return match self.api(name, query) {
+                Some(v) => json(&v),
+                None => text(
+                    StatusCode::NOT_FOUND,
+                    "text/plain; charset=utf-8",
+                    b"not found: try /api/agents, /api/timeline, /api/violations, /api/compliance, /api/referrals\n"
+                        .to_vec(),
+                ),
+            };
+        }
         match path.as_str() {
+            "/" => text(StatusCode::OK, "text/html; charset=utf-8", self.page().into_bytes()),
             "/metrics" => {
                 let snap = self.shared.snapshot.load();
                 self.shared.metrics.upstream_health(&snap.upstream.health());
@@ -109,7 +179,7 @@ impl ServeHttp for Admin {
             _ => text(
                 StatusCode::NOT_FOUND,
                 "text/plain; charset=utf-8",
-                b"not found: try /metrics, /healthz, /readyz, /status\n".to_vec(),
+                b"not found: try /, /metrics, /healthz, /readyz, /status, /api/agents\n".to_vec(),
             ),
         }
     }

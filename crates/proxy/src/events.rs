@@ -2,10 +2,12 @@
 //! line, so labels come from enums and the hooks never format free
 //! strings for them.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crawlgate_policy::{Action, LocalFile};
+use crawlgate_policy::{Action, AgentId, LocalFile};
+
+use crate::activity::{Activity, Hit};
 
 use crate::metrics::{Metrics, OTHER_AGENT};
 
@@ -103,12 +105,46 @@ pub struct RequestDone<'a> {
     pub elapsed: Duration,
     /// The error that ended it, if any.
     pub error: Option<&'a pingora::Error>,
+    /// The snapshot generation it was decided on.
+    pub generation: u64,
+    /// The identified token's id.
+    pub agent_id: Option<AgentId>,
+    /// The (first) User-Agent field, "" when absent.
+    pub user_agent: &'a str,
+    /// The deciding disallow rule of a violation or block: pattern, line.
+    pub rule: Option<(&'a str, usize)>,
+    /// The Referer field.
+    pub referer: Option<&'a str>,
+    /// The client address (`activity::client_addr`).
+    pub client: Option<IpAddr>,
+    /// Body bytes sent to the client.
+    pub bytes_sent: u64,
 }
 
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
         metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.elapsed);
+    }
+
+    /// Adds the request to the activity model (the admin dashboard).
+    pub fn record(&self, activity: &Activity) {
+        activity.hit(&Hit {
+            generation: self.generation,
+            agent: self.agent_id.zip(self.agent),
+            user_agent: self.user_agent,
+            outcome: self.outcome,
+            file: match self.local {
+                Some(Local::File(f)) => Some(f),
+                _ => None,
+            },
+            bytes: self.bytes_sent,
+            path: self.path,
+            rule: self.rule,
+            referer: self.referer,
+            client: self.client,
+            now: crate::activity::unix_now(),
+        });
     }
 
     /// Writes the access log line.

@@ -5,8 +5,11 @@
 //! hot reload, the admin listener and the metrics registry. Policy
 //! decisions are not made here: every question goes to the policy crate.
 
+mod activity;
 mod admin;
+mod admin_auth;
 mod conn;
+mod dashboard;
 mod decode;
 mod events;
 mod headers;
@@ -35,6 +38,7 @@ use pingora::server::Server;
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
+pub use admin_auth::authorization as admin_authorization;
 pub use metrics::ReloadOutcome;
 pub use state::LoadError;
 
@@ -79,6 +83,10 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let tls_files = (server_settings.tls_cert.clone(), server_settings.tls_key.clone());
     let admin = server_settings.admin.clone();
     let proxy_protocol = server_settings.proxy_protocol;
+    let admin_auth = match &server_settings.admin_auth_file {
+        Some(f) => Some(crate::admin_auth::AdminAuth::from_file(std::path::Path::new(f))?),
+        None => None,
+    };
     let h2c = server_settings.h2c;
     let limits = Limits {
         idle: server_settings.client_idle_timeout,
@@ -138,7 +146,8 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     server.add_service(proxy);
     if let Some(addr) = admin {
         let admin_limits = Limits { max_connections: ADMIN_CONNECTIONS, ..limits };
-        let app = ConnApp::new(Admin::new(shared.clone()), admin_limits, shared.metrics.connections("admin"));
+        let app =
+            ConnApp::new(Admin::new(shared.clone(), admin_auth), admin_limits, shared.metrics.connections("admin"));
         let mut svc = Service::new("crawlgate admin".to_string(), app);
         svc.add_tcp(&addr);
         server.add_service(svc);

@@ -77,6 +77,7 @@ pub fn install(shared: &Shared, snap: Snapshot) -> Arc<Snapshot> {
     };
     let snap = Arc::new(snap);
     shared.snapshot.store(snap.clone());
+    shared.activity.bind(&snap.policy, snap.generation);
     snap
 }
 
@@ -269,7 +270,9 @@ fn apply(shared: &Shared, fetched: Fetched) {
             conflicts = state.conflicts.len(),
             "Merged a new copy of the origin's robots.txt"
         );
-        shared.snapshot.store(Arc::new(next));
+        let next = Arc::new(next);
+        shared.snapshot.store(next.clone());
+        shared.activity.bind(&next.policy, next.generation);
     }
 }
 

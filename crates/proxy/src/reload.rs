@@ -54,6 +54,7 @@ fn restart_only(s: &ServerSettings) -> Vec<(&'static str, String)> {
         ("server.tls_cert", format!("{:?}", s.tls_cert)),
         ("server.tls_key", format!("{:?}", s.tls_key)),
         ("server.admin", format!("{:?}", s.admin)),
+        ("server.admin_auth_file", format!("{:?}", s.admin_auth_file)),
         ("server.threads", s.threads.to_string()),
         ("server.grace_period", format!("{:?}", s.grace_period)),
         ("server.client_idle_timeout", format!("{:?}", s.client_idle_timeout)),

@@ -101,6 +101,9 @@ pub struct Ctx {
     /// The client's address (`None` on a Unix socket), resolved through
     /// trusted proxies in `early_request_filter`.
     client: Option<ClientAddr>,
+    /// The deciding rule of a violation or block (pattern, line), for the
+    /// activity model.
+    rule: Option<(Box<str>, usize)>,
 }
 
 impl Ctx {
@@ -164,6 +167,7 @@ impl ProxyHttp for Gate {
             upstream_status: None,
             local: None,
             client: None,
+            rule: None,
         }
     }
 
@@ -251,6 +255,7 @@ impl ProxyHttp for Gate {
                 ctx.local = Some(Local::Blocked);
                 let agent = decision.agent.unwrap_or(OTHER_AGENT);
                 violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                ctx.rule = decision.rule.map(|r| (r.pattern.into(), r.line));
                 let body = respond::block_body(decision.block_status, agent, target.path());
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
@@ -262,6 +267,7 @@ impl ProxyHttp for Gate {
                 ctx.outcome = decision.action();
                 if ctx.outcome == Action::LogViolation {
                     violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                    ctx.rule = decision.rule.map(|r| (r.pattern.into(), r.line));
                 }
                 // HEAD too: it gets the headers the GET would get.
                 ctx.html_candidate = controls.html.is_some();
@@ -458,8 +464,10 @@ impl ProxyHttp for Gate {
                 self.shared.metrics.upstream_status(Some(status));
             }
         }
+        let req = session.req_header();
+        let field = |name| req.headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
         let done = RequestDone {
-            method: session.req_header().method.as_str(),
+            method: req.method.as_str(),
             path: &ctx.path,
             status: session.response_written().map_or(0, |r| r.status.as_u16()),
             agent: ctx.agent_name(),
@@ -469,8 +477,16 @@ impl ProxyHttp for Gate {
             upstream: ctx.upstream,
             elapsed: ctx.started.elapsed(),
             error: e,
+            generation: ctx.snap.generation,
+            agent_id: ctx.agent,
+            user_agent: field(header::USER_AGENT).unwrap_or(""),
+            rule: ctx.rule.as_ref().map(|(p, l)| (&**p, *l)),
+            referer: field(header::REFERER),
+            client: crate::activity::client_addr(session),
+            bytes_sent: session.body_bytes_sent() as u64,
         };
         done.count(&self.shared.metrics);
+        done.record(&self.shared.activity);
         let settings = &ctx.snap.policy.settings().server;
         if settings.access_log && self.sample_access_log(settings.access_log_sample) {
             done.log();

@@ -147,17 +147,21 @@ pub struct Shared {
     pub metrics: Metrics,
     /// The origin's robots.txt: the last good copy and `/status` details.
     pub origin: Mutex<crate::origin::OriginState>,
+    /// The activity model behind the dashboard (kept across reloads).
+    pub activity: crate::activity::Activity,
 }
 
 impl Shared {
     /// Wraps the first snapshot.
     pub fn new(first: Snapshot, config_path: Option<PathBuf>, metrics: Metrics) -> Arc<Shared> {
+        let activity = crate::activity::Activity::new(&first.policy, first.generation);
         Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(first),
             config_path,
             status: Mutex::new(LoadStatus::default()),
             metrics,
             origin: Mutex::default(),
+            activity,
         })
     }
 

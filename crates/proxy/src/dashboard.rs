@@ -1,0 +1,391 @@
+//! The admin dashboard: one self-contained HTML document (inline CSS, JS
+//! and SVG; no external assets), rendered on the server from the same JSON
+//! documents the `/api/*` endpoints serve, so it reads the same with
+//! JavaScript off. With JavaScript on, it fetches those endpoints every few
+//! seconds and re-renders each panel with the same markup, and the agent
+//! table sorts by any column.
+//!
+//! Every value shown is escaped: agent names, paths and rules come from
+//! requests and the policy file.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+/// The JSON documents a page shows.
+pub struct Data<'a> {
+    /// `/status`.
+    pub status: &'a Value,
+    /// `/api/agents`.
+    pub agents: &'a Value,
+    /// `/api/timeline`.
+    pub timeline: &'a Value,
+    /// `/api/violations`.
+    pub violations: &'a Value,
+    /// `/api/compliance`.
+    pub compliance: &'a Value,
+    /// `/api/referrals`.
+    pub referrals: &'a Value,
+}
+
+/// Seconds between two refreshes.
+pub const REFRESH_SECONDS: u32 = 5;
+
+/// Minutes the chart shows.
+pub const CHART_MINUTES: usize = 60;
+
+/// HTML-escapes text for element content and quoted attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A JSON value as escaped cell text: strings as they are, numbers in
+/// plain digits, null as an empty cell.
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => esc(s),
+        Value::Null => String::new(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() => format!("{f:.1}"),
+            _ => n.to_string(),
+        },
+        other => esc(&other.to_string()),
+    }
+}
+
+/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC` (empty for 0 or null).
+pub fn utc(v: &Value) -> String {
+    let Some(secs) = v.as_u64().filter(|s| *s > 0) else { return String::new() };
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's days_from_civil inverse ("chrono-Compatible
+    // Low-Level Date Algorithms").
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+fn rows(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+/// The columns of the agent table: header, JSON key, numeric.
+pub const AGENT_COLUMNS: &[(&str, &str, bool)] = &[
+    ("Agent", "agent", false),
+    ("Category", "category", false),
+    ("Operator", "operator", false),
+    ("Requests", "requests", true),
+    ("Allowed", "allowed", true),
+    ("Violations", "violations", true),
+    ("Blocked", "blocked", true),
+    ("robots.txt", "robots_txt", true),
+    ("agents.txt", "agents_txt", true),
+    ("No robots.txt", "without_robots", true),
+    ("Bytes sent", "bytes_sent", true),
+    ("Verified", "verified", true),
+    ("Last seen", "last_seen", false),
+];
+
+fn agent_rows(agents: &Value) -> String {
+    let mut out = String::new();
+    for a in rows(&agents["agents"]) {
+        let name = a["agent"].as_str().unwrap_or("");
+        let _ = write!(out, "<tr data-agent=\"{}\">", esc(name));
+        for (_, key, numeric) in AGENT_COLUMNS {
+            let v = match *key {
+                "verified" => &a["verification"]["verified"],
+                k => &a[k],
+            };
+            let shown = if *key == "last_seen" { utc(v) } else { text(v) };
+            let class = if *numeric { " class=\"n\"" } else { "" };
+            let _ = write!(out, "<td{class} data-v=\"{}\">{shown}</td>", text(v));
+        }
+        out.push_str("</tr>");
+    }
+    if out.is_empty() {
+        let _ = write!(out, "<tr><td colspan=\"{}\">No requests yet.</td></tr>", AGENT_COLUMNS.len());
+    }
+    out
+}
+
+/// The chart: one polyline of the total per minute (a point per minute),
+/// scaled to its maximum.
+fn chart(timeline: &Value) -> String {
+    let total: Vec<u64> = rows(&timeline["total"]).iter().map(|v| v.as_u64().unwrap_or(0)).collect();
+    let max = total.iter().copied().max().unwrap_or(0).max(1);
+    let n = total.len().max(2) - 1;
+    let points: Vec<String> = total
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            format!("{:.1},{:.1}", 40.0 + 560.0 * i as f64 / n as f64, 150.0 - 140.0 * *c as f64 / max as f64)
+        })
+        .collect();
+    format!(
+        "<svg id=\"chart\" viewBox=\"0 0 600 170\" role=\"img\" aria-label=\"Requests per minute, last {m} minutes\">\
+         <line x1=\"40\" y1=\"150\" x2=\"600\" y2=\"150\" class=\"axis\"/>\
+         <line x1=\"40\" y1=\"10\" x2=\"40\" y2=\"150\" class=\"axis\"/>\
+         <text x=\"36\" y=\"16\" text-anchor=\"end\" id=\"chart-max\">{max}</text>\
+         <text x=\"36\" y=\"150\" text-anchor=\"end\">0</text>\
+         <text x=\"40\" y=\"166\">-{m} min</text><text x=\"600\" y=\"166\" text-anchor=\"end\">now</text>\
+         <polyline id=\"tl-total\" points=\"{pts}\"/></svg>",
+        m = total.len(),
+        pts = points.join(" "),
+    )
+}
+
+fn violation_rows(violations: &Value) -> String {
+    let mut out = String::new();
+    for v in rows(&violations["top"]) {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"path\">{}</td><td class=\"path\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            text(&v["agent"]),
+            text(&v["path"]),
+            text(&v["rule"]),
+            text(&v["line"]),
+            text(&v["count"])
+        );
+    }
+    if out.is_empty() {
+        out.push_str("<tr><td colspan=\"5\">No violations.</td></tr>");
+    }
+    out
+}
+
+fn compliance_rows(compliance: &Value) -> String {
+    let mut out = String::new();
+    for c in rows(&compliance["clients"]) {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            text(&c["agent"]),
+            text(&c["network"]),
+            text(&c["requests_without_robots"]),
+            if c["robots_fetched_at"].is_null() { "never".to_string() } else { utc(&c["robots_fetched_at"]) }
+        );
+    }
+    if out.is_empty() {
+        out.push_str("<tr><td colspan=\"4\">Every crawler read robots.txt first.</td></tr>");
+    }
+    out
+}
+
+fn referral_rows(referrals: &Value) -> (String, String) {
+    let mut products = String::new();
+    for p in rows(&referrals["products"]) {
+        let _ = write!(
+            products,
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            text(&p["product"]),
+            text(&p["operator"]),
+            text(&p["referrals"])
+        );
+    }
+    if products.is_empty() {
+        products.push_str("<tr><td colspan=\"3\">No visitors from AI products yet.</td></tr>");
+    }
+    let mut operators = String::new();
+    for o in rows(&referrals["operators"]) {
+        let _ = write!(
+            operators,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            text(&o["operator"]),
+            text(&o["crawl_requests"]),
+            text(&o["referrals"]),
+            if o["crawls_per_referral"].is_null() { "–".to_string() } else { text(&o["crawls_per_referral"]) }
+        );
+    }
+    if operators.is_empty() {
+        operators.push_str("<tr><td colspan=\"4\">No crawls or referrals by these operators yet.</td></tr>");
+    }
+    (products, operators)
+}
+
+fn policy_block(status: &Value) -> String {
+    let sha = status["content_sha256"].as_str().unwrap_or("");
+    let error = match status["last_error"].as_str() {
+        Some(e) => format!(
+            "<p class=\"error\" id=\"policy-error\">Last reload failed at {}: <code>{}</code> (the previous policy stays in force)</p>",
+            utc(&status["last_error_at"]),
+            esc(e)
+        ),
+        None => "<p id=\"policy-error\"></p>".to_string(),
+    };
+    let mut upstreams = String::new();
+    for u in rows(&status["upstreams"]) {
+        let healthy = u["healthy"].as_bool().unwrap_or(false);
+        let _ = write!(
+            upstreams,
+            "<li><span class=\"badge {}\">{}</span> {} <code>{}</code></li>",
+            if healthy { "ok" } else { "bad" },
+            if healthy { "healthy" } else { "unhealthy" },
+            text(&u["server"]),
+            text(&u["address"])
+        );
+    }
+    format!(
+        "<dl id=\"policy\"><dt>File</dt><dd><code>{}</code></dd><dt>SHA-256</dt><dd><code title=\"{}\">{}</code></dd>\
+         <dt>Generation</dt><dd>{}</dd><dt>Loaded</dt><dd>{}</dd><dt>Groups / rules</dt><dd>{} / {}</dd></dl>{error}\
+         <h3>Upstream</h3><ul id=\"upstreams\">{upstreams}</ul>",
+        status["policy_file"].as_str().map_or("(embedded)".to_string(), esc),
+        esc(sha),
+        esc(sha.get(..12).unwrap_or(sha)),
+        text(&status["generation"]),
+        utc(&status["loaded_at"]),
+        text(&status["groups"]),
+        text(&status["rules"]),
+    )
+}
+
+const STYLE: &str = r#"
+:root{--bg:#fff;--fg:#1b1f24;--muted:#5c6670;--line:#d8dee4;--card:#f6f8fa;--accent:#0969da;--ok:#1a7f37;--bad:#cf222e}
+@media (prefers-color-scheme: dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9aa5b1;--line:#30363d;--card:#161b22;--accent:#58a6ff;--ok:#3fb950;--bad:#f85149}}
+*{box-sizing:border-box}body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;background:var(--bg);color:var(--fg)}
+header,main{max-width:1200px;margin:0 auto;padding:12px 16px}header h1{font-size:20px;margin:0}header p{margin:4px 0;color:var(--muted)}
+section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px 14px;margin:12px 0}
+h2{font-size:16px;margin:0 0 8px}h3{font-size:14px;margin:10px 0 4px}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}.grid section{margin:0}
+.scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}th,td{padding:4px 8px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.path{white-space:normal;word-break:break-all}
+th{cursor:pointer;user-select:none;color:var(--muted);font-weight:600}th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}dt{color:var(--muted)}dd{margin:0;word-break:break-all}
+ul{margin:0;padding-left:18px}.badge{display:inline-block;padding:0 6px;border-radius:10px;color:#fff;font-size:12px}.ok{background:var(--ok)}.bad{background:var(--bad)}
+.error{color:var(--bad)}code{font-size:13px}
+svg{width:100%;height:auto;max-height:220px}svg text{fill:var(--muted);font-size:11px}.axis{stroke:var(--line)}polyline{fill:none;stroke:var(--accent);stroke-width:2}
+@media (max-width:600px){header,main{padding:8px}th,td{padding:3px 5px}body{font-size:13px}}
+"#;
+
+const SCRIPT: &str = r##"
+(function(){
+"use strict";
+var COLS=__COLS__;
+function esc(s){return String(s).replace(/[&<>"']/g,function(c){return {"&":"&amp;","<":"&lt;",">":"&gt;","\"":"&quot;","'":"&#39;"}[c];});}
+function txt(v){if(v===null||v===undefined)return "";if(typeof v==="number")return Number.isInteger(v)?String(v):v.toFixed(1);return esc(v);}
+function utc(v){if(!v)return "";var d=new Date(v*1000);function p(n){return (n<10?"0":"")+n;}
+return d.getUTCFullYear()+"-"+p(d.getUTCMonth()+1)+"-"+p(d.getUTCDate())+" "+p(d.getUTCHours())+":"+p(d.getUTCMinutes())+":"+p(d.getUTCSeconds())+" UTC";}
+function get(p){return fetch(p,{credentials:"same-origin",cache:"no-store"}).then(function(r){if(!r.ok)throw new Error(p+": "+r.status);return r.json();});}
+var sortKey=null,sortDesc=true;
+function agentRows(d){var out="";(d.agents||[]).forEach(function(a){out+='<tr data-agent="'+esc(a.agent)+'">';
+COLS.forEach(function(c){var v=c[1]==="verified"?a.verification.verified:a[c[1]];var shown=c[1]==="last_seen"?utc(v):txt(v);
+out+="<td"+(c[2]?' class="n"':"")+' data-v="'+txt(v)+'">'+shown+"</td>";});out+="</tr>";});
+return out||'<tr><td colspan="'+COLS.length+'">No requests yet.</td></tr>';}
+function sortTable(){if(sortKey===null)return;var tb=document.querySelector("#agents tbody");var rs=Array.prototype.slice.call(tb.rows);
+var num=COLS[sortKey][2];rs.sort(function(a,b){var x=a.cells[sortKey],y=b.cells[sortKey];if(!x||!y)return 0;x=x.getAttribute("data-v");y=y.getAttribute("data-v");
+var c=num?(Number(x)-Number(y)):x.localeCompare(y);return sortDesc?-c:c;});rs.forEach(function(r){tb.appendChild(r);});
+document.querySelectorAll("#agents th").forEach(function(th,i){if(i===sortKey)th.setAttribute("aria-sort",sortDesc?"descending":"ascending");else th.removeAttribute("aria-sort");});}
+function chart(t){var tot=t.total||[];var max=Math.max.apply(null,tot.concat([1]));var n=Math.max(tot.length,2)-1;
+var pts=tot.map(function(c,i){return (40+560*i/n).toFixed(1)+","+(150-140*c/max).toFixed(1);});
+document.getElementById("tl-total").setAttribute("points",pts.join(" "));document.getElementById("chart-max").textContent=String(max);}
+function rowsOf(list,f,empty,cols){var out="";(list||[]).forEach(function(x){out+=f(x);});return out||'<tr><td colspan="'+cols+'">'+empty+"</td></tr>";}
+function refresh(){Promise.all([get("/api/agents"),get("/api/timeline?minutes=__MINUTES__"),get("/api/violations"),get("/api/compliance"),get("/api/referrals"),get("/status")]).then(function(r){
+var a=r[0],t=r[1],v=r[2],c=r[3],f=r[4],s=r[5];
+document.querySelector("#agents tbody").innerHTML=agentRows(a);sortTable();chart(t);
+document.querySelector("#violations tbody").innerHTML=rowsOf(v.top,function(x){return "<tr><td>"+txt(x.agent)+'</td><td class="path">'+txt(x.path)+'</td><td class="path">'+txt(x.rule)+'</td><td class="n">'+txt(x.line)+'</td><td class="n">'+txt(x.count)+"</td></tr>";},"No violations.",5);
+document.querySelector("#compliance tbody").innerHTML=rowsOf(c.clients,function(x){return "<tr><td>"+txt(x.agent)+"</td><td>"+txt(x.network)+'</td><td class="n">'+txt(x.requests_without_robots)+"</td><td>"+(x.robots_fetched_at===null?"never":utc(x.robots_fetched_at))+"</td></tr>";},"Every crawler read robots.txt first.",4);
+document.querySelector("#products tbody").innerHTML=rowsOf(f.products,function(x){return "<tr><td>"+txt(x.product)+"</td><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.referrals)+"</td></tr>";},"No visitors from AI products yet.",3);
+document.querySelector("#operators tbody").innerHTML=rowsOf(f.operators,function(x){return "<tr><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.crawl_requests)+'</td><td class="n">'+txt(x.referrals)+'</td><td class="n">'+(x.crawls_per_referral===null?"–":x.crawls_per_referral.toFixed(1))+"</td></tr>";},"No crawls or referrals by these operators yet.",4);
+document.getElementById("generation").textContent=String(s.generation);
+var e=document.getElementById("policy-error");if(s.last_error){e.className="error";e.textContent="Last reload failed at "+utc(s.last_error_at)+": "+s.last_error+" (the previous policy stays in force)";}else{e.textContent="";}
+var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);document.body.setAttribute("data-live","1");
+}).catch(function(err){document.getElementById("updated").textContent="refresh failed: "+err.message;});}
+document.querySelectorAll("#agents th").forEach(function(th,i){th.addEventListener("click",function(){if(sortKey===i)sortDesc=!sortDesc;else{sortKey=i;sortDesc=COLS[i][2];}sortTable();});});
+refresh();setInterval(refresh,__REFRESH__*1000);
+})();
+"##;
+
+/// The whole page.
+pub fn page(d: &Data<'_>) -> String {
+    let (products, operators) = referral_rows(d.referrals);
+    let cols: Vec<String> = AGENT_COLUMNS.iter().map(|(h, k, n)| format!("[\"{h}\",\"{k}\",{n}]")).collect();
+    let script = SCRIPT
+        .replace("__COLS__", &format!("[{}]", cols.join(",")))
+        .replace("__MINUTES__", &CHART_MINUTES.to_string())
+        .replace("__REFRESH__", &REFRESH_SECONDS.to_string());
+    let head: String =
+        AGENT_COLUMNS.iter().map(|(h, _, n)| format!("<th{}>{h}</th>", if *n { " class=\"n\"" } else { "" })).collect();
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"color-scheme\" content=\"light dark\"><meta name=\"robots\" content=\"noindex\">\
+         <title>crawlgate: crawler activity</title><style>{STYLE}</style></head><body>\
+         <header><h1>crawlgate: crawler activity</h1>\
+         <p>Since {started}. Counts live in memory: a restart resets them, a policy reload keeps them. \
+         Policy generation <span id=\"generation\">{generation}</span>. <span id=\"updated\">rendered {now}</span></p></header>\
+         <main>\
+         <div class=\"grid\"><section><h2>Policy</h2>{policy}</section>\
+         <section><h2>Requests per minute</h2>{chart}</section></div>\
+         <section><h2>Agents</h2><div class=\"scroll\"><table id=\"agents\"><thead><tr>{head}</tr></thead><tbody>{agents}</tbody></table></div></section>\
+         <section><h2>Top robots.txt violations</h2><div class=\"scroll\"><table id=\"violations\"><thead><tr><th>Agent</th><th>Path</th><th>Rule</th><th class=\"n\">Line</th><th class=\"n\">Count</th></tr></thead><tbody>{violations}</tbody></table></div></section>\
+         <div class=\"grid\"><section><h2>Crawling without robots.txt</h2><p>Page requests with no robots.txt fetch from the same agent and network in the preceding {window} hours.</p>\
+         <div class=\"scroll\"><table id=\"compliance\"><thead><tr><th>Agent</th><th>Network</th><th class=\"n\">Requests</th><th>robots.txt fetched</th></tr></thead><tbody>{compliance}</tbody></table></div></section>\
+         <section><h2>Visitors from AI products</h2><div class=\"scroll\"><table id=\"products\"><thead><tr><th>Product</th><th>Operator</th><th class=\"n\">Referrals</th></tr></thead><tbody>{products}</tbody></table></div>\
+         <h3>Crawling against referrals</h3><div class=\"scroll\"><table id=\"operators\"><thead><tr><th>Operator</th><th class=\"n\">Crawl requests</th><th class=\"n\">Referrals</th><th class=\"n\">Crawls per referral</th></tr></thead><tbody>{operators}</tbody></table></div></section></div>\
+         </main><script>{script}</script></body></html>\n",
+        started = utc(&d.agents["started_at"]),
+        generation = text(&d.status["generation"]),
+        now = utc(&d.agents["now"]),
+        policy = policy_block(d.status),
+        chart = chart(d.timeline),
+        agents = agent_rows(d.agents),
+        violations = violation_rows(d.violations),
+        window = text(&d.compliance["window_hours"]),
+        compliance = compliance_rows(d.compliance),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn escapes_everything_from_requests() {
+        let agents = json!({"started_at": 0, "now": 0, "agents": [{
+            "agent": "<script>alert(1)</script>", "category": null, "operator": "a\"b", "requests": 1,
+            "verification": {"verified": 0}, "last_seen": 0
+        }]});
+        let violations = json!({"top": [{"agent": "x", "path": "/<img src=x onerror=alert(1)>", "rule": "/'", "line": 3, "count": 1}]});
+        let empty = json!({});
+        let html = page(&Data {
+            status: &json!({"policy_file": "</code><b>", "generation": 1}),
+            agents: &agents,
+            timeline: &json!({"total": [0, 2, 1]}),
+            violations: &violations,
+            compliance: &empty,
+            referrals: &empty,
+        });
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert!(!html.contains("<img"));
+        assert!(!html.contains("</code><b>"));
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(html.contains("a&quot;b"));
+        assert!(html.contains("<polyline id=\"tl-total\" points=\"40.0,150.0 320.0,10.0 600.0,80.0\"/>"));
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(&json!(0)), "");
+        assert_eq!(utc(&json!(951_782_400)), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(&json!(1_795_000_000)), "2026-11-18 11:06:40 UTC");
+    }
+}
