@@ -8,6 +8,7 @@
 //! test crate can use it without a dependency cycle.
 
 pub mod conformance;
+pub mod dns;
 pub mod golden;
 pub mod http;
 pub mod serve;
