@@ -28,8 +28,9 @@ pub mod verification;
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use local_file::LocalFile;
+pub use policy::Claim;
 pub use policy::{
     Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef,
     ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
-pub use route::{BadRequest, Route, UserAgentField};
+pub use route::{BadRequest, Identity, Route, UserAgentField};
