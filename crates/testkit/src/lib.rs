@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod golden;
 pub mod http;
 pub mod temp;
+pub mod wba;
 
 pub use conformance::{ConformanceCase, RfcStatus};
 pub use temp::TempDir;
