@@ -113,7 +113,7 @@ pub struct KnownKey {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyLookup {
     /// The key is known.
-    Found(KnownKey),
+    Found(Box<KnownKey>),
     /// The key could not be obtained; the reason says why.
     Unknown(String),
 }
@@ -225,7 +225,7 @@ impl Keys {
     /// directory fetch could tell.
     pub fn cached_key(&self, keyid: &str, agent: Option<&str>) -> Option<KeyLookup> {
         if let Some(k) = self.inner.pinned.get(keyid) {
-            return Some(KeyLookup::Found(k.clone()));
+            return Some(KeyLookup::Found(Box::new(k.clone())));
         }
         let Some(agent) = agent else {
             return Some(KeyLookup::Unknown(format!(
@@ -346,7 +346,11 @@ impl Keys {
 }
 
 fn found(key: VerifyingKey, dir: &Directory) -> KeyLookup {
-    KeyLookup::Found(KnownKey { key, token: dir.token.clone(), source: KeySource::Directory(dir.url.clone()) })
+    KeyLookup::Found(Box::new(KnownKey {
+        key,
+        token: dir.token.clone(),
+        source: KeySource::Directory(dir.url.clone()),
+    }))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

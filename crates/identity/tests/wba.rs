@@ -3,6 +3,9 @@
 //! expired, early, wrong key, uncovered components, tampered), malformed
 //! headers, and key directories served on 127.0.0.1.
 
+// Helpers outside #[test] functions panic to fail the test that called them.
+#![allow(clippy::panic)]
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crawlgate_identity::keys::{Keys, KeysConfig, PinnedKey};
@@ -396,7 +399,9 @@ async fn malformed_headers_are_invalid_or_absent_never_a_panic() {
     let keys = pinned("ChatGPT-User", signer.jwk());
     let good = signer.sign(&Request::get("a.example", "/"), &SignOptions::web_bot_auth(NOW, 60));
     let huge = format!("sig1=(\"@authority\");tag=\"web-bot-auth\";x=\"{}\"", "a".repeat(20_000));
-    let cases: Vec<(Vec<(&str, &[u8])>, Option<&str>)> = vec![
+    // (header fields, the reason's expected text or None for Absent)
+    type Case<'a> = (Vec<(&'a str, &'a [u8])>, Option<&'a str>);
+    let cases: Vec<Case> = vec![
         (vec![("signature-input", s(b"garbage((("))], Some("Signature-Input is not a structured-field dictionary")),
         (vec![("signature-input", s(b"sig1=\xff\xfe"))], Some("Signature-Input is not a structured-field dictionary")),
         (vec![("signature-input", huge.as_bytes())], Some("signature-input is longer than 16384 bytes")),
