@@ -13,6 +13,7 @@ pub mod golden;
 pub mod http;
 pub mod serve;
 pub mod temp;
+pub mod wba;
 
 pub use conformance::{ConformanceCase, RfcStatus};
 pub use temp::TempDir;
