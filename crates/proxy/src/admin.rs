@@ -48,7 +48,27 @@ impl Admin {
             "agents_txt": snap.agents.is_some(),
             "robots_txt_etag": snap.robots.etag,
             "upstreams": upstreams,
+            "verification_lists": self.verification_lists(),
         })
+    }
+
+    /// Each IP list's source, age, size and last error (empty without
+    /// verification).
+    fn verification_lists(&self) -> Vec<serde_json::Value> {
+        let Some(v) = self.shared.verifier.get() else { return Vec::new() };
+        v.lists()
+            .status()
+            .into_iter()
+            .map(|s| {
+                serde_json::json!({
+                    "source": s.source,
+                    "age_seconds": s.age_secs,
+                    "prefixes": s.prefixes,
+                    "last_error": s.last_error,
+                    "refresh_failures": s.failures,
+                })
+            })
+            .collect()
     }
 }
 

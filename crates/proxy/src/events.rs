@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{Action, LocalFile};
 
 use crate::metrics::{Metrics, OTHER_AGENT};
@@ -46,6 +47,10 @@ pub struct Violation<'a> {
     pub path: &'a str,
     /// `LogViolation` or `Block`.
     pub action: Action,
+    /// The client address.
+    pub client_ip: Option<std::net::IpAddr>,
+    /// The verification outcome.
+    pub verification: Verification,
 }
 
 impl Violation<'_> {
@@ -60,6 +65,8 @@ impl Violation<'_> {
             rule_line = self.rule.1,
             path = %self.path,
             action = if self.action == Action::Block { "block" } else { "log" },
+            client_ip = %self.client_ip.map(|a| a.to_string()).unwrap_or_default(),
+            verification = %self.verification,
             "Request for a path robots.txt disallows"
         );
     }
@@ -103,12 +110,18 @@ pub struct RequestDone<'a> {
     pub elapsed: Duration,
     /// The error that ended it, if any.
     pub error: Option<&'a pingora::Error>,
+    /// The client address.
+    pub client_ip: Option<std::net::IpAddr>,
+    /// The verification outcome.
+    pub verification: Verification,
+    /// What showed it, if anything was checked.
+    pub evidence: Option<&'a crawlgate_identity::Evidence>,
 }
 
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
-        metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.elapsed);
+        metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.verification.label(), self.elapsed);
     }
 
     /// Writes the access log line.
@@ -125,6 +138,9 @@ impl RequestDone<'_> {
             upstream = %self.upstream.map(|a| a.to_string()).unwrap_or_default(),
             duration_ms = self.elapsed.as_secs_f64() * 1000.0,
             error = %self.error.map(|e| e.to_string()).unwrap_or_default(),
+            client_ip = %self.client_ip.map(|a| a.to_string()).unwrap_or_default(),
+            verification = %self.verification,
+            evidence = %self.evidence.map(|e| e.to_string()).unwrap_or_default(),
             "request"
         );
     }

@@ -17,6 +17,7 @@ mod respond;
 mod service;
 mod state;
 mod upstream;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -99,7 +100,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     );
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
+    let verifier = verify::build(&snap.policy)?;
     let shared = Shared::new(snap, watch.clone(), metrics);
+    if let Some(v) = verifier {
+        let _ = shared.verifier.set(v);
+    }
 
     let mut options = HttpServerOptions::default();
     options.h2c = h2c;
@@ -134,6 +139,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     }
     if let Some(path) = watch {
         server.add_service(background_service("policy watcher", Watcher::new(Reloader::new(shared.clone(), path))));
+    }
+    if shared.verifier.get().is_some() {
+        server.add_service(background_service("verification lists", verify::Refresher::new(shared.clone())));
     }
     server.add_service(background_service("upstream health", HealthChecker::new(shared)));
     server.run_forever()

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use crawlgate_policy::{Action, AgentId, Decision, LocalFile, Route, UrlControls, UserAgentField};
+use crawlgate_identity::{Evidence, Verdict};
+use crawlgate_policy::verification::Verification;
+use crawlgate_policy::{Action, AgentId, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
@@ -97,6 +99,11 @@ pub struct Ctx {
     forward: Option<String>,
     /// Set when the proxy answered itself.
     local: Option<Local>,
+    /// The client address.
+    client_ip: Option<std::net::IpAddr>,
+    /// The verification outcome and what showed it.
+    verification: Verification,
+    evidence: Option<Evidence>,
 }
 
 impl Ctx {
@@ -145,6 +152,9 @@ impl ProxyHttp for Gate {
             upstream: None,
             upstream_status: None,
             local: None,
+            client_ip: None,
+            verification: Verification::NotApplicable,
+            evidence: None,
         }
     }
 
@@ -193,7 +203,18 @@ impl ProxyHttp for Gate {
             1 => UserAgentField::One(&ua),
             _ => UserAgentField::Many,
         };
-        match snap.policy.route(req.method == http::Method::OPTIONS, req.raw_path(), field) {
+        ctx.client_ip = client_ip(session);
+        let verdict = match ctx.client_ip {
+            Some(ip) => crate::verify::verify(&self.shared, &snap.policy, req, &ua, ip).await,
+            None => Verdict::default(),
+        };
+        self.count_verification(&snap, &ua, &verdict);
+        let Verdict { verification, evidence, signed_token } = verdict;
+        ctx.verification = verification;
+        ctx.evidence = (evidence != Evidence::None).then_some(evidence);
+        let identity = Identity { verification, proven: signed_token.as_deref() };
+        let client = ctx.client_ip;
+        match snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity) {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
@@ -225,7 +246,11 @@ impl ProxyHttp for Gate {
                 ctx.outcome = Action::Block;
                 ctx.local = Some(Local::Blocked);
                 let agent = decision.agent.unwrap_or(OTHER_AGENT);
-                violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                // A block for a failed verification is no robots.txt
+                // violation; the access log line shows it.
+                if decision.on_failure.is_none() || decision.rule.is_some_and(|r| !r.allow) {
+                    violation(&decision, &target.canonical, client).emit(&self.shared.metrics);
+                }
                 let body = respond::block_body(decision.block_status, agent, target.path());
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
@@ -236,7 +261,7 @@ impl ProxyHttp for Gate {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
                 if ctx.outcome == Action::LogViolation {
-                    violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                    violation(&decision, &target.canonical, client).emit(&self.shared.metrics);
                 }
                 // HEAD too: it gets the headers the GET would get.
                 ctx.html_candidate = controls.html.is_some();
@@ -428,6 +453,9 @@ impl ProxyHttp for Gate {
             upstream: ctx.upstream,
             elapsed: ctx.started.elapsed(),
             error: e,
+            client_ip: ctx.client_ip,
+            verification: ctx.verification,
+            evidence: ctx.evidence.as_ref(),
         };
         done.count(&self.shared.metrics);
         let settings = &ctx.snap.policy.settings().server;
@@ -437,9 +465,34 @@ impl ProxyHttp for Gate {
     }
 }
 
+/// The client's address: the socket peer.
+fn client_ip(session: &Session) -> Option<std::net::IpAddr> {
+    session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip().to_canonical())
+}
+
+impl Gate {
+    /// Counts a verification outcome under the claimed (or signed) token,
+    /// a policy token or `other`.
+    fn count_verification(&self, snap: &Snapshot, ua: &str, verdict: &Verdict) {
+        if verdict.verification == Verification::NotApplicable {
+            return;
+        }
+        let policy = &snap.policy;
+        let agent = verdict
+            .signed_token
+            .as_deref()
+            .and_then(|t| policy.claim_token(t))
+            .or_else(|| policy.claim(ua))
+            .map_or(OTHER_AGENT, |c| c.agent);
+        self.shared.metrics.verification().verification(agent, verdict.verification);
+    }
+}
+
 /// The violation event of a decision that robots.txt disallows.
-fn violation<'a>(decision: &Decision<'a>, path: &'a str) -> Violation<'a> {
+fn violation<'a>(decision: &Decision<'a>, path: &'a str, client_ip: Option<std::net::IpAddr>) -> Violation<'a> {
     Violation {
+        client_ip,
+        verification: decision.verification,
         agent: decision.agent.unwrap_or(OTHER_AGENT),
         group: decision.group.map_or("", |g| g.name),
         rule: decision.rule.map_or(("", 0), |r| (r.pattern, r.line)),

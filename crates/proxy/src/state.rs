@@ -129,6 +129,9 @@ pub struct Shared {
     pub status: Mutex<LoadStatus>,
     /// The metrics registry.
     pub metrics: Metrics,
+    /// The identity verifier, set once at start when the policy has a
+    /// `[verification]` table.
+    pub verifier: std::sync::OnceLock<crawlgate_identity::Verifier>,
 }
 
 impl Shared {
@@ -139,6 +142,7 @@ impl Shared {
             config_path,
             status: Mutex::new(LoadStatus::default()),
             metrics,
+            verifier: std::sync::OnceLock::new(),
         })
     }
 
