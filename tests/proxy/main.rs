@@ -8,6 +8,7 @@ mod errors;
 mod headers;
 mod html;
 mod html_limits;
+mod identity;
 mod ops;
 mod protocols;
 mod serving;
