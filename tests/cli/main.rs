@@ -5,3 +5,4 @@ mod catalog;
 mod golden;
 mod offline;
 mod robots;
+mod verify;

@@ -134,6 +134,14 @@ pub struct VerifierConfig {
 }
 
 impl VerifierConfig {
+    /// The configuration for `policy`: its `[verification]` table and every
+    /// token with its group's `verify` mode.
+    pub fn for_policy(policy: &crawlgate_policy::Policy) -> VerifierConfig {
+        let tokens: Vec<_> =
+            policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify)).collect();
+        VerifierConfig::from_settings(&policy.settings().verification, tokens)
+    }
+
     /// The configuration for the policy's `[verification]` table and its
     /// tokens (with their groups' `verify` modes): a token's lists are
     /// loaded when its mode allows `ip`, its domains kept when it allows
@@ -423,9 +431,12 @@ impl Acc {
     }
 }
 
-/// Builds a [`Finding`] into a verdict, for callers that judge one method.
-pub fn verdict_of(method: Method, finding: Finding) -> Verdict {
+/// The verdict of findings in the order they were made: the first proof
+/// wins, else the first disproof, else nothing could tell.
+pub fn combine(findings: &[(Method, Finding)]) -> Verdict {
     let mut acc = Acc::default();
-    acc.add(method, finding);
+    for (m, f) in findings {
+        acc.add(*m, f.clone());
+    }
     acc.finish()
 }

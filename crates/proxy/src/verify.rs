@@ -26,8 +26,7 @@ use crate::state::Shared;
 /// The verifier's configuration for `policy`: its `[verification]` table and
 /// every token with its group's `verify` mode.
 pub fn config(policy: &Policy) -> VerifierConfig {
-    let tokens: Vec<_> = policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify)).collect();
-    VerifierConfig::from_settings(&policy.settings().verification, tokens)
+    VerifierConfig::for_policy(policy)
 }
 
 /// The verifier for `policy`, `None` without a `[verification]` table.
