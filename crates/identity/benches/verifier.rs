@@ -1,5 +1,11 @@
 //! The cached verification path: what a request whose outcome is known
-//! adds (an IP list hit, a list miss, a cached reverse DNS answer).
+//! adds (an IP list hit, a list miss), with and without finding the claim
+//! in the User-Agent.
+//!
+//! `cargo bench -p crawlgate-identity --bench verifier`
+
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::net::IpAddr;
@@ -21,16 +27,16 @@ fn bench(c: &mut Criterion) {
         "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.lists]\nGooglebot = [\"{}\"]\n[verification.dns]\nnameservers = [\"127.0.0.1:9\"]\n[[group]]\nuser_agents = [\"Googlebot\"]\nverify = \"ip\"\n",
         list.display()
     );
-    let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
-    let rt = tokio::runtime::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+    let Ok(policy) = crawlgate_policy::load(&src, "p.toml").map(|l| l.policy) else { return };
+    let Ok(rt) = tokio::runtime::Runtime::new() else { return };
     let _guard = rt.enter();
-    let tokens: Vec<_> = policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify)).collect();
-    let verifier = Verifier::new(VerifierConfig::from_settings(&policy.settings().verification, tokens))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Ok(verifier) = Verifier::new(VerifierConfig::for_policy(&policy)) else { return };
     let ua = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Googlebot/2.1; +http://www.google.com/bot.html) Chrome/120.0.0.0 Safari/537.36";
-    let listed: IpAddr = "66.249.66.1".parse().unwrap_or_else(|e| panic!("{e}"));
-    let other: IpAddr = "192.0.2.1".parse().unwrap_or_else(|e| panic!("{e}"));
-    let claim = policy.claim(ua).unwrap_or_else(|| panic!("no claim"));
+    let listed = IpAddr::from([66, 249, 66, 1]);
+    let other = IpAddr::from([192, 0, 2, 1]);
+    let Some(claim) = policy.claim(ua) else { return };
+    // The bench measures the path it names: a listed address verifies.
+    assert!(verifier.verify_cached(&claim, listed).is_some_and(|v| v.verification.label() == "verified"));
     c.bench_function("verify_cached listed", |b| {
         b.iter(|| verifier.verify_cached(black_box(&claim), black_box(listed)))
     });
