@@ -3,6 +3,9 @@
 //! against a real HTTP server on 127.0.0.1 (changed lists, broken lists,
 //! restart from the state directory with the server gone).
 
+// A test reports a failure by panicking, also from its helpers.
+#![allow(clippy::panic)]
+
 use std::net::IpAddr;
 use std::time::Duration;
 
