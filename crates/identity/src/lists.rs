@@ -78,7 +78,9 @@ impl Default for ListsConfig {
 pub enum IpCheck {
     /// No list is configured for the token.
     NoSource,
-    /// Lists are configured but none has been loaded yet.
+    /// Lists are configured, none of the loaded ones contains the address,
+    /// and at least one has not been loaded yet (so the address may still
+    /// be listed).
     NotLoaded,
     /// The address is in this list's prefix.
     Match {
@@ -87,7 +89,7 @@ pub enum IpCheck {
         /// The prefix that contains the address.
         prefix: IpPrefix,
     },
-    /// The address is in none of the token's loaded lists.
+    /// Every list of the token is loaded and none contains the address.
     NoMatch,
 }
 
@@ -208,7 +210,7 @@ impl Lists {
     }
 
     /// What the lists say about `ip` claiming `token` (the configured
-    /// spelling, else ASCII case-insensitive). Lock-free.
+    /// spelling, else ASCII case-insensitive). Lock-free and allocation-free.
     pub fn check(&self, token: &str, ip: IpAddr) -> IpCheck {
         let ids = match self.inner.tokens.get(token) {
             Some(ids) => ids,
@@ -221,15 +223,18 @@ impl Lists {
             return IpCheck::NoSource;
         }
         let state = self.inner.state.load();
-        let mut loaded = false;
+        let mut all_loaded = true;
         for &id in ids {
-            let Some(table) = state.get(id).and_then(|s| s.table.as_ref()) else { continue };
-            loaded = true;
+            let Some(table) = state.get(id).and_then(|s| s.table.as_ref()) else {
+                all_loaded = false;
+                continue;
+            };
             if let (Some(prefix), Some(entry)) = (table.lookup(ip), self.inner.entries.get(id)) {
                 return IpCheck::Match { source: entry.name.clone(), prefix };
             }
         }
-        if loaded {
+        // The address may be in a list not loaded yet: no proof either way.
+        if all_loaded {
             IpCheck::NoMatch
         } else {
             IpCheck::NotLoaded
