@@ -491,7 +491,10 @@ fn write_atomically(dir: &Path, path: &Path, copy: &Persisted) -> Result<(), Str
     std::fs::create_dir_all(dir).map_err(|e| fail("create the directory", e))?;
     let json = serde_json::to_vec(copy).map_err(|e| format!("cannot serialize the list: {e}"))?;
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    // Unique per write, so two writers of one list never share a temporary.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{file_name}.{}-{n}.tmp", std::process::id()));
     let written = std::fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(&json).and_then(|()| f.sync_all()))
         .map_err(|e| fail("write", e))
