@@ -140,7 +140,7 @@ struct Inner {
     refresh: Duration,
     state_dir: Option<PathBuf>,
     entries: Vec<Entry>,
-    /// Token (as configured) -> indexes into `entries`.
+    /// Token (ASCII lowercase) -> indexes into `entries`.
     tokens: HashMap<String, Vec<usize>>,
     /// One slot per entry, swapped whole.
     state: ArcSwap<Vec<Slot>>,
@@ -174,7 +174,7 @@ impl Lists {
         let mut entries: Vec<Entry> = Vec::new();
         let mut tokens: HashMap<String, Vec<usize>> = HashMap::new();
         for (token, sources) in agents {
-            let ids = tokens.entry(token).or_default();
+            let ids = tokens.entry(token.to_ascii_lowercase()).or_default();
             for source in sources {
                 let id = match entries.iter().position(|e| e.source == source) {
                     Some(id) => id,
@@ -209,15 +209,17 @@ impl Lists {
         }
     }
 
-    /// What the lists say about `ip` claiming `token` (the configured
-    /// spelling, else ASCII case-insensitive). Lock-free and allocation-free.
+    /// What the lists say about `ip` claiming `token` (ASCII
+    /// case-insensitive). Lock-free and allocation-free.
     pub fn check(&self, token: &str, ip: IpAddr) -> IpCheck {
-        let ids = match self.inner.tokens.get(token) {
-            Some(ids) => ids,
-            None => match self.inner.tokens.iter().find(|(t, _)| t.eq_ignore_ascii_case(token)) {
-                Some((_, ids)) => ids,
-                None => return IpCheck::NoSource,
-            },
+        // Lowercased on the stack: no allocation per request. Tokens are
+        // short (RFC 9309 product tokens); a longer one is in no list.
+        let mut buf = [0u8; 64];
+        let Some(lower) = buf.get_mut(..token.len()) else { return IpCheck::NoSource };
+        lower.copy_from_slice(token.as_bytes());
+        lower.make_ascii_lowercase();
+        let Some(ids) = std::str::from_utf8(lower).ok().and_then(|t| self.inner.tokens.get(t)) else {
+            return IpCheck::NoSource;
         };
         if ids.is_empty() {
             return IpCheck::NoSource;
@@ -544,11 +546,14 @@ mod tests {
             ..ListsConfig::default()
         });
         assert_eq!(lists.inner.entries.len(), 2);
-        assert_eq!(lists.inner.tokens["Two"], vec![1]);
+        assert_eq!(lists.inner.tokens["two"], vec![1]);
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(lists.check("one", ip), IpCheck::NotLoaded);
         assert_eq!(lists.check("Three", ip), IpCheck::NoSource);
         assert_eq!(lists.check("Four", ip), IpCheck::NoSource);
+        assert_eq!(lists.check("ONE", ip), IpCheck::NotLoaded);
+        assert_eq!(lists.check(&"x".repeat(65), ip), IpCheck::NoSource);
+        assert_eq!(lists.check("Dé", ip), IpCheck::NoSource);
         let status = lists.status();
         assert_eq!(status.len(), 2);
         assert_eq!(
