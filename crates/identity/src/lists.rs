@@ -78,7 +78,9 @@ impl Default for ListsConfig {
 pub enum IpCheck {
     /// No list is configured for the token.
     NoSource,
-    /// Lists are configured but none has been loaded yet.
+    /// Lists are configured, none of the loaded ones contains the address,
+    /// and at least one has not been loaded yet (so the address may still
+    /// be listed).
     NotLoaded,
     /// The address is in this list's prefix.
     Match {
@@ -87,7 +89,7 @@ pub enum IpCheck {
         /// The prefix that contains the address.
         prefix: IpPrefix,
     },
-    /// The address is in none of the token's loaded lists.
+    /// Every list of the token is loaded and none contains the address.
     NoMatch,
 }
 
@@ -138,7 +140,7 @@ struct Inner {
     refresh: Duration,
     state_dir: Option<PathBuf>,
     entries: Vec<Entry>,
-    /// Token (as configured) -> indexes into `entries`.
+    /// Token (ASCII lowercase) -> indexes into `entries`.
     tokens: HashMap<String, Vec<usize>>,
     /// One slot per entry, swapped whole.
     state: ArcSwap<Vec<Slot>>,
@@ -172,7 +174,7 @@ impl Lists {
         let mut entries: Vec<Entry> = Vec::new();
         let mut tokens: HashMap<String, Vec<usize>> = HashMap::new();
         for (token, sources) in agents {
-            let ids = tokens.entry(token).or_default();
+            let ids = tokens.entry(token.to_ascii_lowercase()).or_default();
             for source in sources {
                 let id = match entries.iter().position(|e| e.source == source) {
                     Some(id) => id,
@@ -207,29 +209,34 @@ impl Lists {
         }
     }
 
-    /// What the lists say about `ip` claiming `token` (the configured
-    /// spelling, else ASCII case-insensitive). Lock-free.
+    /// What the lists say about `ip` claiming `token` (ASCII
+    /// case-insensitive). Lock-free and allocation-free.
     pub fn check(&self, token: &str, ip: IpAddr) -> IpCheck {
-        let ids = match self.inner.tokens.get(token) {
-            Some(ids) => ids,
-            None => match self.inner.tokens.iter().find(|(t, _)| t.eq_ignore_ascii_case(token)) {
-                Some((_, ids)) => ids,
-                None => return IpCheck::NoSource,
-            },
+        // Lowercased on the stack: no allocation per request. Tokens are
+        // short (RFC 9309 product tokens); a longer one is in no list.
+        let mut buf = [0u8; 64];
+        let Some(lower) = buf.get_mut(..token.len()) else { return IpCheck::NoSource };
+        lower.copy_from_slice(token.as_bytes());
+        lower.make_ascii_lowercase();
+        let Some(ids) = std::str::from_utf8(lower).ok().and_then(|t| self.inner.tokens.get(t)) else {
+            return IpCheck::NoSource;
         };
         if ids.is_empty() {
             return IpCheck::NoSource;
         }
         let state = self.inner.state.load();
-        let mut loaded = false;
+        let mut all_loaded = true;
         for &id in ids {
-            let Some(table) = state.get(id).and_then(|s| s.table.as_ref()) else { continue };
-            loaded = true;
+            let Some(table) = state.get(id).and_then(|s| s.table.as_ref()) else {
+                all_loaded = false;
+                continue;
+            };
             if let (Some(prefix), Some(entry)) = (table.lookup(ip), self.inner.entries.get(id)) {
                 return IpCheck::Match { source: entry.name.clone(), prefix };
             }
         }
-        if loaded {
+        // The address may be in a list not loaded yet: no proof either way.
+        if all_loaded {
             IpCheck::NoMatch
         } else {
             IpCheck::NotLoaded
@@ -486,7 +493,10 @@ fn write_atomically(dir: &Path, path: &Path, copy: &Persisted) -> Result<(), Str
     std::fs::create_dir_all(dir).map_err(|e| fail("create the directory", e))?;
     let json = serde_json::to_vec(copy).map_err(|e| format!("cannot serialize the list: {e}"))?;
     let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    // Unique per write, so two writers of one list never share a temporary.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{file_name}.{}-{n}.tmp", std::process::id()));
     let written = std::fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(&json).and_then(|()| f.sync_all()))
         .map_err(|e| fail("write", e))
@@ -536,11 +546,14 @@ mod tests {
             ..ListsConfig::default()
         });
         assert_eq!(lists.inner.entries.len(), 2);
-        assert_eq!(lists.inner.tokens["Two"], vec![1]);
+        assert_eq!(lists.inner.tokens["two"], vec![1]);
         let ip: IpAddr = "192.0.2.1".parse().unwrap();
         assert_eq!(lists.check("one", ip), IpCheck::NotLoaded);
         assert_eq!(lists.check("Three", ip), IpCheck::NoSource);
         assert_eq!(lists.check("Four", ip), IpCheck::NoSource);
+        assert_eq!(lists.check("ONE", ip), IpCheck::NotLoaded);
+        assert_eq!(lists.check(&"x".repeat(65), ip), IpCheck::NoSource);
+        assert_eq!(lists.check("Dé", ip), IpCheck::NoSource);
         let status = lists.status();
         assert_eq!(status.len(), 2);
         assert_eq!(

@@ -3,6 +3,9 @@
 //! against a real HTTP server on 127.0.0.1 (changed lists, broken lists,
 //! restart from the state directory with the server gone).
 
+// A test reports a failure by panicking, also from its helpers.
+#![allow(clippy::panic)]
+
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -513,5 +516,25 @@ async fn run_fetches_missing_lists_at_start() {
     }
     task.abort();
     assert_eq!(server.hits("/g.json"), 1);
+    server.stop();
+}
+
+#[tokio::test]
+async fn no_match_needs_every_list_of_the_token() {
+    let server = Server::start();
+    server.set("/a.json", 200, "application/json", LIST_A);
+    server.set("/b.json", 503, "text/plain", "");
+    let (a, b) = (server.url("/a.json"), server.url("/b.json"));
+    let lists = Lists::new(ListsConfig {
+        agents: vec![("Google-Agent".into(), vec![ListSource::Url(a.clone()), ListSource::Url(b)])],
+        ..ListsConfig::default()
+    });
+    lists.refresh_all().await;
+    assert_eq!(lists.check("Google-Agent", ip("66.249.64.1")), matched(&a, "66.249.64.0/27"));
+    // Not in A, and B could not be fetched: the address may be in B.
+    assert_eq!(lists.check("Google-Agent", ip("192.0.2.1")), IpCheck::NotLoaded);
+    server.set("/b.json", 200, "text/plain", "198.51.100.0/24\n");
+    lists.refresh_all().await;
+    assert_eq!(lists.check("Google-Agent", ip("192.0.2.1")), IpCheck::NoMatch);
     server.stop();
 }
