@@ -14,6 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -117,6 +118,7 @@ struct Inner {
     config: RdnsConfig,
     cache: Mutex<Cache>,
     in_flight: Mutex<HashMap<IpAddr, watch::Receiver<Option<Arc<Entry>>>>>,
+    lookups: AtomicU64,
 }
 
 impl std::fmt::Debug for Fcrdns {
@@ -167,6 +169,7 @@ impl Fcrdns {
                 resolver,
                 cache: Mutex::new(Cache::new(config.cache_size)),
                 in_flight: Mutex::new(HashMap::new()),
+                lookups: AtomicU64::new(0),
                 config,
             }),
         })
@@ -203,6 +206,7 @@ impl Fcrdns {
                 }
                 let (tx, rx) = watch::channel(None);
                 in_flight.insert(ip, rx.clone());
+                self.inner.lookups.fetch_add(1, Ordering::Relaxed);
                 let inner = Arc::clone(&self.inner);
                 tokio::spawn(async move { inner.run(ip, tx).await });
                 rx
@@ -221,6 +225,12 @@ impl Fcrdns {
     /// The number of cached addresses.
     pub fn cache_len(&self) -> usize {
         lock(&self.inner.cache).map.len()
+    }
+
+    /// The number of lookups started: checks that found neither a cached
+    /// outcome nor a lookup of the same address in flight.
+    pub fn lookups(&self) -> u64 {
+        self.inner.lookups.load(Ordering::Relaxed)
     }
 
     fn cache_get(&self, ip: IpAddr, now: Instant) -> Option<Arc<Entry>> {
