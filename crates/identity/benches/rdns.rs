@@ -2,6 +2,12 @@
 //! `Fcrdns::cached` on a hit (PTR name matched against the operator's
 //! domains) and on a miss, with the cache holding 10,000 addresses. The
 //! entries come from real lookups against the test DNS server on 127.0.0.1.
+//!
+//! `cargo bench -p crawlgate-identity --bench rdns`
+
+// `criterion_group!` defines an undocumented public function; a bench
+// whose setup fails should stop.
+#![allow(missing_docs, clippy::panic)]
 
 use std::hint::black_box;
 use std::net::IpAddr;

@@ -14,6 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -117,6 +118,7 @@ struct Inner {
     config: RdnsConfig,
     cache: Mutex<Cache>,
     in_flight: Mutex<HashMap<IpAddr, watch::Receiver<Option<Arc<Entry>>>>>,
+    lookups: AtomicU64,
 }
 
 impl std::fmt::Debug for Fcrdns {
@@ -167,6 +169,7 @@ impl Fcrdns {
                 resolver,
                 cache: Mutex::new(Cache::new(config.cache_size)),
                 in_flight: Mutex::new(HashMap::new()),
+                lookups: AtomicU64::new(0),
                 config,
             }),
         })
@@ -201,10 +204,16 @@ impl Fcrdns {
                         reason: format!("{} reverse DNS lookups already in flight", in_flight.len()),
                     };
                 }
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return RdnsCheck::Failed { reason: "no Tokio runtime to run the lookup on".into() };
+                };
                 let (tx, rx) = watch::channel(None);
                 in_flight.insert(ip, rx.clone());
+                self.inner.lookups.fetch_add(1, Ordering::Relaxed);
                 let inner = Arc::clone(&self.inner);
-                tokio::spawn(async move { inner.run(ip, tx).await });
+                // The lookup runs on its own, so a waiter that gives up
+                // (or is dropped) does not cancel it for the others.
+                runtime.spawn(async move { inner.run(ip, tx).await });
                 rx
             }
         };
@@ -223,6 +232,12 @@ impl Fcrdns {
         lock(&self.inner.cache).map.len()
     }
 
+    /// The number of lookups started: checks that found neither a cached
+    /// outcome nor a lookup of the same address in flight.
+    pub fn lookups(&self) -> u64 {
+        self.inner.lookups.load(Ordering::Relaxed)
+    }
+
     fn cache_get(&self, ip: IpAddr, now: Instant) -> Option<Arc<Entry>> {
         lock(&self.inner.cache).get(ip, now)
     }
@@ -232,15 +247,19 @@ impl Inner {
     /// One lookup of `ip`, bounded by the timeout; its result is cached, then
     /// handed to every waiter.
     async fn run(self: Arc<Self>, ip: IpAddr, tx: watch::Sender<Option<Arc<Entry>>>) {
+        // However this task ends, the address leaves the in-flight map.
+        let leave = LeaveInFlight { inner: Arc::clone(&self), ip };
         let timeout = self.config.timeout;
         let (outcome, ttl) = match tokio::time::timeout(timeout, Arc::clone(&self).lookup(ip)).await {
             Ok(found) => found,
             Err(_) => (Outcome::Failed(format!("timed out after {} ms", timeout.as_millis())), self.config.failure_ttl),
         };
         let now = Instant::now();
-        let entry = Arc::new(Entry { expires: now + ttl, outcome });
+        let expires = now.checked_add(ttl).unwrap_or(now + Duration::from_secs(86_400));
+        let entry = Arc::new(Entry { expires, outcome });
+        // Cached before leaving the in-flight map: `check` relies on it.
         lock(&self.cache).insert(ip, Arc::clone(&entry));
-        lock(&self.in_flight).remove(&ip);
+        drop(leave);
         tx.send_replace(Some(entry));
     }
 
@@ -374,6 +393,18 @@ impl Inner {
 
     fn clamp(&self, ttl: Duration) -> Duration {
         ttl.clamp(self.config.min_ttl, self.config.max_ttl.max(self.config.min_ttl))
+    }
+}
+
+/// Removes an address from the in-flight map when its lookup ends.
+struct LeaveInFlight {
+    inner: Arc<Inner>,
+    ip: IpAddr,
+}
+
+impl Drop for LeaveInFlight {
+    fn drop(&mut self) {
+        lock(&self.inner.in_flight).remove(&self.ip);
     }
 }
 
