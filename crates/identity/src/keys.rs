@@ -6,7 +6,11 @@
 //!
 //! Keys are named by their JWK thumbprint (RFC 7638 with the OKP members of
 //! RFC 8037 section 2), which is what the Web Bot Auth profile puts in
-//! `keyid`.
+//! `keyid`. A key proves a token when it is pinned for that token, or when
+//! it is listed in the directory of a host that a built-in catalog entry
+//! names in `signature_agents` (e.g. `chatgpt.com` for `ChatGPT-User`);
+//! other directories are fetched only with `any_agent`, and their keys
+//! prove no token.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -55,7 +55,8 @@ pub enum SignatureCheck {
         /// The token the key belongs to (pinned key or the catalog's
         /// `Signature-Agent` host), if known.
         token: Option<String>,
-        /// The `Signature-Agent` value, if present.
+        /// The `Signature-Agent` URL, if the header is present and names
+        /// one.
         agent: Option<String>,
     },
     /// A signature is present and wrong: bad bytes, expired, outside the
@@ -232,6 +233,8 @@ fn candidate(
         Some(BareItem::String(s)) if s.as_str() == "ed25519" => {}
         Some(other) => return Err(format!("signature {label}: alg {other:?} is not supported (only ed25519)")),
     }
+    // `@target-uri` contains the authority, so it covers it as well
+    // (draft-meunier-web-bot-auth-architecture accepts either).
     let names: Vec<&str> = covered.items.iter().filter_map(|i| i.bare_item.as_string().map(|s| s.as_str())).collect();
     if !names.iter().any(|n| *n == "@authority" || *n == "@target-uri") {
         return Err(format!("signature {label}: @authority is not covered"));
@@ -423,22 +426,21 @@ fn bases(req: &SignedRequest<'_>, covered: &Covered) -> Result<Vec<Vec<u8>>, Str
 /// component, then the `@signature-params` line.
 fn base(req: &SignedRequest<'_>, covered: &Covered, scheme: &str) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(256);
-    let mut seen: Vec<String> = Vec::with_capacity(covered.items.len());
+    let mut seen = std::collections::HashSet::with_capacity(covered.items.len());
     for item in &covered.items {
         let name = item
             .bare_item
             .as_string()
             .ok_or_else(|| format!("covered component {:?} is not a string", item.bare_item))?;
         let id = item.serialize();
-        if seen.contains(&id) {
-            return Err(format!("component {id} is covered twice"));
-        }
         let value = component_value(req, name.as_str(), &item.params, scheme)?;
         out.extend_from_slice(id.as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(&value);
         out.push(b'\n');
-        seen.push(id);
+        if !seen.insert(id) {
+            return Err(format!("component {} is covered twice", item.serialize()));
+        }
     }
     let params_line: List =
         vec![ListEntry::InnerList(sfv::InnerList::with_params(covered.items.clone(), covered.params.clone()))];
