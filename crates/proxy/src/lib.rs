@@ -65,7 +65,8 @@ pub fn init_logging() {
 /// otherwise the process exits when Pingora shuts down.
 pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
     init_logging();
-    let metrics = Metrics::new().context("cannot register metrics")?;
+    let metrics =
+        Metrics::with_verification(loaded.policy.settings().verification.enabled).context("cannot register metrics")?;
     for w in &loaded.warnings {
         tracing::warn!(target: "crawlgate::policy", "{w}");
     }

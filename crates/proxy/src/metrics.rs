@@ -93,6 +93,8 @@ pub struct Metrics {
     connections_refused: IntCounterVec,
     client_timeouts: IntCounterVec,
     verification: VerificationMetrics,
+    /// Whether `crawlgate_requests_total` has the `verification` label.
+    verification_label: bool,
 }
 
 /// The verification metrics: outcomes, the IP lists' state and the
@@ -208,8 +210,13 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> prom
 }
 
 impl Metrics {
-    /// Creates and registers every metric.
-    pub fn new() -> prometheus::Result<Metrics> {
+    /// Creates and registers every metric. With `verification` (the policy at start has a
+    /// `[verification]` table) `crawlgate_requests_total` also has the
+    /// bounded `verification` label, without it its labels stay `agent`
+    /// and `decision`.
+    pub fn with_verification(verification: bool) -> prometheus::Result<Metrics> {
+        let request_labels: &[&str] =
+            if verification { &["agent", "decision", "verification"] } else { &["agent", "decision"] };
         let registry = Registry::new();
         let r = &registry;
         let duration = HistogramVec::new(
@@ -268,8 +275,8 @@ impl Metrics {
             requests: counter(
                 r,
                 "crawlgate_requests_total",
-                "Proxied or answered requests by agent token, decision and verification outcome (none, verified, unverified, spoofed).",
-                &["agent", "decision", "verification"],
+                "Proxied or answered requests by agent token, decision and, with verification, its outcome (none, verified, unverified, spoofed).",
+                request_labels,
             )?,
             robots_fetches: counter(
                 r,
@@ -315,6 +322,7 @@ impl Metrics {
             )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             verification: VerificationMetrics::new(r)?,
+            verification_label: verification,
             duration,
             generation,
             reload_failing,
@@ -331,7 +339,11 @@ impl Metrics {
 
     /// Counts one request; `verification` is one of [`VERIFICATION_LABELS`].
     pub fn request(&self, agent: &str, outcome: Action, verification: &str, elapsed: Duration) {
-        self.requests.with_label_values(&[agent, outcome.as_str(), verification]).inc();
+        if self.verification_label {
+            self.requests.with_label_values(&[agent, outcome.as_str(), verification]).inc();
+        } else {
+            self.requests.with_label_values(&[agent, outcome.as_str()]).inc();
+        }
         self.duration.with_label_values(&[outcome.as_str()]).observe(elapsed.as_secs_f64());
     }
 
@@ -410,8 +422,12 @@ impl Metrics {
         let old_groups: Vec<&str> = prev.group_names().collect();
         for token in old_tokens.iter().filter(|t| !new_tokens.contains(t)) {
             for d in Action::ALL.map(Action::as_str) {
-                for v in VERIFICATION_LABELS {
-                    let _ = self.requests.remove_label_values(&[token, d, v]);
+                if self.verification_label {
+                    for v in VERIFICATION_LABELS {
+                        let _ = self.requests.remove_label_values(&[token, d, v]);
+                    }
+                } else {
+                    let _ = self.requests.remove_label_values(&[token, d]);
                 }
             }
             for f in LocalFile::ALL.map(LocalFile::as_str) {
