@@ -144,3 +144,62 @@ fn spoofer_is_blocked_with_on_spoofed_block() {
     // A block for a spoofed claim is not a robots.txt violation.
     assert!(!proxy.log().contains("crawlgate::violation"), "{}", proxy.log());
 }
+
+/// A Web Bot Auth signature by a key pinned in the policy identifies the
+/// agent even when the User-Agent names none; a tampered one is spoofed.
+#[test]
+fn pinned_key_signature_identifies_the_agent() {
+    use crawlgate_testkit::wba::{Request, SignOptions, Signer};
+    let signer = Signer::from_seed(7);
+    let origin = origin();
+    let rules = format!(
+        "[verification]\n\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\ndisallow = [\"/private/\"]\nenforce = \"block\"\nblock_status = 451\n",
+        signer.jwk()
+    );
+    let proxy = Proxy::start(origin.addr, &rules);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let authority = proxy.addr.to_string();
+    let send = |ua: &str, signed_for: Option<&str>| {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap_or_else(|e| panic!("client: {e}"));
+        let mut req = client.get(proxy.url("/private/x")).header("User-Agent", ua);
+        if let Some(authority) = signed_for {
+            let signed = signer.sign(&Request::get(authority, "/private/x"), &SignOptions::web_bot_auth(now - 5, 60));
+            for (name, value) in signed.pairs() {
+                req = req.header(name, value);
+            }
+        }
+        req.send().map(|r| r.status().as_u16()).unwrap_or_else(|e| panic!("GET: {e}"))
+    };
+    let browser = "Mozilla/5.0 Firefox/130.0";
+    // Signed by ExampleBot's key: its group applies, /private/ is blocked.
+    assert_eq!(send(browser, Some(&authority)), 451);
+    // Unsigned: a browser, the `*` group.
+    assert_eq!(send(browser, None), 200);
+    // Claims ExampleBot, but the signature covers another authority
+    // (`@authority` is what the profile requires): spoofed, so the `*`
+    // group (on_spoofed defaults to anonymous).
+    assert_eq!(send("ExampleBot/1.0", Some("example.com")), 200);
+    let lines = access_lines(&proxy, "/private/x");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines[0].contains("agent=\"ExampleBot\"") && lines[0].contains("verification=verified(signature)"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains(&format!("evidence=keyid {}", signer.keyid())), "{}", lines[0]);
+    assert!(lines[1].contains("verification=none"), "{}", lines[1]);
+    assert!(
+        lines[2].contains("agent=\"other\"") && lines[2].contains("verification=spoofed(signature)"),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(
+        proxy.metric("crawlgate_verifications_total{agent=\"ExampleBot\",method=\"signature\",result=\"verified\"}"),
+        Some("1".into())
+    );
+}
