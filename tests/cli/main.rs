@@ -6,3 +6,4 @@ mod golden;
 mod offline;
 mod robots;
 mod tokens;
+mod verify;

@@ -10,6 +10,7 @@ mod errors;
 mod headers;
 mod html;
 mod html_limits;
+mod identity;
 mod ops;
 mod origin_merge;
 mod protocols;

@@ -48,6 +48,7 @@ mod robots_test;
 mod run;
 mod sample_origin;
 mod top;
+mod verify;
 
 /// crawlgate: a reverse proxy that tells crawlers and AI agents what they may fetch.
 #[derive(Debug, Parser)]
@@ -98,6 +99,25 @@ enum Command {
         /// URLs or paths (`/a?b`, `https://example.com/a?b`).
         #[arg(required = true)]
         urls: Vec<String>,
+        /// The client address: verify the claimed token from it (offline,
+        /// from the lists in the state directory).
+        #[arg(long = "client-ip")]
+        client_ip: Option<String>,
+        /// With --client-ip: fetch missing lists and ask the resolver.
+        #[arg(long, requires = "client_ip")]
+        live: bool,
+    },
+    /// Verify a claimed crawler identity from an address, live: IP lists
+    /// (from the state directory, else fetched) and reverse DNS.
+    #[command(name = "verify")]
+    VerifyIp {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The client address.
+        ip: String,
+        /// The full User-Agent header (default: every verified token).
+        #[arg(long = "user-agent", short = 'A')]
+        user_agent: Option<String>,
     },
     /// Evaluate any robots.txt file the way RFC 9309 says: prints allowed or disallowed.
     RobotsTest {
@@ -174,9 +194,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Check { config, origin } => offline::check(&config.config, origin.as_deref()),
         Command::Render { what, config } => offline::render(&what, &config.config),
-        Command::Explain { config, json, user_agent, urls } => {
-            offline::explain(&config.config, json, &user_agent, &urls)
+        Command::Explain { config, json, user_agent, urls, client_ip, live } => {
+            offline::explain(&config.config, json, &user_agent, &urls, client_ip.as_deref(), live)
         }
+        Command::VerifyIp { config, ip, user_agent } => verify::verify(&config.config, &ip, user_agent.as_deref()),
         Command::RobotsTest { robots_file, user_agent, url } => {
             robots_test::robots_test(&robots_file, &user_agent, &url)
         }

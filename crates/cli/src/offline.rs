@@ -11,7 +11,7 @@ use crawlgate_policy::{load, Loaded};
 use crate::config::read_policy_file;
 
 /// Loads a policy; on errors prints them (stdout) and returns exit 1.
-fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
+pub(crate) fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
     let source = read_policy_file(config)?;
     match load(&source, &config.display().to_string()) {
         Ok(loaded) => {
@@ -97,12 +97,28 @@ pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> {
 }
 
 /// `crawlgate explain`: per URL, the decision and the headers and metas.
-pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> anyhow::Result<ExitCode> {
+pub fn explain(
+    config: &Path,
+    json: bool,
+    user_agent: &str,
+    urls: &[String],
+    client_ip: Option<&str>,
+    live: bool,
+) -> anyhow::Result<ExitCode> {
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
     let policy = &loaded.policy;
+    let verified = match client_ip {
+        None => None,
+        Some(ip) => {
+            let ip: std::net::IpAddr = ip.parse().map_err(|_| anyhow::anyhow!("`{ip}` is not an IP address"))?;
+            let claims: Vec<_> = policy.claim(user_agent).into_iter().collect();
+            let report = crate::verify::check(policy, &claims, ip, live)?.pop();
+            Some((ip, report))
+        }
+    };
     let mut out = Vec::new();
     for url in urls {
         let raw_path = path_of(url);
@@ -110,7 +126,18 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
             Ok(p) => p.into_owned(),
             Err(e) => anyhow::bail!("{url}: {e}"),
         };
-        let d = policy.decide(user_agent, &path);
+        let mut d = policy.decide(user_agent, &path);
+        if let Some((_, Some(r))) = &verified {
+            let identity = crawlgate_policy::Identity { verification: r.verdict.verification, proven: None };
+            let ua = crawlgate_policy::UserAgentField::One(user_agent);
+            match policy.route_with(false, path.as_bytes(), ua, identity) {
+                crawlgate_policy::Route::Serve { decision, .. }
+                | crawlgate_policy::Route::NotFound { decision, .. }
+                | crawlgate_policy::Route::Block { decision, .. }
+                | crawlgate_policy::Route::Forward { decision, .. } => d = decision,
+                crawlgate_policy::Route::BadRequest(_) => {}
+            }
+        }
         let c = policy.url_controls(&path);
         let catalog = d.agent.and_then(crawlgate_policy::catalog::lookup);
         let action = match d.action() {
@@ -118,7 +145,7 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
             crawlgate_policy::Action::LogViolation => "log violation",
             crawlgate_policy::Action::Block => "block",
         };
-        out.push(serde_json::json!({
+        let mut entry = serde_json::json!({
             "url": url,
             "path": path,
             "agent": d.agent,
@@ -144,7 +171,23 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
                 "meta": h.metas.iter().map(|(n, v)| meta_element(n, v)).collect::<Vec<_>>(),
                 "head": h.head.iter().map(|e| e.html.as_str()).collect::<Vec<_>>(),
             })),
-        }));
+        });
+        if let Some((ip, report)) = &verified {
+            entry["client_ip"] = ip.to_string().into();
+            entry["verification"] = match report {
+                None => serde_json::json!({"outcome": "none", "methods": []}),
+                Some(r) => serde_json::json!({
+                    "outcome": r.verdict.verification.to_string(),
+                    "evidence": r.verdict.evidence.to_string(),
+                    "on_failure": d.on_failure.map(|f| f.as_str()),
+                    "methods": r.findings.iter().map(|(m, f)| serde_json::json!({
+                        "method": m.as_str(),
+                        "finding": crate::verify::finding_text(f),
+                    })).collect::<Vec<_>>(),
+                }),
+            };
+        }
+        out.push(entry);
     }
     if json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
@@ -167,6 +210,15 @@ pub fn explain(config: &Path, json: bool, user_agent: &str, urls: &[String]) -> 
             ),
         };
         outln!("  agent:    {agent}");
+        if let Some(ip) = o["client_ip"].as_str() {
+            let v = &o["verification"];
+            let then = v["on_failure"].as_str().map(|f| format!(" -> on failure: {f}")).unwrap_or_default();
+            outln!("  client:   {ip}");
+            outln!("  verify:   {}{then}", s(&v["outcome"]));
+            for m in v["methods"].as_array().into_iter().flatten() {
+                outln!("  {:<9} {}", format!("{}:", s(&m["method"])), s(&m["finding"]));
+            }
+        }
         match &o["group"] {
             serde_json::Value::Null => outln!("  group:    none (no group applies: everything allowed)"),
             g => outln!("  group:    {} (line {})", s(&g["name"]), g["line"]),

@@ -1,11 +1,45 @@
 //! Signing keys for Web Bot Auth: pinned in the policy, or fetched over
 //! HTTPS from the agent's `/.well-known/http-message-signatures-directory`
-//! (a JWKS of media type `application/http-message-signatures-directory+json`)
-//! and cached for their lifetime.
+//! (a JWKS of media type `application/http-message-signatures-directory+json`,
+//! draft-meunier-http-message-signatures-directory) and cached for their
+//! lifetime.
 //!
-//! CONTRACT (owned by the `wba` helper; signatures are fixed, bodies are stubs).
+//! Keys are named by their JWK thumbprint (RFC 7638 with the OKP members of
+//! RFC 8037 section 2), which is what the Web Bot Auth profile puts in
+//! `keyid`. A key proves a token when it is pinned for that token, or when
+//! it is listed in the directory of a host that a built-in catalog entry
+//! names in `signature_agents` (e.g. `chatgpt.com` for `ChatGPT-User`);
+//! other directories are fetched only with `any_agent`, and their keys
+//! prove no token.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use ed25519_dalek::VerifyingKey;
+use sha2::{Digest, Sha256};
+
+/// The well-known path of a key directory.
+pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
+
+/// The media type of a key directory.
+pub const DIRECTORY_MEDIA_TYPE: &str = "application/http-message-signatures-directory+json";
+
+/// The largest directory body read.
+pub const MAX_DIRECTORY_BYTES: usize = 64 * 1024;
+
+/// How long a directory is cached when it sends no `max-age`.
+const DEFAULT_TTL: Duration = Duration::from_secs(3600);
+/// The shortest and longest a directory is cached, whatever it says.
+const MIN_TTL: Duration = Duration::from_secs(60);
+const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+/// How long a failed fetch is remembered before the next try.
+const NEGATIVE_TTL: Duration = Duration::from_secs(30);
+/// A keyid missing from a cached directory refetches it (key rotation), at
+/// most this often.
+const REFETCH_ON_MISS: Duration = Duration::from_secs(60);
 
 /// A key pinned in the policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,21 +63,546 @@ pub struct KeysConfig {
     pub max_skew: Duration,
     /// Whether directories may be fetched over plain HTTP (tests only).
     pub allow_http: bool,
+    /// The longest `expires - created` accepted.
+    pub max_validity: Duration,
+    /// Whether the directory of any `Signature-Agent` may be fetched, not
+    /// only those of the hosts the built-in catalog lists
+    /// (`signature_agents`). Off by default: the header is chosen by the
+    /// client, so fetching any host lets clients make the proxy send
+    /// requests anywhere.
+    pub any_agent: bool,
 }
 
-/// The keys known and cached; cheap to clone.
-#[derive(Clone, Debug)]
-pub struct Keys {}
+impl Default for KeysConfig {
+    fn default() -> KeysConfig {
+        KeysConfig {
+            pinned: Vec::new(),
+            fetch_timeout: Duration::from_secs(2),
+            cache_size: 256,
+            max_skew: Duration::from_secs(60),
+            allow_http: false,
+            max_validity: Duration::from_secs(24 * 3600),
+            any_agent: false,
+        }
+    }
+}
 
 /// Why the key configuration is invalid (a pinned JWK that does not parse).
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct KeyError(pub String);
 
+/// Where a key came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// Pinned in the policy.
+    Pinned,
+    /// Listed in the key directory at this URL.
+    Directory(String),
+}
+
+/// A public key that can check a signature, and what it proves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KnownKey {
+    /// The key.
+    pub key: VerifyingKey,
+    /// The token it proves: the pinned key's, or the catalog's for the
+    /// directory's host.
+    pub token: Option<String>,
+    /// Where it came from.
+    pub source: KeySource,
+}
+
+/// The result of looking a keyid up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyLookup {
+    /// The key is known.
+    Found(Box<KnownKey>),
+    /// The key could not be obtained; the reason says why.
+    Unknown(String),
+}
+
+/// The keys known and cached; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pinned: HashMap<String, KnownKey>,
+    fetch_timeout: Duration,
+    cache_size: usize,
+    max_skew: Duration,
+    max_validity: Duration,
+    allow_http: bool,
+    any_agent: bool,
+    client: reqwest::Client,
+    directories: Mutex<HashMap<String, DirEntry>>,
+    inflight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+#[derive(Clone, Debug)]
+struct DirEntry {
+    keys: Result<Arc<HashMap<String, VerifyingKey>>, String>,
+    fetched: Instant,
+    expires: Instant,
+}
+
+/// A directory to fetch, worked out from a `Signature-Agent` value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Directory {
+    url: String,
+    token: Option<String>,
+}
+
 impl Keys {
     /// Builds the key store from the pinned keys.
     pub fn new(config: KeysConfig) -> Result<Keys, KeyError> {
-        let _ = config;
-        Ok(Keys {})
+        let KeysConfig { pinned, fetch_timeout, cache_size, max_skew, allow_http, max_validity, any_agent } = config;
+        let mut by_id = HashMap::new();
+        for (i, p) in pinned.iter().enumerate() {
+            let jwk: serde_json::Value = serde_json::from_str(&p.jwk)
+                .map_err(|e| KeyError(format!("pinned key {} ({}): the JWK is not JSON: {e}", i + 1, p.token)))?;
+            let parsed =
+                parse_ed25519_jwk(&jwk).map_err(|e| KeyError(format!("pinned key {} ({}): {e}", i + 1, p.token)))?;
+            let known = KnownKey { key: parsed.key, token: Some(p.token.clone()), source: KeySource::Pinned };
+            if let Some(kid) = parsed.kid {
+                by_id.insert(kid, known.clone());
+            }
+            by_id.insert(parsed.thumbprint, known);
+        }
+        let redirect_http = allow_http;
+        let client = reqwest::Client::builder()
+            .timeout(fetch_timeout)
+            .connect_timeout(fetch_timeout)
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 3 {
+                    attempt.error("too many redirects")
+                } else if attempt.url().scheme() == "https" || (redirect_http && attempt.url().scheme() == "http") {
+                    attempt.follow()
+                } else {
+                    attempt.error("redirect to a scheme other than https")
+                }
+            }))
+            .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| KeyError(format!("cannot build the HTTP client for key directories: {e}")))?;
+        Ok(Keys {
+            inner: Arc::new(Inner {
+                pinned: by_id,
+                fetch_timeout,
+                cache_size: cache_size.max(1),
+                max_skew,
+                max_validity,
+                allow_http,
+                any_agent,
+                client,
+                directories: Mutex::new(HashMap::new()),
+                inflight: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The allowed clock skew for `created`/`expires`.
+    pub fn max_skew(&self) -> Duration {
+        self.inner.max_skew
+    }
+
+    /// The longest `expires - created` accepted.
+    pub fn max_validity(&self) -> Duration {
+        self.inner.max_validity
+    }
+
+    /// The pinned key named `keyid` (its thumbprint or its JWK `kid`).
+    pub fn pinned(&self, keyid: &str) -> Option<&KnownKey> {
+        self.inner.pinned.get(keyid)
+    }
+
+    /// The number of directories cached (fetched or failed).
+    pub fn cached_directories(&self) -> usize {
+        lock(&self.inner.directories).len()
+    }
+
+    /// Looks `keyid` up without waiting: pinned keys, then the cached
+    /// directory of `agent` (the `Signature-Agent` URL). `None` when only a
+    /// directory fetch could tell.
+    pub fn cached_key(&self, keyid: &str, agent: Option<&str>) -> Option<KeyLookup> {
+        if let Some(k) = self.inner.pinned.get(keyid) {
+            return Some(KeyLookup::Found(Box::new(k.clone())));
+        }
+        let Some(agent) = agent else {
+            return Some(KeyLookup::Unknown(format!(
+                "keyid {keyid:?} is not pinned and the request names no Signature-Agent"
+            )));
+        };
+        let dir = match self.directory_for(agent) {
+            Ok(d) => d,
+            Err(reason) => return Some(KeyLookup::Unknown(reason)),
+        };
+        let entry = lock(&self.inner.directories).get(&dir.url).cloned()?;
+        let now = Instant::now();
+        if entry.expires <= now {
+            return None;
+        }
+        match entry.keys {
+            Err(reason) => Some(KeyLookup::Unknown(reason)),
+            Ok(keys) => match keys.get(keyid) {
+                Some(key) => Some(found(*key, &dir)),
+                None if now.duration_since(entry.fetched) < REFETCH_ON_MISS => {
+                    Some(KeyLookup::Unknown(format!("keyid {keyid:?} is not in {}", dir.url)))
+                }
+                None => None,
+            },
+        }
+    }
+
+    /// Looks `keyid` up: pinned keys, then the directory of `agent` (the
+    /// `Signature-Agent` URL), fetched if it is not cached. Concurrent
+    /// fetches of one directory are coalesced; no lock is held across an
+    /// await.
+    pub async fn key(&self, keyid: &str, agent: Option<&str>) -> KeyLookup {
+        if let Some(hit) = self.cached_key(keyid, agent) {
+            return hit;
+        }
+        let Some(agent) = agent else {
+            return KeyLookup::Unknown(format!("keyid {keyid:?} is not pinned"));
+        };
+        let dir = match self.directory_for(agent) {
+            Ok(d) => d,
+            Err(reason) => return KeyLookup::Unknown(reason),
+        };
+        let gate = lock(&self.inner.inflight).entry(dir.url.clone()).or_default().clone();
+        let outcome = {
+            let _turn = gate.lock().await;
+            // Whoever held the gate before may have fetched it meanwhile.
+            match self.cached_key(keyid, Some(agent)) {
+                Some(hit) => hit,
+                None => {
+                    let entry = self.fetch(&dir.url).await;
+                    self.store(&dir.url, entry.clone());
+                    match entry.keys {
+                        Err(reason) => KeyLookup::Unknown(reason),
+                        Ok(keys) => match keys.get(keyid) {
+                            Some(key) => found(*key, &dir),
+                            None => KeyLookup::Unknown(format!("keyid {keyid:?} is not in {}", dir.url)),
+                        },
+                    }
+                }
+            }
+        };
+        let mut inflight = lock(&self.inner.inflight);
+        if inflight.get(&dir.url).is_some_and(|g| Arc::ptr_eq(g, &gate)) && Arc::strong_count(&gate) <= 2 {
+            inflight.remove(&dir.url);
+        }
+        outcome
+    }
+
+    /// The directory URL and the token for a `Signature-Agent` URL.
+    fn directory_for(&self, agent: &str) -> Result<Directory, String> {
+        let url = reqwest::Url::parse(agent).map_err(|e| format!("Signature-Agent {agent:?} is not a URL: {e}"))?;
+        match url.scheme() {
+            "https" => {}
+            "http" if self.inner.allow_http => {}
+            other => {
+                return Err(format!("Signature-Agent {agent:?}: the {other:?} scheme is not fetched (https only)"))
+            }
+        }
+        let host = url.host_str().ok_or_else(|| format!("Signature-Agent {agent:?} has no host"))?.to_ascii_lowercase();
+        let token = token_for_agent_host(&host);
+        if token.is_none() && !self.inner.any_agent {
+            return Err(format!("Signature-Agent host {host:?} is not a known agent (no catalog entry lists it)"));
+        }
+        let origin = match url.port() {
+            Some(p) => format!("{}://{host}:{p}", url.scheme()),
+            None => format!("{}://{host}", url.scheme()),
+        };
+        Ok(Directory { url: format!("{origin}{DIRECTORY_PATH}"), token })
+    }
+
+    fn store(&self, url: &str, entry: DirEntry) {
+        let mut dirs = lock(&self.inner.directories);
+        if !dirs.contains_key(url) && dirs.len() >= self.inner.cache_size {
+            let now = Instant::now();
+            dirs.retain(|_, e| e.expires > now);
+            if dirs.len() >= self.inner.cache_size {
+                if let Some(oldest) = dirs.iter().min_by_key(|(_, e)| e.expires).map(|(k, _)| k.clone()) {
+                    dirs.remove(&oldest);
+                }
+            }
+        }
+        dirs.insert(url.to_owned(), entry);
+    }
+
+    async fn fetch(&self, url: &str) -> DirEntry {
+        let fetched = Instant::now();
+        match fetch_directory(&self.inner.client, url, self.inner.fetch_timeout).await {
+            Ok((keys, ttl)) => {
+                tracing::debug!(directory = url, keys = keys.len(), ttl_s = ttl.as_secs(), "Fetched key directory");
+                DirEntry { keys: Ok(Arc::new(keys)), fetched, expires: fetched + ttl }
+            }
+            Err(reason) => {
+                tracing::info!(directory = url, error = %reason, "Key directory fetch failed");
+                DirEntry { keys: Err(reason), fetched, expires: fetched + NEGATIVE_TTL }
+            }
+        }
+    }
+}
+
+fn found(key: VerifyingKey, dir: &Directory) -> KeyLookup {
+    KeyLookup::Found(Box::new(KnownKey {
+        key,
+        token: dir.token.clone(),
+        source: KeySource::Directory(dir.url.clone()),
+    }))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The token whose catalog entry lists `host` among its `signature_agents`
+/// (ASCII case-insensitive), e.g. `chatgpt.com` -> `ChatGPT-User`.
+pub fn token_for_agent_host(host: &str) -> Option<String> {
+    crawlgate_policy::verification::sources()
+        .iter()
+        .find(|s| s.signature_agents.iter().any(|h| h.eq_ignore_ascii_case(host)))
+        .and_then(|s| s.tokens.first().cloned())
+}
+
+/// An Ed25519 public key read from a JWK.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedJwk {
+    /// The key.
+    pub key: VerifyingKey,
+    /// Its RFC 7638 thumbprint (SHA-256, base64url without padding).
+    pub thumbprint: String,
+    /// The JWK's `kid`, if any.
+    pub kid: Option<String>,
+}
+
+/// Reads an Ed25519 public key from a JWK (`kty` `OKP`, `crv` `Ed25519`,
+/// `x`; RFC 8037 section 2).
+pub fn parse_ed25519_jwk(jwk: &serde_json::Value) -> Result<ParsedJwk, String> {
+    let member = |name: &str| jwk.get(name).and_then(serde_json::Value::as_str);
+    let Some(obj) = jwk.as_object() else {
+        return Err("the JWK is not a JSON object".into());
+    };
+    match (member("kty"), member("crv")) {
+        (Some("OKP"), Some("Ed25519")) => {}
+        (kty, crv) => return Err(format!("not an Ed25519 key (kty {kty:?}, crv {crv:?}; want OKP, Ed25519)")),
+    }
+    let x = member("x").ok_or("the JWK has no \"x\"")?;
+    let bytes = URL_SAFE_NO_PAD.decode(x.trim_end_matches('=')).map_err(|e| format!("\"x\" is not base64url: {e}"))?;
+    let raw: [u8; 32] =
+        bytes.as_slice().try_into().map_err(|_| format!("\"x\" is {} bytes, an Ed25519 key is 32", bytes.len()))?;
+    let key = VerifyingKey::from_bytes(&raw).map_err(|e| format!("\"x\" is not an Ed25519 point: {e}"))?;
+    let kid = obj.get("kid").and_then(serde_json::Value::as_str).map(str::to_owned);
+    Ok(ParsedJwk { key, thumbprint: ed25519_thumbprint(&key), kid })
+}
+
+/// The RFC 7638 JWK thumbprint of an Ed25519 key: SHA-256 over
+/// `{"crv":"Ed25519","kty":"OKP","x":"<x>"}` (the required members in
+/// lexicographic order, RFC 8037 section 2), base64url without padding.
+pub fn ed25519_thumbprint(key: &VerifyingKey) -> String {
+    let x = URL_SAFE_NO_PAD.encode(key.as_bytes());
+    let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
+    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+}
+
+/// Reads a key directory (a JWKS, RFC 7517 section 5): its Ed25519 keys by
+/// thumbprint. Keys of other types are skipped.
+pub fn parse_directory(body: &[u8]) -> Result<HashMap<String, VerifyingKey>, String> {
+    let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
+    let keys = doc.get("keys").and_then(serde_json::Value::as_array).ok_or("the directory has no \"keys\" array")?;
+    let mut out = HashMap::new();
+    for k in keys {
+        if let Ok(parsed) = parse_ed25519_jwk(k) {
+            out.insert(parsed.thumbprint, parsed.key);
+        }
+    }
+    Ok(out)
+}
+
+/// How long a response may be cached: `Cache-Control: max-age` (RFC 9111
+/// section 5.2.2.1), clamped; `no-store`/`no-cache` get the minimum.
+pub fn directory_ttl(cache_control: Option<&str>) -> Duration {
+    let Some(cc) = cache_control else {
+        return DEFAULT_TTL;
+    };
+    let mut ttl = DEFAULT_TTL;
+    for directive in cc.split(',') {
+        let d = directive.trim().to_ascii_lowercase();
+        if d == "no-store" || d == "no-cache" {
+            return MIN_TTL;
+        }
+        if let Some(v) = d.strip_prefix("max-age=") {
+            ttl = v.trim_matches('"').parse::<u64>().map(Duration::from_secs).unwrap_or(DEFAULT_TTL);
+        }
+    }
+    ttl.clamp(MIN_TTL, MAX_TTL)
+}
+
+fn acceptable_media_type(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == DIRECTORY_MEDIA_TYPE || essence == "application/json" || essence.ends_with("+json")
+}
+
+async fn fetch_directory(
+    client: &reqwest::Client,
+    url: &str,
+    timeout: Duration,
+) -> Result<(HashMap<String, VerifyingKey>, Duration), String> {
+    let request = client
+        .get(url)
+        .header(reqwest::header::ACCEPT, format!("{DIRECTORY_MEDIA_TYPE}, application/json;q=0.9"))
+        .send();
+    let fetch = async {
+        let mut resp = request.await.map_err(|e| format!("fetching {url}: {e}"))?;
+        if resp.status() != reqwest::StatusCode::OK {
+            return Err(format!("fetching {url}: status {}", resp.status().as_u16()));
+        }
+        let headers = resp.headers();
+        let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        if !acceptable_media_type(content_type) {
+            return Err(format!("fetching {url}: media type {content_type:?} is not {DIRECTORY_MEDIA_TYPE} or JSON"));
+        }
+        let ttl = directory_ttl(headers.get(reqwest::header::CACHE_CONTROL).and_then(|v| v.to_str().ok()));
+        if resp.content_length().is_some_and(|n| n > MAX_DIRECTORY_BYTES as u64) {
+            return Err(format!("fetching {url}: the directory is larger than {MAX_DIRECTORY_BYTES} bytes"));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading {url}: {e}"))? {
+            if body.len() + chunk.len() > MAX_DIRECTORY_BYTES {
+                return Err(format!("fetching {url}: the directory is larger than {MAX_DIRECTORY_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let keys = parse_directory(&body).map_err(|e| format!("{url}: {e}"))?;
+        Ok((keys, ttl))
+    };
+    // The client's own timeout covers the exchange; this one also bounds a
+    // server that trickles the body.
+    tokio::time::timeout(timeout, fetch)
+        .await
+        .unwrap_or_else(|_| Err(format!("fetching {url}: timed out after {} ms", timeout.as_millis())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc8037_thumbprint_example() {
+        // RFC 8037 appendix A.3.
+        let jwk = serde_json::json!({"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"});
+        let parsed = parse_ed25519_jwk(&jwk).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.thumbprint, "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    }
+
+    #[test]
+    fn rfc9421_test_key_thumbprint_is_the_web_bot_auth_keyid() {
+        let jwk = serde_json::json!({"kty":"OKP","crv":"Ed25519","kid":"test-key-ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"});
+        let parsed = parse_ed25519_jwk(&jwk).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.thumbprint, "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U");
+        assert_eq!(parsed.kid.as_deref(), Some("test-key-ed25519"));
+    }
+
+    #[test]
+    fn bad_jwks_are_rejected_with_a_reason() {
+        let cases = [
+            (serde_json::json!([]), "not a JSON object"),
+            (serde_json::json!({"kty":"RSA","n":"x","e":"AQAB"}), "not an Ed25519 key"),
+            (serde_json::json!({"kty":"OKP","crv":"X25519","x":"AA"}), "not an Ed25519 key"),
+            (serde_json::json!({"kty":"OKP","crv":"Ed25519"}), "has no \"x\""),
+            (serde_json::json!({"kty":"OKP","crv":"Ed25519","x":"!!"}), "not base64url"),
+            (serde_json::json!({"kty":"OKP","crv":"Ed25519","x":"AAAA"}), "is 3 bytes"),
+        ];
+        for (jwk, want) in cases {
+            let err = parse_ed25519_jwk(&jwk).err().unwrap_or_else(|| panic!("{jwk} parsed"));
+            assert!(err.contains(want), "{jwk}: {err}");
+        }
+    }
+
+    #[test]
+    fn directory_parse_skips_other_key_types() {
+        let body = br#"{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"},{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
+        let keys = parse_directory(body).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(keys.keys().collect::<Vec<_>>(), vec!["poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"]);
+        assert!(parse_directory(b"{}").is_err_and(|e| e.contains("no \"keys\" array")));
+        assert!(parse_directory(b"\xff").is_err_and(|e| e.contains("not JSON")));
+    }
+
+    #[test]
+    fn ttl_honours_max_age_within_bounds() {
+        assert_eq!(directory_ttl(None), DEFAULT_TTL);
+        assert_eq!(directory_ttl(Some("public, max-age=600")), Duration::from_secs(600));
+        assert_eq!(directory_ttl(Some("max-age=1")), MIN_TTL);
+        assert_eq!(directory_ttl(Some("max-age=99999999")), MAX_TTL);
+        assert_eq!(directory_ttl(Some("no-store")), MIN_TTL);
+        assert_eq!(directory_ttl(Some("max-age=junk")), DEFAULT_TTL);
+    }
+
+    #[test]
+    fn media_types() {
+        assert!(acceptable_media_type("application/http-message-signatures-directory+json"));
+        assert!(acceptable_media_type("Application/JSON; charset=utf-8"));
+        assert!(!acceptable_media_type("text/html"));
+        assert!(!acceptable_media_type(""));
+    }
+
+    #[test]
+    fn agent_hosts_map_to_catalog_tokens() {
+        assert_eq!(token_for_agent_host("chatgpt.com").as_deref(), Some("ChatGPT-User"));
+        assert_eq!(token_for_agent_host("ChatGPT.com").as_deref(), Some("ChatGPT-User"));
+        assert_eq!(token_for_agent_host("example.com"), None);
+    }
+
+    #[test]
+    fn directory_urls_follow_the_agent_origin_and_scope() {
+        let keys = Keys::new(KeysConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            keys.directory_for("https://chatgpt.com/some/path"),
+            Ok(Directory {
+                url: "https://chatgpt.com/.well-known/http-message-signatures-directory".into(),
+                token: Some("ChatGPT-User".into())
+            })
+        );
+        assert!(keys.directory_for("http://chatgpt.com").is_err_and(|e| e.contains("https only")));
+        assert!(keys.directory_for("https://evil.example").is_err_and(|e| e.contains("not a known agent")));
+        assert!(keys.directory_for("not a url").is_err_and(|e| e.contains("not a URL")));
+        let open = Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            open.directory_for("http://127.0.0.1:8080").map(|d| d.url),
+            Ok("http://127.0.0.1:8080/.well-known/http-message-signatures-directory".into())
+        );
+    }
+
+    #[test]
+    fn pinned_keys_are_found_by_thumbprint_and_kid() {
+        let keys = Keys::new(KeysConfig {
+            pinned: vec![PinnedKey {
+                token: "ChatGPT-User".into(),
+                jwk: r#"{"kty":"OKP","crv":"Ed25519","kid":"test-key-ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#.into(),
+            }],
+            ..KeysConfig::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        for id in ["poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U", "test-key-ed25519"] {
+            match keys.cached_key(id, None) {
+                Some(KeyLookup::Found(k)) => {
+                    assert_eq!(k.token.as_deref(), Some("ChatGPT-User"));
+                    assert_eq!(k.source, KeySource::Pinned);
+                }
+                other => panic!("{id}: {other:?}"),
+            }
+        }
+        assert!(matches!(keys.cached_key("other", None), Some(KeyLookup::Unknown(_))));
+        let bad = Keys::new(KeysConfig {
+            pinned: vec![PinnedKey { token: "X".into(), jwk: "{".into() }],
+            ..KeysConfig::default()
+        });
+        assert!(bad.is_err_and(|e| e.0.contains("pinned key 1 (X): the JWK is not JSON")));
     }
 }

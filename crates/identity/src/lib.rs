@@ -12,3 +12,431 @@ pub mod lists;
 pub mod ranges;
 pub mod rdns;
 pub mod wba;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crawlgate_policy::verification::{Method, Verification, VerificationSettings, VerifyMode};
+use crawlgate_policy::Claim;
+
+use crate::keys::{Keys, KeysConfig, PinnedKey};
+use crate::lists::{IpCheck, ListSource, Lists, ListsConfig};
+use crate::ranges::IpPrefix;
+use crate::rdns::{Fcrdns, RdnsCheck, RdnsConfig};
+use crate::wba::{SignatureCheck, SignedRequest};
+
+/// What showed the outcome: shown in logs, `explain` and `verify`.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Evidence {
+    /// Nothing was checked (no claim, or `verify = "none"`).
+    #[default]
+    None,
+    /// No method has a source for the token.
+    NoSource,
+    /// The address is in this list's prefix.
+    Listed {
+        /// The list (URL or path).
+        source: Arc<str>,
+        /// The prefix.
+        prefix: IpPrefix,
+    },
+    /// The address is in none of the token's loaded lists.
+    NotListed,
+    /// The token's lists are configured but none is loaded yet.
+    ListsNotLoaded,
+    /// The PTR name, confirmed forward.
+    Ptr {
+        /// The name.
+        name: String,
+    },
+    /// Reverse DNS proves the address is not the operator's.
+    RdnsMismatch {
+        /// The PTR name(s) and what failed.
+        detail: String,
+    },
+    /// Reverse DNS could not tell (timeout, SERVFAIL).
+    RdnsFailed {
+        /// Why.
+        reason: String,
+    },
+    /// A valid signature by this key.
+    Key {
+        /// The key's JWK thumbprint (RFC 7638).
+        keyid: String,
+    },
+    /// A signature that is present and wrong.
+    BadSignature {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The signing key could not be obtained.
+    UnknownKey {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Evidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Evidence::None => f.write_str("-"),
+            Evidence::NoSource => f.write_str("no published source"),
+            Evidence::Listed { source, prefix } => write!(f, "list {source} prefix {prefix}"),
+            Evidence::NotListed => f.write_str("in none of the lists"),
+            Evidence::ListsNotLoaded => f.write_str("lists not loaded yet"),
+            Evidence::Ptr { name } => write!(f, "ptr {name} (forward-confirmed)"),
+            Evidence::RdnsMismatch { detail } => write!(f, "rdns mismatch: {detail}"),
+            Evidence::RdnsFailed { reason } => write!(f, "rdns failed: {reason}"),
+            Evidence::Key { keyid } => write!(f, "keyid {keyid}"),
+            Evidence::BadSignature { reason } => write!(f, "invalid signature: {reason}"),
+            Evidence::UnknownKey { reason } => write!(f, "unknown key: {reason}"),
+        }
+    }
+}
+
+/// The outcome of verifying one request.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Verdict {
+    /// The outcome.
+    pub verification: Verification,
+    /// What showed it.
+    pub evidence: Evidence,
+    /// The token a valid signature proves, when its key names one.
+    pub signed_token: Option<String>,
+}
+
+/// One method's finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finding {
+    /// The method proves the claim.
+    Proves(Evidence),
+    /// The method proves the claim false.
+    Disproves(Evidence),
+    /// The method could not tell.
+    Unknown(Evidence),
+}
+
+/// The settings a [`Verifier`] is built from.
+#[derive(Clone, Debug)]
+pub struct VerifierConfig {
+    /// The IP lists.
+    pub lists: ListsConfig,
+    /// The resolver.
+    pub rdns: RdnsConfig,
+    /// Web Bot Auth keys.
+    pub keys: KeysConfig,
+    /// Per policy token (policy spelling), its reverse DNS domains.
+    pub rdns_domains: Vec<(String, Vec<String>)>,
+}
+
+impl VerifierConfig {
+    /// The configuration for `policy`: its `[verification]` table and every
+    /// token with its group's `verify` mode.
+    pub fn for_policy(policy: &crawlgate_policy::Policy) -> VerifierConfig {
+        let tokens: Vec<_> =
+            policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify)).collect();
+        VerifierConfig::from_settings(&policy.settings().verification, tokens)
+    }
+
+    /// The configuration for the policy's `[verification]` table and its
+    /// tokens (with their groups' `verify` modes): a token's lists are
+    /// loaded when its mode allows `ip`, its domains kept when it allows
+    /// `rdns`.
+    pub fn from_settings<'a>(
+        v: &VerificationSettings,
+        tokens: impl IntoIterator<Item = (&'a str, VerifyMode)>,
+    ) -> VerifierConfig {
+        let mut agents = Vec::new();
+        let mut rdns_domains = Vec::new();
+        for (token, mode) in tokens {
+            if mode.allows(Method::Ip) {
+                let lists = v.ip_lists_for(token);
+                if !lists.is_empty() {
+                    agents.push((token.to_string(), lists.into_iter().map(list_source).collect()));
+                }
+            }
+            let domains = v.rdns_for(token);
+            if mode.allows(Method::Rdns) && !domains.is_empty() {
+                rdns_domains.push((token.to_string(), domains.to_vec()));
+            }
+        }
+        VerifierConfig {
+            lists: ListsConfig {
+                refresh: v.refresh,
+                fetch_timeout: v.fetch_timeout,
+                state_dir: v.state_dir.as_ref().map(PathBuf::from),
+                agents,
+            },
+            rdns: RdnsConfig::new(v.dns.nameservers.clone(), v.dns.timeout, v.dns.cache_size),
+            keys: KeysConfig {
+                pinned: v.keys.iter().map(|k| PinnedKey { token: k.token.clone(), jwk: k.jwk.clone() }).collect(),
+                fetch_timeout: v.signatures.directory_timeout,
+                cache_size: v.signatures.cache_size,
+                max_skew: v.signatures.max_skew,
+                allow_http: v.signatures.allow_http_directories,
+                // Test setups serve a directory on a local host that no
+                // catalog entry names.
+                any_agent: v.signatures.allow_http_directories,
+                ..KeysConfig::default()
+            },
+            rdns_domains,
+        }
+    }
+}
+
+/// A list given as a URL or an absolute path.
+fn list_source(s: String) -> ListSource {
+    if s.starts_with("https://") || s.starts_with("http://") {
+        ListSource::Url(s)
+    } else {
+        ListSource::File(PathBuf::from(s))
+    }
+}
+
+/// Why a [`Verifier`] could not be built.
+#[derive(Clone, Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifierError {
+    /// The resolver.
+    #[error("reverse DNS: {0}")]
+    Rdns(#[from] rdns::RdnsError),
+    /// A pinned key.
+    #[error("pinned key: {0}")]
+    Key(#[from] keys::KeyError),
+}
+
+/// Verifies claims: signature, then IP lists, then reverse DNS (cached,
+/// then live under its timeout). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Verifier {
+    lists: Lists,
+    rdns: Fcrdns,
+    keys: Keys,
+    domains: Arc<HashMap<String, Vec<String>>>,
+}
+
+impl Verifier {
+    /// Builds the parts; the lists are loaded from the state directory.
+    pub fn new(config: VerifierConfig) -> Result<Verifier, VerifierError> {
+        let VerifierConfig { lists, rdns, keys, rdns_domains } = config;
+        Ok(Verifier {
+            lists: Lists::new(lists),
+            rdns: Fcrdns::new(rdns)?,
+            keys: Keys::new(keys)?,
+            domains: Arc::new(rdns_domains.into_iter().collect()),
+        })
+    }
+
+    /// The IP lists (refresh service, status).
+    pub fn lists(&self) -> &Lists {
+        &self.lists
+    }
+
+    /// The reverse DNS checker.
+    pub fn rdns(&self) -> &Fcrdns {
+        &self.rdns
+    }
+
+    fn domains(&self, token: &str) -> &[String] {
+        self.domains.get(token).map_or(&[], Vec::as_slice)
+    }
+
+    /// What the IP lists say, if the mode uses them and the token has any.
+    pub fn check_ip(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Option<Finding> {
+        if !mode.allows(Method::Ip) {
+            return None;
+        }
+        Some(match self.lists.check(token, ip) {
+            IpCheck::NoSource => return None,
+            IpCheck::NotLoaded => Finding::Unknown(Evidence::ListsNotLoaded),
+            IpCheck::Match { source, prefix } => Finding::Proves(Evidence::Listed { source, prefix }),
+            IpCheck::NoMatch => Finding::Disproves(Evidence::NotListed),
+        })
+    }
+
+    fn rdns_finding(r: RdnsCheck) -> Finding {
+        match r {
+            RdnsCheck::Confirmed { ptr } => Finding::Proves(Evidence::Ptr { name: ptr }),
+            RdnsCheck::Mismatch { detail } => Finding::Disproves(Evidence::RdnsMismatch { detail }),
+            RdnsCheck::Failed { reason } => Finding::Unknown(Evidence::RdnsFailed { reason }),
+        }
+    }
+
+    /// Reverse DNS from the cache: `None` when not applicable, `Some(None)`
+    /// when only a lookup can tell.
+    fn check_rdns_cached(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Option<Option<Finding>> {
+        let domains = self.domains(token);
+        if !mode.allows(Method::Rdns) || domains.is_empty() {
+            return None;
+        }
+        Some(self.rdns.cached(ip, domains).map(Self::rdns_finding))
+    }
+
+    /// Reverse DNS, live under the resolver's timeout.
+    pub async fn check_rdns(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Option<Finding> {
+        let domains = self.domains(token);
+        if !mode.allows(Method::Rdns) || domains.is_empty() {
+            return None;
+        }
+        Some(Self::rdns_finding(self.rdns.check(ip, domains).await))
+    }
+
+    /// The outcome without any I/O, for a request without signature
+    /// headers; `None` when a DNS lookup is needed.
+    pub fn verify_cached(&self, claim: &Claim<'_>, ip: IpAddr) -> Option<Verdict> {
+        if claim.verify == VerifyMode::None {
+            return Some(Verdict::default());
+        }
+        let mut acc = Acc::default();
+        if let Some(f) = self.check_ip(claim.agent, claim.verify, ip) {
+            if acc.add(Method::Ip, f) {
+                return Some(acc.finish());
+            }
+        }
+        match self.check_rdns_cached(claim.agent, claim.verify, ip) {
+            None => {}
+            Some(None) => return None,
+            Some(Some(f)) => {
+                acc.add(Method::Rdns, f);
+            }
+        }
+        Some(acc.finish())
+    }
+
+    /// Verifies `claim` (the token the User-Agent names, if any) for a
+    /// request from `ip`, with its signature headers when it has any: a
+    /// valid signature first, then the IP lists, then reverse DNS. Any
+    /// method that proves the claim verifies it; else one that disproves it
+    /// makes it spoofed; else it is unverified.
+    pub async fn verify(&self, claim: Option<&Claim<'_>>, ip: IpAddr, signed: Option<&SignedRequest<'_>>) -> Verdict {
+        let mut acc = Acc::default();
+        let sig_allowed = claim.is_none_or(|c| c.verify.allows(Method::Signature));
+        if let (Some(req), true) = (signed, sig_allowed) {
+            match wba::verify(&self.keys, req, SystemTime::now()).await {
+                SignatureCheck::Absent => {}
+                SignatureCheck::Valid { keyid, token: Some(token), .. } => {
+                    return Verdict {
+                        verification: Verification::Verified(Method::Signature),
+                        evidence: Evidence::Key { keyid },
+                        signed_token: Some(token),
+                    };
+                }
+                // A valid key that names no token proves no claim.
+                SignatureCheck::Valid { keyid, token: None, .. } => {
+                    acc.add(Method::Signature, Finding::Unknown(Evidence::Key { keyid }));
+                }
+                SignatureCheck::Invalid { reason } => {
+                    acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason }));
+                }
+                SignatureCheck::UnknownKey { reason } => {
+                    acc.add(Method::Signature, Finding::Unknown(Evidence::UnknownKey { reason }));
+                }
+            }
+        }
+        let Some(claim) = claim else { return acc.finish_unclaimed() };
+        if claim.verify == VerifyMode::None {
+            return Verdict::default();
+        }
+        if let Some(f) = self.check_ip(claim.agent, claim.verify, ip) {
+            if acc.add(Method::Ip, f) {
+                return acc.finish();
+            }
+        }
+        if let Some(f) = self.check_rdns(claim.agent, claim.verify, ip).await {
+            acc.add(Method::Rdns, f);
+        }
+        acc.finish()
+    }
+
+    /// Every applicable method's finding for `token` from `ip`, live (for
+    /// `crawlgate verify`).
+    pub async fn verify_each(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Vec<(Method, Finding)> {
+        let mut out = Vec::new();
+        if let Some(f) = self.check_ip(token, mode, ip) {
+            out.push((Method::Ip, f));
+        }
+        if let Some(f) = self.check_rdns(token, mode, ip).await {
+            out.push((Method::Rdns, f));
+        }
+        out
+    }
+
+    /// Every applicable method's finding without network access: the lists
+    /// in use and the resolver's cache (for `crawlgate explain`).
+    pub fn verify_each_offline(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Vec<(Method, Finding)> {
+        let mut out = Vec::new();
+        if let Some(f) = self.check_ip(token, mode, ip) {
+            out.push((Method::Ip, f));
+        }
+        if let Some(Some(f)) = self.check_rdns_cached(token, mode, ip) {
+            out.push((Method::Rdns, f));
+        }
+        out
+    }
+}
+
+/// Combines findings in order: the first proof wins; else the first
+/// disproof; else the first unknown's evidence.
+#[derive(Default)]
+struct Acc {
+    proved: Option<(Method, Evidence)>,
+    disproved: Option<(Method, Evidence)>,
+    unknown: Option<Evidence>,
+    checked: bool,
+}
+
+impl Acc {
+    /// Adds a finding; true when it proves the claim.
+    fn add(&mut self, m: Method, f: Finding) -> bool {
+        self.checked = true;
+        match f {
+            Finding::Proves(e) => {
+                self.proved.get_or_insert((m, e));
+                true
+            }
+            Finding::Disproves(e) => {
+                self.disproved.get_or_insert((m, e));
+                false
+            }
+            Finding::Unknown(e) => {
+                self.unknown.get_or_insert(e);
+                false
+            }
+        }
+    }
+
+    fn finish(self) -> Verdict {
+        let (verification, evidence) = match (self.proved, self.disproved, self.unknown) {
+            (Some((m, e)), _, _) => (Verification::Verified(m), e),
+            (None, Some((m, e)), _) => (Verification::Spoofed(m), e),
+            (None, None, Some(e)) => (Verification::Unverified, e),
+            (None, None, None) if self.checked => (Verification::Unverified, Evidence::None),
+            (None, None, None) => (Verification::Unverified, Evidence::NoSource),
+        };
+        Verdict { verification, evidence, signed_token: None }
+    }
+
+    /// Without a claimed token only a signature is judged: an invalid one
+    /// is recorded, an unknown key is unverified, none is not applicable.
+    fn finish_unclaimed(self) -> Verdict {
+        if self.checked {
+            self.finish()
+        } else {
+            Verdict::default()
+        }
+    }
+}
+
+/// The verdict of findings in the order they were made: the first proof
+/// wins, else the first disproof, else nothing could tell.
+pub fn combine(findings: &[(Method, Finding)]) -> Verdict {
+    let mut acc = Acc::default();
+    for (m, f) in findings {
+        acc.add(*m, f.clone());
+    }
+    acc.finish()
+}

@@ -22,12 +22,13 @@ use crate::raw::{
     RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawRsl, RawServer, RawTdmRep, RawUpstream,
     RawVerification,
 };
+use crate::raw::{RawDns, RawKey, RawSignatures};
 use crate::render::{self, RobotsTxtExtras};
 use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
 use crate::sf;
 use crate::validate;
-use crate::verification::{Cidr, VerificationSettings};
+use crate::verification::{validate_ed25519_jwk, Cidr, OnFailure, PinnedJwk, VerificationSettings, VerifyMode};
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -149,7 +150,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
-    let verification = compile_verification(&mut cx, verification.as_ref());
+    let verification = compile_verification(&mut cx, verification.as_ref(), &groups);
+    let mut groups = groups;
+    resolve_verify(&mut cx, &mut groups, &verification);
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
 
@@ -734,6 +737,9 @@ fn compile_group(
         app_directives,
         enforce,
         block_status,
+        verify,
+        on_spoofed,
+        on_unverified,
     } = g.get_ref();
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
@@ -766,6 +772,9 @@ fn compile_group(
     let ad = compile_app_directives(cx, app_directives.as_deref().unwrap_or_default(), is_star);
     let enforce = compile_enforce(cx, enforce.as_ref(), is_star, &tokens);
     let block_status = compile_block_status(cx, block_status.as_ref());
+    let verify_written = compile_verify(cx, verify.as_ref());
+    let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
+    let on_unverified = compile_on_failure(cx, "on_unverified", on_unverified.as_ref(), OnFailure::Log);
     if empty_after_overrides {
         return None;
     }
@@ -784,6 +793,10 @@ fn compile_group(
         enforce,
         block_status,
         origin: false,
+        verify: VerifyMode::None,
+        verify_written,
+        on_spoofed,
+        on_unverified,
     })
 }
 
@@ -1213,11 +1226,18 @@ mod tests {
     }
 }
 
-fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawVerification>>) -> VerificationSettings {
+/// The `[verification]` table; without it nothing is verified. `groups`
+/// are the compiled groups, whose tokens a list override may name.
+fn compile_verification(
+    cx: &mut Ctx<'_>,
+    raw: Option<&Spanned<RawVerification>>,
+    groups: &[Group],
+) -> VerificationSettings {
     let mut v = VerificationSettings::default();
     let Some(raw) = raw else { return v };
     v.enabled = true;
-    let RawVerification { trusted_proxies } = raw.get_ref();
+    let RawVerification { trusted_proxies, refresh, fetch_timeout, state_dir, lists, dns, signatures, keys } =
+        raw.get_ref();
     for p in trusted_proxies.iter().flatten() {
         match p.get_ref().parse::<Cidr>() {
             Ok(c) => v.trusted_proxies.push(c),
@@ -1226,5 +1246,221 @@ fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawVerification>>
             }
         }
     }
+    v.refresh = cx.positive_duration("verification.refresh", refresh, v.refresh);
+    v.fetch_timeout = cx.positive_duration("verification.fetch_timeout", fetch_timeout, v.fetch_timeout);
+    if let Some(d) = state_dir {
+        if d.get_ref().starts_with('/') {
+            v.state_dir = Some(d.get_ref().clone());
+        } else {
+            cx.err(d, format!("verification.state_dir must be an absolute path, found `{}`", d.get_ref()));
+        }
+    }
+    for (token, sources) in lists.iter().flatten() {
+        let known = catalog::lookup(token.get_ref()).is_some()
+            || groups.iter().any(|g| g.tokens.iter().any(|t| t.eq_ignore_ascii_case(token.get_ref())));
+        if !known {
+            cx.err(
+                token,
+                format!("verification.lists: `{}` is neither a catalog token nor a token of a group", token.get_ref()),
+            );
+        }
+        let mut out = Vec::new();
+        for src in sources {
+            let s = src.get_ref();
+            if s.starts_with("https://") || s.starts_with("http://") || s.starts_with('/') {
+                out.push(s.clone());
+            } else {
+                cx.err(
+                    src,
+                    format!(
+                        "verification.lists.{}: `{s}` must be an http(s) URL or an absolute file path",
+                        token.get_ref()
+                    ),
+                );
+            }
+        }
+        v.lists.push((token.get_ref().clone(), out));
+    }
+    if let Some(dns) = dns {
+        let RawDns { nameservers, timeout, cache_size } = dns.get_ref();
+        for ns in nameservers.iter().flatten() {
+            let parsed = ns
+                .get_ref()
+                .parse::<SocketAddr>()
+                .or_else(|_| ns.get_ref().parse::<std::net::IpAddr>().map(|ip| SocketAddr::new(ip, 53)));
+            match parsed {
+                Ok(a) => v.dns.nameservers.push(a),
+                Err(_) => cx.err(
+                    ns,
+                    format!("verification.dns.nameservers: `{}` is not an IP address or IP:PORT", ns.get_ref()),
+                ),
+            }
+        }
+        v.dns.timeout = cx.positive_duration("verification.dns.timeout", timeout, v.dns.timeout);
+        v.dns.cache_size = cache_size_of(cx, "verification.dns.cache_size", cache_size.as_ref(), v.dns.cache_size);
+    }
+    if let Some(sig) = signatures {
+        let RawSignatures { max_skew, directory_timeout, cache_size, allow_http_directories } = sig.get_ref();
+        let s = &mut v.signatures;
+        s.max_skew = cx.duration("verification.signatures.max_skew", max_skew.as_ref(), s.max_skew);
+        s.directory_timeout =
+            cx.positive_duration("verification.signatures.directory_timeout", directory_timeout, s.directory_timeout);
+        s.cache_size = cache_size_of(cx, "verification.signatures.cache_size", cache_size.as_ref(), s.cache_size);
+        if let Some(a) = allow_http_directories {
+            s.allow_http_directories = *a.get_ref();
+            if *a.get_ref() {
+                cx.warn(a, "verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only");
+            }
+        }
+    }
+    for k in keys.iter().flatten() {
+        let RawKey { token, jwk } = k.get_ref();
+        if let Err(e) = validate_ed25519_jwk(jwk.get_ref()) {
+            cx.err(jwk, format!("verification.keys.jwk: {e} (an Ed25519 JWK: {{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"<32 bytes base64url>\"}})"));
+        }
+        v.keys.push(PinnedJwk { token: token.get_ref().clone(), jwk: jwk.get_ref().clone() });
+    }
     v
+}
+
+/// A cache size: 1 to 10 million entries.
+fn cache_size_of(cx: &mut Ctx<'_>, key: &str, v: Option<&Spanned<i64>>, default: usize) -> usize {
+    match v {
+        None => default,
+        Some(n) => match usize::try_from(*n.get_ref()) {
+            Ok(u) if (1..=10_000_000).contains(&u) => u,
+            _ => {
+                cx.err(n, format!("{key} must be between 1 and 10000000, found {}", n.get_ref()));
+                default
+            }
+        },
+    }
+}
+
+/// The group's `verify` as written, if valid.
+fn compile_verify(cx: &mut Ctx<'_>, v: Option<&Spanned<String>>) -> Option<(VerifyMode, usize)> {
+    let v = v?;
+    match VerifyMode::parse(v.get_ref()) {
+        Some(m) => Some((m, v.span().start)),
+        None => {
+            cx.err(v, format!("group.verify must be none, ip, rdns, signature or any, found `{}`", v.get_ref()));
+            None
+        }
+    }
+}
+
+/// The group's `on_spoofed` or `on_unverified`.
+fn compile_on_failure(cx: &mut Ctx<'_>, key: &str, v: Option<&Spanned<String>>, default: OnFailure) -> OnFailure {
+    let Some(v) = v else { return default };
+    OnFailure::parse(v.get_ref()).unwrap_or_else(|| {
+        cx.err(v, format!("group.{key} must be block, log or anonymous, found `{}`", v.get_ref()));
+        default
+    })
+}
+
+/// Each group's effective `verify`: none without a `[verification]` table;
+/// else as written (an `ip` or `rdns` that no token of the group can satisfy
+/// is an error), else `any` when some token has a source and `none` when
+/// none has.
+fn resolve_verify(cx: &mut Ctx<'_>, groups: &mut [Group], v: &VerificationSettings) {
+    for g in groups.iter_mut() {
+        let tokens: Vec<&String> = g.tokens.iter().filter(|t| *t != "*").collect();
+        g.verify = match g.verify_written {
+            _ if !v.enabled => VerifyMode::None,
+            Some((mode, at)) => {
+                let (lacks, what) = match mode {
+                    VerifyMode::Ip => (tokens.iter().all(|t| v.ip_lists_for(t).is_empty()), "a published or configured IP list; add one under [verification.lists] or choose another method"),
+                    VerifyMode::Rdns => (tokens.iter().all(|t| v.rdns_for(t).is_empty()), "documented reverse DNS domains; choose another method"),
+                    _ => (false, ""),
+                };
+                if lacks {
+                    let names: Vec<String> = tokens.iter().map(|t| format!("`{t}`")).collect();
+                    let names = if names.is_empty() { "`*`".to_string() } else { names.join(", ") };
+                    cx.err_at(
+                        at,
+                        format!("group.verify = \"{}\": no token of this group ({names}) has {what}", mode.as_str()),
+                    );
+                }
+                mode
+            }
+            None if tokens.iter().any(|t| v.has_source(t)) => VerifyMode::Any,
+            None => VerifyMode::None,
+        };
+    }
+}
+
+#[cfg(test)]
+mod verification_tests {
+    use super::*;
+
+    fn errors(src: &str) -> String {
+        match load(src, "v.toml") {
+            Ok(_) => String::from("ok"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    const BASE: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+
+    #[test]
+    fn settings_parse_with_defaults() {
+        let src = format!(
+            "{BASE}[verification]\nrefresh = \"1h\"\nstate_dir = \"/var/lib/crawlgate\"\n[verification.lists]\nGPTBot = [\"https://example.com/g.json\", \"/etc/crawlgate/gptbot.txt\"]\n[verification.dns]\nnameservers = [\"127.0.0.1:5353\", \"::1\"]\ntimeout = \"200ms\"\n[verification.signatures]\nmax_skew = \"30s\"\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}}'\n[[group]]\nuser_agents = [\"GPTBot\", \"ExampleBot\"]\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n"
+        );
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let v = &loaded.policy.settings().verification;
+        assert!(v.enabled);
+        assert_eq!(v.refresh, Duration::from_secs(3600));
+        assert_eq!(v.fetch_timeout, Duration::from_secs(10));
+        assert_eq!(v.state_dir.as_deref(), Some("/var/lib/crawlgate"));
+        assert_eq!(v.ip_lists_for("gptbot"), ["https://example.com/g.json", "/etc/crawlgate/gptbot.txt"]);
+        assert_eq!(
+            v.dns.nameservers.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["127.0.0.1:5353", "[::1]:53"]
+        );
+        assert_eq!((v.dns.timeout, v.dns.cache_size), (Duration::from_millis(200), 10_000));
+        assert_eq!(v.signatures.max_skew, Duration::from_secs(30));
+        assert_eq!(v.keys.len(), 1);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        let p = &loaded.policy;
+        assert_eq!(p.claim("GPTBot").map(|c| c.verify), Some(VerifyMode::Any));
+        assert_eq!(p.claim("ClaudeBot").map(|c| c.verify), Some(VerifyMode::None));
+    }
+
+    #[test]
+    fn errors_have_positions() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "[verification]\n[[group]]\nuser_agents = [\"ClaudeBot\", \"ExampleBot\"]\nverify = \"ip\"\n",
+                "v.toml:6:10: group.verify = \"ip\": no token of this group (`ClaudeBot`, `ExampleBot`) has a published or configured IP list; add one under [verification.lists] or choose another method",
+            ),
+            (
+                "[verification]\n[[group]]\nuser_agents = [\"GPTBot\"]\nverify = \"rdns\"\n",
+                "v.toml:6:10: group.verify = \"rdns\": no token of this group (`GPTBot`) has documented reverse DNS domains; choose another method",
+            ),
+            (
+                "[verification]\n[[group]]\nuser_agents = [\"GPTBot\"]\nverify = \"dns\"\non_spoofed = \"deny\"\non_unverified = \"allow\"\n",
+                "v.toml:6:10: group.verify must be none, ip, rdns, signature or any, found `dns`\nv.toml:7:14: group.on_spoofed must be block, log or anonymous, found `deny`\nv.toml:8:17: group.on_unverified must be block, log or anonymous, found `allow`",
+            ),
+            (
+                "[verification]\nrefresh = \"0s\"\nstate_dir = \"state\"\n[verification.lists]\nNoSuchBot = [\"ftp://x\"]\n[[group]]\nuser_agents = [\"*\"]\n",
+                "v.toml:4:11: verification.refresh must be greater than zero, found `0s`\nv.toml:5:13: verification.state_dir must be an absolute path, found `state`\nv.toml:7:1: verification.lists: `NoSuchBot` is neither a catalog token nor a token of a group\nv.toml:7:14: verification.lists.NoSuchBot: `ftp://x` must be an http(s) URL or an absolute file path",
+            ),
+            (
+                "[verification]\n[verification.dns]\nnameservers = [\"dns.example\"]\ncache_size = 0\n[[verification.keys]]\ntoken = \"GPTBot\"\njwk = '{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"AAAA\"}'\n[[group]]\nuser_agents = [\"*\"]\n",
+                "v.toml:5:16: verification.dns.nameservers: `dns.example` is not an IP address or IP:PORT\nv.toml:6:14: verification.dns.cache_size must be between 1 and 10000000, found 0\nv.toml:9:7: verification.keys.jwk: `x` must be 32 bytes, found 3 (an Ed25519 JWK: {\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"<32 bytes base64url>\"})",
+            ),
+        ];
+        for (src, want) in cases {
+            assert_eq!(errors(&format!("{BASE}{src}")), *want, "{src}");
+        }
+    }
+
+    #[test]
+    fn http_directories_warn() {
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nallow_http_directories = true\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:5:26: warning: verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only"]);
+    }
 }

@@ -32,8 +32,9 @@ pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
+pub use policy::Claim;
 pub use policy::{
     Action, AgentId, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan, OriginHeaderMode, OriginRobotsMode,
     OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
-pub use route::{BadRequest, Route, UserAgentField};
+pub use route::{BadRequest, Identity, Route, UserAgentField};

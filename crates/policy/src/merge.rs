@@ -248,6 +248,12 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         enforce,
         block_status,
         origin: true,
+        // The origin's groups are not verified: verification is a policy
+        // decision, made for the groups the policy writes.
+        verify: crate::verification::VerifyMode::None,
+        verify_written: None,
+        on_spoofed: crate::verification::OnFailure::Anonymous,
+        on_unverified: crate::verification::OnFailure::Log,
     }
 }
 

@@ -252,12 +252,22 @@ pub struct Decision<'p> {
     pub enforce: Enforce,
     /// Status of a block.
     pub block_status: u16,
+    /// The outcome of verifying the claimed identity.
+    pub verification: crate::verification::Verification,
+    /// What the claimed token's group did because the claim was spoofed or
+    /// unverified (`None`: verified, or nothing to verify). With
+    /// `Anonymous` the decision is the `*` group's.
+    pub on_failure: Option<crate::verification::OnFailure>,
 }
 
 impl Decision<'_> {
     /// What the proxy does. Requests naming no policy token (browsers,
-    /// unknown clients) are never blocked: a block on them is logged.
+    /// unknown clients) are never blocked: a block on them is logged. A
+    /// claim its group blocks when spoofed or unverified is blocked.
     pub fn action(&self) -> Action {
+        if self.on_failure == Some(crate::verification::OnFailure::Block) {
+            return Action::Block;
+        }
         if self.allowed {
             return Action::Pass;
         }
@@ -338,6 +348,25 @@ pub(crate) struct Group {
     pub block_status: u16,
     /// Taken from the origin's robots.txt by [`Policy::merge_origin`].
     pub origin: bool,
+    /// The effective `verify` (`None` without a `[verification]` table).
+    pub verify: crate::verification::VerifyMode,
+    /// `verify` as written and its offset, resolved once the
+    /// `[verification]` table is compiled.
+    pub verify_written: Option<(crate::verification::VerifyMode, usize)>,
+    pub on_spoofed: crate::verification::OnFailure,
+    pub on_unverified: crate::verification::OnFailure,
+}
+
+/// A request's claim to be a policy token, known from its `User-Agent`
+/// before any I/O: what the verifier checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim<'p> {
+    /// The token (policy spelling).
+    pub agent: &'p str,
+    /// The same token as an id.
+    pub agent_id: AgentId,
+    /// Its group's `verify` mode (`None`: trust the User-Agent).
+    pub verify: crate::verification::VerifyMode,
 }
 
 /// A compiled `[[robots_tag]]`.
@@ -519,7 +548,42 @@ impl Policy {
     /// [`Policy::decide`] on a path already in canonical form (the routing
     /// step has it from the request target), so it is not scanned again.
     pub(crate) fn decide_canonical(&self, user_agent: &str, path: &str) -> Decision<'_> {
-        let token = self.matcher.find(user_agent);
+        self.decide_token(self.matcher.find(user_agent), path)
+    }
+
+    /// The token identified in `user_agent` and its group's `verify` mode;
+    /// `None` when it names no policy token. Pure and allocation-free: the
+    /// proxy asks it before verifying.
+    pub fn claim(&self, user_agent: &str) -> Option<Claim<'_>> {
+        let t = self.matcher.find(user_agent)?;
+        self.claim_of(t)
+    }
+
+    /// The claim of the policy token spelled `token` (ASCII
+    /// case-insensitive), e.g. the one a valid signature proves.
+    pub fn claim_token(&self, token: &str) -> Option<Claim<'_>> {
+        let t = self.token_index(token)?;
+        self.claim_of(t)
+    }
+
+    fn claim_of(&self, t: usize) -> Option<Claim<'_>> {
+        let agent_id = AgentId(u32::try_from(t).ok()?);
+        let verify = self.groups.get(*self.token_group.get(t)?)?.verify;
+        Some(Claim { agent: self.tokens[t].as_str(), agent_id, verify })
+    }
+
+    /// Index of the policy token spelled `token` (ASCII case-insensitive).
+    pub(crate) fn token_index(&self, token: &str) -> Option<usize> {
+        self.tokens.iter().position(|t| t.eq_ignore_ascii_case(token))
+    }
+
+    /// The group that applies to token `t` (its own, else `*`'s).
+    pub(crate) fn group_of(&self, t: usize) -> Option<&Group> {
+        self.token_group.get(t).and_then(|&g| self.groups.get(g))
+    }
+
+    /// Decides on an identified token index (or none) and a canonical path.
+    pub(crate) fn decide_token(&self, token: Option<usize>, path: &str) -> Decision<'_> {
         let agent = token.map(|t| self.tokens[t].as_str());
         let agent_id = token.and_then(|t| u32::try_from(t).ok()).map(AgentId);
         let group_idx = token.map(|t| self.token_group[t]).or(self.star_group);
@@ -532,6 +596,8 @@ impl Policy {
                 allowed: true,
                 enforce: Enforce::Off,
                 block_status: 403,
+                verification: crate::verification::Verification::NotApplicable,
+                on_failure: None,
             };
         };
         let g = &self.groups[gi];
@@ -549,6 +615,8 @@ impl Policy {
             rule,
             enforce: g.enforce,
             block_status: g.block_status,
+            verification: crate::verification::Verification::NotApplicable,
+            on_failure: None,
         }
     }
 

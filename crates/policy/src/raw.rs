@@ -85,6 +85,9 @@ pub(crate) struct RawGroup {
     pub app_directives: Option<Vec<S<String>>>,
     pub enforce: Option<S<String>>,
     pub block_status: Option<S<i64>>,
+    pub verify: Option<S<String>>,
+    pub on_spoofed: Option<S<String>>,
+    pub on_unverified: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -116,6 +119,37 @@ pub(crate) struct RawAgentsRule {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawVerification {
     pub trusted_proxies: Option<Vec<S<String>>>,
+    pub refresh: Option<S<String>>,
+    pub fetch_timeout: Option<S<String>>,
+    pub state_dir: Option<S<String>>,
+    pub lists: Option<BTreeMap<S<String>, Vec<S<String>>>>,
+    pub dns: Option<S<RawDns>>,
+    pub signatures: Option<S<RawSignatures>>,
+    pub keys: Option<Vec<S<RawKey>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawDns {
+    pub nameservers: Option<Vec<S<String>>>,
+    pub timeout: Option<S<String>>,
+    pub cache_size: Option<S<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSignatures {
+    pub max_skew: Option<S<String>>,
+    pub directory_timeout: Option<S<String>>,
+    pub cache_size: Option<S<i64>>,
+    pub allow_http_directories: Option<S<bool>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawKey {
+    pub token: S<String>,
+    pub jwk: S<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -6,6 +6,17 @@
 use crate::canonical::{classify_request_target, PathError, RequestTarget};
 use crate::local_file::LocalFile;
 use crate::policy::{Action, Decision, Policy, UrlControls};
+use crate::verification::{OnFailure, Verification};
+
+/// What verification found out about a request, for [`Policy::route_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Identity<'a> {
+    /// The outcome for the claimed (or signed) token.
+    pub verification: Verification,
+    /// A token proven by a valid signature: it identifies the agent even
+    /// when the `User-Agent` names another or none.
+    pub proven: Option<&'a str>,
+}
 
 /// The request's `User-Agent` field lines, as far as routing cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +86,21 @@ impl Policy {
     /// `User-Agent`, answers the locally served files, and decides the rest
     /// on the canonical path. Pure: the proxy carries the result out.
     pub fn route<'p, 'r>(&'p self, is_options: bool, raw_target: &'r [u8], ua: UserAgentField<'r>) -> Route<'p, 'r> {
+        self.route_with(is_options, raw_target, ua, Identity::default())
+    }
+
+    /// [`Policy::route`] with the outcome of verifying the claim: a token
+    /// proven by a signature decides the group; a spoofed or unverified
+    /// claim gets its group's `on_spoofed` or `on_unverified` (`block`: the
+    /// group's block status; `log`: the group as usual; `anonymous`: the
+    /// `*` group, as if the request named no token).
+    pub fn route_with<'p, 'r>(
+        &'p self,
+        is_options: bool,
+        raw_target: &'r [u8],
+        ua: UserAgentField<'r>,
+        identity: Identity<'_>,
+    ) -> Route<'p, 'r> {
         let user_agent = match ua {
             UserAgentField::Many => return Route::BadRequest(BadRequest::ManyUserAgents),
             UserAgentField::Absent => "",
@@ -84,7 +110,18 @@ impl Policy {
             Ok(t) => t,
             Err(e) => return Route::BadRequest(e.into()),
         };
-        let decision = self.decide_canonical(user_agent, &target.canonical);
+        let token = identity.proven.and_then(|t| self.token_index(t)).or_else(|| self.matcher.find(user_agent));
+        let mut decision = self.decide_token(token, &target.canonical);
+        let failure = token.and_then(|t| self.group_of(t)).and_then(|g| match identity.verification {
+            Verification::Spoofed(_) => Some(g.on_spoofed),
+            Verification::Unverified => Some(g.on_unverified),
+            Verification::NotApplicable | Verification::Verified(_) => None,
+        });
+        if failure == Some(OnFailure::Anonymous) {
+            decision = self.decide_token(None, &target.canonical);
+        }
+        decision.verification = identity.verification;
+        decision.on_failure = failure;
         if let Some(file) = self.local_file(&target.canonical) {
             let published = match file {
                 LocalFile::RobotsTxt => true,
@@ -204,5 +241,191 @@ rules = [{ path = "/", action = "allow" }]
         let no_agents = load(&POLICY.replace("[agents_txt]", "[agents_txt]\nenabled = false"), "t.toml").unwrap();
         let got = summary(&no_agents.policy.route(false, b"/agents.txt", gpt));
         assert_eq!(got.0, "404 agents.txt");
+    }
+}
+
+#[cfg(test)]
+mod verification_tests {
+    use super::*;
+    use crate::load;
+    use crate::verification::{Method, VerifyMode};
+
+    const POLICY: &str = r#"
+[upstream]
+servers = ["127.0.0.1:8000"]
+
+[verification]
+
+[[group]]
+user_agents = ["*"]
+disallow = ["/private/"]
+
+[[group]]
+user_agents = ["Googlebot"]
+disallow = ["/nogoogle/"]
+enforce = "block"
+block_status = 451
+
+[[group]]
+user_agents = ["bingbot"]
+on_spoofed = "block"
+on_unverified = "anonymous"
+block_status = 429
+
+[[group]]
+user_agents = ["GPTBot"]
+on_spoofed = "log"
+on_unverified = "block"
+
+[[group]]
+user_agents = ["ExampleBot"]
+disallow = ["/"]
+"#;
+
+    /// `(kind, agent, verification, on_failure)` of a route.
+    fn summary(r: &Route<'_, '_>) -> (String, Option<String>, String, Option<&'static str>) {
+        let d = match r {
+            Route::BadRequest(e) => return (format!("400 {e}"), None, String::new(), None),
+            Route::Serve { decision, .. } | Route::NotFound { decision, .. } => (*decision, "serve"),
+            Route::Block { decision, .. } => (*decision, "block"),
+            Route::Forward { decision, .. } => (*decision, "forward"),
+        };
+        let (d, kind) = d;
+        let kind = match kind {
+            "block" => format!("block {}", d.block_status),
+            "forward" => format!("forward {}", d.action().as_str()),
+            k => k.to_string(),
+        };
+        (kind, d.agent.map(str::to_owned), d.verification.to_string(), d.on_failure.map(OnFailure::as_str))
+    }
+
+    #[test]
+    fn claims_and_default_modes() {
+        let loaded = load(POLICY, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let mode = |ua: &str| p.claim(ua).map(|c| (c.agent, c.verify));
+        assert_eq!(mode("Mozilla/5.0 (compatible; Googlebot/2.1)"), Some(("Googlebot", VerifyMode::Any)));
+        assert_eq!(mode("bingbot/2.0"), Some(("bingbot", VerifyMode::Any)));
+        // No published source for ExampleBot: nothing to verify.
+        assert_eq!(mode("ExampleBot/1"), Some(("ExampleBot", VerifyMode::None)));
+        assert_eq!(mode("Firefox"), None);
+        assert_eq!(p.claim_token("gptbot").map(|c| c.agent), Some("GPTBot"));
+        // Without a [verification] table nothing is verified.
+        let off = load(&POLICY.replace("[verification]\n", ""), "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(off.policy.claim("Googlebot/2.1").map(|c| c.verify), Some(VerifyMode::None));
+    }
+
+    #[test]
+    fn routes_by_outcome() {
+        let loaded = load(POLICY, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let v = |m| Verification::Verified(m);
+        let sp = |m| Verification::Spoofed(m);
+        let un = Verification::Unverified;
+        type Row = (
+            &'static str,
+            &'static str,
+            Verification,
+            Option<&'static str>,
+            (&'static str, Option<&'static str>, &'static str, Option<&'static str>),
+        );
+        let rows: &[Row] = &[
+            // Verified: the group as usual.
+            (
+                "Googlebot/2.1",
+                "/nogoogle/a",
+                v(Method::Ip),
+                None,
+                ("block 451", Some("Googlebot"), "verified(ip)", None),
+            ),
+            (
+                "Googlebot/2.1",
+                "/private/a",
+                v(Method::Rdns),
+                None,
+                ("forward allowed", Some("Googlebot"), "verified(rdns)", None),
+            ),
+            // Spoofed, default anonymous: the `*` group's rules.
+            (
+                "Googlebot/2.1",
+                "/private/a",
+                sp(Method::Ip),
+                None,
+                ("forward allowed", None, "spoofed(ip)", Some("anonymous")),
+            ),
+            (
+                "Googlebot/2.1",
+                "/nogoogle/a",
+                sp(Method::Ip),
+                None,
+                ("forward allowed", None, "spoofed(ip)", Some("anonymous")),
+            ),
+            // Unverified, default log: the group as usual, recorded.
+            ("Googlebot/2.1", "/nogoogle/a", un, None, ("block 451", Some("Googlebot"), "unverified", Some("log"))),
+            ("Googlebot/2.1", "/a", un, None, ("forward allowed", Some("Googlebot"), "unverified", Some("log"))),
+            // on_spoofed = "block": the group's block status on any path.
+            (
+                "bingbot/2.0",
+                "/a",
+                sp(Method::Rdns),
+                None,
+                ("block 429", Some("bingbot"), "spoofed(rdns)", Some("block")),
+            ),
+            // on_unverified = "anonymous".
+            ("bingbot/2.0", "/private/a", un, None, ("forward allowed", None, "unverified", Some("anonymous"))),
+            // on_spoofed = "log", on_unverified = "block" (default 403).
+            (
+                "GPTBot/1.0",
+                "/a",
+                sp(Method::Signature),
+                None,
+                ("forward allowed", Some("GPTBot"), "spoofed(signature)", Some("log")),
+            ),
+            ("GPTBot/1.0", "/a", un, None, ("block 403", Some("GPTBot"), "unverified", Some("block"))),
+            // robots.txt is served whatever the outcome.
+            (
+                "bingbot/2.0",
+                "/robots.txt",
+                sp(Method::Ip),
+                None,
+                ("serve", Some("bingbot"), "spoofed(ip)", Some("block")),
+            ),
+            // A signature proves a token the User-Agent does not name.
+            (
+                "Mozilla/5.0 Firefox/130.0",
+                "/nogoogle/a",
+                v(Method::Signature),
+                Some("googlebot"),
+                ("block 451", Some("Googlebot"), "verified(signature)", None),
+            ),
+            (
+                "bingbot/2.0",
+                "/nogoogle/a",
+                v(Method::Signature),
+                Some("Googlebot"),
+                ("block 451", Some("Googlebot"), "verified(signature)", None),
+            ),
+            // A proven token that is not a policy token: the User-Agent decides.
+            (
+                "bingbot/2.0",
+                "/a",
+                v(Method::Signature),
+                Some("OtherBot"),
+                ("forward allowed", Some("bingbot"), "verified(signature)", None),
+            ),
+            // No token: nothing to apply, whatever the outcome says.
+            ("Firefox", "/private/a", sp(Method::Ip), None, ("forward allowed", None, "spoofed(ip)", None)),
+            ("Firefox", "/a", Verification::NotApplicable, None, ("forward allowed", None, "none", None)),
+        ];
+        for (ua, target, verification, proven, want) in rows {
+            let id = Identity { verification: *verification, proven: *proven };
+            let got = summary(&p.route_with(false, target.as_bytes(), UserAgentField::One(ua), id));
+            let got = (got.0.as_str(), got.1.as_deref(), got.2.as_str(), got.3);
+            assert_eq!(got, *want, "{ua} {target} {verification:?} {proven:?}");
+        }
+        // A bad request stays a bad request.
+        let id = Identity { verification: un, proven: None };
+        let got = summary(&p.route_with(false, b"x", UserAgentField::One("GPTBot"), id));
+        assert_eq!(got.0, "400 request target must start with '/' or be an absolute http(s) URL");
     }
 }

@@ -9,9 +9,10 @@
 //! this module only names their results, so routing stays pure.
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 /// An address prefix in CIDR notation (RFC 4632; RFC 4291 section 2.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -68,7 +69,7 @@ impl FromStr for Cidr {
 }
 
 /// The compiled `[verification]` table.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerificationSettings {
     /// Whether the table is present: without it nothing is verified and every
     /// group trusts the User-Agent.
@@ -77,6 +78,105 @@ pub struct VerificationSettings {
     /// are believed for the client address; from anyone else the socket peer
     /// is the client.
     pub trusted_proxies: Vec<Cidr>,
+    /// How often the published IP lists are refreshed (default 24 h).
+    pub refresh: Duration,
+    /// Timeout of one list fetch (default 10 s).
+    pub fetch_timeout: Duration,
+    /// Where fetched lists are persisted; `None` keeps them in memory only.
+    pub state_dir: Option<String>,
+    /// `[verification.lists]`: per token (as written), the lists (URLs or
+    /// absolute paths) that replace the built-in ones.
+    pub lists: Vec<(String, Vec<String>)>,
+    /// `[verification.dns]`.
+    pub dns: DnsSettings,
+    /// `[verification.signatures]`.
+    pub signatures: SignatureSettings,
+    /// `[[verification.keys]]`: Web Bot Auth keys pinned in the policy.
+    pub keys: Vec<PinnedJwk>,
+}
+
+/// The resolver used for forward-confirmed reverse DNS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DnsSettings {
+    /// Nameservers; empty means the system's resolv.conf.
+    pub nameservers: Vec<SocketAddr>,
+    /// Budget of one whole check, PTR plus forward (default 500 ms).
+    pub timeout: Duration,
+    /// Cached addresses (default 10000).
+    pub cache_size: usize,
+}
+
+/// Web Bot Auth signature checking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureSettings {
+    /// Allowed clock skew on `created` and `expires` (default 60 s).
+    pub max_skew: Duration,
+    /// Timeout of one key directory fetch (default 10 s).
+    pub directory_timeout: Duration,
+    /// Cached key directories (default 1000).
+    pub cache_size: usize,
+    /// Whether key directories may be fetched over plain HTTP (tests only).
+    pub allow_http_directories: bool,
+}
+
+/// A key pinned in `[[verification.keys]]`, validated at load as an Ed25519
+/// JWK (RFC 8037 section 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PinnedJwk {
+    /// The token the key proves.
+    pub token: String,
+    /// The JWK as written (JSON).
+    pub jwk: String,
+}
+
+impl Default for VerificationSettings {
+    /// The defaults of every key; `enabled` is false (no table).
+    fn default() -> VerificationSettings {
+        VerificationSettings {
+            enabled: false,
+            trusted_proxies: Vec::new(),
+            refresh: Duration::from_secs(24 * 60 * 60),
+            fetch_timeout: Duration::from_secs(10),
+            state_dir: None,
+            lists: Vec::new(),
+            dns: DnsSettings { nameservers: Vec::new(), timeout: Duration::from_millis(500), cache_size: 10_000 },
+            signatures: SignatureSettings {
+                max_skew: Duration::from_secs(60),
+                directory_timeout: Duration::from_secs(10),
+                cache_size: 1000,
+                allow_http_directories: false,
+            },
+            keys: Vec::new(),
+        }
+    }
+}
+
+impl VerificationSettings {
+    /// The IP lists that prove `token`: the configured override, else the
+    /// built-in source's lists (empty when there are none).
+    pub fn ip_lists_for(&self, token: &str) -> Vec<String> {
+        match self.lists.iter().find(|(t, _)| t.eq_ignore_ascii_case(token)) {
+            Some((_, l)) => l.clone(),
+            None => source_for(token).map(|s| s.ip_lists.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The reverse DNS domains that prove `token` (built-in).
+    pub fn rdns_for(&self, token: &str) -> &'static [String] {
+        source_for(token).map_or(&[], |s| s.rdns.as_slice())
+    }
+
+    /// Whether a signature can prove `token`: a pinned key or a built-in
+    /// `Signature-Agent`.
+    pub fn has_signature_source(&self, token: &str) -> bool {
+        self.keys.iter().any(|k| k.token.eq_ignore_ascii_case(token))
+            || source_for(token).is_some_and(|s| !s.signature_agents.is_empty())
+    }
+
+    /// Whether any method has a source for `token`.
+    pub fn has_source(&self, token: &str) -> bool {
+        !self.ip_lists_for(token).is_empty() || !self.rdns_for(token).is_empty() || self.has_signature_source(token)
+    }
 }
 
 impl VerificationSettings {
@@ -105,6 +205,12 @@ impl Method {
             Method::Rdns => "rdns",
             Method::Signature => "signature",
         }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -138,6 +244,23 @@ impl Verification {
     }
 }
 
+impl Default for Verification {
+    /// Nothing verified.
+    fn default() -> Verification {
+        Verification::NotApplicable
+    }
+}
+
+impl fmt::Display for Verification {
+    /// `none`, `verified(ip)`, `unverified`, `spoofed(rdns)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verification::Verified(m) | Verification::Spoofed(m) => write!(f, "{}({m})", self.label()),
+            _ => f.write_str(self.label()),
+        }
+    }
+}
+
 /// A group's `verify` setting: which methods may prove its crawlers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum VerifyMode {
@@ -154,6 +277,39 @@ pub enum VerifyMode {
     Any,
 }
 
+impl VerifyMode {
+    /// Every mode, in the order the policy documents them.
+    pub const ALL: [VerifyMode; 5] =
+        [VerifyMode::None, VerifyMode::Ip, VerifyMode::Rdns, VerifyMode::Signature, VerifyMode::Any];
+
+    /// The policy spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerifyMode::None => "none",
+            VerifyMode::Ip => "ip",
+            VerifyMode::Rdns => "rdns",
+            VerifyMode::Signature => "signature",
+            VerifyMode::Any => "any",
+        }
+    }
+
+    /// The mode spelled `s`.
+    pub fn parse(s: &str) -> Option<VerifyMode> {
+        VerifyMode::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// Whether `method` may prove a claim under this mode.
+    pub fn allows(self, method: Method) -> bool {
+        match self {
+            VerifyMode::None => false,
+            VerifyMode::Any => true,
+            VerifyMode::Ip => method == Method::Ip,
+            VerifyMode::Rdns => method == Method::Rdns,
+            VerifyMode::Signature => method == Method::Signature,
+        }
+    }
+}
+
 /// What a group does with a request whose claim is spoofed or unverified.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnFailure {
@@ -163,6 +319,53 @@ pub enum OnFailure {
     Log,
     /// Treat the request like one with no token (the `*` group).
     Anonymous,
+}
+
+impl OnFailure {
+    /// Every choice.
+    pub const ALL: [OnFailure; 3] = [OnFailure::Block, OnFailure::Log, OnFailure::Anonymous];
+
+    /// The policy spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Block => "block",
+            OnFailure::Log => "log",
+            OnFailure::Anonymous => "anonymous",
+        }
+    }
+
+    /// The choice spelled `s`.
+    pub fn parse(s: &str) -> Option<OnFailure> {
+        OnFailure::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+/// Checks a pinned key: a JSON object with `kty` `OKP`, `crv` `Ed25519` and
+/// an `x` of 32 bytes in unpadded base64url (RFC 8037 section 2).
+pub fn validate_ed25519_jwk(jwk: &str) -> Result<(), String> {
+    let v: serde_json::Value = serde_json::from_str(jwk).map_err(|e| format!("not JSON: {e}"))?;
+    let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str);
+    if field("kty") != Some("OKP") {
+        return Err("`kty` must be \"OKP\"".into());
+    }
+    if field("crv") != Some("Ed25519") {
+        return Err("`crv` must be \"Ed25519\"".into());
+    }
+    let x = field("x").ok_or("`x` is missing")?;
+    match base64url_len(x) {
+        Some(32) => Ok(()),
+        Some(n) => Err(format!("`x` must be 32 bytes, found {n}")),
+        None => Err("`x` is not unpadded base64url".into()),
+    }
+}
+
+/// The decoded length of unpadded base64url text (RFC 4648 section 5), if valid.
+fn base64url_len(s: &str) -> Option<usize> {
+    let ok = s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !ok || s.len() % 4 == 1 {
+        return None;
+    }
+    Some(s.len() * 6 / 8)
 }
 
 /// Where one operator publishes the evidence for some of its tokens.
@@ -233,6 +436,31 @@ mod tests {
         assert!(all.contains("2001:db8::1".parse().unwrap_or_else(|e| panic!("{e}"))));
         assert_eq!("10.0.0.0/33".parse::<Cidr>(), Err("`10.0.0.0/33`: the prefix length must be 0 to 32".into()));
         assert_eq!("ten/8".parse::<Cidr>(), Err("`ten/8` is not an IP address or CIDR prefix".into()));
+    }
+
+    #[test]
+    fn jwk_validation() {
+        let good = r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#;
+        assert_eq!(validate_ed25519_jwk(good), Ok(()));
+        assert_eq!(validate_ed25519_jwk("{"), Err("not JSON: EOF while parsing an object at line 1 column 1".into()));
+        assert_eq!(validate_ed25519_jwk(&good.replace("OKP", "EC")), Err("`kty` must be \"OKP\"".into()));
+        assert_eq!(validate_ed25519_jwk(&good.replace("Ed25519", "X25519")), Err("`crv` must be \"Ed25519\"".into()));
+        assert_eq!(validate_ed25519_jwk(&good.replace("JrQLj5P_", "")), Err("`x` must be 32 bytes, found 26".into()));
+        assert_eq!(validate_ed25519_jwk(&good.replace("JrQL", "Jr+L")), Err("`x` is not unpadded base64url".into()));
+        assert_eq!(validate_ed25519_jwk(r#"{"kty":"OKP","crv":"Ed25519"}"#), Err("`x` is missing".into()));
+    }
+
+    #[test]
+    fn modes_and_labels() {
+        assert!(VerifyMode::Any.allows(Method::Rdns));
+        assert!(!VerifyMode::Ip.allows(Method::Rdns));
+        assert!(!VerifyMode::None.allows(Method::Ip));
+        assert_eq!(VerifyMode::parse("signature"), Some(VerifyMode::Signature));
+        assert_eq!(OnFailure::parse("anonymous"), Some(OnFailure::Anonymous));
+        assert_eq!(Verification::Verified(Method::Ip).to_string(), "verified(ip)");
+        assert_eq!(Verification::Spoofed(Method::Rdns).to_string(), "spoofed(rdns)");
+        assert_eq!(Verification::Unverified.to_string(), "unverified");
+        assert_eq!(Verification::NotApplicable.to_string(), "none");
     }
 
     #[test]

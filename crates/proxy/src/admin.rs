@@ -81,7 +81,27 @@ impl Admin {
             "robots_txt_etag": snap.robots.etag,
             "upstreams": upstreams,
             "origin_robots": crate::origin::status_json(&self.shared),
+            "verification_lists": self.verification_lists(),
         })
+    }
+
+    /// Each IP list's source, age, size and last error (empty without
+    /// verification).
+    fn verification_lists(&self) -> Vec<serde_json::Value> {
+        let Some(v) = self.shared.verifier.get() else { return Vec::new() };
+        v.lists()
+            .status()
+            .into_iter()
+            .map(|s| {
+                serde_json::json!({
+                    "source": s.source,
+                    "age_seconds": s.age_secs,
+                    "prefixes": s.prefixes,
+                    "last_error": s.last_error,
+                    "refresh_failures": s.failures,
+                })
+            })
+            .collect()
     }
 }
 

@@ -2,9 +2,10 @@
 //! line, so labels come from enums and the hooks never format free
 //! strings for them.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{Action, AgentId, LocalFile};
 
 use crate::activity::{Activity, Hit};
@@ -48,6 +49,10 @@ pub struct Violation<'a> {
     pub path: &'a str,
     /// `LogViolation` or `Block`.
     pub action: Action,
+    /// The client address.
+    pub client_ip: Option<std::net::IpAddr>,
+    /// The verification outcome.
+    pub verification: Verification,
 }
 
 impl Violation<'_> {
@@ -62,6 +67,8 @@ impl Violation<'_> {
             rule_line = self.rule.1,
             path = %self.path,
             action = if self.action == Action::Block { "block" } else { "log" },
+            client_ip = %self.client_ip.map(|a| a.to_string()).unwrap_or_default(),
+            verification = %self.verification,
             "Request for a path robots.txt disallows"
         );
     }
@@ -115,16 +122,20 @@ pub struct RequestDone<'a> {
     pub rule: Option<(&'a str, usize)>,
     /// The Referer field.
     pub referer: Option<&'a str>,
-    /// The client address (`activity::client_addr`).
-    pub client: Option<IpAddr>,
     /// Body bytes sent to the client.
     pub bytes_sent: u64,
+    /// The client address.
+    pub client_ip: Option<std::net::IpAddr>,
+    /// The verification outcome.
+    pub verification: Verification,
+    /// What showed it, if anything was checked.
+    pub evidence: Option<&'a crawlgate_identity::Evidence>,
 }
 
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
-        metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.elapsed);
+        metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.verification.label(), self.elapsed);
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -142,7 +153,7 @@ impl RequestDone<'_> {
             path: self.path,
             rule: self.rule,
             referer: self.referer,
-            client: self.client,
+            client: self.client_ip,
             now: crate::activity::unix_now(),
         });
     }
@@ -161,6 +172,9 @@ impl RequestDone<'_> {
             upstream = %self.upstream.map(|a| a.to_string()).unwrap_or_default(),
             duration_ms = self.elapsed.as_secs_f64() * 1000.0,
             error = %self.error.map(|e| e.to_string()).unwrap_or_default(),
+            client_ip = %self.client_ip.map(|a| a.to_string()).unwrap_or_default(),
+            verification = %self.verification,
+            evidence = %self.evidence.map(|e| e.to_string()).unwrap_or_default(),
             "request"
         );
     }

@@ -22,6 +22,7 @@ mod respond;
 mod service;
 mod state;
 mod upstream;
+mod verify;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,7 +72,8 @@ pub fn init_logging() {
 /// otherwise the process exits when Pingora shuts down.
 pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
     init_logging();
-    let metrics = Metrics::new().context("cannot register metrics")?;
+    let metrics =
+        Metrics::with_verification(loaded.policy.settings().verification.enabled).context("cannot register metrics")?;
     for w in &loaded.warnings {
         tracing::warn!(target: "crawlgate::policy", "{w}");
     }
@@ -111,7 +113,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     );
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
+    let verifier = verify::build(&snap.policy)?;
     let shared = Shared::new(snap, watch.clone(), metrics);
+    if let Some(v) = verifier {
+        let _ = shared.verifier.set(v);
+    }
 
     let mut options = HttpServerOptions::default();
     options.h2c = h2c;
@@ -156,6 +162,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         server.add_service(background_service("policy watcher", Watcher::new(Reloader::new(shared.clone(), path))));
     }
     server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
+    if shared.verifier.get().is_some() {
+        server.add_service(background_service("verification lists", verify::Refresher::new(shared.clone())));
+    }
     server.add_service(background_service("upstream health", HealthChecker::new(shared)));
     server.run_forever()
 }

@@ -136,6 +136,100 @@ pub struct Metrics {
     client_timeouts: IntCounterVec,
     origin_robots_fetches: IntCounterVec,
     origin_robots_age: prometheus::Gauge,
+    verification: VerificationMetrics,
+    /// Whether `crawlgate_requests_total` has the `verification` label.
+    verification_label: bool,
+}
+
+/// The verification metrics: outcomes, the IP lists' state and the
+/// resolver's latency and cache.
+pub struct VerificationMetrics {
+    verifications: IntCounterVec,
+    list_age: GaugeVec,
+    list_prefixes: IntGaugeVec,
+    list_failures: IntCounterVec,
+    dns_lookup: Histogram,
+    dns_cache: IntGauge,
+}
+
+/// The bounded `verification` label of `crawlgate_requests_total`.
+pub const VERIFICATION_LABELS: [&str; 4] = ["none", "verified", "unverified", "spoofed"];
+
+impl VerificationMetrics {
+    fn new(r: &Registry) -> prometheus::Result<VerificationMetrics> {
+        let list_age = GaugeVec::new(
+            Opts::new(
+                "crawlgate_verification_list_age_seconds",
+                "Age of the IP list copy in use, by source (-1: never loaded).",
+            ),
+            &["source"],
+        )?;
+        r.register(Box::new(list_age.clone()))?;
+        let list_prefixes = IntGaugeVec::new(
+            Opts::new("crawlgate_verification_list_prefixes", "Prefixes in the IP list copy in use, by source."),
+            &["source"],
+        )?;
+        r.register(Box::new(list_prefixes.clone()))?;
+        let dns_lookup = Histogram::with_opts(
+            HistogramOpts::new(
+                "crawlgate_dns_lookup_seconds",
+                "Time a request waited for a forward-confirmed reverse DNS check that was not cached.",
+            )
+            .buckets(exponential_buckets(0.0005, 2.0, 12)?),
+        )?;
+        r.register(Box::new(dns_lookup.clone()))?;
+        let dns_cache = IntGauge::new("crawlgate_dns_cache_entries", "Addresses in the reverse DNS cache.")?;
+        r.register(Box::new(dns_cache.clone()))?;
+        Ok(VerificationMetrics {
+            verifications: counter(
+                r,
+                "crawlgate_verifications_total",
+                "Verified identity claims by agent token, method (ip, rdns, signature, none) and result (verified, unverified, spoofed).",
+                &["agent", "method", "result"],
+            )?,
+            list_age,
+            list_prefixes,
+            list_failures: counter(
+                r,
+                "crawlgate_verification_list_refresh_failures_total",
+                "IP list refreshes that failed (the previous copy was kept), by source.",
+                &["source"],
+            )?,
+            dns_lookup,
+            dns_cache,
+        })
+    }
+
+    /// Counts one verification outcome.
+    pub fn verification(&self, agent: &str, v: crawlgate_policy::verification::Verification) {
+        use crawlgate_policy::verification::Verification;
+        let method = match v {
+            Verification::Verified(m) | Verification::Spoofed(m) => m.as_str(),
+            Verification::Unverified | Verification::NotApplicable => "none",
+        };
+        self.verifications.with_label_values(&[agent, method, v.label()]).inc();
+    }
+
+    /// Records one list's state; `failures` is the list's running total.
+    pub fn list_state(&self, source: &str, age_secs: Option<u64>, prefixes: usize, failures: u64) {
+        self.list_age.with_label_values(&[source]).set(age_secs.map_or(-1.0, |a| a as f64));
+        self.list_prefixes.with_label_values(&[source]).set(i64::try_from(prefixes).unwrap_or(i64::MAX));
+        let c = self.list_failures.with_label_values(&[source]);
+        let seen = c.get();
+        if failures > seen {
+            c.inc_by(failures - seen);
+        }
+    }
+
+    /// Observes one uncached reverse DNS check.
+    pub fn dns_lookup(&self, elapsed: Duration) {
+        self.dns_lookup.observe(elapsed.as_secs_f64());
+    }
+
+    /// Records the reverse DNS cache size.
+    pub fn dns_cache(&self, entries: usize) {
+        self.dns_cache.set(i64::try_from(entries).unwrap_or(i64::MAX));
+    }
 }
 
 /// The connection metrics of one listener kind (`proxy` or `admin`), with
@@ -160,8 +254,13 @@ fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> prom
 }
 
 impl Metrics {
-    /// Creates and registers every metric.
-    pub fn new() -> prometheus::Result<Metrics> {
+    /// Creates and registers every metric. With `verification` (the policy at start has a
+    /// `[verification]` table) `crawlgate_requests_total` also has the
+    /// bounded `verification` label, without it its labels stay `agent`
+    /// and `decision`.
+    pub fn with_verification(verification: bool) -> prometheus::Result<Metrics> {
+        let request_labels: &[&str] =
+            if verification { &["agent", "decision", "verification"] } else { &["agent", "decision"] };
         let registry = Registry::new();
         let r = &registry;
         let duration = HistogramVec::new(
@@ -232,8 +331,8 @@ impl Metrics {
             requests: counter(
                 r,
                 "crawlgate_requests_total",
-                "Proxied or answered requests by agent token and decision.",
-                &["agent", "decision"],
+                "Proxied or answered requests by agent token, decision and, with verification, its outcome (none, verified, unverified, spoofed).",
+                request_labels,
             )?,
             robots_fetches: counter(
                 r,
@@ -278,6 +377,8 @@ impl Metrics {
                 &["class"],
             )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
+            verification: VerificationMetrics::new(r)?,
+            verification_label: verification,
             duration,
             generation,
             reload_failing,
@@ -295,9 +396,13 @@ impl Metrics {
         Ok(metrics)
     }
 
-    /// Counts one request.
-    pub fn request(&self, agent: &str, outcome: Action, elapsed: Duration) {
-        self.requests.with_label_values(&[agent, outcome.as_str()]).inc();
+    /// Counts one request; `verification` is one of [`VERIFICATION_LABELS`].
+    pub fn request(&self, agent: &str, outcome: Action, verification: &str, elapsed: Duration) {
+        if self.verification_label {
+            self.requests.with_label_values(&[agent, outcome.as_str(), verification]).inc();
+        } else {
+            self.requests.with_label_values(&[agent, outcome.as_str()]).inc();
+        }
         self.duration.with_label_values(&[outcome.as_str()]).observe(elapsed.as_secs_f64());
     }
 
@@ -386,7 +491,13 @@ impl Metrics {
         let old_groups: Vec<&str> = prev.group_names().collect();
         for token in old_tokens.iter().filter(|t| !new_tokens.contains(t)) {
             for d in Action::ALL.map(Action::as_str) {
-                let _ = self.requests.remove_label_values(&[token, d]);
+                if self.verification_label {
+                    for v in VERIFICATION_LABELS {
+                        let _ = self.requests.remove_label_values(&[token, d, v]);
+                    }
+                } else {
+                    let _ = self.requests.remove_label_values(&[token, d]);
+                }
             }
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 let _ = self.robots_fetches.remove_label_values(&[token, f]);
@@ -405,6 +516,11 @@ impl Metrics {
         for name in prev.settings().upstream.servers.iter().filter(|s| !servers.contains(s)) {
             let _ = self.upstream_healthy.remove_label_values(&[name]);
         }
+    }
+
+    /// The verification metrics.
+    pub fn verification(&self) -> &VerificationMetrics {
+        &self.verification
     }
 
     /// The connection metrics of `listener` (`proxy` or `admin`).

@@ -107,8 +107,10 @@ impl Reloader {
                 for w in &warnings {
                     tracing::warn!(target: "crawlgate::policy", "{w}");
                 }
-                let old = restart_only(&current.policy.settings().server);
-                let new = restart_only(&snap.policy.settings().server);
+                let mut old = restart_only(&current.policy.settings().server);
+                old.push(crate::verify::restart_only(&current.policy));
+                let mut new = restart_only(&snap.policy.settings().server);
+                new.push(crate::verify::restart_only(&snap.policy));
                 let restart: Vec<String> =
                     old.iter().zip(new.iter()).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string()).collect();
                 if !restart.is_empty() {

@@ -14,8 +14,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, ClientAddr};
-use crawlgate_policy::{Action, AgentId, Decision, LocalFile, Route, UrlControls, UserAgentField};
+use crawlgate_policy::verification::Verification;
+use crawlgate_policy::{Action, AgentId, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
@@ -104,6 +106,9 @@ pub struct Ctx {
     /// The deciding rule of a violation or block (pattern, line), for the
     /// activity model.
     rule: Option<(Box<str>, usize)>,
+    /// The verification outcome and what showed it.
+    verification: Verification,
+    evidence: Option<Evidence>,
 }
 
 impl Ctx {
@@ -168,6 +173,8 @@ impl ProxyHttp for Gate {
             local: None,
             client: None,
             rule: None,
+            verification: Verification::NotApplicable,
+            evidence: None,
         }
     }
 
@@ -217,7 +224,17 @@ impl ProxyHttp for Gate {
             1 => UserAgentField::One(&ua),
             _ => UserAgentField::Many,
         };
-        match snap.policy.route(req.method == http::Method::OPTIONS, req.raw_path(), field) {
+        let client = ctx.client.as_ref().map(|c| c.ip);
+        let verdict = match client {
+            Some(ip) => crate::verify::verify(&self.shared, &snap.policy, req, &ua, ip).await,
+            None => Verdict::default(),
+        };
+        self.count_verification(&snap, &ua, &verdict);
+        let Verdict { verification, evidence, signed_token } = verdict;
+        ctx.verification = verification;
+        ctx.evidence = (evidence != Evidence::None).then_some(evidence);
+        let identity = Identity { verification, proven: signed_token.as_deref() };
+        match snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity) {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
@@ -254,7 +271,11 @@ impl ProxyHttp for Gate {
                 ctx.outcome = Action::Block;
                 ctx.local = Some(Local::Blocked);
                 let agent = decision.agent.unwrap_or(OTHER_AGENT);
-                violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                // A block for a failed verification is no robots.txt
+                // violation; the access log line shows it.
+                if decision.on_failure.is_none() || decision.rule.is_some_and(|r| !r.allow) {
+                    violation(&decision, &target.canonical, client).emit(&self.shared.metrics);
+                }
                 ctx.rule = decision.rule.map(|r| (r.pattern.into(), r.line));
                 let body = respond::block_body(decision.block_status, agent, target.path());
                 let status = decision.block_status;
@@ -266,7 +287,7 @@ impl ProxyHttp for Gate {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
                 if ctx.outcome == Action::LogViolation {
-                    violation(&decision, &target.canonical).emit(&self.shared.metrics);
+                    violation(&decision, &target.canonical, client).emit(&self.shared.metrics);
                     ctx.rule = decision.rule.map(|r| (r.pattern.into(), r.line));
                 }
                 // HEAD too: it gets the headers the GET would get.
@@ -482,8 +503,10 @@ impl ProxyHttp for Gate {
             user_agent: field(header::USER_AGENT).unwrap_or(""),
             rule: ctx.rule.as_ref().map(|(p, l)| (&**p, *l)),
             referer: field(header::REFERER),
-            client: crate::activity::client_addr(session),
             bytes_sent: session.body_bytes_sent() as u64,
+            client_ip: ctx.client.as_ref().map(|c| c.ip),
+            verification: ctx.verification,
+            evidence: ctx.evidence.as_ref(),
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
@@ -494,9 +517,29 @@ impl ProxyHttp for Gate {
     }
 }
 
+impl Gate {
+    /// Counts a verification outcome under the claimed (or signed) token,
+    /// a policy token or `other`.
+    fn count_verification(&self, snap: &Snapshot, ua: &str, verdict: &Verdict) {
+        if verdict.verification == Verification::NotApplicable {
+            return;
+        }
+        let policy = &snap.policy;
+        let agent = verdict
+            .signed_token
+            .as_deref()
+            .and_then(|t| policy.claim_token(t))
+            .or_else(|| policy.claim(ua))
+            .map_or(OTHER_AGENT, |c| c.agent);
+        self.shared.metrics.verification().verification(agent, verdict.verification);
+    }
+}
+
 /// The violation event of a decision that robots.txt disallows.
-fn violation<'a>(decision: &Decision<'a>, path: &'a str) -> Violation<'a> {
+fn violation<'a>(decision: &Decision<'a>, path: &'a str, client_ip: Option<std::net::IpAddr>) -> Violation<'a> {
     Violation {
+        client_ip,
+        verification: decision.verification,
         agent: decision.agent.unwrap_or(OTHER_AGENT),
         group: decision.group.map_or("", |g| g.name),
         rule: decision.rule.map_or(("", 0), |r| (r.pattern, r.line)),

@@ -149,6 +149,9 @@ pub struct Shared {
     pub origin: Mutex<crate::origin::OriginState>,
     /// The activity model behind the dashboard (kept across reloads).
     pub activity: crate::activity::Activity,
+    /// The identity verifier, set once at start when the policy has a
+    /// `[verification]` table.
+    pub verifier: std::sync::OnceLock<crawlgate_identity::Verifier>,
 }
 
 impl Shared {
@@ -162,6 +165,7 @@ impl Shared {
             metrics,
             origin: Mutex::default(),
             activity,
+            verifier: std::sync::OnceLock::new(),
         })
     }
 

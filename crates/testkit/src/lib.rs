@@ -1,15 +1,19 @@
 //! Test support shared by crawlgate's test suites (the policy crate's
 //! integration tests and the end-to-end crate): the public robots.txt
 //! conformance suite read with serde, temporary directories removed on drop,
-//! raw HTTP/1.1 over TCP, and golden files.
+//! raw HTTP/1.1 over TCP, a small HTTP server with routes
+//! a test changes as it runs, and golden files.
 //!
 //! It owns no crawlgate logic and depends on no crawlgate crate, so every
 //! test crate can use it without a dependency cycle.
 
 pub mod conformance;
+pub mod dns;
 pub mod golden;
 pub mod http;
+pub mod serve;
 pub mod temp;
+pub mod wba;
 
 pub use conformance::{ConformanceCase, RfcStatus};
 pub use temp::TempDir;

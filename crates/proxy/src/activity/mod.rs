@@ -187,13 +187,6 @@ pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// The client address the model keys compliance by: the connection's peer
-/// address. The one place to change when a trusted forwarded address
-/// should be used instead.
-pub fn client_addr(session: &pingora::proxy::Session) -> Option<IpAddr> {
-    session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip())
-}
-
 /// Whether a User-Agent naming no policy token looks like a browser: it
 /// starts `Mozilla/` (every current browser's does) and has none of the
 /// words automated clients put in theirs. ASCII case-insensitive, no

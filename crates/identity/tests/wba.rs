@@ -1,0 +1,643 @@
+//! Web Bot Auth verification: RFC 9421's ed25519 test vector, the
+//! webbotauth drafts' examples, signatures made by the test signer (good,
+//! expired, early, wrong key, uncovered components, tampered), malformed
+//! headers, and key directories served on 127.0.0.1.
+
+// Helpers outside #[test] functions panic to fail the test that called them.
+#![allow(clippy::panic)]
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crawlgate_identity::keys::{Keys, KeysConfig, PinnedKey};
+use crawlgate_identity::wba::{self, SignatureCheck, SignedRequest};
+use crawlgate_testkit::wba::{
+    directory_json, Agent, Component, DirectoryResponse, DirectoryServer, Request, SignOptions, Signer,
+};
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+const RFC_X: &str = "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs";
+const RFC_THUMBPRINT: &str = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
+const NOW: i64 = 1_750_000_000;
+
+fn at(secs: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    let mut h = HeaderMap::new();
+    for (n, v) in pairs {
+        h.append(
+            HeaderName::from_bytes(n.as_bytes()).unwrap_or_else(|e| panic!("{n}: {e}")),
+            HeaderValue::from_bytes(v.as_bytes()).unwrap_or_else(|e| panic!("{v}: {e}")),
+        );
+    }
+    h
+}
+
+fn pinned(token: &str, jwk: String) -> Keys {
+    Keys::new(KeysConfig { pinned: vec![PinnedKey { token: token.into(), jwk }], ..KeysConfig::default() })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn rfc_keys() -> Keys {
+    pinned("ChatGPT-User", format!(r#"{{"kty":"OKP","crv":"Ed25519","kid":"test-key-ed25519","x":"{RFC_X}"}}"#))
+}
+
+/// The request's headers plus the signed ones.
+fn signed_map(req: &Request, signer: &Signer, opts: &SignOptions) -> HeaderMap {
+    let signed = signer.sign(req, opts);
+    let mut pairs: Vec<(String, String)> = req.headers.clone();
+    pairs.extend(signed.pairs().into_iter().map(|(n, v)| (n.to_owned(), v)));
+    let refs: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    headers(&refs)
+}
+
+async fn check(keys: &Keys, req: &Request, h: &HeaderMap, now: i64) -> SignatureCheck {
+    let sr = SignedRequest { method: &req.method, authority: &req.authority, target: &req.target, headers: h };
+    wba::verify(keys, &sr, at(now)).await
+}
+
+fn invalid(c: &SignatureCheck) -> &str {
+    match c {
+        SignatureCheck::Invalid { reason } => reason,
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+}
+
+// RFC 9421 appendix B.2.6, over the test request of appendix B.2.
+#[tokio::test]
+async fn rfc9421_b26_ed25519_vector_verifies() {
+    let h = headers(&[
+        ("host", "example.com"),
+        ("date", "Tue, 20 Apr 2021 02:07:55 GMT"),
+        ("content-type", "application/json"),
+        (
+            "content-digest",
+            "sha-512=:WZDPaVn/7XgHaAy8pmojAkGWoRx2UFChF41A2svX+TaPm+AbwAgBWnrIiYllu7BNNyealdVLvRwEmTHWXvJwew==:",
+        ),
+        ("content-length", "18"),
+        (
+            "signature-input",
+            r#"sig-b26=("date" "@method" "@path" "@authority" "content-type" "content-length");created=1618884473;keyid="test-key-ed25519""#,
+        ),
+        (
+            "signature",
+            "sig-b26=:wqcAqbmYJ2ji2glfAMaRy4gruYYnx2nEFN2HN6jrnDnQCK1u02Gb04v9EDgwUPiu4A0w6vuQv5lIp5WPpBKRCw==:",
+        ),
+    ]);
+    let req =
+        SignedRequest { method: "POST", authority: "example.com", target: "/foo?param=Value&Pet=dog", headers: &h };
+    let base = wba::signature_base(&req, "sig-b26").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        String::from_utf8_lossy(&base),
+        concat!(
+            "\"date\": Tue, 20 Apr 2021 02:07:55 GMT\n",
+            "\"@method\": POST\n",
+            "\"@path\": /foo\n",
+            "\"@authority\": example.com\n",
+            "\"content-type\": application/json\n",
+            "\"content-length\": 18\n",
+            "\"@signature-params\": (\"date\" \"@method\" \"@path\" \"@authority\" \"content-type\" \"content-length\")",
+            ";created=1618884473;keyid=\"test-key-ed25519\""
+        )
+    );
+    let key = Signer::rfc9421();
+    let vk = ed25519_dalek::VerifyingKey::from_bytes(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, key.x())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .try_into()
+            .unwrap_or_else(|_| panic!("32 bytes")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(key.x(), RFC_X);
+    assert_eq!(wba::verify_label(&req, "sig-b26", &vk), Ok(()));
+    // One changed byte of a covered header breaks it.
+    let mut tampered = h.clone();
+    tampered.insert("content-length", HeaderValue::from_static("19"));
+    let req2 = SignedRequest { headers: &tampered, ..req };
+    assert_eq!(wba::verify_label(&req2, "sig-b26", &vk), Err("signature sig-b26 does not verify".into()));
+    // Without tag="web-bot-auth" it is not a Web Bot Auth signature.
+    assert_eq!(wba::verify(&rfc_keys(), &req, at(1_618_884_473)).await, SignatureCheck::Absent);
+}
+
+/// The ed25519 examples of draft-meunier-web-bot-auth-architecture, as the
+/// draft's authors publish them in cloudflare/web-bot-auth
+/// (`packages/web-bot-auth/test/test_data/web_bot_auth_architecture_v1.json`
+/// and `_v2.json`): GET https://example.com/path/to/resource.
+#[tokio::test]
+async fn webbotauth_draft_examples_verify() {
+    struct Example {
+        input: &'static str,
+        signature: &'static str,
+        agent: Option<&'static str>,
+        expires: i64,
+    }
+    let examples = [
+        Example {
+            input: r#"sig1=("@authority");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=1735693200;nonce="mYotfW3CUjI68sbGw6oKd7kyXqPjZEtU8xFPGWFrqOAf5qC6MDe3pys3SWWCudB0MvwslHy32WXUpkR7u0lt/w==";tag="web-bot-auth""#,
+            signature:
+                "sig1=:+NA/cssf4Y2bQTMTkyvTGRCaVzp9quyUevdwwMtMOWhhOOZ2T1subBj0BtvdnrpDEuwSAbiTeElXDzHL3WWKCw==:",
+            agent: None,
+            expires: 1_735_693_200,
+        },
+        Example {
+            input: r#"sig2=("@authority" "signature-agent");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=1735693200;nonce="e8N7S2MFd/qrd6T2R3tdfAuuANngKI7LFtKYI/vowzk4lAZYadIX6wW25MwG7DCT9RUKAJ0qVkU0mEeLElW1qg==";tag="web-bot-auth""#,
+            signature:
+                "sig2=:jdq0SqOwHdyHr9+r5jw3iYZH6aNGKijYp/EstF4RQTQdi5N5YYKrD+mCT1HA1nZDsi6nJKuHxUi/5Syp3rLWBA==:",
+            agent: Some(r#""https://signature-agent.test""#),
+            expires: 1_735_693_200,
+        },
+        Example {
+            input: r#"sig1=("@authority");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=4889289600;nonce="zIW8+cdmA3vdYagbxojpONwa/l0EKJ/O3/wD486VvsQjO/RxPaSt6ZxvQaMcQzNnqKN/mQ6hpGiFro2L2qkz5A==";tag="web-bot-auth""#,
+            signature:
+                "sig1=:QKN4fTdIYfh82fvoZCQiQA1weuozfCS/Led2zTMbewMMqH8PI2Wsy/5c4ao6B6D09nraNQdBNOADg8aM1MqfCg==:",
+            agent: None,
+            expires: 4_889_289_600,
+        },
+        Example {
+            input: r#"sig2=("@authority" "signature-agent";key="agent2");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=4889289600;nonce="n9p433xm+NJ3ph3upfBIGmsuwHw387YV7Q/F+6BSpGCVjYCqQw6rznNA8PVVLySrAWsv0hQtFioQb6E1YsauiA==";tag="web-bot-auth""#,
+            signature:
+                "sig2=:RdNFx5Bj6au3YgAMQL/RzmUlZE8QZLIaXGRpw985hWnwPfMxT228NMk6ehRS1PSl4e8PhbNZACSanGdhEwYCCg==:",
+            agent: Some(r#"agent2="https://signature-agent.test""#),
+            expires: 4_889_289_600,
+        },
+    ];
+    // The v2 examples are valid for a century; allow that window here.
+    let keys = Keys::new(KeysConfig {
+        pinned: vec![PinnedKey {
+            token: "ChatGPT-User".into(),
+            jwk: format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}"#),
+        }],
+        max_validity: Duration::from_secs(200 * 365 * 86400),
+        ..KeysConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    for (i, ex) in examples.iter().enumerate() {
+        let mut pairs = vec![("signature-input", ex.input), ("signature", ex.signature)];
+        if let Some(a) = ex.agent {
+            pairs.push(("signature-agent", a));
+        }
+        let h = headers(&pairs);
+        let req = SignedRequest { method: "GET", authority: "example.com", target: "/path/to/resource", headers: &h };
+        let got = wba::verify(&keys, &req, at(1_735_689_610)).await;
+        assert_eq!(
+            got,
+            SignatureCheck::Valid {
+                keyid: RFC_THUMBPRINT.into(),
+                token: Some("ChatGPT-User".into()),
+                agent: ex.agent.map(|_| "https://signature-agent.test".into()),
+            },
+            "example {i}"
+        );
+        // After expiry (beyond the default minute of skew) it is refused.
+        let late = wba::verify(&keys, &req, at(ex.expires + 61)).await;
+        assert!(invalid(&late).contains("expired at"), "example {i}: {late:?}");
+        // Another authority does not verify.
+        let other = SignedRequest { authority: "example.org", ..req };
+        let got = wba::verify(&keys, &other, at(1_735_689_610)).await;
+        assert!(invalid(&got).contains("does not verify"), "example {i}: {got:?}");
+    }
+}
+
+/// The Cloudflare crate's signer and this verifier agree.
+#[tokio::test]
+async fn web_bot_auth_crate_signatures_verify() {
+    use web_bot_auth::components::{CoveredComponent, DerivedComponent};
+    use web_bot_auth::keyring::Algorithm;
+    use web_bot_auth::message_signatures::{MessageSigner, UnsignedMessage};
+
+    struct Msg {
+        input: String,
+        signature: String,
+    }
+    impl UnsignedMessage for Msg {
+        fn fetch_components_to_cover(&self) -> indexmap::IndexMap<CoveredComponent, String> {
+            indexmap::IndexMap::from_iter([
+                (CoveredComponent::Derived(DerivedComponent::Authority { req: false }), "example.com".to_string()),
+                (CoveredComponent::Derived(DerivedComponent::Path { req: false }), "/a/b".to_string()),
+            ])
+        }
+        fn register_header_contents(&mut self, input: String, signature: String) {
+            self.input = format!("sig1={input}");
+            self.signature = format!("sig1={signature}");
+        }
+    }
+    let signer = MessageSigner { keyid: RFC_THUMBPRINT.into(), nonce: "n0nce".into(), tag: "web-bot-auth".into() };
+    let mut msg = Msg { input: String::new(), signature: String::new() };
+    signer
+        .generate_signature_headers_content(
+            &mut msg,
+            Duration::from_secs(60),
+            Algorithm::Ed25519,
+            &crawlgate_testkit::wba::RFC9421_ED25519_SECRET,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let h = headers(&[("signature-input", &msg.input), ("signature", &msg.signature)]);
+    let req = SignedRequest { method: "GET", authority: "example.com", target: "/a/b?x=1", headers: &h };
+    let got = wba::verify(&rfc_keys(), &req, SystemTime::now()).await;
+    assert_eq!(
+        got,
+        SignatureCheck::Valid { keyid: RFC_THUMBPRINT.into(), token: Some("ChatGPT-User".into()), agent: None }
+    );
+}
+
+#[tokio::test]
+async fn signer_made_requests() {
+    let signer = Signer::from_seed(1);
+    let keys = pinned("ChatGPT-User", signer.jwk());
+    let req = Request::get("shop.example", "/p/1?q=2");
+    let opts = SignOptions::web_bot_auth(NOW - 5, 60);
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+
+    // Good.
+    let h = signed_map(&req, &signer, &opts);
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    // Covering more of the request, with an agent in either form.
+    for agent in [Agent::Dictionary("https://chatgpt.com".into()), Agent::String("https://chatgpt.com".into())] {
+        let mut o = opts.clone();
+        o.components = ["@method", "@authority", "@path", "@query", "@target-uri", "@scheme", "@request-target"]
+            .into_iter()
+            .map(Component::derived)
+            .collect();
+        o.agent = Some(agent);
+        let h = signed_map(&req, &signer, &o);
+        assert_eq!(
+            check(&keys, &req, &h, NOW).await,
+            SignatureCheck::Valid {
+                keyid: signer.keyid(),
+                token: Some("ChatGPT-User".into()),
+                agent: Some("https://chatgpt.com".into())
+            }
+        );
+    }
+    // A plain-http request covering @target-uri also verifies.
+    let mut plain = req.clone();
+    plain.scheme = "http".into();
+    let mut o = opts.clone();
+    o.components.push(Component::derived("@target-uri"));
+    assert_eq!(check(&keys, &plain, &signed_map(&plain, &signer, &o), NOW).await, valid);
+    // A covered header.
+    let mut with_ua = req.clone();
+    with_ua.headers.push(("user-agent".into(), "ChatGPT-User/1.0".into()));
+    let mut o = opts.clone();
+    o.components.push(Component::Header("user-agent".into()));
+    let h = signed_map(&with_ua, &signer, &o);
+    assert_eq!(check(&keys, &with_ua, &h, NOW).await, valid);
+    let mut changed = h.clone();
+    changed.insert("user-agent", HeaderValue::from_static("ChatGPT-User/2.0"));
+    assert!(invalid(&check(&keys, &with_ua, &changed, NOW).await).contains("does not verify"));
+    changed.remove("user-agent");
+    assert_eq!(
+        invalid(&check(&keys, &with_ua, &changed, NOW).await),
+        "signature sig1: covered header \"user-agent\" is missing"
+    );
+
+    // Expired, beyond the skew.
+    let got = check(&keys, &req, &h_for(&req, &signer, NOW - 200, 60), NOW).await;
+    assert_eq!(invalid(&got), format!("signature sig1: expired at {} (140 s ago)", NOW - 140));
+    // Expired but within the skew.
+    assert_eq!(check(&keys, &req, &h_for(&req, &signer, NOW - 100, 60), NOW).await, valid);
+    // Created in the future, beyond the skew.
+    let got = check(&keys, &req, &h_for(&req, &signer, NOW + 120, 60), NOW).await;
+    assert_eq!(invalid(&got), format!("signature sig1: created {} is 120 s in the future", NOW + 120));
+    // expires before created; a window longer than a day.
+    assert!(invalid(&check(&keys, &req, &h_for(&req, &signer, NOW, -1), NOW).await).contains("is not after created"));
+    assert!(invalid(&check(&keys, &req, &h_for(&req, &signer, NOW, 2 * 86400), NOW).await).contains("longer than"));
+
+    // Wrong key: signed by another key under this keyid.
+    let mut o = opts.clone();
+    o.keyid = Some(signer.keyid());
+    let h = signed_map(&req, &Signer::from_seed(2), &o);
+    assert_eq!(
+        invalid(&check(&keys, &req, &h, NOW).await),
+        format!("signature sig1 does not verify with key {}", signer.keyid())
+    );
+    // A key nobody pinned, with no Signature-Agent.
+    let h = signed_map(&req, &Signer::from_seed(3), &opts);
+    assert!(matches!(check(&keys, &req, &h, NOW).await, SignatureCheck::UnknownKey { .. }));
+
+    // @authority not covered.
+    let mut o = opts.clone();
+    o.components = vec![Component::derived("@path")];
+    let h = signed_map(&req, &signer, &o);
+    assert_eq!(invalid(&check(&keys, &req, &h, NOW).await), "signature sig1: @authority is not covered");
+    // Signature-Agent present but not covered.
+    let mut o = opts.clone().with_agent("https://chatgpt.com");
+    o.cover_agent = false;
+    let h = signed_map(&req, &signer, &o);
+    assert_eq!(
+        invalid(&check(&keys, &req, &h, NOW).await),
+        "signature sig1: the Signature-Agent header is present but not covered"
+    );
+    // Signature-Agent changed after signing.
+    let h = signed_map(&req, &signer, &opts.clone().with_agent("https://chatgpt.com"));
+    let mut swapped = h.clone();
+    swapped.insert("signature-agent", HeaderValue::from_static(r#"sig1="https://evil.example""#));
+    assert!(invalid(&check(&keys, &req, &swapped, NOW).await).contains("does not verify"));
+
+    // Tampered path and authority.
+    let mut o = opts.clone();
+    o.components.push(Component::derived("@path"));
+    let h = signed_map(&req, &signer, &o);
+    let mut other_path = req.clone();
+    other_path.target = "/p/2?q=2".into();
+    assert!(invalid(&check(&keys, &other_path, &h, NOW).await).contains("does not verify"));
+    let mut other_host = req.clone();
+    other_host.authority = "evil.example".into();
+    assert!(invalid(&check(&keys, &other_host, &h, NOW).await).contains("does not verify"));
+
+    // Profile parameters.
+    let mut o = opts.clone();
+    o.tag = None;
+    assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await, SignatureCheck::Absent);
+    o.tag = Some("other".into());
+    assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await, SignatureCheck::Absent);
+    let mut o = opts.clone();
+    o.alg = Some("rsa-pss-sha512".into());
+    assert!(invalid(&check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await).contains("is not supported"));
+    let mut o = opts.clone();
+    o.expires = None;
+    assert_eq!(invalid(&check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await), "signature sig1: no expires");
+    let mut o = opts.clone();
+    o.keyid = Some(String::new());
+    assert_eq!(invalid(&check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await), "signature sig1: no keyid");
+    o.alg = None;
+    o.keyid = None;
+    assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await, valid, "alg is optional");
+
+    // Several labels: another scheme's signature first, then ours.
+    let ours = signer.sign(&req, &SignOptions { label: "wba".into(), ..opts.clone() });
+    let h = headers(&[
+        ("signature-input", &format!(r#"other=("@method");created={NOW};keyid="k""#)),
+        ("signature-input", &ours.signature_input),
+        ("signature", "other=:AAAA:"),
+        ("signature", &ours.signature),
+    ]);
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    // Two web-bot-auth labels: a bad one, then a good one.
+    let bad = Signer::from_seed(2)
+        .sign(&req, &SignOptions { label: "a".into(), keyid: Some(signer.keyid()), ..opts.clone() });
+    let good = signer.sign(&req, &SignOptions { label: "b".into(), ..opts.clone() });
+    let h = headers(&[
+        ("signature-input", &format!("{}, {}", bad.signature_input, good.signature_input)),
+        ("signature", &format!("{}, {}", bad.signature, good.signature)),
+    ]);
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+}
+
+fn s(v: &[u8]) -> &[u8] {
+    v
+}
+
+fn h_for(req: &Request, signer: &Signer, created: i64, valid_for: i64) -> HeaderMap {
+    signed_map(req, signer, &SignOptions::web_bot_auth(created, valid_for))
+}
+
+#[tokio::test]
+async fn malformed_headers_are_invalid_or_absent_never_a_panic() {
+    let signer = Signer::from_seed(1);
+    let keys = pinned("ChatGPT-User", signer.jwk());
+    let good = signer.sign(&Request::get("a.example", "/"), &SignOptions::web_bot_auth(NOW, 60));
+    let huge = format!("sig1=(\"@authority\");tag=\"web-bot-auth\";x=\"{}\"", "a".repeat(20_000));
+    // (header fields, the reason's expected text or None for Absent)
+    type Case<'a> = (Vec<(&'a str, &'a [u8])>, Option<&'a str>);
+    let cases: Vec<Case> = vec![
+        (vec![("signature-input", s(b"garbage((("))], Some("Signature-Input is not a structured-field dictionary")),
+        (vec![("signature-input", s(b"sig1=\xff\xfe"))], Some("Signature-Input is not a structured-field dictionary")),
+        (vec![("signature-input", huge.as_bytes())], Some("signature-input is longer than 16384 bytes")),
+        (vec![("signature-input", good.signature_input.as_bytes())], Some("there is no Signature header")),
+        (
+            vec![("signature-input", good.signature_input.as_bytes()), ("signature", s(b"sig1=:not base64!:"))],
+            Some("Signature is not a structured-field dictionary"),
+        ),
+        (
+            vec![("signature-input", good.signature_input.as_bytes()), ("signature", s(b"other=:AAAA:"))],
+            Some("Signature has no member sig1"),
+        ),
+        (
+            vec![("signature-input", good.signature_input.as_bytes()), ("signature", s(b"sig1=:AAAA:"))],
+            Some("Signature sig1 is 3 bytes, an Ed25519 signature is 64"),
+        ),
+        (
+            vec![("signature-input", good.signature_input.as_bytes()), ("signature", s(b"sig1=\"text\""))],
+            Some("Signature sig1 is not a byte sequence"),
+        ),
+        (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#)), ("signature", good.signature.as_bytes())], Some("keyid is not a string")),
+        (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid="k";created="x";expires=2"#)), ("signature", good.signature.as_bytes())], Some("created is not an integer")),
+        (vec![("signature-input", s(br#"sig1=("@authority" "@authority");tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("covered twice")),
+        (vec![("signature-input", s(br#"sig1=("@authority" "@bogus");tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("unknown derived component @bogus")),
+        (vec![("signature-input", s(br#"sig1=("@authority" "@status");tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("@status is a response component")),
+        (vec![("signature-input", s(br#"sig1=("@authority" "Host");tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("is not a lower-case field name")),
+        (vec![("signature-input", s(br#"sig1=("@authority" 1);tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("is not a string")),
+        (vec![("signature-input", s(br#"sig1=("@authority";req);tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("has parameters this verifier does not support")),
+        (vec![("signature-input", s(br#"sig1=("@authority" "x";tr);tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("unsupported on a request")),
+        (vec![("signature-input", s(br#"sig1=("@authority" "@query-param";name="zz");tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("is not in the query")),
+        (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid="k";created=99999999999999999;expires=1"#)), ("signature", good.signature.as_bytes())], Some("Signature-Input is not a structured-field dictionary")),
+        (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid="k";created=-999999999999999;expires=999999999999999"#)), ("signature", good.signature.as_bytes())], Some("longer than")),
+        (vec![("signature-input", s(b"sig1=\"@authority\";tag=\"web-bot-auth\""))], None),
+        (vec![("signature-input", s(b""))], None),
+        (vec![("signature", good.signature.as_bytes())], None),
+        (vec![("signature-input", s(br#"sig1=();tag=web-bot-auth"#))], None),
+    ];
+    for (i, (pairs, want)) in cases.iter().enumerate() {
+        let mut h = HeaderMap::new();
+        for (n, v) in pairs {
+            h.append(
+                HeaderName::from_bytes(n.as_bytes()).unwrap_or_else(|e| panic!("{e}")),
+                HeaderValue::from_bytes(v).unwrap_or_else(|e| panic!("case {i}: {e}")),
+            );
+        }
+        let req = SignedRequest { method: "GET", authority: "a.example", target: "/", headers: &h };
+        let got = wba::verify(&keys, &req, at(NOW)).await;
+        match want {
+            Some(w) => assert!(invalid(&got).contains(w), "case {i}: want {w:?}, got {got:?}"),
+            None => assert_eq!(got, SignatureCheck::Absent, "case {i}"),
+        }
+        assert_eq!(wba::verify_cached(&keys, &req, at(NOW)), Some(got), "case {i}");
+    }
+}
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Built once: a key store builds an HTTP client, which is not cheap.
+    static KEYS: std::sync::LazyLock<Keys> = std::sync::LazyLock::new(rfc_keys);
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn random_signature_headers_never_panic_or_verify(
+            input in "[ -~]{0,200}",
+            sig in "[ -~]{0,120}",
+            agent in proptest::option::of("[ -~]{0,80}"),
+            target in "/[ -~]{0,40}",
+        ) {
+            let keys = &*KEYS;
+            let mut h = HeaderMap::new();
+            for (n, v) in [("signature-input", Some(input)), ("signature", Some(sig)), ("signature-agent", agent)] {
+                if let Some(v) = v.and_then(|v| HeaderValue::from_str(&v).ok()) {
+                    h.insert(n, v);
+                }
+            }
+            let req = SignedRequest { method: "GET", authority: "example.com", target: &target, headers: &h };
+            let got = wba::verify_cached(keys, &req, at(NOW));
+            prop_assert!(!matches!(got, Some(SignatureCheck::Valid { .. })), "{got:?}");
+        }
+
+        #[test]
+        fn mutated_signature_inputs_never_verify(pos in 0usize..400, byte in 0x20u8..0x7f) {
+            let keys = &*KEYS;
+            let signed = Signer::rfc9421().sign(&Request::get("example.com", "/"), &SignOptions::web_bot_auth(NOW, 60));
+            let mut input = signed.signature_input.clone().into_bytes();
+            let pos = pos % input.len();
+            prop_assume!(input[pos] != byte);
+            input[pos] = byte;
+            let Ok(v) = HeaderValue::from_bytes(&input) else { return Ok(()) };
+            let mut h = HeaderMap::new();
+            h.insert("signature-input", v);
+            h.insert("signature", HeaderValue::from_str(&signed.signature).unwrap_or_else(|e| panic!("{e}")));
+            let req = SignedRequest { method: "GET", authority: "example.com", target: "/", headers: &h };
+            let got = wba::verify_cached(keys, &req, at(NOW));
+            // Only a change the parameters line does not see (spacing the
+            // serialization normalises) may still verify.
+            if let Some(SignatureCheck::Valid { .. }) = got {
+                let normalised: String = String::from_utf8_lossy(&input).to_string();
+                prop_assert!(normalised.replace(' ', "") == signed.signature_input.replace(' ', ""), "{normalised}");
+            }
+        }
+    }
+}
+
+fn directory_keys() -> Keys {
+    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn directory_keys_are_fetched_once_and_cached() {
+    let signer = Signer::from_seed(7);
+    let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&Signer::from_seed(8), &signer])));
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    assert_eq!(wba::verify_cached(&keys, &sr, at(NOW)), None, "not fetched yet");
+    // Concurrent first requests share one fetch.
+    let results = futures_join(&keys, &sr, 8).await;
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: None, agent: Some(server.agent_url()) };
+    assert!(results.iter().all(|r| *r == valid), "{results:?}");
+    assert_eq!(server.hits(), 1);
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    assert_eq!(wba::verify_cached(&keys, &sr, at(NOW)), Some(valid.clone()));
+    assert_eq!(server.hits(), 1);
+    assert_eq!(keys.cached_directories(), 1);
+
+    // A key the directory does not list: nothing can tell, and a miss just
+    // after a fetch does not refetch.
+    let stranger = Signer::from_seed(9);
+    let h = signed_map(&req, &stranger, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not in http://127.0.0.1:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 1);
+    // A listed key that did not make the signature.
+    let mut o = SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url());
+    o.keyid = Some(signer.keyid());
+    let h = signed_map(&req, &stranger, &o);
+    assert!(invalid(&check(&keys, &req, &h, NOW).await).contains("does not verify"));
+}
+
+async fn futures_join(keys: &Keys, sr: &SignedRequest<'_>, n: usize) -> Vec<SignatureCheck> {
+    let mut set = Vec::new();
+    for _ in 0..n {
+        set.push(wba::verify(keys, sr, at(NOW)));
+    }
+    let mut out = Vec::new();
+    let joined = futures_util_join_all(set).await;
+    out.extend(joined);
+    out
+}
+
+/// Polls the futures together on this task (no extra dependency).
+async fn futures_util_join_all<F: std::future::Future>(futs: Vec<F>) -> Vec<F::Output> {
+    let mut futs: Vec<std::pin::Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, slot) in futs.iter_mut().zip(out.iter_mut()) {
+            if slot.is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => *slot = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+#[tokio::test]
+async fn unreachable_or_bad_directories_leave_the_key_unknown() {
+    let signer = Signer::from_seed(7);
+    let req = Request::get("site.example", "/");
+    // Nothing listens: take a free port and close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .port();
+    let down = format!("http://127.0.0.1:{port}");
+    let keys = directory_keys();
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&down));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.starts_with(&format!("fetching {down}")), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+
+    let bad = [
+        (DirectoryResponse { status: 500, ..DirectoryResponse::ok(directory_json(&[&signer])) }, "status 500"),
+        (
+            DirectoryResponse { content_type: "text/html".into(), ..DirectoryResponse::ok(directory_json(&[&signer])) },
+            "media type",
+        ),
+        (DirectoryResponse::ok("{not json".into()), "is not JSON"),
+        (DirectoryResponse::ok(format!(r#"{{"keys":[],"pad":"{}"}}"#, "x".repeat(70_000))), "larger than 65536 bytes"),
+    ];
+    for (resp, want) in bad {
+        let server = DirectoryServer::start(resp);
+        let keys = directory_keys();
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+        match check(&keys, &req, &h, NOW).await {
+            SignatureCheck::UnknownKey { reason } => assert!(reason.contains(want), "{want}: {reason}"),
+            other => panic!("{want}: {other:?}"),
+        }
+        // The failure is remembered briefly: no second fetch.
+        let _ = check(&keys, &req, &h, NOW).await;
+        assert_eq!(server.hits(), 1, "{want}");
+    }
+
+    // Without any_agent, a host the catalog does not list is not fetched,
+    // and plain http is refused without allow_http.
+    let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let strict = Keys::new(KeysConfig { allow_http: true, ..KeysConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+    match check(&strict, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not a known agent"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let https_only =
+        Keys::new(KeysConfig { any_agent: true, ..KeysConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
+    match check(&https_only, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("https only"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 0);
+}

@@ -1,0 +1,81 @@
+//! `crawlgate verify` and `crawlgate explain --client-ip`: outcomes and
+//! evidence from an IP list in a local file (no network).
+
+use crawlgate_e2e::{arg, code, crawlgate, stderr, stdout};
+use crawlgate_testkit::TempDir;
+
+/// A policy verifying Googlebot against `<dir>/google.txt` (127.0.0.2/32).
+fn setup(on_spoofed: &str) -> (TempDir, String) {
+    let dir = TempDir::new("cli-verify");
+    let list = dir.write("google.txt", "127.0.0.2/32\n");
+    let policy = format!(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n[verification.lists]\nGooglebot = [\"{}\"]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n\
+         [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\nenforce = \"block\"\nverify = \"ip\"\n{on_spoofed}",
+        list.display()
+    );
+    dir.write("p.toml", policy);
+    let list = list.display().to_string();
+    (dir, list)
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = crawlgate(args);
+    (code(&out), stdout(&out), stderr(&out))
+}
+
+#[test]
+fn verify_prints_outcome_and_evidence() {
+    let (dir, list) = setup("");
+    let p = dir.join("p.toml");
+    let c = arg(&p);
+    assert_eq!(
+        run(&["verify", "-c", c, "127.0.0.2", "-A", "Mozilla/5.0 (compatible; Googlebot/2.1)"]),
+        (
+            0,
+            format!("Googlebot from 127.0.0.2: verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\n"),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&["verify", "-c", c, "127.0.0.3"]),
+        (
+            0,
+            "Googlebot from 127.0.0.3: spoofed(ip)\n  ip:       spoofed (in none of the lists)\n".to_string(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&["verify", "-c", c, "127.0.0.3", "-A", "curl/8.5.0"]),
+        (0, "none (no policy token in the User-Agent): nothing to verify\n".to_string(), String::new())
+    );
+    assert_eq!(
+        run(&["verify", "-c", c, "not-an-ip"]),
+        (2, String::new(), "crawlgate: `not-an-ip` is not an IP address\n".to_string())
+    );
+}
+
+#[test]
+fn explain_with_client_ip_applies_the_outcome() {
+    let (dir, list) = setup("on_spoofed = \"block\"\n");
+    let p = dir.join("p.toml");
+    let c = arg(&p);
+    let ua = "Googlebot/2.1";
+    assert_eq!(
+        run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.2", "/nogoogle/x"]).1,
+        format!(
+            "/nogoogle/x\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.2\n  verify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\n  group:    Googlebot (line 12)\n  rule:     Disallow: /nogoogle/ (line 14)\n  verdict:  disallowed\n  enforce:  block -> block (403)\n"
+        )
+    );
+    assert_eq!(
+        run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
+        "/a\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.3\n  verify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\n  group:    Googlebot (line 12)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  block -> block (403)\n"
+    );
+    let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    assert_eq!(
+        v[0]["verification"],
+        serde_json::json!({"outcome": "spoofed(ip)", "evidence": "in none of the lists", "on_failure": "block", "methods": [{"method": "ip", "finding": "spoofed (in none of the lists)"}]})
+    );
+    assert_eq!(v[0]["client_ip"], "127.0.0.3");
+}

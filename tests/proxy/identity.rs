@@ -1,0 +1,205 @@
+//! Verified crawler identity end to end: the real binary with an IP list
+//! from a local file; clients bind 127.0.0.2 and 127.0.0.3 as their source
+//! (all of 127.0.0.0/8 is loopback).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::Proxy;
+use crawlgate_testkit::temp::TempDir;
+
+const GOOGLEBOT_UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+fn origin() -> Origin {
+    Origin::start(vec![
+        ("/", Route::ok("text/plain", "home\n")),
+        ("/private/x", Route::ok("text/plain", "private x\n")),
+        ("/nogoogle/x", Route::ok("text/plain", "no google x\n")),
+    ])
+}
+
+/// The policy: `*` is blocked from /private/ only for identified crawlers
+/// (logged otherwise), Googlebot may go everywhere but /nogoogle/, and is
+/// verified against the list in `list`.
+fn rules(list: &std::path::Path, on_spoofed: &str) -> String {
+    format!(
+        "[verification]\n\n[verification.lists]\nGooglebot = [\"{}\"]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n\n\
+         [[group]]\nuser_agents = [\"Googlebot\"]\nallow = [\"/private/\"]\ndisallow = [\"/nogoogle/\"]\nenforce = \"block\"\nblock_status = 451\nverify = \"ip\"\n{on_spoofed}",
+        list.display()
+    )
+}
+
+/// A GET from source address `from`; `(status, body)`.
+fn get_from(from: &str, url: &str, ua: &str) -> (u16, String) {
+    let local: IpAddr = from.parse().unwrap_or_else(|e| panic!("{from}: {e}"));
+    let client = reqwest::blocking::Client::builder()
+        .local_address(local)
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    let resp = client.get(url).header("User-Agent", ua).send().unwrap_or_else(|e| panic!("GET {url} from {from}: {e}"));
+    let status = resp.status().as_u16();
+    (status, resp.text().unwrap_or_default())
+}
+
+/// The access log lines of requests for `path`.
+fn access_lines(proxy: &Proxy, path: &str) -> Vec<String> {
+    let needle = format!(" path={path} ");
+    proxy.log().lines().filter(|l| l.contains("crawlgate::access") && l.contains(&needle)).map(str::to_owned).collect()
+}
+
+fn setup() -> (TempDir, std::path::PathBuf) {
+    let dir = TempDir::new("identity");
+    let list = dir.write("google.txt", "# test list\n127.0.0.2/32\n");
+    (dir, list)
+}
+
+#[test]
+fn listed_address_is_verified_and_spoofer_is_anonymous() {
+    let (_dir, list) = setup();
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, &rules(&list, ""));
+    // The real Googlebot (listed address) gets its group: /private/ allowed,
+    // /nogoogle/ blocked with 451.
+    assert_eq!(get_from("127.0.0.2", &proxy.url("/private/x"), GOOGLEBOT_UA), (200, "private x\n".into()));
+    assert_eq!(get_from("127.0.0.2", &proxy.url("/nogoogle/x"), GOOGLEBOT_UA).0, 451);
+    // A spoofer gets what an unnamed client gets: `*`'s rules, where
+    // /private/ is a logged violation and /nogoogle/ is open.
+    assert_eq!(get_from("127.0.0.3", &proxy.url("/private/x"), GOOGLEBOT_UA), (200, "private x\n".into()));
+    assert_eq!(get_from("127.0.0.3", &proxy.url("/nogoogle/x"), GOOGLEBOT_UA), (200, "no google x\n".into()));
+    // A browser is not verified.
+    assert_eq!(get_from("127.0.0.3", &proxy.url("/"), "Mozilla/5.0 Firefox/130.0").0, 200);
+
+    let nogoogle = access_lines(&proxy, "/nogoogle/x");
+    assert_eq!(nogoogle.len(), 2, "{nogoogle:?}");
+    assert!(nogoogle[0].contains("client_ip=127.0.0.2 verification=verified(ip)"), "{}", nogoogle[0]);
+    assert!(
+        nogoogle[0].contains("agent=\"Googlebot\"") && nogoogle[0].contains("decision=\"blocked\""),
+        "{}",
+        nogoogle[0]
+    );
+    assert!(nogoogle[0].contains(&format!("evidence=list {} prefix 127.0.0.2/32", list.display())), "{}", nogoogle[0]);
+    assert!(nogoogle[1].contains("client_ip=127.0.0.3 verification=spoofed(ip)"), "{}", nogoogle[1]);
+    assert!(nogoogle[1].contains("agent=\"other\"") && nogoogle[1].contains("decision=\"allowed\""), "{}", nogoogle[1]);
+    let home = access_lines(&proxy, "/");
+    assert!(home.iter().any(|l| l.contains("client_ip=127.0.0.3 verification=none")), "{home:?}");
+    // The spoofer's /private/ request is the `*` group's logged violation.
+    let log = proxy.log();
+    let violations: Vec<&str> = log.lines().filter(|l| l.contains("crawlgate::violation")).collect();
+    assert_eq!(violations.len(), 2, "{violations:?}");
+    assert!(violations[0].contains("client_ip=127.0.0.2 verification=verified(ip)"), "{}", violations[0]);
+    assert!(violations[1].contains("client_ip=127.0.0.3 verification=spoofed(ip)"), "{}", violations[1]);
+
+    let m = |s: &str| proxy.metric(s);
+    let one = Some("1".to_string());
+    let two = Some("2".to_string());
+    assert_eq!(m("crawlgate_verifications_total{agent=\"Googlebot\",method=\"ip\",result=\"verified\"}"), two);
+    assert_eq!(m("crawlgate_verifications_total{agent=\"Googlebot\",method=\"ip\",result=\"spoofed\"}"), two);
+    assert_eq!(m("crawlgate_requests_total{agent=\"Googlebot\",decision=\"allowed\",verification=\"verified\"}"), one);
+    assert_eq!(m("crawlgate_requests_total{agent=\"Googlebot\",decision=\"blocked\",verification=\"verified\"}"), one);
+    assert_eq!(m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\",verification=\"spoofed\"}"), one);
+    assert_eq!(
+        m("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\",verification=\"spoofed\"}"),
+        one
+    );
+    assert_eq!(m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\",verification=\"none\"}"), one);
+    let source = list.display().to_string();
+    assert_eq!(m(&format!("crawlgate_verification_list_prefixes{{source=\"{source}\"}}")), one);
+    assert_eq!(
+        m(&format!("crawlgate_verification_list_refresh_failures_total{{source=\"{source}\"}}")),
+        Some("0".into())
+    );
+
+    let text = reqwest::blocking::get(proxy.admin_url("/status"))
+        .and_then(|r| r.text())
+        .unwrap_or_else(|e| panic!("/status: {e}"));
+    let status: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("/status: {e}"));
+    let lists = &status["verification_lists"];
+    assert_eq!(lists[0]["source"], source.as_str());
+    assert_eq!(lists[0]["prefixes"], 1);
+    assert_eq!(lists[0]["last_error"], serde_json::Value::Null);
+    assert!(lists[0]["age_seconds"].is_u64(), "{lists}");
+}
+
+#[test]
+fn spoofer_is_blocked_with_on_spoofed_block() {
+    let (_dir, list) = setup();
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, &rules(&list, "on_spoofed = \"block\"\n"));
+    assert_eq!(get_from("127.0.0.2", &proxy.url("/"), GOOGLEBOT_UA), (200, "home\n".into()));
+    let (status, _) = get_from("127.0.0.3", &proxy.url("/"), GOOGLEBOT_UA);
+    assert_eq!(status, 451);
+    // robots.txt is never blocked.
+    assert_eq!(get_from("127.0.0.3", &proxy.url("/robots.txt"), GOOGLEBOT_UA).0, 200);
+    let home = access_lines(&proxy, "/");
+    assert_eq!(home.len(), 2, "{home:?}");
+    assert!(home[1].contains("status=451") && home[1].contains("decision=\"blocked\""), "{}", home[1]);
+    assert!(home[1].contains("client_ip=127.0.0.3 verification=spoofed(ip)"), "{}", home[1]);
+    assert_eq!(
+        proxy.metric("crawlgate_requests_total{agent=\"Googlebot\",decision=\"blocked\",verification=\"spoofed\"}"),
+        Some("1".into())
+    );
+    // A block for a spoofed claim is not a robots.txt violation.
+    assert!(!proxy.log().contains("crawlgate::violation"), "{}", proxy.log());
+}
+
+/// A Web Bot Auth signature by a key pinned in the policy identifies the
+/// agent even when the User-Agent names none; a tampered one is spoofed.
+#[test]
+fn pinned_key_signature_identifies_the_agent() {
+    use crawlgate_testkit::wba::{Request, SignOptions, Signer};
+    let signer = Signer::from_seed(7);
+    let origin = origin();
+    let rules = format!(
+        "[verification]\n\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\ndisallow = [\"/private/\"]\nenforce = \"block\"\nblock_status = 451\n",
+        signer.jwk()
+    );
+    let proxy = Proxy::start(origin.addr, &rules);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let authority = proxy.addr.to_string();
+    let send = |ua: &str, signed_for: Option<&str>| {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap_or_else(|e| panic!("client: {e}"));
+        let mut req = client.get(proxy.url("/private/x")).header("User-Agent", ua);
+        if let Some(authority) = signed_for {
+            let signed = signer.sign(&Request::get(authority, "/private/x"), &SignOptions::web_bot_auth(now - 5, 60));
+            for (name, value) in signed.pairs() {
+                req = req.header(name, value);
+            }
+        }
+        req.send().map(|r| r.status().as_u16()).unwrap_or_else(|e| panic!("GET: {e}"))
+    };
+    let browser = "Mozilla/5.0 Firefox/130.0";
+    // Signed by ExampleBot's key: its group applies, /private/ is blocked.
+    assert_eq!(send(browser, Some(&authority)), 451);
+    // Unsigned: a browser, the `*` group.
+    assert_eq!(send(browser, None), 200);
+    // Claims ExampleBot, but the signature covers another authority
+    // (`@authority` is what the profile requires): spoofed, so the `*`
+    // group (on_spoofed defaults to anonymous).
+    assert_eq!(send("ExampleBot/1.0", Some("example.com")), 200);
+    let lines = access_lines(&proxy, "/private/x");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines[0].contains("agent=\"ExampleBot\"") && lines[0].contains("verification=verified(signature)"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains(&format!("evidence=keyid {}", signer.keyid())), "{}", lines[0]);
+    assert!(lines[1].contains("verification=none"), "{}", lines[1]);
+    assert!(
+        lines[2].contains("agent=\"other\"") && lines[2].contains("verification=spoofed(signature)"),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(
+        proxy.metric("crawlgate_verifications_total{agent=\"ExampleBot\",method=\"signature\",result=\"verified\"}"),
+        Some("1".into())
+    );
+}
