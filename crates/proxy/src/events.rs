@@ -154,6 +154,7 @@ impl RequestDone<'_> {
             rule: self.rule,
             referer: self.referer,
             client: self.client_ip,
+            verification: self.verification,
             now: crate::activity::unix_now(),
         });
     }

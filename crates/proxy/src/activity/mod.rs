@@ -67,8 +67,10 @@ pub struct Hit<'a> {
     pub rule: Option<(&'a str, usize)>,
     /// The `Referer` field.
     pub referer: Option<&'a str>,
-    /// The client address ([`client_addr`]).
+    /// The client address (through trusted proxies).
     pub client: Option<IpAddr>,
+    /// The verification outcome of the request's claim.
+    pub verification: crawlgate_policy::verification::Verification,
     /// Unix seconds.
     pub now: u64,
 }
@@ -269,6 +271,15 @@ impl Activity {
             Action::LogViolation => &s.violations,
             Action::Block => &s.blocked,
         });
+        {
+            use crawlgate_policy::verification::Verification;
+            match hit.verification {
+                Verification::Verified(_) => inc(&s.verified),
+                Verification::Unverified => inc(&s.unverified),
+                Verification::Spoofed(_) => inc(&s.spoofed),
+                Verification::NotApplicable => {}
+            }
+        }
         s.bytes.fetch_add(hit.bytes, Ordering::Relaxed);
         let _ = s.first_seen.compare_exchange(0, hit.now, Ordering::Relaxed, Ordering::Relaxed);
         s.last_seen.fetch_max(hit.now, Ordering::Relaxed);

@@ -37,6 +37,7 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         rule: d.rule.filter(|r| !r.allow).map(|r| (r.pattern, r.line)),
         referer: None,
         client: Some("192.0.2.1".parse().unwrap()),
+        verification: d.verification,
         now: 1_000_000,
     }
 }
@@ -133,6 +134,26 @@ user_agents = ["GPTBot"]
     assert_eq!(row(&v, "GPTBot")["requests"], 3);
     assert_eq!(row(&v, "CCBot")["requests"], 1);
     assert!(v["agents"].as_array().unwrap().iter().all(|r| r["agent"] != "ClaudeBot"));
+}
+
+#[test]
+fn verification_outcomes_are_counted_per_agent() {
+    use crawlgate_policy::verification::{Method, Verification};
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    for v in [
+        Verification::Verified(Method::Ip),
+        Verification::Spoofed(Method::Rdns),
+        Verification::Spoofed(Method::Ip),
+        Verification::Unverified,
+        Verification::NotApplicable,
+    ] {
+        a.hit(&Hit { verification: v, ..hit(&p, 1, "GPTBot/1.0", "/") });
+    }
+    let v = a.agents_json();
+    let r = row(&v, "GPTBot");
+    assert_eq!(r["requests"], 5);
+    assert_eq!(r["verification"], json!({"verified": 1, "unverified": 1, "spoofed": 2}));
 }
 
 #[test]
