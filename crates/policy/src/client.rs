@@ -158,6 +158,7 @@ mod tests {
         VerificationSettings {
             enabled: true,
             trusted_proxies: trusted.iter().map(|t| t.parse().unwrap_or_else(|e| panic!("{e}"))).collect(),
+            ..VerificationSettings::default()
         }
     }
 
