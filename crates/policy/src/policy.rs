@@ -220,16 +220,17 @@ pub struct Decision<'p> {
 }
 
 impl Decision<'_> {
-    /// What the proxy does. Requests naming no policy token (browsers,
-    /// unknown clients) are never blocked: a block on them is logged.
+    /// What the proxy does. A request naming no policy token (a browser,
+    /// an unknown client) is never blocked nor recorded as a violation:
+    /// robots.txt binds crawlers that read it under their token, and such a
+    /// request names none, so the `*` group's `enforce` does not apply.
     pub fn action(&self) -> Action {
-        if self.allowed {
+        if self.allowed || self.agent.is_none() {
             return Action::Pass;
         }
         match self.enforce {
             Enforce::Off => Action::Pass,
             Enforce::Log => Action::LogViolation,
-            Enforce::Block if self.agent.is_none() => Action::LogViolation,
             Enforce::Block => Action::Block,
         }
     }

@@ -20,6 +20,7 @@ pub(crate) struct RawPolicy {
     pub robots_tag: Vec<S<RawRobotsTag>>,
     pub agents_txt: Option<S<RawAgentsTxt>>,
     pub verification: Option<S<RawVerification>>,
+    pub allow_warnings: Option<Vec<S<String>>>,
 }
 
 #[derive(Debug, Deserialize)]
