@@ -499,13 +499,15 @@ fn weaker_than_star(cx: &mut Ctx<'_>, groups: &[Group], offsets: &[usize]) {
         if g.tokens.iter().any(|t| t == "*") {
             continue;
         }
-        let open: Vec<&str> = samples.iter().filter(|(_, path)| g.rules.evaluate(path).is_none()).map(|(p, _)| *p).collect();
+        let open: Vec<&str> =
+            samples.iter().filter(|(_, path)| g.rules.evaluate(path).is_none()).map(|(p, _)| *p).collect();
         if open.is_empty() {
             continue;
         }
         let crawlers = quoted_list(&g.tokens, 5);
         let paths = quoted_list(&open, 3);
-        let (these, may) = if g.tokens.len() == 1 { ("this crawler", "it may") } else { ("these crawlers", "they may") };
+        let (these, may) =
+            if g.tokens.len() == 1 { ("this crawler", "it may") } else { ("these crawlers", "they may") };
         cx.warn_at(
             at,
             Warning::WeakerThanStar,
@@ -581,6 +583,7 @@ fn compile_group(
     } = g.get_ref();
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
+    let warned = cx.warnings.len();
     let overridden = expand_categories(
         cx,
         seen,
@@ -598,6 +601,12 @@ fn compile_group(
     // would join the group above it in robots.txt).
     let empty_after_overrides = tokens.is_empty() && overridden > 0;
     if empty_after_overrides {
+        // One warning says it all: the group is left out.
+        let mut i = 0;
+        cx.warnings.retain(|d| {
+            i += 1;
+            i <= warned || d.warning != Some(Warning::TokenLeavesCategory)
+        });
         cx.warn(g, Warning::EmptyCategoryGroup, "group: every token of its categories is named in user_agents of another group, so this group is empty and left out of robots.txt");
     }
     let (rules_src, compiled) =

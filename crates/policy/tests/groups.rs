@@ -14,7 +14,7 @@ fn a_token_repeated_in_one_group_is_a_warning_and_renders_once() {
     let warnings: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
     assert_eq!(
         warnings,
-        vec!["t.toml:5:26: warning: group.user_agents: `gptbot` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"]
+        vec!["t.toml:5:26: warning[repeated-token]: group.user_agents: `gptbot` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"]
     );
     assert_eq!(loaded.policy.robots_txt().matches("User-agent:").count(), 1);
 }
