@@ -49,7 +49,14 @@ mod sample_origin;
 
 /// crawlgate: a reverse proxy that tells crawlers and AI agents what they may fetch.
 #[derive(Debug, Parser)]
-#[command(name = "crawlgate", version, about)]
+#[command(
+    name = "crawlgate",
+    version,
+    about,
+    after_help = "Exit status: 0 success, 1 a negative answer (an invalid policy, a disallowed URL, an invalid \
+agents.txt, an import that would decide differently), 2 an error (a file that cannot be read, wrong arguments). \
+Each command's --help gives its own."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -67,8 +74,21 @@ pub struct ConfigArg {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate a policy: exit 0 with a summary, or 1 with every error.
-    Check(ConfigArg),
+    #[command(
+        after_help = "Exit status: 0 the policy is valid (warnings or not), 1 it has errors (each on stdout as \
+FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the arguments are wrong."
+    )]
+    Check {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// Print the diagnostics as JSON: {"file", "errors", "warnings", "acknowledged"}, each diagnostic
+        /// {"line", "col", "id", "message"} (`id`: the warning's id for allow_warnings, null for an error).
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the exact bytes the proxy serves at /robots.txt or /agents.txt.
+    #[command(after_help = "Exit status: 0 printed, 1 the policy has errors (on stdout) or agents.txt is disabled, \
+2 the file cannot be read or the arguments are wrong.")]
     Render {
         /// `robots.txt` or `agents.txt`.
         #[arg(value_parser = ["robots.txt", "agents.txt"])]
@@ -77,6 +97,8 @@ enum Command {
         config: ConfigArg,
     },
     /// Show how the policy treats a User-Agent on one or more URLs.
+    #[command(after_help = "Exit status: 0 explained (whatever the decision: read `action`), 1 the policy has \
+errors (on stdout), 2 the file cannot be read, a URL is not a valid request target, or the arguments are wrong.")]
     Explain {
         #[command(flatten)]
         config: ConfigArg,
@@ -91,6 +113,8 @@ enum Command {
         urls: Vec<String>,
     },
     /// Evaluate any robots.txt file the way RFC 9309 says: prints allowed or disallowed.
+    #[command(after_help = "Exit status: 0 allowed, 1 disallowed, 2 the file cannot be read or the arguments are \
+wrong.")]
     RobotsTest {
         /// The robots.txt file.
         robots_file: PathBuf,
@@ -103,6 +127,9 @@ enum Command {
     #[command(name = "agents-txt", subcommand)]
     AgentsTxt(AgentsTxtCommand),
     /// Print a policy TOML equivalent to an existing robots.txt.
+    #[command(after_help = "Exit status: 0 the policy is printed, 1 nothing is printed because the policy would \
+decide differently for some crawler or would not pass `crawlgate check` (stderr says why), 2 the file cannot be \
+read or the arguments are wrong.")]
     Import {
         /// The robots.txt file to import.
         robots_file: PathBuf,
@@ -111,8 +138,13 @@ enum Command {
     #[command(subcommand)]
     Agents(AgentsCommand),
     /// Run the proxy.
+    #[command(after_help = "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 the policy has errors (on \
+stderr) and the proxy does not start, 2 the file cannot be read, the proxy cannot start, or the arguments are \
+wrong.")]
     Run(ConfigArg),
-    /// Run the proxy in front of an embedded sample origin, with conf/demo.toml.
+    /// Run the proxy in front of an embedded sample origin, with conf/demo.toml or your policy.
+    #[command(after_help = "Exit status: as `run`: 0 after a clean shutdown, 1 the policy has errors, 2 the file \
+cannot be read, the proxy or the sample origin cannot start, or the arguments are wrong.")]
     Demo(demo::DemoArgs),
     /// Run only the demo's sample origin (for load tests and experiments).
     #[command(name = "sample-origin", hide = true)]
@@ -126,6 +158,8 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum AgentsTxtCommand {
     /// Verify an agents.txt file strictly (hash line and every directive).
+    #[command(after_help = "Exit status: 0 valid, 1 invalid (stdout names the line), 2 the file cannot be read or \
+the arguments are wrong.")]
     Verify {
         /// The agents.txt file.
         file: PathBuf,
@@ -135,6 +169,7 @@ enum AgentsTxtCommand {
 #[derive(Debug, Subcommand)]
 enum AgentsCommand {
     /// List catalog entries.
+    #[command(after_help = "Exit status: 0 listed, 2 an unknown category or wrong arguments.")]
     List {
         /// Only entries of this category.
         #[arg(long)]
@@ -148,7 +183,7 @@ enum AgentsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check(c) => offline::check(&c.config),
+        Command::Check { config, json } => offline::check(&config.config, json),
         Command::Render { what, config } => offline::render(&what, &config.config),
         Command::Explain { config, json, user_agent, urls } => {
             offline::explain(&config.config, json, &user_agent, &urls)

@@ -906,7 +906,7 @@ fn compile_enforce(
     if is_star {
         cx.warn(e, Warning::EnforceOnStar, format!("group.enforce: `{m}` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them"));
     } else if !can_disallow {
-        cx.warn(e, Warning::EnforceWithoutRules, format!("group.enforce: `{m}` has nothing to act on: the group disallows no path (no disallow, or only empty ones); add disallow rules or remove enforce"));
+        cx.warn(e, Warning::EnforceWithoutRules, format!("group.enforce: `{m}` has nothing to act on: the group has no disallow rule; add disallow rules or remove enforce"));
     }
     if mode == Enforce::Block {
         let robots_only: Vec<String> =

@@ -339,6 +339,16 @@ impl Policy {
         &self.settings
     }
 
+    /// Sends every forwarded request to one plain-HTTP `server` instead of
+    /// the policy's upstream: `crawlgate demo --config` runs an operator's
+    /// policy in front of the embedded sample origin.
+    pub fn replace_upstream(&mut self, server: String) {
+        let u = &mut self.settings.upstream;
+        u.servers = vec![server];
+        u.tls = false;
+        u.sni = String::new();
+    }
+
     /// The name of an identified agent (policy spelling).
     pub fn agent_name(&self, id: AgentId) -> &str {
         self.tokens.get(id.0 as usize).map_or("", String::as_str)
