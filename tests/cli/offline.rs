@@ -88,7 +88,7 @@ fn check_valid_policy() {
     assert!(sha.len() == 12 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{line}");
     assert_eq!(
         stderr(&out),
-        format!("{}:7:11: warning: group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked\n", p2.display())
+        format!("{}:7:11: warning[enforce-on-star]: group.enforce: `block` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them\n", p2.display())
     );
 }
 

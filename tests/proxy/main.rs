@@ -4,8 +4,10 @@
 mod client_addr;
 mod connections;
 mod decompression;
+mod demo;
 mod enforce;
 mod errors;
+mod guard_rails;
 mod headers;
 mod html;
 mod html_limits;
