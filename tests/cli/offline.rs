@@ -353,3 +353,23 @@ fn explain_into_a_closed_pipe_ends_quietly() {
     assert_eq!(done.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&done.stderr));
     assert_eq!(String::from_utf8_lossy(&done.stderr), "");
 }
+
+#[test]
+fn check_json_lists_errors_with_exit_1() {
+    let p = "tests/data/invalid/type-listen.toml";
+    let out = crawlgate(&["check", "--json", "--config", p]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{{\n  \"acknowledged\": 0,\n  \"errors\": [\n    {{\n      \"col\": 10,\n      \"id\": null,\n      \"line\": 3,\n      \
+             \"message\": \"server.listen: expected an array of strings, e.g. listen = [\\\"0.0.0.0:8080\\\"], found a string\"\n    \
+             }}\n  ],\n  \"file\": \"{p}\",\n  \"warnings\": []\n}}\n"
+        )
+    );
+    // A file that cannot be read is still exit 2 with a message, not JSON.
+    let out = crawlgate(&["check", "--json", "--config", "tests/data/invalid/no-such-file.toml"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stdout(&out), "");
+}
