@@ -13,12 +13,12 @@ servers = ["127.0.0.1:8000"]
 [robots_txt]
 sitemaps = ["https://example.com/sitemap.xml"]
 
-# Everybody: not /private/ (logged when ignored); no AI training.
+# Everybody: not /private/; no AI training.
 [[group]]
 user_agents = ["*"]
 disallow = ["/private/"]
 content_usage = ["train-ai=n"]
-enforce = "log"
+# No enforce: only requests naming no token reach `*`, never violations.
 
 [[group]]
 name = "ai"
@@ -33,7 +33,7 @@ rules = ["noindex"]
 "#;
 
 /// The first 12 hex digits of SHA-256(POLICY) (computed outside crawlgate).
-const POLICY_SHA: &str = "b9b5bc3f2abd";
+const POLICY_SHA: &str = "48e328d40641";
 
 const INVALID: &str = r#"[upstream]
 servers = ["127.0.0.1:8000"]
@@ -248,7 +248,7 @@ fn explain_text() {
          \x20 enforce:  block -> pass\n\
          \x20 header:   Content-Usage: train-ai=n\n"
     );
-    // A browser is never blocked: the `*` group's violation is logged.
+    // A browser is never blocked nor recorded as a violation.
     let out = crawlgate(&["explain", "--config", arg(&p), "--user-agent", BROWSER_UA, "/private/x"]);
     assert_eq!(code(&out), 0);
     assert_eq!(
@@ -258,7 +258,7 @@ fn explain_text() {
          \x20 group:    * (line 8)\n\
          \x20 rule:     Disallow: /private/ (line 10)\n\
          \x20 verdict:  disallowed\n\
-         \x20 enforce:  log -> log violation\n"
+         \x20 enforce:  off -> pass\n"
     );
     // A target that cannot be decided on.
     let out = crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/a%zz"]);
@@ -314,8 +314,8 @@ fn explain_json() {
     assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
     assert_eq!(d["rule"], serde_json::json!({"pattern": "/private/", "allow": false, "line": 10}));
     assert_eq!(d["allowed"], false);
-    assert_eq!(d["enforce"], "log");
-    assert_eq!(d["action"], "log violation");
+    assert_eq!(d["enforce"], "off");
+    assert_eq!(d["action"], "pass");
     assert_eq!(d["block_status"], serde_json::Value::Null);
     // No preference is published for a path the `*` group disallows.
     assert_eq!(d["headers"], serde_json::json!({"robots-tag": null, "x-robots-tag": [], "content-usage": null}));
