@@ -43,7 +43,7 @@ fn a_browser_on_a_star_disallow_under_log_is_no_violation() {
     assert_eq!(count(r#"crawlgate_violations_total{agent="other",group="*"}"#), 0.0, "{metrics}");
     assert_eq!(count(r#"crawlgate_requests_total{agent="other",decision="violation_logged"}"#), 0.0, "{metrics}");
     let log = proxy.log();
-    let violations: Vec<&str> = log.lines().filter(|l| l.contains("robots.txt disallows")).collect();
-    assert!(violations.iter().all(|l| l.contains("agent=ExampleBot")), "a violation logged for no token:\n{log}");
+    let violations: Vec<&str> = log.lines().filter(|l| l.contains("Request for a path robots.txt disallows")).collect();
+    assert!(violations.iter().all(|l| l.contains("ExampleBot")), "a violation logged for no token:\n{log}");
     assert_eq!(origin.seen().len(), 3);
 }
