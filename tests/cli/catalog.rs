@@ -183,15 +183,16 @@ fn category_policy_check_warns_about_robots_only_tokens() {
     let out = crawlgate(&["check", "--config", POLICY]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
-        stdout(&out)
-            .starts_with(&format!("OK {POLICY}: 5 groups, 8 rules, 0 robots_tags, agents.txt disabled, 1 warning ")),
+        stdout(&out).starts_with(&format!(
+            "OK {POLICY}: 5 groups, 8 rules, 0 robots_tags, agents.txt disabled, 1 warning, 1 acknowledged "
+        )),
         "{}",
         stdout(&out)
     );
     assert_eq!(
         stderr(&out),
         format!(
-            "{POLICY}:26:11: warning: group.enforce: `Applebot-Extended`, `Google-Extended` never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them\n"
+            "{POLICY}:26:11: warning[robots-only-token]: group.enforce: `Applebot-Extended`, `Google-Extended` never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them\n"
         )
     );
 }

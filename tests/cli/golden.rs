@@ -12,6 +12,9 @@
 //!   stdout exactly equal to `<name>.errors` (`FILE:LINE:COL: message`, the
 //!   file as given on the command line: always the path relative to the
 //!   workspace root, which is the binary's working directory here).
+//! - Every `tests/data/warnings/*.toml` passes `crawlgate check` (exit 0)
+//!   with stderr exactly equal to `<name>.warnings`, and `crawlgate check
+//!   --json` prints exactly `<name>.json`.
 //!
 //! After an intended change to the policy crate or to a policy, regenerate
 //! the goldens instead of comparing them, then read the diff before
@@ -73,6 +76,10 @@ fn valid_dirs() -> [(PathBuf, bool); 2] {
 
 fn invalid_dir() -> PathBuf {
     workspace_root().join("tests/data/invalid")
+}
+
+fn warnings_dir() -> PathBuf {
+    workspace_root().join("tests/data/warnings")
 }
 
 /// Every valid policy, relative to the workspace root.
@@ -218,6 +225,8 @@ fn no_orphaned_goldens() {
         orphans(&dir, recursive, ".tdmrep.json");
     }
     orphans(&invalid_dir(), false, ".errors");
+    orphans(&warnings_dir(), false, ".warnings");
+    orphans(&warnings_dir(), false, ".json");
     // Goldens of valid policies do not belong among the invalid ones.
     for suffix in [".robots.txt", ".agents.txt", ".tdmrep.json"] {
         for golden in files(&invalid_dir(), false, suffix) {
@@ -276,4 +285,26 @@ fn several_errors_are_reported_at_once() {
         .collect();
     assert_eq!(positions.len(), printed.lines().count(), "every line is FILE:LINE:COL: message:\n{printed}");
     assert!(positions.windows(2).all(|w| w[0] <= w[1]), "errors are in file order:\n{printed}");
+}
+
+#[test]
+fn warning_fixtures_print_exact_warnings() {
+    let policies: Vec<String> = files(&warnings_dir(), false, ".toml").iter().map(|p| rel(p)).collect();
+    assert!(policies.len() >= 4, "expected the warning fixtures in tests/data/warnings/, found {policies:?}");
+    let mut failures = Vec::new();
+    for p in &policies {
+        let out = crawlgate(&["check", "--config", p]);
+        if !out.status.success() || !stdout(&out).starts_with(&format!("OK {p}: ")) {
+            failures.push(describe(&format!("check --config {p}"), &out));
+            continue;
+        }
+        failures.extend(check_golden(&sibling(p, ".warnings"), &out.stderr, "`crawlgate check` stderr"));
+        let json = crawlgate(&["check", "--json", "--config", p]);
+        if json.status.code() != Some(0) || !json.stderr.is_empty() {
+            failures.push(describe(&format!("check --json --config {p}"), &json));
+            continue;
+        }
+        failures.extend(check_golden(&sibling(p, ".json"), &json.stdout, "`crawlgate check --json` stdout"));
+    }
+    finish(failures, policies.len());
 }

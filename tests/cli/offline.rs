@@ -13,12 +13,12 @@ servers = ["127.0.0.1:8000"]
 [robots_txt]
 sitemaps = ["https://example.com/sitemap.xml"]
 
-# Everybody: not /private/ (logged when ignored); no AI training.
+# Everybody: not /private/; no AI training.
 [[group]]
 user_agents = ["*"]
 disallow = ["/private/"]
 content_usage = ["train-ai=n"]
-enforce = "log"
+# No enforce: only requests naming no token reach `*`, never violations.
 
 [[group]]
 name = "ai"
@@ -33,7 +33,7 @@ rules = ["noindex"]
 "#;
 
 /// The first 12 hex digits of SHA-256(POLICY) (computed outside crawlgate).
-const POLICY_SHA: &str = "b9b5bc3f2abd";
+const POLICY_SHA: &str = "48e328d40641";
 
 const INVALID: &str = r#"[upstream]
 servers = ["127.0.0.1:8000"]
@@ -88,7 +88,7 @@ fn check_valid_policy() {
     assert!(sha.len() == 12 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{line}");
     assert_eq!(
         stderr(&out),
-        format!("{}:7:11: warning: group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked\n", p2.display())
+        format!("{}:7:11: warning[enforce-on-star]: group.enforce: `block` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them\n", p2.display())
     );
 }
 
@@ -248,7 +248,7 @@ fn explain_text() {
          \x20 enforce:  block -> pass\n\
          \x20 header:   Content-Usage: train-ai=n\n"
     );
-    // A browser is never blocked: the `*` group's violation is logged.
+    // A browser is never blocked nor recorded as a violation.
     let out = crawlgate(&["explain", "--config", arg(&p), "--user-agent", BROWSER_UA, "/private/x"]);
     assert_eq!(code(&out), 0);
     assert_eq!(
@@ -258,7 +258,7 @@ fn explain_text() {
          \x20 group:    * (line 8)\n\
          \x20 rule:     Disallow: /private/ (line 10)\n\
          \x20 verdict:  disallowed\n\
-         \x20 enforce:  log -> log violation\n"
+         \x20 enforce:  off -> pass\n"
     );
     // A target that cannot be decided on.
     let out = crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/a%zz"]);
@@ -320,8 +320,8 @@ fn explain_json() {
     assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
     assert_eq!(d["rule"], serde_json::json!({"pattern": "/private/", "allow": false, "line": 10}));
     assert_eq!(d["allowed"], false);
-    assert_eq!(d["enforce"], "log");
-    assert_eq!(d["action"], "log violation");
+    assert_eq!(d["enforce"], "off");
+    assert_eq!(d["action"], "pass");
     assert_eq!(d["block_status"], serde_json::Value::Null);
     // No preference is published for a path the `*` group disallows.
     assert_eq!(
@@ -385,4 +385,24 @@ fn explain_shows_content_usage_content_signal_and_tdmrep() {
         stdout(&out),
         "/open/a\n  agent:    none (no policy token in the User-Agent)\n  group:    * (line 17)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  off -> pass\n  header:   Content-Usage: train-ai=y\n  robots:   Content-Signal: search=yes, ai-input=no, ai-train=no\n  header:   tdm-reservation: 0\n  html:     inject <meta name=\"tdm-reservation\" content=\"0\">\n  html:     inject <link rel=\"license\" type=\"application/rsl+xml\" href=\"https://www.example.com/license.xml\">\n"
     );
+}
+
+#[test]
+fn check_json_lists_errors_with_exit_1() {
+    let p = "tests/data/invalid/type-listen.toml";
+    let out = crawlgate(&["check", "--json", "--config", p]);
+    assert_eq!(code(&out), 1);
+    assert_eq!(stderr(&out), "");
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{{\n  \"acknowledged\": 0,\n  \"errors\": [\n    {{\n      \"col\": 10,\n      \"id\": null,\n      \"line\": 3,\n      \
+             \"message\": \"server.listen: expected an array of strings, e.g. listen = [\\\"0.0.0.0:8080\\\"], found a string\"\n    \
+             }}\n  ],\n  \"file\": \"{p}\",\n  \"warnings\": []\n}}\n"
+        )
+    );
+    // A file that cannot be read is still exit 2 with a message, not JSON.
+    let out = crawlgate(&["check", "--json", "--config", "tests/data/invalid/no-such-file.toml"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(stdout(&out), "");
 }

@@ -26,10 +26,10 @@ fn check_warns_for_tokens_with_digits_and_dots() {
     let out = crawlgate(&["check", "--config", POLICY]);
     assert_eq!(code(&out), 0, "{}", stdout(&out));
     assert!(stdout(&out).starts_with(&format!(
-        "OK {POLICY}: 5 groups, 6 rules, 0 robots_tags, agents.txt disabled, 8 warnings (sha256 "
+        "OK {POLICY}: 5 groups, 6 rules, 0 robots_tags, agents.txt disabled, 8 warnings, 1 acknowledged (sha256 "
     )));
     let w = |line: usize, col: usize, token: &str| {
-        format!("{POLICY}:{line}:{col}: warning: group.user_agents: `{token}` has characters outside RFC 9309's product token (letters, '_' and '-'); it is published and identified, but strict RFC 9309 parsers ignore such user-agent lines\n")
+        format!("{POLICY}:{line}:{col}: warning[non-rfc-token]: group.user_agents: `{token}` has characters outside RFC 9309's product token (letters, '_' and '-'); it is published and identified, but strict RFC 9309 parsers ignore such user-agent lines\n")
     };
     let want = [
         w(10, 16, "AI2Bot"),

@@ -365,11 +365,13 @@ fn metrics_move_as_the_requests_dictate() {
     let m = parse_metrics(&text);
     let get_m = |k: &str| m.get(k).copied().unwrap_or_else(|| panic!("missing series {k} in\n{text}"));
     assert_eq!(get_m("crawlgate_requests_total{agent=\"GPTBot\",decision=\"blocked\"}"), 3.0);
-    assert_eq!(get_m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), 2.0);
-    assert_eq!(get_m("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"}"), 1.0);
+    // A client naming no token is never a violation, even on a `*` disallow.
+    assert_eq!(get_m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), 3.0);
+    let zero_or_absent = |k: &str| m.get(k).copied().unwrap_or(0.0);
+    assert_eq!(zero_or_absent("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"}"), 0.0);
     assert_eq!(get_m("crawlgate_robots_fetches_total{agent=\"GPTBot\",file=\"robots.txt\"}"), 1.0);
     assert_eq!(get_m("crawlgate_violations_total{agent=\"GPTBot\",group=\"GPTBot\"}"), 3.0);
-    assert_eq!(get_m("crawlgate_violations_total{agent=\"other\",group=\"*\"}"), 1.0);
+    assert_eq!(zero_or_absent("crawlgate_violations_total{agent=\"other\",group=\"*\"}"), 0.0);
     assert_eq!(get_m("crawlgate_upstream_responses_total{class=\"2xx\"}"), 2.0);
     assert_eq!(get_m("crawlgate_upstream_responses_total{class=\"4xx\"}"), 1.0);
     assert_eq!(get_m("crawlgate_policy_generation"), 1.0);

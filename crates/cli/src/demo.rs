@@ -11,13 +11,18 @@ const DEMO_POLICY: &str = include_str!("../../../conf/demo.toml");
 /// Options of `crawlgate demo`.
 #[derive(Debug, clap::Args)]
 pub struct DemoArgs {
-    /// Demo policy file (default: conf/demo.toml if present, else the built-in copy).
+    /// Your policy file: the demo runs it with its upstream replaced by the sample origin (default:
+    /// conf/demo.toml if present, hot-reloaded, else the built-in copy).
     #[arg(long)]
     pub config: Option<PathBuf>,
 }
 
-/// `crawlgate demo`.
+/// `crawlgate demo`: with `--config`, the operator's policy in front of the
+/// sample origin on a free loopback port (the policy's upstream replaced,
+/// the file not watched, since a reload would bring the real upstream
+/// back); without, the demo policy with the sample origin at its upstream.
 pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let own = args.config.is_some();
     let path = args.config.or_else(|| {
         let p = PathBuf::from("conf/demo.toml");
         p.exists().then_some(p)
@@ -26,7 +31,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         Some(p) => (crate::config::read_policy_file(p)?, p.display().to_string()),
         None => (DEMO_POLICY.to_string(), "conf/demo.toml (built in)".to_string()),
     };
-    let loaded = match crawlgate_policy::load(&source, &name) {
+    let mut loaded = match crawlgate_policy::load(&source, &name) {
         Ok(l) => l,
         Err(errors) => {
             eprintln!("{errors}");
@@ -34,9 +39,28 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let settings = loaded.policy.settings();
-    let origin = settings.upstream.servers.first().cloned().unwrap_or_else(|| "127.0.0.1:8081".into());
+    let configured = settings.upstream.servers.join(", ");
     let proxy = settings.server.listen.first().cloned().unwrap_or_else(|| "127.0.0.1:8080".into());
-    let admin = settings.server.admin.clone().unwrap_or_else(|| "127.0.0.1:9090".into());
+    let admin = settings.server.admin.clone();
+    let admin_line = admin.as_deref().map(|a| format!(", admin http://{a}")).unwrap_or_default();
+    if own {
+        let origin = crate::sample_origin::start("127.0.0.1:0")?;
+        loaded.policy.replace_upstream(origin.to_string());
+        outln!(
+            "crawlgate demo: proxy http://{proxy} -> sample origin http://{origin}{admin_line}\n\
+             policy: {name} (its upstream {configured} is replaced by the sample origin; the file is not watched: \
+             restart to apply edits)\n\n\
+             Try:\n\
+             \x20 curl -i http://{proxy}/robots.txt\n\
+             \x20 curl -i -A 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' http://{proxy}/\n\
+             \x20 crawlgate explain --config {name} -A GPTBot/1.2 /\n\n\
+             Ctrl-C stops it.\n"
+        );
+        crawlgate_proxy::run(loaded, &name, None)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let origin = settings.upstream.servers.first().cloned().unwrap_or_else(|| "127.0.0.1:8081".into());
+    let admin = admin.unwrap_or_else(|| "127.0.0.1:9090".into());
     crate::sample_origin::start(&origin)?;
     outln!(
         "crawlgate demo: proxy http://{proxy} -> sample origin http://{origin}, admin http://{admin}\n\

@@ -52,7 +52,14 @@ mod verify;
 
 /// crawlgate: a reverse proxy that tells crawlers and AI agents what they may fetch.
 #[derive(Debug, Parser)]
-#[command(name = "crawlgate", version, about)]
+#[command(
+    name = "crawlgate",
+    version,
+    about,
+    after_help = "Exit status: 0 success, 1 a negative answer (an invalid policy, a disallowed URL, an invalid \
+agents.txt, an import that would decide differently), 2 an error (a file that cannot be read, wrong arguments). \
+Each command's --help gives its own."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -70,15 +77,25 @@ pub struct ConfigArg {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate a policy: exit 0 with a summary, or 1 with every error.
+    #[command(
+        after_help = "Exit status: 0 the policy is valid (warnings or not), 1 it has errors (each on stdout as \
+FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the arguments are wrong."
+    )]
     Check {
         #[command(flatten)]
         config: ConfigArg,
+        /// Print the diagnostics as JSON: {"file", "errors", "warnings", "acknowledged"}, each diagnostic
+        /// {"line", "col", "id", "message"} (`id`: the warning's id for allow_warnings, null for an error).
+        #[arg(long)]
+        json: bool,
         /// Also fetch this origin's robots.txt and list what merging it keeps and its conflicts.
         #[arg(long, value_name = "URL")]
         origin: Option<String>,
     },
     /// Print the exact bytes the proxy serves at /robots.txt, /agents.txt
     /// or /.well-known/tdmrep.json.
+    #[command(after_help = "Exit status: 0 printed, 1 the policy has errors (on stdout) or agents.txt is disabled, \
+2 the file cannot be read or the arguments are wrong.")]
     Render {
         /// `robots.txt`, `agents.txt` or `tdmrep.json`.
         #[arg(value_parser = ["robots.txt", "agents.txt", "tdmrep.json"])]
@@ -87,6 +104,8 @@ enum Command {
         config: ConfigArg,
     },
     /// Show how the policy treats a User-Agent on one or more URLs.
+    #[command(after_help = "Exit status: 0 explained (whatever the decision: read `action`), 1 the policy has \
+errors (on stdout), 2 the file cannot be read, a URL is not a valid request target, or the arguments are wrong.")]
     Explain {
         #[command(flatten)]
         config: ConfigArg,
@@ -120,6 +139,8 @@ enum Command {
         user_agent: Option<String>,
     },
     /// Evaluate any robots.txt file the way RFC 9309 says: prints allowed or disallowed.
+    #[command(after_help = "Exit status: 0 allowed, 1 disallowed, 2 the file cannot be read or the arguments are \
+wrong.")]
     RobotsTest {
         /// The robots.txt file.
         robots_file: PathBuf,
@@ -132,6 +153,9 @@ enum Command {
     #[command(name = "agents-txt", subcommand)]
     AgentsTxt(AgentsTxtCommand),
     /// Print a policy TOML equivalent to an existing robots.txt.
+    #[command(after_help = "Exit status: 0 the policy is printed, 1 nothing is printed because the policy would \
+decide differently for some crawler or would not pass `crawlgate check` (stderr says why), 2 the file cannot be \
+read or the arguments are wrong.")]
     Import {
         /// The robots.txt file to import.
         robots_file: PathBuf,
@@ -140,8 +164,13 @@ enum Command {
     #[command(subcommand)]
     Agents(AgentsCommand),
     /// Run the proxy.
+    #[command(after_help = "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 the policy has errors (on \
+stderr) and the proxy does not start, 2 the file cannot be read, the proxy cannot start, or the arguments are \
+wrong.")]
     Run(ConfigArg),
-    /// Run the proxy in front of an embedded sample origin, with conf/demo.toml.
+    /// Run the proxy in front of an embedded sample origin, with conf/demo.toml or your policy.
+    #[command(after_help = "Exit status: as `run`: 0 after a clean shutdown, 1 the policy has errors, 2 the file \
+cannot be read, the proxy or the sample origin cannot start, or the arguments are wrong.")]
     Demo(demo::DemoArgs),
     /// Show the per-agent activity table of a running proxy, refreshing like top.
     Top {
@@ -170,6 +199,8 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum AgentsTxtCommand {
     /// Verify an agents.txt file strictly (hash line and every directive).
+    #[command(after_help = "Exit status: 0 valid, 1 invalid (stdout names the line), 2 the file cannot be read or \
+the arguments are wrong.")]
     Verify {
         /// The agents.txt file.
         file: PathBuf,
@@ -179,6 +210,7 @@ enum AgentsTxtCommand {
 #[derive(Debug, Subcommand)]
 enum AgentsCommand {
     /// List catalog entries.
+    #[command(after_help = "Exit status: 0 listed, 2 an unknown category or wrong arguments.")]
     List {
         /// Only entries of this category.
         #[arg(long)]
@@ -192,7 +224,7 @@ enum AgentsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Check { config, origin } => offline::check(&config.config, origin.as_deref()),
+        Command::Check { config, json, origin } => offline::check(&config.config, json, origin.as_deref()),
         Command::Render { what, config } => offline::render(&what, &config.config),
         Command::Explain { config, json, user_agent, urls, client_ip, live } => {
             offline::explain(&config.config, json, &user_agent, &urls, client_ip.as_deref(), live)

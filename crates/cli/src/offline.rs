@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use crawlgate_policy::robots_tag::meta_element;
 use crawlgate_policy::robotstxt::path_of;
-use crawlgate_policy::{load, Loaded};
+use crawlgate_policy::{load, Diagnostic, Loaded};
 
 use crate::config::read_policy_file;
 
@@ -28,17 +28,59 @@ pub(crate) fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, Exi
     }
 }
 
+/// `crawlgate check --json`: the diagnostics as one JSON object on stdout,
+/// `{"file", "errors", "warnings", "acknowledged"}`, each diagnostic
+/// `{"line", "col", "id", "message"}` (`id` is the warning's stable id,
+/// null for an error); the exit codes are those of [`check`].
+fn check_json(config: &Path) -> anyhow::Result<ExitCode> {
+    let source = read_policy_file(config)?;
+    let file = config.display().to_string();
+    let (errors, warnings, acknowledged) = match load(&source, &file) {
+        Ok(l) => (Vec::new(), l.warnings, l.acknowledged),
+        Err(e) => (e.0, Vec::new(), 0),
+    };
+    let list = |ds: &[Diagnostic]| {
+        ds.iter()
+            .map(|d| {
+                serde_json::json!({
+                    "line": d.line,
+                    "col": d.col,
+                    "id": d.warning.map(|w| w.id()),
+                    "message": d.message,
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let out = serde_json::json!({
+        "file": file,
+        "errors": list(&errors),
+        "warnings": list(&warnings),
+        "acknowledged": acknowledged,
+    });
+    outln!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
 /// `crawlgate check`: exit 0 and a summary, or exit 1 and every error on
-/// stdout (`FILE:LINE:COL: message`); warnings go to stderr.
-pub fn check(config: &Path, origin: Option<&str>) -> anyhow::Result<ExitCode> {
+/// stdout (`FILE:LINE:COL: message`); warnings go to stderr, those the
+/// policy acknowledges (`allow_warnings`) only counted. A file that cannot
+/// be read exits 2.
+pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<ExitCode> {
+    if json {
+        return check_json(config);
+    }
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
     let p = &loaded.policy;
     let s = p.stats();
+    let acknowledged = match loaded.acknowledged {
+        0 => String::new(),
+        n => format!(", {n} acknowledged"),
+    };
     outln!(
-        "OK {}: {} group{}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{} (sha256 {})",
+        "OK {}: {} group{}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{}{} (sha256 {})",
         config.display(),
         s.groups,
         plural(s.groups),
@@ -53,6 +95,7 @@ pub fn check(config: &Path, origin: Option<&str>) -> anyhow::Result<ExitCode> {
         },
         loaded.warnings.len(),
         plural(loaded.warnings.len()),
+        acknowledged,
         &p.source_sha256()[..12],
     );
     if let Some(origin) = origin {

@@ -137,9 +137,10 @@ pub fn run_forever(addr: &str) -> anyhow::Result<std::process::ExitCode> {
 }
 
 /// Starts the sample origin on `addr` in background threads.
-pub fn start(addr: &str) -> anyhow::Result<()> {
+pub fn start(addr: &str) -> anyhow::Result<std::net::SocketAddr> {
     let listener =
         TcpListener::bind(addr).map_err(|e| anyhow::anyhow!("cannot bind the sample origin to {addr}: {e}"))?;
+    let bound = listener.local_addr()?;
     thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             thread::spawn(move || {
@@ -147,5 +148,5 @@ pub fn start(addr: &str) -> anyhow::Result<()> {
             });
         }
     });
-    Ok(())
+    Ok(bound)
 }

@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use crate::agents_txt::{self, AgentsRule};
 use crate::catalog;
-use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator};
+use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator, Warning};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
 use crate::policy::{
@@ -42,8 +42,11 @@ pub const MAX_CONNECTIONS: usize = 1 << 20;
 pub struct Loaded {
     /// The compiled policy.
     pub policy: Policy,
-    /// Warnings (the policy is valid).
+    /// Warnings (the policy is valid), those `allow_warnings` acknowledges
+    /// left out.
     pub warnings: Vec<Diagnostic>,
+    /// How many warnings `allow_warnings` acknowledged.
+    pub acknowledged: usize,
 }
 
 struct Ctx<'a> {
@@ -61,12 +64,12 @@ impl Ctx<'_> {
         let d = self.loc.at(offset, msg);
         self.errors.push(d);
     }
-    fn warn_at(&mut self, offset: usize, msg: impl Into<String>) {
-        let d = self.loc.at(offset, format!("warning: {}", msg.into()));
-        self.warnings.push(d);
+    fn warn<T>(&mut self, span: &Spanned<T>, kind: Warning, msg: impl Into<String>) {
+        self.warn_at(span.span().start, kind, msg);
     }
-    fn warn<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
-        let d = self.loc.at(span.span().start, format!("warning: {}", msg.into()));
+    fn warn_at(&mut self, offset: usize, kind: Warning, msg: impl Into<String>) {
+        let mut d = self.loc.at(offset, msg);
+        d.warning = Some(kind);
         self.warnings.push(d);
     }
     fn duration(&mut self, key: &str, v: Option<&Spanned<String>>, default: Duration) -> Duration {
@@ -138,11 +141,24 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         Ok(r) => r,
         Err(e) => {
             let offset = e.span().map_or(0, |s| s.start);
-            let msg = e.message().trim().to_string();
+            let msg = e.message().trim();
+            let msg = crate::type_error::describe(source, offset, msg).unwrap_or_else(|| msg.to_string());
             return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
         }
     };
-    let RawPolicy { server, upstream, robots_txt, group, robots_tag, agents_txt, verification, tdmrep, rsl } = raw;
+    let RawPolicy {
+        server,
+        upstream,
+        robots_txt,
+        group,
+        robots_tag,
+        agents_txt,
+        verification,
+        tdmrep,
+        rsl,
+        allow_warnings,
+    } = raw;
+    let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
     let server = compile_server(&mut cx, server.as_ref());
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
@@ -185,6 +201,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         return Err(Diagnostics(cx.errors));
     }
     cx.warnings.sort_by_key(|d| (d.line, d.col));
+    let before = cx.warnings.len();
+    cx.warnings.retain(|d| d.warning.is_none_or(|w| !allowed.contains(&w)));
+    let acknowledged = before - cx.warnings.len();
     let policy = Policy {
         settings: Settings { server, upstream, cache_max_age, verification, origin_robots },
         matcher: TokenMatcher::new(&tokens),
@@ -207,7 +226,25 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         robots_extras: extras,
         file_name: file_name.to_string(),
     };
-    Ok(Loaded { policy, warnings: cx.warnings })
+    Ok(Loaded { policy, warnings: cx.warnings, acknowledged })
+}
+
+/// The warning kinds `allow_warnings` acknowledges; an unknown id is an
+/// error listing the known ones.
+fn compile_allow_warnings(cx: &mut Ctx<'_>, ids: &[Spanned<String>]) -> HashSet<Warning> {
+    let mut out = HashSet::new();
+    for id in ids {
+        match Warning::from_id(id.get_ref()) {
+            Some(w) => {
+                out.insert(w);
+            }
+            None => {
+                let known = Warning::ALL.iter().map(|w| w.id()).collect::<Vec<_>>().join(", ");
+                cx.err(id, format!("allow_warnings: unknown warning id `{}` (known: {known})", id.get_ref()));
+            }
+        }
+    }
+    out
 }
 
 /// The identification tokens (without `*`) with their group indices, and
@@ -331,7 +368,7 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
     if let (Some(a), None) = (admin, &s.admin_auth_file) {
         if a.get_ref().parse::<SocketAddr>().is_ok_and(|addr| !addr.ip().is_loopback()) {
             cx.warn(
-                a,
+                a, Warning::AdminWithoutAuth,
                 format!(
                     "server.admin: `{}` is not a loopback address and server.admin_auth_file is not set: anyone who can reach it can read the dashboard, /status and /metrics",
                     a.get_ref()
@@ -524,7 +561,7 @@ fn content_signal(cx: &mut Ctx<'_>, source: SignalSource, star: Option<&Group>) 
         SignalSource::Derive(at) => {
             let derived = usage.as_ref().and_then(|(u, _)| sf::content_signal_from_usage(u));
             if derived.is_none() {
-                cx.warn_at(at, "robots_txt.content_signal = \"derive\": the `*` group states no train-ai, ai-use or search preference for the whole site (a content_usage without a path or for `/`), so robots.txt has no Content-Signal line");
+                cx.warn_at(at, Warning::ContentSignalUnderived, "robots_txt.content_signal = \"derive\": the `*` group states no train-ai, ai-use or search preference for the whole site (a content_usage without a path or for `/`), so robots.txt has no Content-Signal line");
             }
             derived
         }
@@ -546,7 +583,7 @@ fn content_signal(cx: &mut Ctx<'_>, source: SignalSource, star: Option<&Group>) 
                 }
                 if !ours.is_empty() {
                     cx.warn_at(
-                        at,
+                        at, Warning::ContentSignalMismatch,
                         format!(
                             "robots_txt.content_signal says {} but the `*` group's content_usage (group at line {line}) says {}; crawlers reading both get contradicting preferences (content_signal = \"derive\" publishes the group's)",
                             ours.join(", "),
@@ -639,7 +676,7 @@ fn compile_rsl(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRsl>>, has_license: boo
     };
     let (path, doc) = (path_ok?, doc?);
     if !has_license {
-        cx.warn(raw, format!("rsl: robots_txt.license is not set, so robots.txt has no License line pointing crawlers to {path} (set it to this document's absolute URL)"));
+        cx.warn(raw, Warning::RslWithoutLicense, format!("rsl: robots_txt.license is not set, so robots.txt has no License line pointing crawlers to {path} (set it to this document's absolute URL)"));
     }
     Some((path, doc))
 }
@@ -679,7 +716,11 @@ fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) 
             [("origin_refresh", origin_refresh), ("origin_timeout", origin_timeout), ("origin_host", origin_host)]
         {
             if let (name, Some(v)) = key {
-                cx.warn(v, format!("robots_txt.{name} has no effect unless robots_txt.origin = \"merge\""));
+                cx.warn(
+                    v,
+                    Warning::OriginKeyUnused,
+                    format!("robots_txt.{name} has no effect unless robots_txt.origin = \"merge\""),
+                );
             }
         }
     }
@@ -694,12 +735,69 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
     // token (lowercase) -> offset of its first group
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut groups = Vec::new();
+    let mut offsets = Vec::new();
     for g in raw {
         if let Some(group) = compile_group(cx, g, &explicit, &mut seen) {
             groups.push(group);
+            offsets.push(g.span().start);
         }
     }
+    weaker_than_star(cx, &groups, &offsets);
     groups
+}
+
+/// Warns about each group that leaves its crawlers less restricted than
+/// `*`. A crawler obeys only the group naming it (RFC 9309 section 2.2.1),
+/// so a path `*` disallows and the group has no rule for is open to the
+/// group's crawlers while closed to unnamed ones. Each `*` disallow pattern
+/// is tried on one path it matches (its `*` wildcards matching nothing),
+/// where `*` must decide disallow and the group must have no matching rule;
+/// an explicit allow in the group is a choice and is not reported.
+fn weaker_than_star(cx: &mut Ctx<'_>, groups: &[Group], offsets: &[usize]) {
+    let Some(star) = groups.iter().find(|g| g.tokens.iter().any(|t| t == "*")) else { return };
+    let samples: Vec<(&str, String)> = star
+        .rules_src
+        .iter()
+        .filter(|(p, allow, _)| !allow && !p.is_empty())
+        .map(|(p, _, _)| {
+            let sample = p.replace('*', "");
+            let sample = sample.strip_suffix('$').unwrap_or(&sample);
+            let sample = if sample.starts_with('/') { sample.to_string() } else { format!("/{sample}") };
+            (p.as_str(), crate::canonical::canonicalize(&sample).into_owned())
+        })
+        .filter(|(_, path)| star.rules.evaluate(path).is_some_and(|i| !star.rules.is_allow(i)))
+        .collect();
+    for (g, &at) in groups.iter().zip(offsets) {
+        if g.tokens.iter().any(|t| t == "*") {
+            continue;
+        }
+        let open: Vec<&str> =
+            samples.iter().filter(|(_, path)| g.rules.evaluate(path).is_none()).map(|(p, _)| *p).collect();
+        if open.is_empty() {
+            continue;
+        }
+        let crawlers = quoted_list(&g.tokens, 5);
+        let paths = quoted_list(&open, 3);
+        let (these, may) =
+            if g.tokens.len() == 1 { ("this crawler", "it may") } else { ("these crawlers", "they may") };
+        cx.warn_at(
+            at,
+            Warning::WeakerThanStar,
+            format!(
+                "group `{}` ({crawlers}) has no rule for {paths}, which `*` disallows: a crawler obeys only the group naming it (RFC 9309 section 2.2.1), so {these} may fetch what unnamed crawlers may not; copy the disallow rules into this group, or allow the paths explicitly if {may} fetch them",
+                g.name
+            ),
+        );
+    }
+}
+
+/// `` `a`, `b`, `c` `` with at most `max` items, then `and N more`.
+fn quoted_list<S: AsRef<str>>(items: &[S], max: usize) -> String {
+    let mut out = items.iter().take(max).map(|t| format!("`{}`", t.as_ref())).collect::<Vec<_>>().join(", ");
+    if items.len() > max {
+        out.push_str(&format!(" and {} more", items.len() - max));
+    }
+    out
 }
 
 /// Every token (lower-cased, `*` left out) named in some group's
@@ -708,12 +806,29 @@ fn compile_groups(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) -> Vec<Group> {
 /// to `categories = ["ai-training"]` is the natural way to treat one crawler
 /// of a category differently, so the category group just leaves that token
 /// out instead of reporting a duplicate.
-fn explicit_tokens(raw: &[Spanned<RawGroup>]) -> HashSet<String> {
-    raw.iter()
-        .flat_map(|g| g.get_ref().user_agents.iter().flatten())
-        .map(|t| t.get_ref().to_ascii_lowercase())
-        .filter(|t| t != "*")
-        .collect()
+fn explicit_tokens(raw: &[Spanned<RawGroup>]) -> HashMap<String, Explicit> {
+    let mut out = HashMap::new();
+    for g in raw {
+        let uas = g.get_ref().user_agents.iter().flatten();
+        let name = g.get_ref().name.as_ref().map(|n| n.get_ref().clone());
+        let first = g.get_ref().user_agents.iter().flatten().next().map(|t| t.get_ref().clone());
+        for t in uas {
+            let lower = t.get_ref().to_ascii_lowercase();
+            if lower != "*" {
+                let group = name.clone().or_else(|| first.clone()).unwrap_or_default();
+                out.entry(lower).or_insert(Explicit { group, at: g.span().start });
+            }
+        }
+    }
+    out
+}
+
+/// The group that names a token explicitly in `user_agents`.
+struct Explicit {
+    /// Its name (`name`, else its first user agent).
+    group: String,
+    /// The offset of its `[[group]]` header.
+    at: usize,
 }
 
 /// Compiles one group, reporting its errors and warnings in the order of
@@ -723,7 +838,7 @@ fn explicit_tokens(raw: &[Spanned<RawGroup>]) -> HashSet<String> {
 fn compile_group(
     cx: &mut Ctx<'_>,
     g: &Spanned<RawGroup>,
-    explicit: &HashSet<String>,
+    explicit: &HashMap<String, Explicit>,
     seen: &mut HashMap<String, usize>,
 ) -> Option<Group> {
     let RawGroup {
@@ -743,7 +858,15 @@ fn compile_group(
     } = g.get_ref();
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
-    let overridden = expand_categories(cx, seen, explicit, &mut tokens, categories.as_deref().unwrap_or_default());
+    let warned = cx.warnings.len();
+    let overridden = expand_categories(
+        cx,
+        seen,
+        explicit,
+        &mut tokens,
+        categories.as_deref().unwrap_or_default(),
+        name.as_ref().map(|n| n.get_ref().as_str()),
+    );
     let GroupTokens { tokens, in_group: _ } = tokens;
     if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
         cx.err(g, "group: needs user_agents or categories");
@@ -753,7 +876,13 @@ fn compile_group(
     // would join the group above it in robots.txt).
     let empty_after_overrides = tokens.is_empty() && overridden > 0;
     if empty_after_overrides {
-        cx.warn(g, "group: every token of its categories is named in user_agents of another group, so this group is empty and left out of robots.txt");
+        // One warning says it all: the group is left out.
+        let mut i = 0;
+        cx.warnings.retain(|d| {
+            i += 1;
+            i <= warned || d.warning != Some(Warning::TokenLeavesCategory)
+        });
+        cx.warn(g, Warning::EmptyCategoryGroup, "group: every token of its categories is named in user_agents of another group, so this group is empty and left out of robots.txt");
     }
     let (rules_src, compiled) =
         compile_rules(cx, allow.as_deref().unwrap_or_default(), disallow.as_deref().unwrap_or_default());
@@ -770,7 +899,8 @@ fn compile_group(
         .collect();
     let is_star = tokens.iter().any(|t| t == "*");
     let ad = compile_app_directives(cx, app_directives.as_deref().unwrap_or_default(), is_star);
-    let enforce = compile_enforce(cx, enforce.as_ref(), is_star, &tokens);
+    let can_disallow = rules_src.iter().any(|(p, allow, _)| !allow && !p.is_empty());
+    let enforce = compile_enforce(cx, enforce.as_ref(), is_star, can_disallow, &tokens);
     let block_status = compile_block_status(cx, block_status.as_ref());
     let verify_written = compile_verify(cx, verify.as_ref());
     let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
@@ -845,14 +975,14 @@ fn add_user_agents(
         let t = ua.get_ref();
         match validate::user_agent(t) {
             Ok(None) => {}
-            Ok(Some(w)) => cx.warn(ua, w),
+            Ok(Some(w)) => cx.warn(ua, Warning::NonRfcToken, w),
             Err(e) => {
                 cx.err(ua, e);
                 continue;
             }
         }
         if tokens.in_group.contains(&t.to_ascii_lowercase()) {
-            cx.warn(ua, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
+            cx.warn(ua, Warning::RepeatedToken, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
             continue;
         }
         tokens.add(cx, seen, t, ua.span().start);
@@ -861,15 +991,16 @@ fn add_user_agents(
 
 /// Expands the group's `categories` into catalog tokens. A token named
 /// explicitly in some group's `user_agents` is left out (see
-/// [`explicit_tokens`]); a token another group already has is reported once
-/// per category and earlier group. Returns how many tokens were left out for
-/// explicit names.
+/// [`explicit_tokens`]), with one warning per category and group it joins;
+/// a token another group already has is reported once per category and
+/// earlier group. Returns how many tokens were left out for explicit names.
 fn expand_categories(
     cx: &mut Ctx<'_>,
     seen: &mut HashMap<String, usize>,
-    explicit: &HashSet<String>,
+    explicit: &HashMap<String, Explicit>,
     tokens: &mut GroupTokens,
     categories: &[Spanned<String>],
+    group_name: Option<&str>,
 ) -> usize {
     let mut overridden = 0;
     for cat in categories {
@@ -887,13 +1018,19 @@ fn expand_categories(
         // Tokens another group already got from a category: one error
         // per category and earlier group, not one per token.
         let mut clashes: Vec<(usize, Vec<&str>)> = Vec::new();
+        // Tokens leaving for a group naming them: (that group, tokens).
+        let mut leaving: Vec<(&Explicit, Vec<&str>)> = Vec::new();
         for t in list {
             let lower = t.to_ascii_lowercase();
             if tokens.in_group.contains(&lower) {
                 continue;
             }
-            if explicit.contains(&lower) {
+            if let Some(e) = explicit.get(&lower) {
                 overridden += 1;
+                match leaving.iter_mut().find(|(x, _)| x.at == e.at) {
+                    Some((_, v)) => v.push(t),
+                    None => leaving.push((e, vec![t])),
+                }
                 continue;
             }
             match seen.get(&lower).copied() {
@@ -903,6 +1040,25 @@ fn expand_categories(
                 },
                 None => tokens.add(cx, seen, t, cat.span().start),
             }
+        }
+        for (joins, list) in leaving {
+            let at = cx.loc.at(joins.at, "");
+            let this = group_name.map_or("this group".to_string(), |n| format!("this group (`{n}`)"));
+            let (leave, follow) = if list.len() == 1 { ("leaves", "follows") } else { ("leave", "follow") };
+            cx.warn(
+                cat,
+                Warning::TokenLeavesCategory,
+                format!(
+                    "group.categories: `{}` brings {}, named in user_agents of the group `{}` at {}:{}:{}: {} {leave} {this} and {follow} that group's rules only",
+                    cat.get_ref(),
+                    quoted_list(&list, list.len()),
+                    joins.group,
+                    at.file,
+                    at.line,
+                    at.col,
+                    if list.len() == 1 { "it" } else { "they" },
+                ),
+            );
         }
         for (first, list) in clashes {
             let first = cx.loc.at(first, "");
@@ -979,7 +1135,7 @@ fn compile_content_usage(
         match validate::content_usage(c.get_ref()) {
             Ok(v) => {
                 for w in v.warnings {
-                    cx.warn(c, w);
+                    cx.warn(c, Warning::ContentUsageVocabulary, w);
                 }
                 cu.push((v.path, v.value));
             }
@@ -1003,7 +1159,7 @@ fn compile_app_directives(
         match validate::app_directives(a.get_ref(), is_star) {
             Ok(v) => {
                 for w in v.warnings {
-                    cx.warn(a, w);
+                    cx.warn(a, Warning::AppDirectivesNotStar, w);
                 }
                 ad.push((v.path, v.value));
             }
@@ -1013,36 +1169,48 @@ fn compile_app_directives(
     ad
 }
 
-/// The group's `enforce` mode (`off` when absent). `block` warns when it
-/// cannot apply: on the `*` group (unidentified requests are never
-/// blocked) and for robots.txt-only tokens, which no User-Agent header
-/// carries (one warning per group).
-fn compile_enforce(cx: &mut Ctx<'_>, enforce: Option<&Spanned<String>>, is_star: bool, tokens: &[String]) -> Enforce {
-    match enforce {
-        None => Enforce::Off,
-        Some(e) => match e.get_ref().as_str() {
-            "off" => Enforce::Off,
-            "log" => Enforce::Log,
-            "block" => {
-                if is_star {
-                    cx.warn(e, "group.enforce: `block` on the `*` group only blocks identified crawlers; requests naming no policy token are logged, never blocked");
-                }
-                // One warning per group (a category can bring several).
-                let robots_only: Vec<String> =
-                    tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
-                match robots_only.as_slice() {
-                    [] => {}
-                    [one] => cx.warn(e, format!("group.enforce: {one} never appears in a User-Agent header (a robots.txt-only token): robots.txt publishes it, but `block` cannot apply to it")),
-                    many => cx.warn(e, format!("group.enforce: {} never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them", many.join(", "))),
-                }
-                Enforce::Block
-            }
-            other => {
-                cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
-                Enforce::Off
-            }
-        },
+/// The group's `enforce` mode (`off` when absent), with the warnings for
+/// a mode that cannot apply: on the `*` group (its requests name no policy
+/// token, and such requests are never blocked nor recorded as violations),
+/// in a group that disallows nothing (`can_disallow` false), and `block`
+/// on robots.txt-only tokens, which no User-Agent header carries (one
+/// warning per group).
+fn compile_enforce(
+    cx: &mut Ctx<'_>,
+    enforce: Option<&Spanned<String>>,
+    is_star: bool,
+    can_disallow: bool,
+    tokens: &[String],
+) -> Enforce {
+    let Some(e) = enforce else { return Enforce::Off };
+    let mode = match e.get_ref().as_str() {
+        "off" => Enforce::Off,
+        "log" => Enforce::Log,
+        "block" => Enforce::Block,
+        other => {
+            cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
+            return Enforce::Off;
+        }
+    };
+    if mode == Enforce::Off {
+        return mode;
     }
+    let m = mode.as_str();
+    if is_star {
+        cx.warn(e, Warning::EnforceOnStar, format!("group.enforce: `{m}` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them"));
+    } else if !can_disallow {
+        cx.warn(e, Warning::EnforceWithoutRules, format!("group.enforce: `{m}` has nothing to act on: the group has no disallow rule; add disallow rules or remove enforce"));
+    }
+    if mode == Enforce::Block {
+        let robots_only: Vec<String> =
+            tokens.iter().filter(|t| catalog::is_robots_only(t)).map(|t| format!("`{t}`")).collect();
+        match robots_only.as_slice() {
+            [] => {}
+            [one] => cx.warn(e, Warning::RobotsOnlyToken, format!("group.enforce: {one} never appears in a User-Agent header (a robots.txt-only token): robots.txt publishes it, but `block` cannot apply to it")),
+            many => cx.warn(e, Warning::RobotsOnlyToken, format!("group.enforce: {} never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them", many.join(", "))),
+        }
+    }
+    mode
 }
 
 /// The group's `block_status` (403 when absent or invalid): a 4xx or 5xx
@@ -1309,7 +1477,7 @@ fn compile_verification(
         if let Some(a) = allow_http_directories {
             s.allow_http_directories = *a.get_ref();
             if *a.get_ref() {
-                cx.warn(a, "verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only");
+                cx.warn(a, Warning::HttpKeyDirectories, "verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only");
             }
         }
     }

@@ -14,11 +14,106 @@ pub struct Diagnostic {
     pub col: usize,
     /// What is wrong, naming the key.
     pub message: String,
+    /// The warning's kind; `None` for an error.
+    pub warning: Option<Warning>,
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+        write!(f, "{}:{}:{}: ", self.file, self.line, self.col)?;
+        if let Some(w) = self.warning {
+            write!(f, "warning[{}]: ", w.id())?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// The kinds of warning, each with a stable id that `allow_warnings`
+/// names to acknowledge it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Warning {
+    /// A token with digits or dots (outside RFC 9309 section 2.2.1).
+    NonRfcToken,
+    /// A token listed twice in one group.
+    RepeatedToken,
+    /// A category group emptied by explicit tokens elsewhere.
+    EmptyCategoryGroup,
+    /// A Content-Usage key outside the AIPREF vocabulary.
+    ContentUsageVocabulary,
+    /// App-Directives outside the `*` group.
+    AppDirectivesNotStar,
+    /// `enforce` on the `*` group, whose requests name no token.
+    EnforceOnStar,
+    /// `block` on robots.txt-only tokens.
+    RobotsOnlyToken,
+    /// `enforce` in a group with no rule that can disallow.
+    EnforceWithoutRules,
+    /// A group leaving its crawlers less restricted than `*`.
+    WeakerThanStar,
+    /// An explicit token taken out of a category group.
+    TokenLeavesCategory,
+    /// The admin listener off loopback without `admin_auth_file`.
+    AdminWithoutAuth,
+    /// `content_signal = "derive"` with nothing to derive from.
+    ContentSignalUnderived,
+    /// `content_signal` saying otherwise than the `*` group's Content-Usage.
+    ContentSignalMismatch,
+    /// An RSL document without a robots.txt `License` line.
+    RslWithoutLicense,
+    /// An origin robots.txt key while `origin` is not `merge`.
+    OriginKeyUnused,
+    /// Web Bot Auth key directories allowed over plain HTTP.
+    HttpKeyDirectories,
+}
+
+impl Warning {
+    /// Every kind, in the order `allow_warnings` errors list them.
+    pub const ALL: [Warning; 16] = [
+        Warning::NonRfcToken,
+        Warning::RepeatedToken,
+        Warning::EmptyCategoryGroup,
+        Warning::ContentUsageVocabulary,
+        Warning::AppDirectivesNotStar,
+        Warning::EnforceOnStar,
+        Warning::RobotsOnlyToken,
+        Warning::EnforceWithoutRules,
+        Warning::WeakerThanStar,
+        Warning::TokenLeavesCategory,
+        Warning::AdminWithoutAuth,
+        Warning::ContentSignalUnderived,
+        Warning::ContentSignalMismatch,
+        Warning::RslWithoutLicense,
+        Warning::OriginKeyUnused,
+        Warning::HttpKeyDirectories,
+    ];
+
+    /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
+    /// names it.
+    pub const fn id(self) -> &'static str {
+        match self {
+            Warning::NonRfcToken => "non-rfc-token",
+            Warning::RepeatedToken => "repeated-token",
+            Warning::EmptyCategoryGroup => "empty-category-group",
+            Warning::ContentUsageVocabulary => "content-usage-vocabulary",
+            Warning::AppDirectivesNotStar => "app-directives-not-star",
+            Warning::EnforceOnStar => "enforce-on-star",
+            Warning::RobotsOnlyToken => "robots-only-token",
+            Warning::EnforceWithoutRules => "enforce-without-rules",
+            Warning::WeakerThanStar => "weaker-than-star",
+            Warning::TokenLeavesCategory => "token-leaves-category",
+            Warning::AdminWithoutAuth => "admin-without-auth",
+            Warning::ContentSignalUnderived => "content-signal-nothing-to-derive",
+            Warning::ContentSignalMismatch => "content-signal-mismatch",
+            Warning::RslWithoutLicense => "rsl-without-license",
+            Warning::OriginKeyUnused => "origin-key-unused",
+            Warning::HttpKeyDirectories => "http-key-directories",
+        }
+    }
+
+    /// The kind named `id`.
+    pub fn from_id(id: &str) -> Option<Warning> {
+        Warning::ALL.into_iter().find(|w| w.id() == id)
     }
 }
 
@@ -61,7 +156,7 @@ impl<'a> Locator<'a> {
         let line_idx = self.line_starts.partition_point(|&start| start <= offset).saturating_sub(1);
         let start = self.line_starts.get(line_idx).copied().unwrap_or(0);
         let col = self.source.get(start..offset).map_or(0, |l| l.chars().count()) + 1;
-        Diagnostic { file: self.file.to_string(), line: line_idx + 1, col, message: message.into() }
+        Diagnostic { file: self.file.to_string(), line: line_idx + 1, col, message: message.into(), warning: None }
     }
 
     pub(crate) fn line_of(&self, offset: usize) -> usize {

@@ -25,11 +25,12 @@ pub mod robotstxt;
 mod route;
 pub mod ruleset;
 pub mod sf;
+mod type_error;
 pub mod validate;
 pub mod verification;
 
 pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
-pub use diag::{parse_duration, Diagnostic, Diagnostics};
+pub use diag::{parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::Claim;

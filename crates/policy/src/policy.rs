@@ -261,20 +261,21 @@ pub struct Decision<'p> {
 }
 
 impl Decision<'_> {
-    /// What the proxy does. Requests naming no policy token (browsers,
-    /// unknown clients) are never blocked: a block on them is logged. A
-    /// claim its group blocks when spoofed or unverified is blocked.
+    /// What the proxy does. A request naming no policy token (a browser,
+    /// an unknown client) is never blocked nor recorded as a violation:
+    /// robots.txt binds crawlers that read it under their token, and such a
+    /// request names none, so the `*` group's `enforce` does not apply.
+    /// A claim its group blocks when spoofed or unverified is blocked.
     pub fn action(&self) -> Action {
         if self.on_failure == Some(crate::verification::OnFailure::Block) {
             return Action::Block;
         }
-        if self.allowed {
+        if self.allowed || self.agent.is_none() {
             return Action::Pass;
         }
         match self.enforce {
             Enforce::Off => Action::Pass,
             Enforce::Log => Action::LogViolation,
-            Enforce::Block if self.agent.is_none() => Action::LogViolation,
             Enforce::Block => Action::Block,
         }
     }
@@ -455,6 +456,16 @@ impl Policy {
     /// Settings for the proxy.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Sends every forwarded request to one plain-HTTP `server` instead of
+    /// the policy's upstream: `crawlgate demo --config` runs an operator's
+    /// policy in front of the embedded sample origin.
+    pub fn replace_upstream(&mut self, server: String) {
+        let u = &mut self.settings.upstream;
+        u.servers = vec![server];
+        u.tls = false;
+        u.sni = String::new();
     }
 
     /// The name of an identified agent (policy spelling).

@@ -22,6 +22,7 @@ pub(crate) struct RawPolicy {
     pub verification: Option<S<RawVerification>>,
     pub tdmrep: Option<S<RawTdmRep>>,
     pub rsl: Option<S<RawRsl>>,
+    pub allow_warnings: Option<Vec<S<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -173,7 +173,19 @@ pub(crate) fn crawl_delay_value(v: &toml::Value) -> Result<String, String> {
     match v {
         toml::Value::Integer(i) if *i > 0 => Ok(i.to_string()),
         toml::Value::Float(f) if *f > 0.0 && f.is_finite() => Ok(f.to_string()),
-        other => Err(format!("group.crawl_delay must be a positive number of seconds, found {other}")),
+        toml::Value::Integer(_) | toml::Value::Float(_) => {
+            Err(format!("group.crawl_delay must be a positive number of seconds, found {v}"))
+        }
+        other => Err(format!(
+            "group.crawl_delay: expected a number of seconds, e.g. crawl_delay = 2, found {}",
+            match other {
+                toml::Value::String(_) => "a string",
+                toml::Value::Boolean(_) => "a boolean",
+                toml::Value::Datetime(_) => "a date-time",
+                toml::Value::Array(_) => "an array",
+                _ => "a table",
+            }
+        )),
     }
 }
 

@@ -77,6 +77,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     for w in &loaded.warnings {
         tracing::warn!(target: "crawlgate::policy", "{w}");
     }
+    if loaded.acknowledged > 0 {
+        tracing::info!(target: "crawlgate::policy", acknowledged = loaded.acknowledged, "Policy warnings acknowledged by allow_warnings");
+    }
     let snap = Snapshot::new(loaded.policy, 1, None).map_err(|e| anyhow::anyhow!("{e}"))?;
     metrics.policy_loaded(snap.generation, snap.loaded_at, &snap.policy, None);
     let server_settings = &snap.policy.settings().server;

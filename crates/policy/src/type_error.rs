@@ -1,0 +1,217 @@
+//! Type errors that name the key: serde reports `invalid type: string
+//! "0.0.0.0:80", expected a sequence` with the value's span only, so the
+//! file is read again as a tree of spanned values to find the key path at
+//! that span, and the message names the key, the type it wants with an
+//! example, and the type found.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use toml::Spanned;
+
+/// A TOML value with the spans of its children, only its shape kept.
+enum Node {
+    Table(Vec<(String, Spanned<Node>)>),
+    Array(Vec<Spanned<Node>>),
+    Scalar,
+}
+
+struct NodeVisitor;
+
+macro_rules! scalar {
+    ($($f:ident: $t:ty),*) => {
+        $(fn $f<E>(self, _: $t) -> Result<Node, E> { Ok(Node::Scalar) })*
+    };
+}
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a TOML value")
+    }
+
+    scalar!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_str: &str);
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut out = Vec::new();
+        while let Some((k, v)) = map.next_entry::<String, Spanned<Node>>()? {
+            out.push((k, v));
+        }
+        Ok(Node::Table(out))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element::<Spanned<Node>>()? {
+            out.push(v);
+        }
+        Ok(Node::Array(out))
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Node, D::Error> {
+        d.deserialize_any(NodeVisitor)
+    }
+}
+
+/// The key path (table keys joined with `.`, array indices left out, so
+/// every `[[group]]` is `group`) of the value at `offset`, and whether the
+/// value there is an element of an array under that key.
+fn key_at(source: &str, offset: usize) -> Option<(String, bool)> {
+    let Ok(Node::Table(mut entries)) = toml::from_str::<Node>(source) else { return None };
+    let mut path: Vec<String> = Vec::new();
+    let mut in_array = false;
+    loop {
+        let contains = |n: &Spanned<Node>| n.span().start <= offset && offset < n.span().end.max(n.span().start + 1);
+        let Some((key, node)) = entries.into_iter().find(|(_, n)| contains(n)) else { break };
+        path.push(key);
+        in_array = false;
+        let mut node = node.into_inner();
+        while let Node::Array(items) = node {
+            match items.into_iter().find(|n| contains(n)) {
+                Some(n) => {
+                    in_array = true;
+                    node = n.into_inner();
+                }
+                None => {
+                    node = Node::Scalar;
+                    break;
+                }
+            }
+        }
+        match node {
+            Node::Table(t) => {
+                entries = t;
+                in_array = false;
+            }
+            _ => break,
+        }
+    }
+    (!path.is_empty()).then(|| (path.join("."), in_array))
+}
+
+/// What the key at `path` holds and an example, for the keys of the policy.
+fn expected(path: &str) -> Option<(&'static str, &'static str)> {
+    const STRINGS: &str = "an array of strings";
+    const DURATION: &str = "a duration string";
+    Some(match path {
+        "server" => ("a table", "[server]"),
+        "server.listen" => (STRINGS, r#"listen = ["0.0.0.0:8080"]"#),
+        "server.h2c" => ("a boolean", "h2c = true"),
+        "server.tls_listen" => (STRINGS, r#"tls_listen = ["0.0.0.0:8443"]"#),
+        "server.tls_cert" => ("a string", r#"tls_cert = "/etc/crawlgate/cert.pem""#),
+        "server.tls_key" => ("a string", r#"tls_key = "/etc/crawlgate/key.pem""#),
+        "server.admin" => ("a string", r#"admin = "127.0.0.1:9090""#),
+        "server.threads" => ("an integer", "threads = 2"),
+        "server.grace_period" => (DURATION, r#"grace_period = "5s""#),
+        "server.access_log" => ("a boolean", "access_log = true"),
+        "server.access_log_sample" => ("a number between 0 and 1", "access_log_sample = 0.1"),
+        "server.client_idle_timeout" => (DURATION, r#"client_idle_timeout = "60s""#),
+        "server.client_header_timeout" => (DURATION, r#"client_header_timeout = "10s""#),
+        "server.client_body_timeout" => (DURATION, r#"client_body_timeout = "60s""#),
+        "server.max_connections" => ("an integer", "max_connections = 4096"),
+        "server.proxy_protocol" => ("a boolean", "proxy_protocol = true"),
+        "upstream" => ("a table", "[upstream]"),
+        "upstream.servers" => (STRINGS, r#"servers = ["127.0.0.1:8000"]"#),
+        "upstream.tls" => ("a boolean", "tls = true"),
+        "upstream.sni" => ("a string", r#"sni = "origin.example.com""#),
+        "upstream.verify_cert" => ("a boolean", "verify_cert = true"),
+        "upstream.connect_timeout" => (DURATION, r#"connect_timeout = "5s""#),
+        "upstream.read_timeout" => (DURATION, r#"read_timeout = "30s""#),
+        "upstream.health_check_interval" => (DURATION, r#"health_check_interval = "5s""#),
+        "upstream.content_usage" => ("a string", r#"content_usage = "keep""#),
+        "robots_txt" => ("a table", "[robots_txt]"),
+        "robots_txt.sitemaps" => (STRINGS, r#"sitemaps = ["https://www.example.com/sitemap.xml"]"#),
+        "robots_txt.cache_max_age" => (DURATION, r#"cache_max_age = "1h""#),
+        "robots_txt.content_signal" => ("a string", r#"content_signal = "search=yes, ai-train=no""#),
+        "robots_txt.acap" => ("a boolean", "acap = true"),
+        "group" => ("an array of tables", "[[group]]"),
+        "group.name" => ("a string", r#"name = "ai-training""#),
+        "group.user_agents" => (STRINGS, r#"user_agents = ["GPTBot", "CCBot"]"#),
+        "group.categories" => (STRINGS, r#"categories = ["ai-training"]"#),
+        "group.allow" => (STRINGS, r#"allow = ["/public/"]"#),
+        "group.disallow" => (STRINGS, r#"disallow = ["/private/"]"#),
+        "group.content_usage" => (STRINGS, r#"content_usage = ["train-ai=n, search=y"]"#),
+        "group.app_directives" => (STRINGS, r#"app_directives = ["examplesearch;widgets=?0"]"#),
+        "group.enforce" => ("a string", r#"enforce = "log""#),
+        "group.block_status" => ("an integer", "block_status = 403"),
+        "robots_tag" => ("an array of tables", "[[robots_tag]]"),
+        "robots_tag.path" => ("a string", r#"path = "/drafts/""#),
+        "robots_tag.agents" => (STRINGS, r#"agents = ["GPTBot"]"#),
+        "robots_tag.rules" => (STRINGS, r#"rules = ["noindex", "nosnippet"]"#),
+        "robots_tag.header" => ("a boolean", "header = true"),
+        "robots_tag.html" => ("a string", r#"html = "inject""#),
+        "agents_txt" => ("a table", "[agents_txt]"),
+        "agents_txt.enabled" => ("a boolean", "enabled = true"),
+        "agents_txt.rules" => ("an array of tables", r#"rules = [{ path = "/", action = "allow" }]"#),
+        "agents_txt.rules.path" => ("a string", r#"path = "/api/""#),
+        "agents_txt.rules.action" => ("a string", r#"action = "allow""#),
+        "agents_txt.rules.params" => ("a table of strings", r#"params = { limit = "60" }"#),
+        "verification" => ("a table", "[verification]"),
+        "verification.trusted_proxies" => (STRINGS, r#"trusted_proxies = ["10.0.0.0/8"]"#),
+        "allow_warnings" => (STRINGS, r#"allow_warnings = ["robots-only-token"]"#),
+        _ => return None,
+    })
+}
+
+/// The TOML type a serde `unexpected` text names (`string "x"`,
+/// `integer `8``, `sequence`, `map`...), with its article.
+fn toml_type(unexpected: &str) -> &'static str {
+    let word = unexpected.split([' ', '`']).next().unwrap_or("");
+    match word {
+        "string" | "char" => "a string",
+        "integer" => "an integer",
+        "floating" => "a float",
+        "boolean" => "a boolean",
+        "sequence" => "an array",
+        "map" => "a table",
+        _ => "a value of another type",
+    }
+}
+
+/// The key-naming message for a serde type error at `offset`, or `None`
+/// when `message` is not a type error or no key is found there.
+pub(crate) fn describe(source: &str, offset: usize, message: &str) -> Option<String> {
+    let rest = message.strip_prefix("invalid type: ")?;
+    let (found, wanted) = rest.split_once(", expected ")?;
+    let (path, in_array) = key_at(source, offset)?;
+    let found = toml_type(found);
+    let found = if in_array { format!("an array holding {found}") } else { found.to_string() };
+    Some(match expected(&path) {
+        Some((what, example)) => format!("{path}: expected {what}, e.g. {example}, found {found}"),
+        None => format!("{path}: expected {wanted}, found {found}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    fn first_error(src: &str) -> String {
+        match crate::load(src, "p.toml") {
+            Ok(_) => String::from("loaded"),
+            Err(e) => e.0.first().map(ToString::to_string).unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn names_the_key_and_the_types() {
+        let up = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+        assert_eq!(
+            first_error(&format!("[server]\nlisten = \"0.0.0.0:80\"\n{up}")),
+            "p.toml:2:10: server.listen: expected an array of strings, e.g. listen = [\"0.0.0.0:8080\"], found a string"
+        );
+        assert_eq!(
+            first_error(&format!("[server]\nlisten = [80]\n{up}")),
+            "p.toml:2:11: server.listen: expected an array of strings, e.g. listen = [\"0.0.0.0:8080\"], found an \
+             array holding an integer"
+        );
+        assert_eq!(
+            first_error(&format!("{up}[[group]]\nuser_agents = [\"a\"]\n[[group]]\nuser_agents = \"GPTBot\"\n")),
+            "p.toml:6:15: group.user_agents: expected an array of strings, e.g. user_agents = [\"GPTBot\", \
+             \"CCBot\"], found a string"
+        );
+        assert_eq!(
+            first_error(&format!("[server]\nthreads = \"4\"\n{up}")),
+            "p.toml:2:11: server.threads: expected an integer, e.g. threads = 2, found a string"
+        );
+    }
+}
