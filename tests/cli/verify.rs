@@ -11,7 +11,7 @@ fn setup(on_spoofed: &str) -> (TempDir, String) {
     let policy = format!(
         "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n[verification.lists]\nGooglebot = [\"{}\"]\n\n\
          [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n\
-         [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\nenforce = \"block\"\nverify = \"ip\"\n{on_spoofed}",
+         [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\", \"/private/\"]\nenforce = \"block\"\nverify = \"ip\"\n{on_spoofed}",
         list.display()
     );
     dir.write("p.toml", policy);
