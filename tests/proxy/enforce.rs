@@ -59,9 +59,9 @@ fn browsers_and_unknown_clients_are_never_blocked() {
             let log = proxy.log();
             log.lines()
                 .find(|l| {
-                    l.contains("Request for a path robots.txt disallows")
-                        && l.contains("path=/private/x")
-                        && l.contains("action=\"log\"")
+                    l.starts_with("time=")
+                        && l.contains(" path=/private/x ")
+                        && l.contains(" decision=log violation=true rule=/private/ ")
                 })
                 .map(|_| ())
         },

@@ -9,6 +9,7 @@ mod errors;
 mod headers;
 mod html;
 mod html_limits;
+mod oplog;
 mod ops;
 mod protocols;
 mod serving;

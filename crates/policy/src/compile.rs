@@ -15,7 +15,8 @@ use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
 use crate::policy::{
-    Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry, UpstreamSettings,
+    AccessLogFormat, Enforce, Group, HtmlMode, OriginHeaderMode, Policy, ServerSettings, Settings, TagEntry,
+    UpstreamSettings,
 };
 use crate::raw::{
     RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawServer, RawUpstream, RawVerification,
@@ -219,6 +220,8 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_body_timeout: Duration::from_secs(60),
         max_connections: 4096,
         proxy_protocol: false,
+        access_log_format: AccessLogFormat::Logfmt,
+        ready_requires_upstream: false,
     };
     let Some(raw) = raw else { return s };
     let RawServer {
@@ -237,8 +240,18 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_body_timeout,
         max_connections,
         proxy_protocol,
+        access_log_format,
+        ready_requires_upstream,
     } = raw.get_ref();
     s.proxy_protocol = proxy_protocol.unwrap_or(false);
+    s.ready_requires_upstream = ready_requires_upstream.unwrap_or(false);
+    if let Some(f) = access_log_format {
+        match f.get_ref().as_str() {
+            "logfmt" => s.access_log_format = AccessLogFormat::Logfmt,
+            "json" => s.access_log_format = AccessLogFormat::Json,
+            other => cx.err(f, format!("server.access_log_format: `{other}` is not a format (logfmt or json)")),
+        }
+    }
     let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
         v.as_ref().map(|list| {
             list.iter()

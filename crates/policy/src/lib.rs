@@ -30,7 +30,7 @@ pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics};
 pub use local_file::LocalFile;
 pub use policy::{
-    Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy, RuleRef,
-    ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
+    AccessLogFormat, Action, AgentId, Decision, Enforce, GroupRef, HtmlMode, HtmlPlan, OriginHeaderMode, Policy,
+    RuleRef, ServerSettings, Settings, Stats, UpstreamSettings, UrlControls,
 };
 pub use route::{BadRequest, Route, UserAgentField};

@@ -129,6 +129,29 @@ pub struct ServerSettings {
     /// Whether connections from a trusted proxy start with a PROXY protocol
     /// v1 or v2 header (HAProxy's PROXY protocol specification).
     pub proxy_protocol: bool,
+    /// How access log lines are written.
+    pub access_log_format: AccessLogFormat,
+    /// Whether `/readyz` also needs a healthy upstream server.
+    pub ready_requires_upstream: bool,
+}
+
+/// `server.access_log_format`: the encoding of an access log line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// `key=value` pairs separated by spaces (logfmt).
+    Logfmt,
+    /// One JSON object per line.
+    Json,
+}
+
+impl AccessLogFormat {
+    /// Its name in the policy file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AccessLogFormat::Logfmt => "logfmt",
+            AccessLogFormat::Json => "json",
+        }
+    }
 }
 
 /// `[upstream]`.

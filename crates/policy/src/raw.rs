@@ -40,6 +40,8 @@ pub(crate) struct RawServer {
     pub client_body_timeout: Option<S<String>>,
     pub max_connections: Option<S<i64>>,
     pub proxy_protocol: Option<bool>,
+    pub access_log_format: Option<S<String>>,
+    pub ready_requires_upstream: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

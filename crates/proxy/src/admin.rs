@@ -1,6 +1,7 @@
 //! The admin listener: `/metrics` (Prometheus text), `/healthz`, `/readyz`
 //! and `/status` (JSON).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -89,14 +90,17 @@ impl ServeHttp for Admin {
             "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", b"ok\n".to_vec()),
             "/readyz" => {
                 let snap = self.shared.snapshot.load();
-                if snap.upstream.any_healthy() {
+                let not_ready: &[u8] = if !self.shared.listeners_bound.load(Ordering::Acquire) {
+                    b"not ready: the proxy listeners are not all bound\n"
+                } else if snap.policy.settings().server.ready_requires_upstream && !snap.upstream.any_healthy() {
+                    b"not ready: no healthy upstream (server.ready_requires_upstream)\n"
+                } else {
+                    b""
+                };
+                if not_ready.is_empty() {
                     text(StatusCode::OK, "text/plain; charset=utf-8", b"ready\n".to_vec())
                 } else {
-                    text(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "text/plain; charset=utf-8",
-                        b"not ready: no healthy upstream\n".to_vec(),
-                    )
+                    text(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", not_ready.to_vec())
                 }
             }
             "/status" => {

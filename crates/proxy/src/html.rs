@@ -163,8 +163,13 @@ pub fn start(
         Ok(e) => e,
         Err(()) => {
             metrics.html_passthrough(Passthrough::Encoding);
-            let values: Vec<_> = resp.headers.get_all(header::CONTENT_ENCODING).iter().collect();
-            tracing::info!(path, encoding = ?values, "HTML left unchanged: content encoding cannot be decoded");
+            let values: Vec<_> = resp
+                .headers
+                .get_all(header::CONTENT_ENCODING)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            tracing::info!(path, encoding = %values.join(", "), "HTML left unchanged: content encoding cannot be decoded");
             return Ok(None);
         }
     };

@@ -5,6 +5,7 @@
 //! `Arc` for its whole life.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -129,6 +130,9 @@ pub struct Shared {
     pub status: Mutex<LoadStatus>,
     /// The metrics registry.
     pub metrics: Metrics,
+    /// Every proxy listener accepts connections (and shutdown has not
+    /// begun): the first condition of `/readyz`.
+    pub listeners_bound: AtomicBool,
 }
 
 impl Shared {
@@ -139,6 +143,7 @@ impl Shared {
             config_path,
             status: Mutex::new(LoadStatus::default()),
             metrics,
+            listeners_bound: AtomicBool::new(false),
         })
     }
 
