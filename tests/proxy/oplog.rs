@@ -372,3 +372,56 @@ fn sigterm_exits_when_idle_and_lets_a_request_in_flight_finish() {
     assert_eq!(request.join().unwrap(), (200, "first rest\n".to_string()));
     wait_for("the proxy to exit", Duration::from_secs(12), || (!proxy.is_running()).then_some(()));
 }
+
+#[test]
+fn metrics_exist_from_the_start_and_describe_the_build_policy_and_process() {
+    let origin = Origin::start(vec![("/", Route::ok("text/plain", "ok\n"))]);
+    let proxy = Proxy::start(origin.addr, POLICY);
+    let sha = status(&proxy)["content_sha256"].as_str().unwrap_or_default().to_string();
+    let text = proxy.metrics();
+    for series in [
+        "crawlgate_responses_total{status_class=\"1xx\"} 0",
+        "crawlgate_responses_total{status_class=\"5xx\"} 0",
+        "crawlgate_requests_total{agent=\"GPTBot\",decision=\"blocked\"} 0",
+        "crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"} 0",
+        "crawlgate_robots_fetches_total{agent=\"ExampleBot\",file=\"agents.txt\"} 0",
+        "crawlgate_upstream_responses_total{class=\"error\"} 0",
+        "crawlgate_policy_last_reload_successful 1",
+        &format!("crawlgate_policy_info{{sha256=\"{sha}\"}} 1"),
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} missing in\n{text}");
+    }
+    let build = text.lines().find(|l| l.starts_with("crawlgate_build_info{")).unwrap_or_default();
+    assert!(
+        build.starts_with("crawlgate_build_info{commit=\"")
+            && build.ends_with(&format!("version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"))),
+        "{build}"
+    );
+    for name in
+        ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds"]
+    {
+        let value: f64 = proxy.metric(name).and_then(|v| v.parse().ok()).unwrap_or(-1.0);
+        assert!(value > 0.0 || name == "process_cpu_seconds_total" && value == 0.0, "{name} = {value}");
+    }
+
+    assert_eq!(get(&proxy.url("/"), BROWSER_UA).status(), 200);
+    assert_eq!(get(&proxy.url("/x"), "GPTBot/1.2").status(), 403);
+    assert_eq!(proxy.metric("crawlgate_responses_total{status_class=\"2xx\"}").as_deref(), Some("1"));
+    assert_eq!(proxy.metric("crawlgate_responses_total{status_class=\"4xx\"}").as_deref(), Some("1"));
+
+    // A failed reload: the gauge says so; a good one replaces the policy's series.
+    let base = std::fs::read_to_string(&proxy.policy_path).unwrap();
+    std::fs::write(&proxy.policy_path, format!("{base}[[group]]\nuser_agents = [\"Bad Bot\"]\n")).unwrap();
+    wait_for("the failure gauge", DEADLINE, || {
+        (proxy.metric("crawlgate_policy_last_reload_successful").as_deref() == Some("0")).then_some(())
+    });
+    std::fs::write(&proxy.policy_path, format!("{base}\n# edited\n")).unwrap();
+    wait_for("the success gauge", DEADLINE, || {
+        (proxy.metric("crawlgate_policy_last_reload_successful").as_deref() == Some("1")).then_some(())
+    });
+    let new_sha = status(&proxy)["content_sha256"].as_str().unwrap_or_default().to_string();
+    assert_ne!(new_sha, sha);
+    let infos: Vec<String> =
+        proxy.metrics().lines().filter(|l| l.starts_with("crawlgate_policy_info{")).map(str::to_owned).collect();
+    assert_eq!(infos, [format!("crawlgate_policy_info{{sha256=\"{new_sha}\"}} 1")]);
+}
