@@ -386,6 +386,8 @@ fn metrics_exist_from_the_start_and_describe_the_build_policy_and_process() {
         "crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"} 0",
         "crawlgate_robots_fetches_total{agent=\"ExampleBot\",file=\"agents.txt\"} 0",
         "crawlgate_upstream_responses_total{class=\"error\"} 0",
+        "crawlgate_violations_total{agent=\"GPTBot\",group=\"GPTBot\"} 0",
+        "crawlgate_violations_total{agent=\"other\",group=\"*\"} 0",
         "crawlgate_policy_last_reload_successful 1",
         &format!("crawlgate_policy_info{{sha256=\"{sha}\"}} 1"),
     ] {

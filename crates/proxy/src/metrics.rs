@@ -10,7 +10,7 @@ use prometheus::{
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crawlgate_policy::{Action, LocalFile, Policy};
+use crawlgate_policy::{Action, HtmlMode, LocalFile, Policy};
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
@@ -374,6 +374,9 @@ impl Metrics {
         for d in Action::ALL.map(Action::as_str) {
             metrics.duration.with_label_values(&[d]);
         }
+        for mode in [HtmlMode::Inject, HtmlMode::Audit, HtmlMode::Enforce] {
+            metrics.html_rewrites.with_label_values(&[mode.as_str()]);
+        }
         Ok(metrics)
     }
 
@@ -471,6 +474,14 @@ impl Metrics {
             }
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 self.robots_fetches.with_label_values(&[token, f]);
+            }
+        }
+        // A token's violations are counted under the group it gets;
+        // requests naming no token under `*`'s.
+        for token in policy.tokens().chain([""]) {
+            let decision = policy.decide(token, "/");
+            if let Some(group) = decision.group {
+                self.violations.with_label_values(&[decision.agent.unwrap_or(OTHER_AGENT), group.name]);
             }
         }
         let Some(prev) = previous else { return };

@@ -82,7 +82,8 @@ pub struct Ctx {
     snap: Arc<Snapshot>,
     started: Instant,
     /// Canonical path and query the decision was made on (a locally served
-    /// file's path, empty for a 400).
+    /// file's path; for a 400, the raw target when the access log writes
+    /// it, else empty).
     path: Cow<'static, str>,
     /// The policy token identified in the User-Agent.
     agent: Option<AgentId>,
