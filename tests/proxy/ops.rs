@@ -105,6 +105,7 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     let child = std::process::Command::new(crawlgate_e2e::crawlgate_bin())
         .args(["run", "--config"])
         .arg(dir.join("crawlgate.toml"))
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
