@@ -310,12 +310,17 @@ fn readiness_follows_the_origin_only_when_asked() {
         .replace("health_check_interval = \"0s\"", "health_check_interval = \"100ms\"");
     let proxy = Proxy::start_with(listen, admin, &policy);
     wait_for("ready", DEADLINE, || (readyz(&proxy).0 == 200).then_some(()));
+    let origin_addr = origin.addr;
     origin.stop();
     drop(origin);
     wait_for("the origin reported down", DEADLINE, || {
         let s = status(&proxy);
         (s["upstreams"][0]["healthy"] == false).then_some(())
     });
+    // Health changes name the server by its address, never a Debug dump.
+    let down = format!("Upstream server {origin_addr} becomes unhealthy");
+    wait_for(&down, DEADLINE, || proxy.log().contains(&down).then_some(()));
+    assert!(!proxy.log().contains("Backend {"), "{}", proxy.log());
     // Default: a dead origin does not take the replica out; robots.txt is served.
     assert_eq!(readyz(&proxy), (200, "ready\n".to_string()));
     assert_eq!(get(&proxy.url("/robots.txt"), BROWSER_UA).status(), 200);
