@@ -397,7 +397,7 @@ impl ProxyHttp for Gate {
         ctx: &mut Ctx,
     ) -> Result<Option<Duration>> {
         if let Some(html) = ctx.html.as_mut() {
-            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path)?;
+            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path, ctx.logged)?;
         }
         Ok(None)
     }
@@ -425,9 +425,9 @@ impl ProxyHttp for Gate {
         };
         let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
         let decode_aborted = e.etype() == &crate::html::DECODE_ABORTED;
-        // With an access log line, the error is its `error` field.
+        // With an access log line, the error is its `error` field; without
+        // one, a decode abort was logged where it happened, with its reason.
         if !decode_aborted && !ctx.logged {
-            // A decode abort was logged where it happened, with its reason.
             tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
         }
         if code > 0 && session.response_written().is_none() {
