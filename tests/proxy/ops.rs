@@ -105,6 +105,7 @@ fn kubernetes_configmap_symlink_swap_is_picked_up() {
     let child = std::process::Command::new(crawlgate_e2e::crawlgate_bin())
         .args(["run", "--config"])
         .arg(dir.join("crawlgate.toml"))
+        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -405,6 +406,9 @@ fn health_readiness_and_status() {
     assert_eq!(st["content_sha256"].as_str().map(str::len), Some(64));
     origin.stop();
     drop(origin);
+    // Readiness follows the origin only when the policy asks for it.
+    let path = proxy.policy_path.clone();
+    std::fs::write(&path, policy.replace("[server]\n", "[server]\nready_requires_upstream = true\n")).unwrap();
     wait_for("not ready once the origin is down", DEADLINE, || {
         (client().get(proxy.admin_url("/readyz")).send().map(|r| r.status().as_u16()).unwrap_or(0) == 503).then_some(())
     });

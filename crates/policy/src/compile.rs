@@ -15,8 +15,8 @@ use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator, Warning};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
 use crate::policy::{
-    Enforce, Group, HtmlMode, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy, ServerSettings,
-    Settings, TagEntry, TdmRule, UpstreamSettings,
+    AccessLogFormat, Enforce, Group, HtmlMode, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy,
+    ServerSettings, Settings, TagEntry, TdmRule, UpstreamSettings,
 };
 use crate::raw::{
     RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawRsl, RawServer, RawTdmRep, RawUpstream,
@@ -284,6 +284,8 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         max_connections: 4096,
         proxy_protocol: false,
         admin_auth_file: None,
+        access_log_format: AccessLogFormat::Logfmt,
+        ready_requires_upstream: false,
     };
     let Some(raw) = raw else { return s };
     let RawServer {
@@ -303,8 +305,18 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         max_connections,
         proxy_protocol,
         admin_auth_file,
+        access_log_format,
+        ready_requires_upstream,
     } = raw.get_ref();
     s.proxy_protocol = proxy_protocol.unwrap_or(false);
+    s.ready_requires_upstream = ready_requires_upstream.unwrap_or(false);
+    if let Some(f) = access_log_format {
+        match f.get_ref().as_str() {
+            "logfmt" => s.access_log_format = AccessLogFormat::Logfmt,
+            "json" => s.access_log_format = AccessLogFormat::Json,
+            other => cx.err(f, format!("server.access_log_format: `{other}` is not a format (logfmt or json)")),
+        }
+    }
     let addrs = |cx: &mut Ctx<'_>, key: &str, v: &Option<Vec<Spanned<String>>>| -> Option<Vec<String>> {
         v.as_ref().map(|list| {
             list.iter()

@@ -139,6 +139,29 @@ pub struct ServerSettings {
     pub proxy_protocol: bool,
     /// File holding the admin listener's bearer token or `user:password`.
     pub admin_auth_file: Option<String>,
+    /// How access log lines are written.
+    pub access_log_format: AccessLogFormat,
+    /// Whether `/readyz` also needs a healthy upstream server.
+    pub ready_requires_upstream: bool,
+}
+
+/// `server.access_log_format`: the encoding of an access log line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessLogFormat {
+    /// `key=value` pairs separated by spaces (logfmt).
+    Logfmt,
+    /// One JSON object per line.
+    Json,
+}
+
+impl AccessLogFormat {
+    /// Its name in the policy file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AccessLogFormat::Logfmt => "logfmt",
+            AccessLogFormat::Json => "json",
+        }
+    }
 }
 
 /// `[upstream]`.

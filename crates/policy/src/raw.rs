@@ -44,6 +44,8 @@ pub(crate) struct RawServer {
     pub max_connections: Option<S<i64>>,
     pub proxy_protocol: Option<bool>,
     pub admin_auth_file: Option<S<String>>,
+    pub access_log_format: Option<S<String>>,
+    pub ready_requires_upstream: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -3,6 +3,7 @@
 //! `/api/`. With `server.admin_auth_file`, everything but `/healthz` and
 //! `/readyz` (probes) needs the credentials.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -116,6 +117,19 @@ fn json(value: &serde_json::Value) -> Response<Vec<u8>> {
     text(StatusCode::OK, "application/json", body)
 }
 
+/// Why `/readyz` answers 503, `None` when ready: every proxy listener
+/// bound (and no shutdown begun), and a healthy upstream only when the
+/// policy asks for it (`server.ready_requires_upstream`).
+fn not_ready(bound: bool, requires_upstream: bool, healthy: impl FnOnce() -> bool) -> Option<&'static [u8]> {
+    if !bound {
+        Some(b"not ready: the proxy listeners are not all bound\n")
+    } else if requires_upstream && !healthy() {
+        Some(b"not ready: no healthy upstream (server.ready_requires_upstream)\n")
+    } else {
+        None
+    }
+}
+
 fn text(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Vec<u8>> {
     let mut resp = Response::new(body);
     *resp.status_mut() = status;
@@ -181,14 +195,11 @@ impl ServeHttp for Admin {
             "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", b"ok\n".to_vec()),
             "/readyz" => {
                 let snap = self.shared.snapshot.load();
-                if snap.upstream.any_healthy() {
-                    text(StatusCode::OK, "text/plain; charset=utf-8", b"ready\n".to_vec())
-                } else {
-                    text(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "text/plain; charset=utf-8",
-                        b"not ready: no healthy upstream\n".to_vec(),
-                    )
+                let bound = self.shared.listeners_bound.load(Ordering::Acquire);
+                let requires_upstream = snap.policy.settings().server.ready_requires_upstream;
+                match not_ready(bound, requires_upstream, || snap.upstream.any_healthy()) {
+                    None => text(StatusCode::OK, "text/plain; charset=utf-8", b"ready\n".to_vec()),
+                    Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", why.to_vec()),
                 }
             }
             "/status" => {
@@ -202,5 +213,23 @@ impl ServeHttp for Admin {
                 b"not found: try /, /metrics, /healthz, /readyz, /status, /api/agents\n".to_vec(),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_ready;
+
+    #[test]
+    fn ready_once_bound_and_on_the_origin_only_when_asked() {
+        let unbound = Some(&b"not ready: the proxy listeners are not all bound\n"[..]);
+        assert_eq!(not_ready(false, false, || true), unbound);
+        assert_eq!(not_ready(false, true, || true), unbound);
+        assert_eq!(not_ready(true, false, || false), None);
+        assert_eq!(not_ready(true, true, || true), None);
+        assert_eq!(
+            not_ready(true, true, || false),
+            Some(&b"not ready: no healthy upstream (server.ready_requires_upstream)\n"[..])
+        );
     }
 }

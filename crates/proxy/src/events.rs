@@ -2,11 +2,13 @@
 //! line, so labels come from enums and the hooks never format free
 //! strings for them.
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crawlgate_policy::client::ClientAddr;
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{Action, AgentId, LocalFile};
+use crawlgate_policy::{AccessLogFormat, Action, AgentId, LocalFile};
 
 use crate::activity::{Activity, Hit};
 
@@ -37,40 +39,20 @@ impl Local {
     }
 }
 
-/// A request for a path robots.txt disallows to its agent.
+/// A request for a path robots.txt disallows to its agent. Its log
+/// record is the request's access log line (`violation=true`, with the
+/// deciding rule); this event counts it.
 pub struct Violation<'a> {
     /// The identified token, or [`OTHER_AGENT`].
     pub agent: &'a str,
     /// The group applied.
     pub group: &'a str,
-    /// The deciding rule's pattern and line.
-    pub rule: (&'a str, usize),
-    /// The canonical path and query.
-    pub path: &'a str,
-    /// `LogViolation` or `Block`.
-    pub action: Action,
-    /// The client address.
-    pub client_ip: Option<std::net::IpAddr>,
-    /// The verification outcome.
-    pub verification: Verification,
 }
 
 impl Violation<'_> {
-    /// Counts it and writes its warning line.
+    /// Counts it.
     pub fn emit(&self, metrics: &Metrics) {
         metrics.violation(self.agent, self.group);
-        tracing::warn!(
-            target: "crawlgate::violation",
-            agent = self.agent,
-            group = self.group,
-            rule = self.rule.0,
-            rule_line = self.rule.1,
-            path = %self.path,
-            action = if self.action == Action::Block { "block" } else { "log" },
-            client_ip = %self.client_ip.map(|a| a.to_string()).unwrap_or_default(),
-            verification = %self.verification,
-            "Request for a path robots.txt disallows"
-        );
     }
 }
 
@@ -89,15 +71,54 @@ impl FileFetched<'_> {
     }
 }
 
-/// One finished request: the request metrics and, when sampled in, the
-/// access log line.
+/// The longest User-Agent kept in an access log line, in bytes.
+pub const MAX_USER_AGENT: usize = 256;
+/// The longest path (and query) kept in an access log line, in bytes.
+pub const MAX_PATH: usize = 2048;
+/// The longest Host kept in an access log line, in bytes.
+pub const MAX_HOST: usize = 256;
+/// The longest error text kept in an access log line, in bytes.
+pub const MAX_ERROR: usize = 512;
+
+/// A request's id in the access log: a random prefix drawn once per
+/// process and a counter, so ids are unique within the process and
+/// (almost surely) across restarts and replicas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestId {
+    /// Drawn at start.
+    pub prefix: u32,
+    /// The request's number in this process.
+    pub n: u64,
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:08x}-{}", self.prefix, self.n)
+    }
+}
+
+/// One finished request: the request metrics and the access log line.
 pub struct RequestDone<'a> {
+    /// When the request's header arrived.
+    pub time: SystemTime,
+    /// This request's id.
+    pub id: RequestId,
+    /// The client (`None` on a Unix socket).
+    pub client: Option<&'a ClientAddr>,
     /// Method.
     pub method: &'a str,
-    /// Canonical path and query (empty for a 400).
+    /// The Host field (or the HTTP/2 `:authority`).
+    pub host: Option<&'a str>,
+    /// Canonical path and query (the raw target of a 400).
     pub path: &'a str,
+    /// `HTTP/1.1`, `HTTP/2`.
+    pub protocol: &'static str,
     /// Status sent to the client (0: none).
     pub status: u16,
+    /// Body bytes sent to the client.
+    pub bytes_sent: usize,
+    /// The User-Agent field.
+    pub user_agent: Option<&'a str>,
     /// The identified token.
     pub agent: Option<&'a str>,
     /// The group applied.
@@ -106,8 +127,12 @@ pub struct RequestDone<'a> {
     pub outcome: Action,
     /// Set when the proxy answered itself.
     pub local: Option<Local>,
+    /// The deciding rule's pattern and line.
+    pub rule: Option<(&'a str, usize)>,
     /// The origin server contacted.
     pub upstream: Option<SocketAddr>,
+    /// The origin's status (0: no response).
+    pub upstream_status: Option<u16>,
     /// Time since the request's header arrived.
     pub elapsed: Duration,
     /// The error that ended it, if any.
@@ -116,26 +141,165 @@ pub struct RequestDone<'a> {
     pub generation: u64,
     /// The identified token's id.
     pub agent_id: Option<AgentId>,
-    /// The (first) User-Agent field, "" when absent.
-    pub user_agent: &'a str,
-    /// The deciding disallow rule of a violation or block: pattern, line.
-    pub rule: Option<(&'a str, usize)>,
     /// The Referer field.
     pub referer: Option<&'a str>,
-    /// Body bytes sent to the client.
-    pub bytes_sent: u64,
-    /// The client address.
-    pub client_ip: Option<std::net::IpAddr>,
-    /// The verification outcome.
+    /// The verification outcome of the request's claim.
     pub verification: Verification,
     /// What showed it, if anything was checked.
     pub evidence: Option<&'a crawlgate_identity::Evidence>,
+}
+
+/// A value of an access log field.
+enum Value<'a> {
+    Str(&'a str),
+    Num(u64),
+    /// A number already formatted (`duration_ms`).
+    Raw(&'a str),
+    Bool(bool),
+}
+
+/// Writes one line's fields in one format.
+struct Line {
+    format: AccessLogFormat,
+    out: String,
+}
+
+impl Line {
+    fn new(format: AccessLogFormat) -> Line {
+        let mut out = String::with_capacity(384);
+        if format == AccessLogFormat::Json {
+            out.push('{');
+        }
+        Line { format, out }
+    }
+
+    fn field(&mut self, key: &str, value: Value<'_>) {
+        let first = self.out.is_empty() || self.out == "{";
+        match self.format {
+            AccessLogFormat::Json => {
+                if !first {
+                    self.out.push(',');
+                }
+                self.out.push('"');
+                self.out.push_str(key);
+                self.out.push_str("\":");
+                match value {
+                    Value::Str(s) => json_string(&mut self.out, s),
+                    Value::Num(n) => {
+                        let _ = write!(self.out, "{n}");
+                    }
+                    Value::Raw(s) => self.out.push_str(s),
+                    Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
+                }
+            }
+            AccessLogFormat::Logfmt => {
+                if !first {
+                    self.out.push(' ');
+                }
+                self.out.push_str(key);
+                self.out.push('=');
+                match value {
+                    Value::Str(s) => logfmt_value(&mut self.out, s),
+                    Value::Num(n) => {
+                        let _ = write!(self.out, "{n}");
+                    }
+                    Value::Raw(s) => self.out.push_str(s),
+                    Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
+                }
+            }
+        }
+    }
+
+    fn str(&mut self, key: &str, value: Option<&str>) {
+        if let Some(v) = value.filter(|v| !v.is_empty()) {
+            self.field(key, Value::Str(v));
+        }
+    }
+
+    fn finish(mut self) -> String {
+        if self.format == AccessLogFormat::Json {
+            self.out.push('}');
+        }
+        self.out
+    }
+}
+
+/// A JSON string literal (RFC 8259 section 7).
+fn json_string(out: &mut String, s: &str) {
+    match serde_json::to_string(s) {
+        Ok(quoted) => out.push_str(&quoted),
+        Err(_) => out.push_str("\"\""),
+    }
+}
+
+/// A logfmt value: bare when it has no space, quote, `=`, backslash or
+/// control character, otherwise a quoted string with JSON escapes.
+fn logfmt_value(out: &mut String, s: &str) {
+    let bare = !s.is_empty() && !s.chars().any(|c| c == ' ' || c == '"' || c == '=' || c == '\\' || c.is_control());
+    if bare {
+        out.push_str(s);
+    } else {
+        json_string(out, s);
+    }
+}
+
+/// An error as its kind and innermost cause (`ConnectRefused: Connection
+/// refused (os error 111)`), without Pingora's chain of contexts.
+fn error_text(e: &pingora::Error) -> String {
+    let kind = e.etype().as_str();
+    let root = e.root_cause();
+    let detail = match root.downcast_ref::<pingora::Error>() {
+        Some(inner) => inner.context.as_ref().map(|c| c.as_str().to_owned()),
+        None => Some(root.to_string()),
+    };
+    match detail {
+        Some(d) if !d.is_empty() => format!("{kind}: {d}"),
+        _ => kind.to_owned(),
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary.
+pub fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// RFC 3339 UTC time with milliseconds: `2026-11-23T17:42:17.123Z`.
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible
+    // Low-Level Date Algorithms").
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
 }
 
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
         metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.verification.label(), self.elapsed);
+        metrics.response(self.status);
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -143,40 +307,295 @@ impl RequestDone<'_> {
         activity.hit(&Hit {
             generation: self.generation,
             agent: self.agent_id.zip(self.agent),
-            user_agent: self.user_agent,
+            user_agent: self.user_agent.unwrap_or(""),
             outcome: self.outcome,
             file: match self.local {
                 Some(Local::File(f)) => Some(f),
                 _ => None,
             },
-            bytes: self.bytes_sent,
+            bytes: u64::try_from(self.bytes_sent).unwrap_or(u64::MAX),
             path: self.path,
             rule: self.rule,
             referer: self.referer,
-            client: self.client_ip,
+            client: self.client.map(|c| c.ip),
             verification: self.verification,
             now: crate::activity::unix_now(),
         });
     }
 
-    /// Writes the access log line.
-    pub fn log(&self) {
-        tracing::info!(
-            target: "crawlgate::access",
-            method = %self.method,
-            path = %self.path,
-            status = self.status,
-            agent = self.agent.unwrap_or(OTHER_AGENT),
-            group = self.group.unwrap_or(""),
-            decision = self.outcome.as_str(),
-            local = self.local.map_or("", Local::as_str),
-            upstream = %self.upstream.map(|a| a.to_string()).unwrap_or_default(),
-            duration_ms = self.elapsed.as_secs_f64() * 1000.0,
-            error = %self.error.map(|e| e.to_string()).unwrap_or_default(),
-            client_ip = %self.client_ip.map(|a| a.to_string()).unwrap_or_default(),
-            verification = %self.verification,
-            evidence = %self.evidence.map(|e| e.to_string()).unwrap_or_default(),
-            "request"
+    /// The access log's `decision`: what the proxy did with the request.
+    pub fn decision(&self) -> &'static str {
+        match (self.local, self.outcome) {
+            (Some(Local::File(_)), _) => "local",
+            (Some(Local::BadRequest | Local::LoopDetected), _) => "reject",
+            (_, Action::Block) => "block",
+            (_, Action::LogViolation) => "log",
+            (_, Action::Pass) => "allow",
+        }
+    }
+
+    /// The access log line, without its newline. Fields come in a fixed
+    /// order and absent ones are left out (README, "Access log").
+    pub fn line(&self, format: AccessLogFormat) -> String {
+        let mut l = Line::new(format);
+        l.field("time", Value::Str(&rfc3339_millis(self.time)));
+        l.field("request_id", Value::Str(&self.id.to_string()));
+        if let Some(c) = self.client {
+            l.field("client_ip", Value::Str(&c.ip.to_string()));
+            if !c.via.is_empty() {
+                let chain: Vec<String> = c.via.iter().map(ToString::to_string).collect();
+                l.field("forwarded_for", Value::Str(&chain.join(", ")));
+            }
+        }
+        l.str("method", Some(self.method));
+        l.str("host", self.host.map(|h| truncate(h, MAX_HOST)));
+        l.str("path", Some(truncate(self.path, MAX_PATH)));
+        l.field("protocol", Value::Str(self.protocol));
+        if self.status > 0 {
+            l.field("status", Value::Num(u64::from(self.status)));
+        }
+        l.field("bytes_sent", Value::Num(u64::try_from(self.bytes_sent).unwrap_or(u64::MAX)));
+        l.str("user_agent", self.user_agent.map(|u| truncate(u, MAX_USER_AGENT)));
+        l.str("agent", self.agent);
+        if self.verification != Verification::NotApplicable {
+            l.field("verification", Value::Str(&self.verification.to_string()));
+        }
+        if let Some(e) = self.evidence {
+            l.field("evidence", Value::Str(&e.to_string()));
+        }
+        l.str("group", self.group);
+        l.field("decision", Value::Str(self.decision()));
+        if let Some(local) = self.local.filter(|l| *l != Local::Blocked) {
+            l.field("local", Value::Str(local.as_str()));
+        }
+        if self.outcome != Action::Pass {
+            l.field("violation", Value::Bool(true));
+        }
+        if let Some((pattern, line)) = self.rule {
+            l.field("rule", Value::Str(pattern));
+            l.field("line", Value::Num(u64::try_from(line).unwrap_or(u64::MAX)));
+        }
+        if let Some(u) = self.upstream {
+            l.field("upstream", Value::Str(&u.to_string()));
+        }
+        if let Some(s) = self.upstream_status.filter(|s| *s > 0) {
+            l.field("upstream_status", Value::Num(u64::from(s)));
+        }
+        l.field("duration_ms", Value::Raw(&format!("{:.3}", self.elapsed.as_secs_f64() * 1000.0)));
+        if let Some(e) = self.error {
+            l.field("error", Value::Str(truncate(&error_text(e), MAX_ERROR)));
+        }
+        l.finish()
+    }
+
+    /// Writes the access log line to standard output in one write.
+    pub fn log(&self, format: AccessLogFormat) {
+        use std::io::Write as _;
+        let mut line = self.line(format);
+        line.push('\n');
+        let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawlgate_policy::client::AddrSource;
+    use std::net::IpAddr;
+
+    fn client(ip: &str, via: &[&str]) -> ClientAddr {
+        let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{e}"));
+        ClientAddr {
+            ip,
+            peer: ip,
+            source: if via.is_empty() { AddrSource::Peer } else { AddrSource::XForwardedFor },
+            via: via.iter().map(|v| v.parse().unwrap_or_else(|e| panic!("{e}"))).collect(),
+        }
+    }
+
+    /// A finished request with the time, id and duration fixed.
+    fn done<'a>(c: &'a ClientAddr) -> RequestDone<'a> {
+        RequestDone {
+            time: UNIX_EPOCH + Duration::from_millis(1_795_973_337_123),
+            id: RequestId { prefix: 0x5f3a_9c1e, n: 42 },
+            client: Some(c),
+            method: "GET",
+            host: Some("example.com"),
+            path: "/page?q=1",
+            protocol: "HTTP/1.1",
+            status: 200,
+            bytes_sent: 5120,
+            user_agent: Some("Mozilla/5.0 (X11; Linux x86_64)"),
+            agent: None,
+            group: Some("*"),
+            outcome: Action::Pass,
+            local: None,
+            rule: None,
+            upstream: Some(SocketAddr::from(([127, 0, 0, 1], 8081))),
+            upstream_status: Some(200),
+            elapsed: Duration::from_micros(97_906),
+            error: None,
+            generation: 1,
+            agent_id: None,
+            referer: None,
+            verification: Verification::NotApplicable,
+            evidence: None,
+        }
+    }
+
+    const PREFIX: &str = "time=2026-11-29T17:28:57.123Z request_id=5f3a9c1e-42 client_ip=203.0.113.7";
+
+    #[test]
+    fn allow() {
+        let c = client("203.0.113.7", &[]);
+        assert_eq!(
+            done(&c).line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=200 bytes_sent=5120 \
+                 user_agent=\"Mozilla/5.0 (X11; Linux x86_64)\" group=* decision=allow upstream=127.0.0.1:8081 \
+                 upstream_status=200 duration_ms=97.906"
+            )
         );
+        assert_eq!(
+            done(&c).line(AccessLogFormat::Json),
+            "{\"time\":\"2026-11-29T17:28:57.123Z\",\"request_id\":\"5f3a9c1e-42\",\"client_ip\":\"203.0.113.7\",\
+             \"method\":\"GET\",\"host\":\"example.com\",\"path\":\"/page?q=1\",\"protocol\":\"HTTP/1.1\",\
+             \"status\":200,\"bytes_sent\":5120,\"user_agent\":\"Mozilla/5.0 (X11; Linux x86_64)\",\"group\":\"*\",\
+             \"decision\":\"allow\",\"upstream\":\"127.0.0.1:8081\",\"upstream_status\":200,\"duration_ms\":97.906}"
+        );
+    }
+
+    #[test]
+    fn logged_violation_is_one_line_with_its_rule() {
+        let c = client("203.0.113.7", &["10.0.0.1", "10.0.0.2"]);
+        let mut d = done(&c);
+        d.user_agent = Some("ExampleBot/1.0");
+        d.agent = Some("ExampleBot");
+        d.group = Some("crawlers");
+        d.outcome = Action::LogViolation;
+        d.rule = Some(("/private/", 12));
+        d.path = "/private/x";
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} forwarded_for=\"10.0.0.1, 10.0.0.2\" method=GET host=example.com path=/private/x \
+                 protocol=HTTP/1.1 status=200 bytes_sent=5120 user_agent=ExampleBot/1.0 agent=ExampleBot \
+                 group=crawlers decision=log violation=true rule=/private/ line=12 upstream=127.0.0.1:8081 \
+                 upstream_status=200 duration_ms=97.906"
+            )
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&d.line(AccessLogFormat::Json)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["violation"], true);
+        assert_eq!(json["line"], 12);
+        assert_eq!(json["forwarded_for"], "10.0.0.1, 10.0.0.2");
+    }
+
+    #[test]
+    fn block() {
+        let c = client("203.0.113.7", &[]);
+        let mut d = done(&c);
+        d.user_agent = Some("GPTBot/1.2");
+        d.agent = Some("GPTBot");
+        d.group = Some("ai");
+        d.outcome = Action::Block;
+        d.local = Some(Local::Blocked);
+        d.rule = Some(("/", 30));
+        d.status = 403;
+        d.bytes_sent = 61;
+        d.upstream = None;
+        d.upstream_status = None;
+        d.elapsed = Duration::from_nanos(42_000);
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=403 bytes_sent=61 \
+                 user_agent=GPTBot/1.2 agent=GPTBot group=ai decision=block violation=true rule=/ line=30 \
+                 duration_ms=0.042"
+            )
+        );
+    }
+
+    #[test]
+    fn local_robots_txt() {
+        let c = client("2001:db8::7", &[]);
+        let mut d = done(&c);
+        d.path = "/robots.txt";
+        d.protocol = "HTTP/2";
+        d.local = Some(Local::File(LocalFile::RobotsTxt));
+        d.bytes_sent = 310;
+        d.upstream = None;
+        d.upstream_status = None;
+        d.elapsed = Duration::from_micros(150);
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            "time=2026-11-29T17:28:57.123Z request_id=5f3a9c1e-42 client_ip=2001:db8::7 method=GET \
+             host=example.com path=/robots.txt protocol=HTTP/2 status=200 bytes_sent=310 \
+             user_agent=\"Mozilla/5.0 (X11; Linux x86_64)\" group=* decision=local local=robots.txt \
+             duration_ms=0.150"
+        );
+    }
+
+    #[test]
+    fn bad_request_escapes_what_the_client_sent() {
+        let c = client("203.0.113.7", &[]);
+        let mut d = done(&c);
+        d.path = "http://x y/\"a\"\\b";
+        d.host = None;
+        d.user_agent = None;
+        d.group = None;
+        d.local = Some(Local::BadRequest);
+        d.status = 400;
+        d.bytes_sent = 40;
+        d.upstream = None;
+        d.upstream_status = None;
+        d.elapsed = Duration::from_micros(80);
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} method=GET path=\"http://x y/\\\"a\\\"\\\\b\" protocol=HTTP/1.1 status=400 bytes_sent=40 \
+                 decision=reject local=bad-request duration_ms=0.080"
+            )
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&d.line(AccessLogFormat::Json)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["path"], "http://x y/\"a\"\\b");
+        assert!(json.get("host").is_none() && json.get("user_agent").is_none());
+    }
+
+    #[test]
+    fn origin_failure_carries_its_error() {
+        let c = client("203.0.113.7", &[]);
+        let mut d = done(&c);
+        let e = pingora::Error::explain(pingora::ErrorType::ConnectRefused, "origin down");
+        d.error = Some(&e);
+        d.status = 502;
+        d.bytes_sent = 55;
+        d.upstream_status = Some(0);
+        d.elapsed = Duration::from_millis(3);
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=502 bytes_sent=55 \
+                 user_agent=\"Mozilla/5.0 (X11; Linux x86_64)\" group=* decision=allow upstream=127.0.0.1:8081 \
+                 duration_ms=3.000 error=\"ConnectRefused: origin down\""
+            )
+        );
+    }
+
+    #[test]
+    fn user_agent_is_cut_on_a_char_boundary_and_controls_are_escaped() {
+        let ua = format!("{}é", "a".repeat(MAX_USER_AGENT - 1));
+        assert_eq!(truncate(&ua, MAX_USER_AGENT), "a".repeat(MAX_USER_AGENT - 1));
+        let mut out = String::new();
+        logfmt_value(&mut out, "a\nb\u{1b}");
+        assert_eq!(out, "\"a\\nb\\u001b\"");
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc_with_millis() {
+        assert_eq!(rfc3339_millis(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_millis(UNIX_EPOCH + Duration::from_millis(951_782_400_999)), "2000-02-29T00:00:00.999Z");
+        assert_eq!(rfc3339_millis(UNIX_EPOCH + Duration::from_secs(4_102_444_799)), "2099-12-31T23:59:59.000Z");
     }
 }

@@ -163,8 +163,13 @@ pub fn start(
         Ok(e) => e,
         Err(()) => {
             metrics.html_passthrough(Passthrough::Encoding);
-            let values: Vec<_> = resp.headers.get_all(header::CONTENT_ENCODING).iter().collect();
-            tracing::info!(path, encoding = ?values, "HTML left unchanged: content encoding cannot be decoded");
+            let values: Vec<_> = resp
+                .headers
+                .get_all(header::CONTENT_ENCODING)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            tracing::info!(path, encoding = %values.join(", "), "HTML left unchanged: content encoding cannot be decoded");
             return Ok(None);
         }
     };
@@ -275,13 +280,16 @@ impl HtmlStream {
     /// closes before the last chunk; HTTP/2: the stream is reset with
     /// CANCEL). Pingora writes the header together with the body chunks
     /// that arrived with it, so a failure among those leaves the header
-    /// unsent, and `fail_to_proxy` answers 502 instead.
+    /// unsent, and `fail_to_proxy` answers 502 instead. The abort gets a
+    /// log line of its own only when `access_logged` is false; otherwise
+    /// it is the `error` of the request's access log line.
     pub fn filter(
         &mut self,
         body: &mut Option<Bytes>,
         end_of_stream: bool,
         metrics: &Metrics,
         path: &str,
+        access_logged: bool,
     ) -> Result<()> {
         let Inner { rewriter: rw, decoder } = unpoison(&mut self.inner);
         let mut out = Joined::default();
@@ -315,7 +323,9 @@ impl HtmlStream {
         };
         if let Err(e) = decoded {
             metrics.decompression_aborted(e.reason());
-            tracing::warn!(path, reason = e.reason(), error = %e, "Compressed HTML aborted: its body cannot be decoded within the limits");
+            if !access_logged {
+                tracing::warn!(path, reason = e.reason(), error = %e, "Compressed HTML aborted: its body cannot be decoded within the limits");
+            }
             return Err(Error::create(
                 DECODE_ABORTED,
                 ErrorSource::Upstream,

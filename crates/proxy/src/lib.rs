@@ -14,6 +14,7 @@ mod decode;
 mod events;
 mod headers;
 mod html;
+mod lifecycle;
 mod metrics;
 mod origin;
 mod proxy_protocol;
@@ -45,6 +46,7 @@ pub use state::LoadError;
 
 use crate::admin::Admin;
 use crate::conn::{ConnApp, Limits};
+use crate::lifecycle::{Drain, ListenerProbe};
 use crate::metrics::Metrics;
 use crate::reload::{HealthChecker, Reloader, Watcher};
 use crate::service::Gate;
@@ -109,11 +111,22 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     tracing::info!(
         policy = file_name,
         sha256 = snap.policy.source_sha256(),
-        listen = ?listen,
-        admin = ?admin,
-        upstreams = ?snap.policy.settings().upstream.servers,
+        listen = %listen.join(", "),
+        admin = admin.as_deref().unwrap_or("off"),
+        upstreams = %snap.policy.settings().upstream.servers.join(", "),
         "Starting crawlgate"
     );
+    if !tls_listen.is_empty() {
+        tracing::info!(tls_listen = %tls_listen.join(", "), "TLS listeners");
+    }
+    // Before Pingora starts: it retries a port in use forever.
+    lifecycle::check_bind(
+        listen
+            .iter()
+            .map(|a| ("server.listen", a.as_str()))
+            .chain(tls_listen.iter().map(|a| ("server.tls_listen", a.as_str())))
+            .chain(admin.iter().map(|a| ("server.admin", a.as_str()))),
+    )?;
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
     let verifier = verify::build(&snap.policy)?;
@@ -168,6 +181,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     if shared.verifier.get().is_some() {
         server.add_service(background_service("verification lists", verify::Refresher::new(shared.clone())));
     }
+    let proxy_addrs: Vec<String> = listen.iter().chain(&tls_listen).cloned().collect();
+    server.add_service(background_service("listener probe", ListenerProbe::new(shared.clone(), &proxy_addrs)));
+    server.add_service(background_service("drain", Drain::new(shared.clone())));
     server.add_service(background_service("upstream health", HealthChecker::new(shared)));
     server.run_forever()
 }

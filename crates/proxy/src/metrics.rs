@@ -10,7 +10,7 @@ use prometheus::{
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crawlgate_policy::{Action, LocalFile, Policy};
+use crawlgate_policy::{Action, HtmlMode, LocalFile, Policy};
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
@@ -134,6 +134,10 @@ pub struct Metrics {
     client_connections: IntGaugeVec,
     connections_refused: IntCounterVec,
     client_timeouts: IntCounterVec,
+    responses: IntCounterVec,
+    last_reload_successful: IntGauge,
+    policy_info: IntGaugeVec,
+    process: ProcessMetrics,
     origin_robots_fetches: IntCounterVec,
     origin_robots_age: prometheus::Gauge,
     verification: VerificationMetrics,
@@ -232,6 +236,101 @@ impl VerificationMetrics {
     }
 }
 
+/// The standard `process_*` metrics (Prometheus client guidelines,
+/// "Process metrics"), read from `/proc/self` on each scrape.
+struct ProcessMetrics {
+    cpu: prometheus::Counter,
+    rss: IntGauge,
+    fds: IntGauge,
+    max_fds: IntGauge,
+    start: prometheus::Gauge,
+}
+
+/// Clock ticks per second of the times in `/proc/<pid>/stat` (`USER_HZ`,
+/// which Linux fixes at 100 for user space on every architecture).
+const USER_HZ: f64 = 100.0;
+
+impl ProcessMetrics {
+    fn new(r: &Registry) -> prometheus::Result<ProcessMetrics> {
+        let cpu =
+            prometheus::Counter::new("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.")?;
+        r.register(Box::new(cpu.clone()))?;
+        let rss = IntGauge::new("process_resident_memory_bytes", "Resident memory size in bytes.")?;
+        r.register(Box::new(rss.clone()))?;
+        let fds = IntGauge::new("process_open_fds", "Number of open file descriptors.")?;
+        r.register(Box::new(fds.clone()))?;
+        let max_fds = IntGauge::new("process_max_fds", "Maximum number of open file descriptors.")?;
+        r.register(Box::new(max_fds.clone()))?;
+        let start = prometheus::Gauge::new(
+            "process_start_time_seconds",
+            "Start time of the process since unix epoch in seconds.",
+        )?;
+        r.register(Box::new(start.clone()))?;
+        let m = ProcessMetrics { cpu, rss, fds, max_fds, start };
+        if let Some(started) = process_start_time() {
+            m.start.set(started);
+        }
+        Ok(m)
+    }
+
+    /// Reads the current values; a value that cannot be read keeps its last one.
+    fn update(&self) {
+        if let Some((utime, stime)) = proc_stat_field(13).zip(proc_stat_field(14)) {
+            let total = (utime + stime) / USER_HZ;
+            let delta = total - self.cpu.get();
+            if delta > 0.0 {
+                self.cpu.inc_by(delta);
+            }
+        }
+        if let Some(kb) = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<i64>().ok())
+        }) {
+            self.rss.set(kb.saturating_mul(1024));
+        }
+        if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
+            self.fds.set(i64::try_from(dir.count()).unwrap_or(i64::MAX));
+        }
+        if let Ok((soft, _)) = rlimit::Resource::NOFILE.get() {
+            self.max_fds.set(i64::try_from(soft).unwrap_or(i64::MAX));
+        }
+    }
+}
+
+/// Field `index` (0-based, counting the fields after the command name as
+/// starting at 2) of `/proc/self/stat`, as a number (proc(5)).
+fn proc_stat_field(index: usize) -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(index - 2)?.parse().ok()
+}
+
+/// The process's start time in Unix seconds: boot time (`btime` in
+/// `/proc/stat`) plus the start time in `/proc/self/stat`.
+fn process_start_time() -> Option<f64> {
+    let btime: f64 = std::fs::read_to_string("/proc/stat")
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    Some(btime + proc_stat_field(21)? / USER_HZ)
+}
+
+/// The `status_class` label of a status sent to a client.
+fn status_class(status: u16) -> Option<&'static str> {
+    match status {
+        100..=199 => Some("1xx"),
+        200..=299 => Some("2xx"),
+        300..=399 => Some("3xx"),
+        400..=499 => Some("4xx"),
+        500..=599 => Some("5xx"),
+        _ => None,
+    }
+}
+
+/// The commit the binary was built from (`build.rs`), `unknown` outside a
+/// git checkout.
+const COMMIT: &str = env!("CRAWLGATE_COMMIT");
+
 /// The connection metrics of one listener kind (`proxy` or `admin`), with
 /// their labels resolved once at start.
 pub struct ConnMetrics {
@@ -307,6 +406,24 @@ impl Metrics {
             "Age of the origin robots.txt copy merged into /robots.txt (0 while none is in use).",
         )?;
         registry.register(Box::new(origin_robots_age.clone()))?;
+        let last_reload_successful = IntGauge::new(
+            "crawlgate_policy_last_reload_successful",
+            "1 when the last load of the policy file succeeded (or found it unchanged), 0 when it failed.",
+        )?;
+        registry.register(Box::new(last_reload_successful.clone()))?;
+        last_reload_successful.set(1);
+        let policy_info = IntGaugeVec::new(
+            Opts::new("crawlgate_policy_info", "The running policy, by the SHA-256 of its file; always 1."),
+            &["sha256"],
+        )?;
+        registry.register(Box::new(policy_info.clone()))?;
+        let build_info = IntGaugeVec::new(
+            Opts::new("crawlgate_build_info", "The running binary's version and commit; always 1."),
+            &["version", "commit"],
+        )?;
+        registry.register(Box::new(build_info.clone()))?;
+        build_info.with_label_values(&[env!("CARGO_PKG_VERSION"), COMMIT]).set(1);
+        let process = ProcessMetrics::new(r)?;
         let metrics = Metrics {
             origin_robots_fetches: counter(
                 r,
@@ -315,6 +432,15 @@ impl Metrics {
                 &["result"],
             )?,
             origin_robots_age,
+            responses: counter(
+                r,
+                "crawlgate_responses_total",
+                "Responses sent to clients by status class (1xx to 5xx).",
+                &["status_class"],
+            )?,
+            last_reload_successful,
+            policy_info,
+            process,
             client_connections,
             connections_refused: counter(
                 r,
@@ -393,6 +519,24 @@ impl Metrics {
         for result in OriginFetch::ALL {
             metrics.origin_robots_fetches.with_label_values(&[result.as_str()]);
         }
+        for class in ["1xx", "2xx", "3xx", "4xx", "5xx"] {
+            metrics.responses.with_label_values(&[class]);
+        }
+        for class in ["1xx", "2xx", "3xx", "4xx", "5xx", "error"] {
+            metrics.upstream_responses.with_label_values(&[class]);
+        }
+        for reason in [Passthrough::Encoding, Passthrough::Charset, Passthrough::Utf16, Passthrough::BailOut] {
+            metrics.html_passthrough.with_label_values(&[reason.as_str()]);
+        }
+        for reason in ["size", "ratio", "invalid"] {
+            metrics.decompression_aborted.with_label_values(&[reason]);
+        }
+        for d in Action::ALL.map(Action::as_str) {
+            metrics.duration.with_label_values(&[d]);
+        }
+        for mode in [HtmlMode::Inject, HtmlMode::Audit, HtmlMode::Enforce] {
+            metrics.html_rewrites.with_label_values(&[mode.as_str()]);
+        }
         Ok(metrics)
     }
 
@@ -404,6 +548,14 @@ impl Metrics {
             self.requests.with_label_values(&[agent, outcome.as_str()]).inc();
         }
         self.duration.with_label_values(&[outcome.as_str()]).observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a response sent to a client by its status class (no series
+    /// for a request that got no response).
+    pub fn response(&self, status: u16) {
+        if let Some(class) = status_class(status) {
+            self.responses.with_label_values(&[class]).inc();
+        }
     }
 
     /// Counts a fetch of `/robots.txt` or `/agents.txt`.
@@ -461,6 +613,7 @@ impl Metrics {
     pub fn reload(&self, outcome: ReloadOutcome) {
         self.reloads.with_label_values(&[outcome.as_str()]).inc();
         self.reload_failing.set(i64::from(outcome == ReloadOutcome::Failure));
+        self.last_reload_successful.set(i64::from(outcome != ReloadOutcome::Failure));
     }
 
     /// Counts one fetch of the origin's robots.txt.
@@ -484,6 +637,27 @@ impl Metrics {
         self.generation.set(i64::try_from(generation).unwrap_or(i64::MAX));
         let now = loaded_at.duration_since(UNIX_EPOCH).unwrap_or_default();
         self.last_success.set(now.as_secs_f64());
+        self.policy_info.reset();
+        self.policy_info.with_label_values(&[policy.source_sha256()]).set(1);
+        // Every series whose labels this policy fixes exists from the load
+        // on, so that rate() and increase() see the first request.
+        let tokens: Vec<&str> = policy.tokens().chain([OTHER_AGENT]).collect();
+        for token in &tokens {
+            for d in Action::ALL.map(Action::as_str) {
+                self.requests.with_label_values(&[token, d]);
+            }
+            for f in LocalFile::ALL.map(LocalFile::as_str) {
+                self.robots_fetches.with_label_values(&[token, f]);
+            }
+        }
+        // A token's violations are counted under the group it gets;
+        // requests naming no token under `*`'s.
+        for token in policy.tokens().chain([""]) {
+            let decision = policy.decide(token, "/");
+            if let Some(group) = decision.group {
+                self.violations.with_label_values(&[decision.agent.unwrap_or(OTHER_AGENT), group.name]);
+            }
+        }
         let Some(prev) = previous else { return };
         let new_tokens: Vec<&str> = policy.tokens().collect();
         let new_groups: Vec<&str> = policy.group_names().collect();
@@ -543,6 +717,7 @@ impl Metrics {
 
     /// The Prometheus text exposition of every metric, and its content type.
     pub fn encode(&self) -> (Vec<u8>, String) {
+        self.process.update();
         let encoder = TextEncoder::new();
         let mut buf = Vec::new();
         if let Err(e) = encoder.encode(&self.registry.gather(), &mut buf) {

@@ -82,7 +82,7 @@ impl Reloader {
             Ok(s) => s,
             Err(source) => {
                 let err = LoadError::Read { path: file.clone(), source };
-                return self.fail(trigger, &err.to_string());
+                return self.fail(trigger, &err);
             }
         };
         let current = shared.snapshot.load_full();
@@ -97,7 +97,9 @@ impl Reloader {
             });
             tracing::info!(
                 trigger,
+                outcome = Outcome::Unchanged.as_str(),
                 generation = current.generation,
+                sha256 = sha_prefix(&hash),
                 "Policy file matches the running policy; nothing to reload"
             );
             return Outcome::Unchanged;
@@ -113,9 +115,6 @@ impl Reloader {
                 new.push(crate::verify::restart_only(&snap.policy));
                 let restart: Vec<String> =
                     old.iter().zip(new.iter()).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string()).collect();
-                if !restart.is_empty() {
-                    tracing::warn!(keys = ?restart, "Policy changed settings that apply only after a restart; the rest of the change is live");
-                }
                 let generation = snap.generation;
                 // Merged with the last good copy of the origin's robots.txt
                 // when the policy asks for it.
@@ -123,15 +122,28 @@ impl Reloader {
                 shared.metrics.policy_loaded(snap.generation, snap.loaded_at, &snap.policy, Some(&current.policy));
                 shared.metrics.reload(Outcome::Success);
                 shared.metrics.reload_duration(started.elapsed());
+                let elapsed_ms = format!("{:.3}", started.elapsed().as_secs_f64() * 1000.0);
+                if restart.is_empty() {
+                    tracing::info!(trigger, outcome = Outcome::Success.as_str(), generation, sha256 = sha_prefix(&hash), elapsed_ms = %elapsed_ms, "Policy reloaded");
+                } else {
+                    tracing::warn!(
+                        trigger,
+                        outcome = Outcome::Success.as_str(),
+                        generation,
+                        sha256 = sha_prefix(&hash),
+                        elapsed_ms = %elapsed_ms,
+                        restart_required = %restart.join(", "),
+                        "Policy reloaded; settings that apply only after a restart were changed, the rest of the change is live"
+                    );
+                }
                 shared.with_status(|s| {
                     s.last_error = None;
                     s.last_error_at = None;
                     s.restart_required = restart;
                 });
-                tracing::info!(trigger, generation, sha256 = %hash, elapsed_ms = started.elapsed().as_secs_f64() * 1000.0, "Policy reloaded");
                 Outcome::Success
             }
-            Err(err) => self.fail(trigger, &err.to_string()),
+            Err(err) => self.fail(trigger, &err),
         }
     }
 
@@ -144,11 +156,26 @@ impl Reloader {
         }
     }
 
-    fn fail(&self, trigger: &str, error: &str) -> Outcome {
+    /// Reports a failed reload: each error on its own line (the
+    /// diagnostics, with their positions), then one outcome line with
+    /// their count.
+    fn fail(&self, trigger: &str, err: &LoadError) -> Outcome {
+        let error = err.to_string();
         for line in error.lines() {
             tracing::error!(target: "crawlgate::policy", trigger, "{line}");
         }
-        tracing::error!(trigger, "Policy reload failed; the running policy stays in force");
+        let errors = match err {
+            LoadError::Invalid(d) => d.0.len(),
+            _ => 1,
+        };
+        tracing::error!(
+            trigger,
+            outcome = Outcome::Failure.as_str(),
+            errors,
+            generation = self.shared.snapshot.load().generation,
+            "Policy reload failed; the running policy stays in force"
+        );
+        let error = error.as_str();
         self.shared.metrics.reload(Outcome::Failure);
         let shown = bounded_error(error);
         self.shared.with_status(|s| {
@@ -157,6 +184,12 @@ impl Reloader {
         });
         Outcome::Failure
     }
+}
+
+/// The first 12 hex digits of a SHA-256, enough to tell policies apart
+/// in a log line (`/status` has the whole hash).
+fn sha_prefix(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 /// How much of a failed load's error text `/status` keeps: a policy with

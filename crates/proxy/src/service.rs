@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -25,7 +25,7 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use crate::events::{FileFetched, Local, RequestDone, Violation};
+use crate::events::{FileFetched, Local, RequestDone, RequestId, Violation};
 use crate::html::HtmlStream;
 use crate::metrics::OTHER_AGENT;
 use crate::respond;
@@ -35,6 +35,10 @@ use crate::state::{Shared, Snapshot};
 pub struct Gate {
     shared: Arc<Shared>,
     access_log_counter: AtomicU64,
+    /// The random part of this process's request ids.
+    id_prefix: u32,
+    /// The number of the next request.
+    requests: AtomicU64,
     /// This process's `Via` entry (RFC 9110 section 7.6.3), with a random
     /// pseudonym so that a request that comes back is recognised.
     via: http::HeaderValue,
@@ -47,7 +51,8 @@ impl Gate {
         let id = std::collections::hash_map::RandomState::new().build_hasher().finish();
         let via = http::HeaderValue::try_from(format!("1.1 crawlgate-{id:016x}"))
             .unwrap_or(http::HeaderValue::from_static("1.1 crawlgate"));
-        Gate { shared, access_log_counter: AtomicU64::new(0), via }
+        let id_prefix = (std::collections::hash_map::RandomState::new().build_hasher().finish() >> 32) as u32;
+        Gate { shared, access_log_counter: AtomicU64::new(0), id_prefix, requests: AtomicU64::new(1), via }
     }
 
     /// Whether the request already passed through this process: an
@@ -79,7 +84,8 @@ pub struct Ctx {
     snap: Arc<Snapshot>,
     started: Instant,
     /// Canonical path and query the decision was made on (a locally served
-    /// file's path, empty for a 400).
+    /// file's path; for a 400, the raw target when the access log writes
+    /// it, else empty).
     path: Cow<'static, str>,
     /// The policy token identified in the User-Agent.
     agent: Option<AgentId>,
@@ -103,9 +109,13 @@ pub struct Ctx {
     /// The client's address (`None` on a Unix socket), resolved through
     /// trusted proxies in `early_request_filter`.
     client: Option<ClientAddr>,
-    /// The deciding rule of a violation or block (pattern, line), for the
-    /// activity model.
-    rule: Option<(Box<str>, usize)>,
+    /// This request's id in the access log.
+    id: RequestId,
+    /// The deciding rule's pattern and line.
+    rule: Option<(String, usize)>,
+    /// Whether this request gets an access log line (sampling decided at
+    /// start, so that an error folded into the line is not logged twice).
+    logged: bool,
     /// The verification outcome and what showed it.
     verification: Verification,
     evidence: Option<Evidence>,
@@ -124,6 +134,11 @@ impl Ctx {
     fn note(&mut self, decision: &Decision<'_>) {
         self.agent = decision.agent_id;
         self.group = decision.group.map(|g| g.index);
+        // The access log shows the deciding rule; the activity model keeps
+        // it for violations and blocks, logged or not.
+        if self.logged || decision.action() != Action::Pass {
+            self.rule = decision.rule.map(|r| (r.pattern.to_owned(), r.line));
+        }
     }
 }
 
@@ -157,8 +172,14 @@ impl ProxyHttp for Gate {
 
     /// Loads the current snapshot once; every phase of this request uses it.
     fn new_ctx(&self) -> Ctx {
+        let snap = self.shared.snapshot.load_full();
+        let settings = &snap.policy.settings().server;
+        let logged = settings.access_log && self.sample_access_log(settings.access_log_sample);
         Ctx {
-            snap: self.shared.snapshot.load_full(),
+            id: RequestId { prefix: self.id_prefix, n: self.requests.fetch_add(1, Ordering::Relaxed) },
+            rule: None,
+            logged,
+            snap,
             started: Instant::now(),
             path: Cow::Borrowed(""),
             forward: None,
@@ -172,7 +193,6 @@ impl ProxyHttp for Gate {
             upstream_status: None,
             local: None,
             client: None,
-            rule: None,
             verification: Verification::NotApplicable,
             evidence: None,
         }
@@ -237,6 +257,9 @@ impl ProxyHttp for Gate {
         match snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity) {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
+                if ctx.logged {
+                    ctx.path = Cow::Owned(String::from_utf8_lossy(req.raw_path()).into_owned());
+                }
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
                 Ok(true)
             }
@@ -274,9 +297,8 @@ impl ProxyHttp for Gate {
                 // A block for a failed verification is no robots.txt
                 // violation; the access log line shows it.
                 if decision.on_failure.is_none() || decision.rule.is_some_and(|r| !r.allow) {
-                    violation(&decision, &target.canonical, client).emit(&self.shared.metrics);
+                    violation(&decision).emit(&self.shared.metrics);
                 }
-                ctx.rule = decision.rule.map(|r| (r.pattern.into(), r.line));
                 let body = respond::block_body(decision.block_status, agent, target.path());
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
@@ -287,8 +309,7 @@ impl ProxyHttp for Gate {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
                 if ctx.outcome == Action::LogViolation {
-                    violation(&decision, &target.canonical, client).emit(&self.shared.metrics);
-                    ctx.rule = decision.rule.map(|r| (r.pattern.into(), r.line));
+                    violation(&decision).emit(&self.shared.metrics);
                 }
                 // HEAD too: it gets the headers the GET would get.
                 ctx.html_candidate = controls.html.is_some();
@@ -336,6 +357,11 @@ impl ProxyHttp for Gate {
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
         upstream_request.append_header(header::VIA, self.via.clone())?;
+        // The origin can log the same id; a client's own X-Request-Id is
+        // forwarded as it is (and never becomes the log's id).
+        if !upstream_request.headers.contains_key("x-request-id") {
+            upstream_request.insert_header("x-request-id", ctx.id.to_string())?;
+        }
         // The origin gets the target the decision was made on.
         if let Some(target) = ctx.forward.take() {
             upstream_request.set_raw_path(target.as_bytes())?;
@@ -408,7 +434,7 @@ impl ProxyHttp for Gate {
         ctx: &mut Ctx,
     ) -> Result<Option<Duration>> {
         if let Some(html) = ctx.html.as_mut() {
-            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path)?;
+            html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path, ctx.logged)?;
         }
         Ok(None)
     }
@@ -436,8 +462,9 @@ impl ProxyHttp for Gate {
         };
         let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
         let decode_aborted = e.etype() == &crate::html::DECODE_ABORTED;
-        if !decode_aborted {
-            // A decode abort was logged where it happened, with its reason.
+        // With an access log line, the error is its `error` field; without
+        // one, a decode abort was logged where it happened, with its reason.
+        if !decode_aborted && !ctx.logged {
             tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
         }
         if code > 0 && session.response_written().is_none() {
@@ -472,10 +499,11 @@ impl ProxyHttp for Gate {
         FailToProxy { error_code: code, can_reuse_downstream: true }
     }
 
-    /// Pingora's own error line is left out for a decode abort, which the
-    /// body filter has logged with its reason.
-    fn suppress_error_log(&self, _session: &Session, _ctx: &Ctx, e: &Error) -> bool {
-        e.etype() == &crate::html::DECODE_ABORTED
+    /// Pingora's own error line is left out when the request's access log
+    /// line carries the error, and for a decode abort, which the body
+    /// filter has logged with its reason.
+    fn suppress_error_log(&self, _session: &Session, ctx: &Ctx, e: &Error) -> bool {
+        ctx.logged || e.etype() == &crate::html::DECODE_ABORTED
     }
 
     /// End of the request: metrics and the access log line.
@@ -485,34 +513,44 @@ impl ProxyHttp for Gate {
                 self.shared.metrics.upstream_status(Some(status));
             }
         }
+        let elapsed = ctx.started.elapsed();
         let req = session.req_header();
-        let field = |name| req.headers.get(name).and_then(|v: &http::HeaderValue| v.to_str().ok());
+        let host = req
+            .headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| req.uri.authority().map(http::uri::Authority::as_str));
+        let (ua_lines, ua) = user_agent(req);
         let done = RequestDone {
+            time: SystemTime::now().checked_sub(elapsed).unwrap_or_else(SystemTime::now),
+            id: ctx.id,
+            client: ctx.client.as_ref(),
             method: req.method.as_str(),
+            host,
             path: &ctx.path,
+            protocol: protocol(req.version),
             status: session.response_written().map_or(0, |r| r.status.as_u16()),
+            bytes_sent: session.body_bytes_sent(),
+            user_agent: (ua_lines == 1).then_some(&*ua),
             agent: ctx.agent_name(),
             group: ctx.group_name(),
             outcome: ctx.outcome,
             local: ctx.local,
+            rule: ctx.rule.as_ref().map(|(p, l)| (p.as_str(), *l)),
             upstream: ctx.upstream,
-            elapsed: ctx.started.elapsed(),
+            upstream_status: ctx.upstream_status,
+            elapsed,
             error: e,
             generation: ctx.snap.generation,
             agent_id: ctx.agent,
-            user_agent: field(header::USER_AGENT).unwrap_or(""),
-            rule: ctx.rule.as_ref().map(|(p, l)| (&**p, *l)),
-            referer: field(header::REFERER),
-            bytes_sent: session.body_bytes_sent() as u64,
-            client_ip: ctx.client.as_ref().map(|c| c.ip),
+            referer: req.headers.get(header::REFERER).and_then(|v| v.to_str().ok()),
             verification: ctx.verification,
             evidence: ctx.evidence.as_ref(),
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
-        let settings = &ctx.snap.policy.settings().server;
-        if settings.access_log && self.sample_access_log(settings.access_log_sample) {
-            done.log();
+        if ctx.logged {
+            done.log(ctx.snap.policy.settings().server.access_log_format);
         }
     }
 }
@@ -536,15 +574,18 @@ impl Gate {
 }
 
 /// The violation event of a decision that robots.txt disallows.
-fn violation<'a>(decision: &Decision<'a>, path: &'a str, client_ip: Option<std::net::IpAddr>) -> Violation<'a> {
-    Violation {
-        client_ip,
-        verification: decision.verification,
-        agent: decision.agent.unwrap_or(OTHER_AGENT),
-        group: decision.group.map_or("", |g| g.name),
-        rule: decision.rule.map_or(("", 0), |r| (r.pattern, r.line)),
-        path,
-        action: decision.action(),
+fn violation<'a>(decision: &Decision<'a>) -> Violation<'a> {
+    Violation { agent: decision.agent.unwrap_or(OTHER_AGENT), group: decision.group.map_or("", |g| g.name) }
+}
+
+/// The access log's name of an HTTP version.
+fn protocol(version: http::Version) -> &'static str {
+    match version {
+        http::Version::HTTP_09 => "HTTP/0.9",
+        http::Version::HTTP_10 => "HTTP/1.0",
+        http::Version::HTTP_2 => "HTTP/2",
+        http::Version::HTTP_3 => "HTTP/3",
+        _ => "HTTP/1.1",
     }
 }
 

@@ -5,6 +5,7 @@
 //! `Arc` for its whole life.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
@@ -152,6 +153,9 @@ pub struct Shared {
     /// The identity verifier, set once at start when the policy has a
     /// `[verification]` table.
     pub verifier: std::sync::OnceLock<crawlgate_identity::Verifier>,
+    /// Every proxy listener accepts connections (and shutdown has not
+    /// begun): the first condition of `/readyz`.
+    pub listeners_bound: AtomicBool,
 }
 
 impl Shared {
@@ -166,6 +170,7 @@ impl Shared {
             origin: Mutex::default(),
             activity,
             verifier: std::sync::OnceLock::new(),
+            listeners_bound: AtomicBool::new(false),
         })
     }
 

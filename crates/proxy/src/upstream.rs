@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crawlgate_policy::UpstreamSettings;
 use pingora::upstreams::peer::HttpPeer;
-use pingora_load_balancing::health_check::TcpHealthCheck;
+use pingora_load_balancing::health_check::{HealthCheck, TcpHealthCheck};
 use pingora_load_balancing::selection::RoundRobin;
 use pingora_load_balancing::{Backend, LoadBalancer};
 
@@ -59,7 +59,7 @@ impl Upstream {
         // Two failures before a server is taken out, so one dropped SYN does
         // not flap the pool.
         hc.consecutive_failure = 2;
-        lb.set_health_check(hc);
+        lb.set_health_check(Box::new(TcpCheck(hc)));
         lb.parallel_health_check = true;
         Ok(Arc::new(Upstream { lb, servers, settings: settings.clone(), key: settings_key(settings) }))
     }
@@ -105,6 +105,30 @@ impl Upstream {
     /// Whether at least one server is healthy.
     pub fn any_healthy(&self) -> bool {
         self.health().iter().any(|(_, _, h)| *h)
+    }
+}
+
+/// Pingora's TCP health check, naming a server by its address in the
+/// "becomes healthy / unhealthy" log lines (Pingora's default names it with
+/// the `Debug` dump of its `Backend`).
+struct TcpCheck(Box<TcpHealthCheck>);
+
+#[async_trait::async_trait]
+impl HealthCheck for TcpCheck {
+    async fn check(&self, target: &Backend) -> pingora::Result<()> {
+        self.0.check(target).await
+    }
+
+    async fn health_status_change(&self, target: &Backend, healthy: bool) {
+        self.0.health_status_change(target, healthy).await;
+    }
+
+    fn backend_summary(&self, target: &Backend) -> String {
+        format!("Upstream server {}", target.addr)
+    }
+
+    fn health_threshold(&self, success: bool) -> usize {
+        self.0.health_threshold(success)
     }
 }
 
