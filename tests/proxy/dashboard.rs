@@ -396,7 +396,7 @@ fn check_warns_about_an_open_admin_listener_without_auth() {
     assert_eq!(
         stderr(&out),
         format!(
-            "{}:3:9: warning: server.admin: `0.0.0.0:9090` is not a loopback address and server.admin_auth_file is not set: anyone who can reach it can read the dashboard, /status and /metrics\n",
+            "{}:3:9: warning[admin-without-auth]: server.admin: `0.0.0.0:9090` is not a loopback address and server.admin_auth_file is not set: anyone who can reach it can read the dashboard, /status and /metrics\n",
             open.display()
         )
     );

@@ -47,7 +47,7 @@ fn get_from(from: &str, url: &str, ua: &str) -> (u16, String) {
 /// The access log lines of requests for `path`.
 fn access_lines(proxy: &Proxy, path: &str) -> Vec<String> {
     let needle = format!(" path={path} ");
-    proxy.log().lines().filter(|l| l.contains("crawlgate::access") && l.contains(&needle)).map(str::to_owned).collect()
+    proxy.log().lines().filter(|l| l.starts_with("time=") && l.contains(&needle)).map(str::to_owned).collect()
 }
 
 fn setup() -> (TempDir, std::path::PathBuf) {
@@ -66,7 +66,8 @@ fn listed_address_is_verified_and_spoofer_is_anonymous() {
     assert_eq!(get_from("127.0.0.2", &proxy.url("/private/x"), GOOGLEBOT_UA), (200, "private x\n".into()));
     assert_eq!(get_from("127.0.0.2", &proxy.url("/nogoogle/x"), GOOGLEBOT_UA).0, 451);
     // A spoofer gets what an unnamed client gets: `*`'s rules, where
-    // /private/ is a logged violation and /nogoogle/ is open.
+    // /private/ is disallowed (but a client naming no token is never a
+    // violation) and /nogoogle/ is open.
     assert_eq!(get_from("127.0.0.3", &proxy.url("/private/x"), GOOGLEBOT_UA), (200, "private x\n".into()));
     assert_eq!(get_from("127.0.0.3", &proxy.url("/nogoogle/x"), GOOGLEBOT_UA), (200, "no google x\n".into()));
     // A browser is not verified.
@@ -74,23 +75,29 @@ fn listed_address_is_verified_and_spoofer_is_anonymous() {
 
     let nogoogle = access_lines(&proxy, "/nogoogle/x");
     assert_eq!(nogoogle.len(), 2, "{nogoogle:?}");
-    assert!(nogoogle[0].contains("client_ip=127.0.0.2 verification=verified(ip)"), "{}", nogoogle[0]);
+    let evidence = format!("evidence=\"list {} prefix 127.0.0.2/32\"", list.display());
+    assert!(nogoogle[0].contains("client_ip=127.0.0.2 "), "{}", nogoogle[0]);
     assert!(
-        nogoogle[0].contains("agent=\"Googlebot\"") && nogoogle[0].contains("decision=\"blocked\""),
+        nogoogle[0].contains(&format!(" agent=Googlebot verification=verified(ip) {evidence} group=Googlebot ")),
         "{}",
         nogoogle[0]
     );
-    assert!(nogoogle[0].contains(&format!("evidence=list {} prefix 127.0.0.2/32", list.display())), "{}", nogoogle[0]);
-    assert!(nogoogle[1].contains("client_ip=127.0.0.3 verification=spoofed(ip)"), "{}", nogoogle[1]);
-    assert!(nogoogle[1].contains("agent=\"other\"") && nogoogle[1].contains("decision=\"allowed\""), "{}", nogoogle[1]);
+    assert!(nogoogle[0].contains(" decision=block violation=true "), "{}", nogoogle[0]);
+    assert!(nogoogle[1].contains("client_ip=127.0.0.3 "), "{}", nogoogle[1]);
+    assert!(!nogoogle[1].contains(" agent="), "{}", nogoogle[1]);
+    assert!(
+        nogoogle[1].contains(" verification=spoofed(ip) evidence=\"in none of the lists\" group=* decision=allow "),
+        "{}",
+        nogoogle[1]
+    );
     let home = access_lines(&proxy, "/");
-    assert!(home.iter().any(|l| l.contains("client_ip=127.0.0.3 verification=none")), "{home:?}");
-    // The spoofer's /private/ request is the `*` group's logged violation.
+    assert!(home.iter().any(|l| l.contains("client_ip=127.0.0.3 ") && !l.contains(" verification=")), "{home:?}");
+    // The spoofer's /private/ request is decided as `*`'s and, naming no
+    // token once anonymous, is no violation; the real Googlebot's block is.
     let log = proxy.log();
-    let violations: Vec<&str> = log.lines().filter(|l| l.contains("crawlgate::violation")).collect();
-    assert_eq!(violations.len(), 2, "{violations:?}");
-    assert!(violations[0].contains("client_ip=127.0.0.2 verification=verified(ip)"), "{}", violations[0]);
-    assert!(violations[1].contains("client_ip=127.0.0.3 verification=spoofed(ip)"), "{}", violations[1]);
+    let violations: Vec<&str> = log.lines().filter(|l| l.contains(" violation=true ")).collect();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert!(violations[0].contains(" verification=verified(ip) "), "{}", violations[0]);
 
     let m = |s: &str| proxy.metric(s);
     let one = Some("1".to_string());
@@ -99,10 +106,10 @@ fn listed_address_is_verified_and_spoofer_is_anonymous() {
     assert_eq!(m("crawlgate_verifications_total{agent=\"Googlebot\",method=\"ip\",result=\"spoofed\"}"), two);
     assert_eq!(m("crawlgate_requests_total{agent=\"Googlebot\",decision=\"allowed\",verification=\"verified\"}"), one);
     assert_eq!(m("crawlgate_requests_total{agent=\"Googlebot\",decision=\"blocked\",verification=\"verified\"}"), one);
-    assert_eq!(m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\",verification=\"spoofed\"}"), one);
+    assert_eq!(m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\",verification=\"spoofed\"}"), two);
     assert_eq!(
         m("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\",verification=\"spoofed\"}"),
-        one
+        Some("0".to_string())
     );
     assert_eq!(m("crawlgate_requests_total{agent=\"other\",decision=\"allowed\",verification=\"none\"}"), one);
     let source = list.display().to_string();
@@ -135,14 +142,14 @@ fn spoofer_is_blocked_with_on_spoofed_block() {
     assert_eq!(get_from("127.0.0.3", &proxy.url("/robots.txt"), GOOGLEBOT_UA).0, 200);
     let home = access_lines(&proxy, "/");
     assert_eq!(home.len(), 2, "{home:?}");
-    assert!(home[1].contains("status=451") && home[1].contains("decision=\"blocked\""), "{}", home[1]);
-    assert!(home[1].contains("client_ip=127.0.0.3 verification=spoofed(ip)"), "{}", home[1]);
+    assert!(home[1].contains(" status=451 ") && home[1].contains(" decision=block "), "{}", home[1]);
+    assert!(home[1].contains("client_ip=127.0.0.3 ") && home[1].contains(" verification=spoofed(ip) "), "{}", home[1]);
     assert_eq!(
         proxy.metric("crawlgate_requests_total{agent=\"Googlebot\",decision=\"blocked\",verification=\"spoofed\"}"),
         Some("1".into())
     );
     // A block for a spoofed claim is not a robots.txt violation.
-    assert!(!proxy.log().contains("crawlgate::violation"), "{}", proxy.log());
+    assert!(!proxy.log().contains(" violation=true "), "{}", proxy.log());
 }
 
 /// A Web Bot Auth signature by a key pinned in the policy identifies the
@@ -186,18 +193,10 @@ fn pinned_key_signature_identifies_the_agent() {
     assert_eq!(send("ExampleBot/1.0", Some("example.com")), 200);
     let lines = access_lines(&proxy, "/private/x");
     assert_eq!(lines.len(), 3, "{lines:?}");
-    assert!(
-        lines[0].contains("agent=\"ExampleBot\"") && lines[0].contains("verification=verified(signature)"),
-        "{}",
-        lines[0]
-    );
-    assert!(lines[0].contains(&format!("evidence=keyid {}", signer.keyid())), "{}", lines[0]);
-    assert!(lines[1].contains("verification=none"), "{}", lines[1]);
-    assert!(
-        lines[2].contains("agent=\"other\"") && lines[2].contains("verification=spoofed(signature)"),
-        "{}",
-        lines[2]
-    );
+    assert!(lines[0].contains(" agent=ExampleBot verification=verified(signature) "), "{}", lines[0]);
+    assert!(lines[0].contains(&format!(" evidence=\"keyid {}\" ", signer.keyid())), "{}", lines[0]);
+    assert!(!lines[1].contains(" verification="), "{}", lines[1]);
+    assert!(!lines[2].contains(" agent=") && lines[2].contains(" verification=spoofed(signature) "), "{}", lines[2]);
     assert_eq!(
         proxy.metric("crawlgate_verifications_total{agent=\"ExampleBot\",method=\"signature\",result=\"verified\"}"),
         Some("1".into())

@@ -1641,6 +1641,6 @@ mod verification_tests {
         let src = format!("{BASE}[verification]\n[verification.signatures]\nallow_http_directories = true\n[[group]]\nuser_agents = [\"*\"]\n");
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
-        assert_eq!(w, ["v.toml:5:26: warning: verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only"]);
+        assert_eq!(w, ["v.toml:5:26: warning[http-key-directories]: verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only"]);
     }
 }

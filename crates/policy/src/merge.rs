@@ -394,7 +394,7 @@ mod tests {
         let warnings: Vec<String> = warned.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(
             warnings,
-            ["p.toml:5:18: warning: robots_txt.origin_refresh has no effect unless robots_txt.origin = \"merge\""]
+            ["p.toml:5:18: warning[origin-key-unused]: robots_txt.origin_refresh has no effect unless robots_txt.origin = \"merge\""]
         );
     }
 

@@ -147,6 +147,8 @@ pub struct RequestDone<'a> {
     pub verification: Verification,
     /// What showed it, if anything was checked.
     pub evidence: Option<&'a crawlgate_identity::Evidence>,
+    /// It broke a robots.txt rule (`violation=true` in the access line).
+    pub violation: bool,
 }
 
 /// A value of an access log field.
@@ -368,7 +370,7 @@ impl RequestDone<'_> {
         if let Some(local) = self.local.filter(|l| *l != Local::Blocked) {
             l.field("local", Value::Str(local.as_str()));
         }
-        if self.outcome != Action::Pass {
+        if self.violation {
             l.field("violation", Value::Bool(true));
         }
         if let Some((pattern, line)) = self.rule {
@@ -440,6 +442,7 @@ mod tests {
             referer: None,
             verification: Verification::NotApplicable,
             evidence: None,
+            violation: false,
         }
     }
 
@@ -473,6 +476,7 @@ mod tests {
         d.agent = Some("ExampleBot");
         d.group = Some("crawlers");
         d.outcome = Action::LogViolation;
+        d.violation = true;
         d.rule = Some(("/private/", 12));
         d.path = "/private/x";
         assert_eq!(
@@ -499,6 +503,7 @@ mod tests {
         d.agent = Some("GPTBot");
         d.group = Some("ai");
         d.outcome = Action::Block;
+        d.violation = true;
         d.local = Some(Local::Blocked);
         d.rule = Some(("/", 30));
         d.status = 403;

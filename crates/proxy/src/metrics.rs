@@ -644,7 +644,13 @@ impl Metrics {
         let tokens: Vec<&str> = policy.tokens().chain([OTHER_AGENT]).collect();
         for token in &tokens {
             for d in Action::ALL.map(Action::as_str) {
-                self.requests.with_label_values(&[token, d]);
+                if self.verification_label {
+                    for v in VERIFICATION_LABELS {
+                        self.requests.with_label_values(&[token, d, v]);
+                    }
+                } else {
+                    self.requests.with_label_values(&[token, d]);
+                }
             }
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 self.robots_fetches.with_label_values(&[token, f]);

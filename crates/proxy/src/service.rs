@@ -119,6 +119,9 @@ pub struct Ctx {
     /// The verification outcome and what showed it.
     verification: Verification,
     evidence: Option<Evidence>,
+    /// The request broke a robots.txt rule (a block for a failed
+    /// verification alone is none).
+    violation: bool,
 }
 
 impl Ctx {
@@ -195,6 +198,7 @@ impl ProxyHttp for Gate {
             client: None,
             verification: Verification::NotApplicable,
             evidence: None,
+            violation: false,
         }
     }
 
@@ -298,6 +302,7 @@ impl ProxyHttp for Gate {
                 // violation; the access log line shows it.
                 if decision.on_failure.is_none() || decision.rule.is_some_and(|r| !r.allow) {
                     violation(&decision).emit(&self.shared.metrics);
+                    ctx.violation = true;
                 }
                 let body = respond::block_body(decision.block_status, agent, target.path());
                 let status = decision.block_status;
@@ -310,6 +315,7 @@ impl ProxyHttp for Gate {
                 ctx.outcome = decision.action();
                 if ctx.outcome == Action::LogViolation {
                     violation(&decision).emit(&self.shared.metrics);
+                    ctx.violation = true;
                 }
                 // HEAD too: it gets the headers the GET would get.
                 ctx.html_candidate = controls.html.is_some();
@@ -546,6 +552,7 @@ impl ProxyHttp for Gate {
             referer: req.headers.get(header::REFERER).and_then(|v| v.to_str().ok()),
             verification: ctx.verification,
             evidence: ctx.evidence.as_ref(),
+            violation: ctx.violation,
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
