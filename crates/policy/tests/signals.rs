@@ -31,9 +31,9 @@ fn vocab_08_labels_are_known_and_old_ones_are_named() {
     assert_eq!(
         warnings("[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"train-genai=n, all=n, future=y\"]\n"),
         [
-            "p.toml:5:18: warning: group.content_usage: `train-genai` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 (train-ai, ai-use, search); receivers ignore it",
-            "p.toml:5:18: warning: group.content_usage: `all` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 (train-ai, ai-use, search); receivers ignore it",
-            "p.toml:5:18: warning: group.content_usage: `future` is not in the AIPREF vocabulary (train-ai, ai-use, search); receivers ignore it",
+            "p.toml:5:18: warning[content-usage-vocabulary]: group.content_usage: `train-genai` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 (train-ai, ai-use, search); receivers ignore it",
+            "p.toml:5:18: warning[content-usage-vocabulary]: group.content_usage: `all` was dropped from the AIPREF vocabulary by draft-ietf-aipref-vocab-08 (train-ai, ai-use, search); receivers ignore it",
+            "p.toml:5:18: warning[content-usage-vocabulary]: group.content_usage: `future` is not in the AIPREF vocabulary (train-ai, ai-use, search); receivers ignore it",
         ]
     );
 }
@@ -63,7 +63,7 @@ fn content_signal_is_derived_from_the_star_group() {
     );
     assert_eq!(
         warnings("[robots_txt]\ncontent_signal = \"derive\"\n[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"/blog/ train-ai=y\"]\n"),
-        ["p.toml:4:18: warning: robots_txt.content_signal = \"derive\": the `*` group states no train-ai, ai-use or search preference for the whole site (a content_usage without a path or for `/`), so robots.txt has no Content-Signal line"]
+        ["p.toml:4:18: warning[content-signal-nothing-to-derive]: robots_txt.content_signal = \"derive\": the `*` group states no train-ai, ai-use or search preference for the whole site (a content_usage without a path or for `/`), so robots.txt has no Content-Signal line"]
     );
 }
 
@@ -72,7 +72,7 @@ fn a_written_content_signal_that_contradicts_content_usage_is_a_warning() {
     let body = "[robots_txt]\ncontent_signal = \"search=yes, ai-input=yes, ai-train=yes\"\n\n[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"train-ai=n, ai-use=n, search=y\"]\n";
     assert_eq!(
         warnings(body),
-        ["p.toml:4:18: warning: robots_txt.content_signal says ai-input=yes, ai-train=yes but the `*` group's content_usage (group at line 6) says ai-use=n, train-ai=n; crawlers reading both get contradicting preferences (content_signal = \"derive\" publishes the group's)"]
+        ["p.toml:4:18: warning[content-signal-mismatch]: robots_txt.content_signal says ai-input=yes, ai-train=yes but the `*` group's content_usage (group at line 6) says ai-use=n, train-ai=n; crawlers reading both get contradicting preferences (content_signal = \"derive\" publishes the group's)"]
     );
     // Agreeing, or about labels the other does not state: no warning.
     assert_eq!(
@@ -164,7 +164,7 @@ fn rsl_document_license_line_and_link() {
     let body = "[rsl]\ndocument = \"<rsl/>\"\n";
     assert_eq!(
         warnings(body),
-        ["p.toml:3:1: warning: rsl: robots_txt.license is not set, so robots.txt has no License line pointing crawlers to /license.xml (set it to this document's absolute URL)"]
+        ["p.toml:3:1: warning[rsl-without-license]: rsl: robots_txt.license is not set, so robots.txt has no License line pointing crawlers to /license.xml (set it to this document's absolute URL)"]
     );
     let p = load(&format!("{UPSTREAM}{body}"), "p.toml").unwrap().policy;
     assert!(p.url_controls("/").html.is_some_and(|h| h.head[0].html.ends_with("href=\"/license.xml\">")));
