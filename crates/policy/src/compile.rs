@@ -1408,16 +1408,11 @@ mod tests {
 
 /// The `[verification]` table; without it nothing is verified. `groups`
 /// are the compiled groups, whose tokens a list override may name.
-fn compile_verification(
-    cx: &mut Ctx<'_>,
-    raw: Option<&Spanned<RawVerification>>,
-    groups: &[Group],
-) -> VerificationSettings {
+fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups: &[Group]) -> VerificationSettings {
     let mut v = VerificationSettings::default();
     let Some(raw) = raw else { return v };
     v.enabled = true;
-    let RawVerification { trusted_proxies, refresh, fetch_timeout, state_dir, lists, dns, signatures, keys } =
-        raw.get_ref();
+    let RawVerification { trusted_proxies, refresh, fetch_timeout, state_dir, lists, dns, signatures, keys } = raw;
     for p in trusted_proxies.iter().flatten() {
         match p.get_ref().parse::<Cidr>() {
             Ok(c) => v.trusted_proxies.push(c),
@@ -1581,6 +1576,15 @@ mod verification_tests {
     }
 
     const BASE: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+
+    #[test]
+    fn a_sub_table_alone_opens_verification() {
+        let src = format!("{BASE}\n[verification.dns]\ntimeout = \"300ms\"\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let v = &loaded.policy.settings().verification;
+        assert!(v.enabled);
+        assert_eq!(v.dns.timeout, Duration::from_millis(300));
+    }
 
     #[test]
     fn settings_parse_with_defaults() {

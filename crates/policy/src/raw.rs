@@ -19,7 +19,9 @@ pub(crate) struct RawPolicy {
     #[serde(default)]
     pub robots_tag: Vec<S<RawRobotsTag>>,
     pub agents_txt: Option<S<RawAgentsTxt>>,
-    pub verification: Option<S<RawVerification>>,
+    // Not spanned: toml cannot span a table that only dotted sub-tables
+    // open (`[verification.dns]` alone).
+    pub verification: Option<RawVerification>,
     pub tdmrep: Option<S<RawTdmRep>>,
     pub rsl: Option<S<RawRsl>>,
     pub allow_warnings: Option<Vec<S<String>>>,
