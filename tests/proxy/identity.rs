@@ -50,6 +50,15 @@ fn access_lines(proxy: &Proxy, path: &str) -> Vec<String> {
     proxy.log().lines().filter(|l| l.starts_with("time=") && l.contains(&needle)).map(str::to_owned).collect()
 }
 
+/// The access lines for `path`, once there are at least `n` (a request's
+/// line is written after its response, so the last ones may lag).
+fn wait_lines(proxy: &Proxy, path: &str, n: usize) -> Vec<String> {
+    crawlgate_e2e::proxy::wait_for(&format!("{n} access lines for {path}"), Duration::from_secs(10), || {
+        let lines = access_lines(proxy, path);
+        (lines.len() >= n).then_some(lines)
+    })
+}
+
 fn setup() -> (TempDir, std::path::PathBuf) {
     let dir = TempDir::new("identity");
     let list = dir.write("google.txt", "# test list\n127.0.0.2/32\n");
@@ -73,7 +82,7 @@ fn listed_address_is_verified_and_spoofer_is_anonymous() {
     // A browser is not verified.
     assert_eq!(get_from("127.0.0.3", &proxy.url("/"), "Mozilla/5.0 Firefox/130.0").0, 200);
 
-    let nogoogle = access_lines(&proxy, "/nogoogle/x");
+    let nogoogle = wait_lines(&proxy, "/nogoogle/x", 2);
     assert_eq!(nogoogle.len(), 2, "{nogoogle:?}");
     let evidence = format!("evidence=\"list {} prefix 127.0.0.2/32\"", list.display());
     assert!(nogoogle[0].contains("client_ip=127.0.0.2 "), "{}", nogoogle[0]);
@@ -90,7 +99,7 @@ fn listed_address_is_verified_and_spoofer_is_anonymous() {
         "{}",
         nogoogle[1]
     );
-    let home = access_lines(&proxy, "/");
+    let home = wait_lines(&proxy, "/", 1);
     assert!(home.iter().any(|l| l.contains("client_ip=127.0.0.3 ") && !l.contains(" verification=")), "{home:?}");
     // The spoofer's /private/ request is decided as `*`'s and, naming no
     // token once anonymous, is no violation; the real Googlebot's block is.
@@ -140,7 +149,7 @@ fn spoofer_is_blocked_with_on_spoofed_block() {
     assert_eq!(status, 451);
     // robots.txt is never blocked.
     assert_eq!(get_from("127.0.0.3", &proxy.url("/robots.txt"), GOOGLEBOT_UA).0, 200);
-    let home = access_lines(&proxy, "/");
+    let home = wait_lines(&proxy, "/", 2);
     assert_eq!(home.len(), 2, "{home:?}");
     assert!(home[1].contains(" status=451 ") && home[1].contains(" decision=block "), "{}", home[1]);
     assert!(home[1].contains("client_ip=127.0.0.3 ") && home[1].contains(" verification=spoofed(ip) "), "{}", home[1]);
@@ -191,7 +200,7 @@ fn pinned_key_signature_identifies_the_agent() {
     // (`@authority` is what the profile requires): spoofed, so the `*`
     // group (on_spoofed defaults to anonymous).
     assert_eq!(send("ExampleBot/1.0", Some("example.com")), 200);
-    let lines = access_lines(&proxy, "/private/x");
+    let lines = wait_lines(&proxy, "/private/x", 3);
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines[0].contains(" agent=ExampleBot verification=verified(signature) "), "{}", lines[0]);
     assert!(lines[0].contains(&format!(" evidence=\"keyid {}\" ", signer.keyid())), "{}", lines[0]);
