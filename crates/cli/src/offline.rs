@@ -6,27 +6,9 @@ use std::process::ExitCode;
 
 use crawlgate_policy::robots_tag::meta_element;
 use crawlgate_policy::robotstxt::path_of;
-use crawlgate_policy::{load, Diagnostic, Loaded};
+use crawlgate_policy::{load, Diagnostic};
 
-use crate::config::read_policy_file;
-
-/// Loads a policy; on errors prints them (stdout) and returns exit 1.
-pub(crate) fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
-    let source = read_policy_file(config)?;
-    match load(&source, &config.display().to_string()) {
-        Ok(loaded) => {
-            for w in &loaded.warnings {
-                eprintln!("{w}");
-            }
-            Ok(Ok(loaded))
-        }
-        Err(errors) => {
-            outln!("{errors}");
-            eprintln!("{}: {} error{}", config.display(), errors.0.len(), if errors.0.len() == 1 { "" } else { "s" });
-            Ok(Err(ExitCode::from(1)))
-        }
-    }
-}
+use crate::config::{load_or_report, read_policy_file};
 
 /// `crawlgate check --json`: the diagnostics as one JSON object on stdout,
 /// `{"file", "errors", "warnings", "acknowledged"}`, each diagnostic

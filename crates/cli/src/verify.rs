@@ -11,7 +11,7 @@ use crawlgate_identity::{combine, Finding, Verdict, Verifier, VerifierConfig};
 use crawlgate_policy::verification::{Method, VerifyMode};
 use crawlgate_policy::{Claim, Policy};
 
-use crate::offline::load_or_report;
+use crate::config::load_or_report;
 
 /// One token's findings and verdict.
 pub struct Report {

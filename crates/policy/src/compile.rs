@@ -14,6 +14,7 @@ use crate::catalog;
 use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator, Warning};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
+use crate::policy::RobotsTxtExtras;
 use crate::policy::{
     AccessLogFormat, Enforce, Group, HtmlMode, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy,
     ServerSettings, Settings, TagEntry, TdmRule, UpstreamSettings,
@@ -23,7 +24,7 @@ use crate::raw::{
     RawVerification,
 };
 use crate::raw::{RawDns, RawKey, RawSignatures};
-use crate::render::{self, RobotsTxtExtras};
+use crate::render;
 use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
 use crate::sf;

@@ -223,6 +223,16 @@ pub struct Settings {
     pub origin_robots: OriginRobotsSettings,
 }
 
+/// robots.txt content beyond the groups.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct RobotsTxtExtras {
+    pub sitemaps: Vec<String>,
+    pub content_signal: Option<String>,
+    pub acap: bool,
+    /// RSL 1.0 `License:` URL.
+    pub license: Option<String>,
+}
+
 /// Sizes of a policy, for `/status` and `check`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
@@ -450,7 +460,7 @@ pub struct Policy {
     pub(crate) content_signal: Option<String>,
     /// The policy's own robots.txt extras and file name, so that a merge
     /// with the origin's file renders robots.txt again.
-    pub(crate) robots_extras: crate::render::RobotsTxtExtras,
+    pub(crate) robots_extras: RobotsTxtExtras,
     pub(crate) file_name: String,
 }
 

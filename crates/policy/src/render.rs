@@ -4,17 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::policy::{Group, TagEntry, TdmRule};
-
-/// robots.txt content beyond the groups.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct RobotsTxtExtras {
-    pub sitemaps: Vec<String>,
-    pub content_signal: Option<String>,
-    pub acap: bool,
-    /// RSL 1.0 `License:` URL.
-    pub license: Option<String>,
-}
+use crate::policy::{Group, RobotsTxtExtras, TagEntry, TdmRule};
 
 /// Renders robots.txt.
 pub(crate) fn robots_txt(

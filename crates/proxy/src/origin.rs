@@ -23,36 +23,7 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
 use crate::metrics::{unix_seconds, OriginFetch};
-use crate::state::{Shared, Snapshot};
-
-/// A good copy of the origin's robots.txt.
-#[derive(Clone)]
-pub struct OriginCopy {
-    /// The body; empty when the origin has none.
-    pub body: Arc<[u8]>,
-    /// The status it came with (2xx, or the 4xx of an absent file).
-    pub status: u16,
-    /// When it was fetched.
-    pub fetched_at: SystemTime,
-}
-
-/// What `/status` reports about the origin's robots.txt, and the last good
-/// copy that every new policy is merged with.
-#[derive(Default, Clone)]
-pub struct OriginState {
-    /// The last good copy.
-    pub copy: Option<OriginCopy>,
-    /// The last fetch's result and when it ended.
-    pub last_fetch: Option<(OriginFetch, SystemTime)>,
-    /// The last failed fetch's error, cleared by a good one.
-    pub last_error: Option<String>,
-    /// The conflicts of the merge in use, one line each.
-    pub conflicts: Vec<String>,
-    /// Groups and sitemaps the merge in use took from the origin.
-    pub taken: (usize, usize),
-    /// Why the last merge could not be used, if it could not.
-    pub merge_error: Option<String>,
-}
+use crate::state::{OriginCopy, OriginState, Shared, Snapshot};
 
 /// Locks the origin state (poisoning is survivable: the data is plain).
 fn lock(m: &Mutex<OriginState>) -> std::sync::MutexGuard<'_, OriginState> {

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use crawlgate_policy::{Diagnostics, Policy};
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, OriginFetch};
 use crate::respond::StaticFile;
 use crate::upstream::{Upstream, UpstreamError};
 
@@ -147,7 +147,7 @@ pub struct Shared {
     /// The metrics registry.
     pub metrics: Metrics,
     /// The origin's robots.txt: the last good copy and `/status` details.
-    pub origin: Mutex<crate::origin::OriginState>,
+    pub origin: Mutex<OriginState>,
     /// The activity model behind the dashboard (kept across reloads).
     pub activity: crate::activity::Activity,
     /// The identity verifier, set once at start when the policy has a
@@ -189,4 +189,33 @@ impl Shared {
             Err(poisoned) => f(&mut poisoned.into_inner()),
         }
     }
+}
+
+/// A good copy of the origin's robots.txt.
+#[derive(Clone)]
+pub struct OriginCopy {
+    /// The body; empty when the origin has none.
+    pub body: Arc<[u8]>,
+    /// The status it came with (2xx, or the 4xx of an absent file).
+    pub status: u16,
+    /// When it was fetched.
+    pub fetched_at: SystemTime,
+}
+
+/// What `/status` reports about the origin's robots.txt, and the last good
+/// copy that every new policy is merged with.
+#[derive(Default, Clone)]
+pub struct OriginState {
+    /// The last good copy.
+    pub copy: Option<OriginCopy>,
+    /// The last fetch's result and when it ended.
+    pub last_fetch: Option<(OriginFetch, SystemTime)>,
+    /// The last failed fetch's error, cleared by a good one.
+    pub last_error: Option<String>,
+    /// The conflicts of the merge in use, one line each.
+    pub conflicts: Vec<String>,
+    /// Groups and sitemaps the merge in use took from the origin.
+    pub taken: (usize, usize),
+    /// Why the last merge could not be used, if it could not.
+    pub merge_error: Option<String>,
 }
