@@ -17,7 +17,7 @@ use bytes::Bytes;
 use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, ClientAddr};
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{Action, AgentId, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
+use crawlgate_policy::{Action, AgentId, Claim, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
@@ -249,11 +249,14 @@ impl ProxyHttp for Gate {
             _ => UserAgentField::Many,
         };
         let client = ctx.client.as_ref().map(|c| c.ip);
+        // The token the User-Agent claims, found once for the verifier and
+        // its counter (only when something is verified at all).
+        let claim = if self.shared.verifier.get().is_some() { snap.policy.claim(&ua) } else { None };
         let verdict = match client {
-            Some(ip) => crate::verify::verify(&self.shared, &snap.policy, req, &ua, ip).await,
+            Some(ip) => crate::verify::verify(&self.shared, &snap.policy, req, claim, ip).await,
             None => Verdict::default(),
         };
-        self.count_verification(&snap, &ua, &verdict);
+        self.count_verification(&snap, claim, &verdict);
         let Verdict { verification, evidence, signed_token } = verdict;
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
@@ -565,16 +568,15 @@ impl ProxyHttp for Gate {
 impl Gate {
     /// Counts a verification outcome under the claimed (or signed) token,
     /// a policy token or `other`.
-    fn count_verification(&self, snap: &Snapshot, ua: &str, verdict: &Verdict) {
+    fn count_verification(&self, snap: &Snapshot, claim: Option<Claim<'_>>, verdict: &Verdict) {
         if verdict.verification == Verification::NotApplicable {
             return;
         }
-        let policy = &snap.policy;
         let agent = verdict
             .signed_token
             .as_deref()
-            .and_then(|t| policy.claim_token(t))
-            .or_else(|| policy.claim(ua))
+            .and_then(|t| snap.policy.claim_token(t))
+            .or(claim)
             .map_or(OTHER_AGENT, |c| c.agent);
         self.shared.metrics.verification().verification(agent, verdict.verification);
     }

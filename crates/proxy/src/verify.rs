@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use crawlgate_identity::wba::SignedRequest;
 use crawlgate_identity::{Verdict, Verifier, VerifierConfig};
-use crawlgate_policy::Policy;
+use crawlgate_policy::{Claim, Policy};
 use pingora::http::RequestHeader;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
@@ -62,13 +62,19 @@ fn authority(req: &RequestHeader) -> String {
 
 /// Verifies the request's claim: the sync cached path when it has no
 /// signature, else the live checks under their timeouts. Only this request
-/// waits; lookups of one address are shared.
-pub async fn verify(shared: &Shared, policy: &Policy, req: &RequestHeader, ua: &str, ip: IpAddr) -> Verdict {
+/// waits; lookups of one address are shared. `claim` is the token the
+/// User-Agent claims (`Policy::claim`), found once by the caller.
+pub async fn verify(
+    shared: &Shared,
+    policy: &Policy,
+    req: &RequestHeader,
+    claim: Option<Claim<'_>>,
+    ip: IpAddr,
+) -> Verdict {
     let Some(verifier) = shared.verifier.get() else { return Verdict::default() };
     if !policy.settings().verification.enabled {
         return Verdict::default();
     }
-    let claim = policy.claim(ua);
     let signed = req.headers.contains_key("signature") && req.headers.contains_key("signature-input");
     if !signed {
         let Some(claim) = claim else { return Verdict::default() };
