@@ -42,8 +42,14 @@ fn a_browser_on_a_star_disallow_under_log_is_no_violation() {
     assert_eq!(count(r#"crawlgate_violations_total{agent="ExampleBot",group="ExampleBot"}"#), 1.0, "{metrics}");
     assert_eq!(count(r#"crawlgate_violations_total{agent="other",group="*"}"#), 0.0, "{metrics}");
     assert_eq!(count(r#"crawlgate_requests_total{agent="other",decision="violation_logged"}"#), 0.0, "{metrics}");
-    let log = proxy.log();
-    let violations: Vec<&str> = log.lines().filter(|l| l.contains("Request for a path robots.txt disallows")).collect();
-    assert!(violations.iter().all(|l| l.contains("ExampleBot")), "a violation logged for no token:\n{log}");
+    // The access log has a line per request (written after its response):
+    // the one with `violation=true` is the crawler's.
+    let lines = wait_for("three access lines", Duration::from_secs(10), || {
+        let lines: Vec<String> = proxy.log().lines().filter(|l| l.starts_with("time=")).map(str::to_owned).collect();
+        (lines.len() >= 3).then_some(lines)
+    });
+    let violations: Vec<&String> = lines.iter().filter(|l| l.contains(" violation=true ")).collect();
+    assert_eq!(violations.len(), 1, "{lines:?}");
+    assert!(violations.iter().all(|l| l.contains(" agent=ExampleBot ")), "a violation logged for no token:\n{lines:?}");
     assert_eq!(origin.seen().len(), 3);
 }
