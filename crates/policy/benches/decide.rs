@@ -137,5 +137,19 @@ fn bench_controls(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, bench_controls);
+/// Identification alone: the catalog-sized policy's token matcher on a
+/// browser's User-Agent (no token: the whole header is scanned) and a
+/// crawler's.
+fn bench_identify(c: &mut Criterion) {
+    let policy = policy_with_catalog();
+    let matcher = crawlgate_policy::identify::TokenMatcher::new(&policy.tokens().collect::<Vec<_>>());
+    let browser =
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    let crawler = USER_AGENTS[0].0;
+    assert!(matcher.find(browser).is_none() && matcher.find(crawler).is_some());
+    c.bench_function("identify/browser", |b| b.iter(|| matcher.find(black_box(browser))));
+    c.bench_function("identify/crawler", |b| b.iter(|| matcher.find(black_box(crawler))));
+}
+
+criterion_group!(benches, bench, bench_controls, bench_identify);
 criterion_main!(benches);

@@ -1,6 +1,9 @@
 //! Identification of the agent behind a request: the policy's product
 //! tokens found in a full User-Agent header as whole words.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 /// Finds product tokens in a User-Agent header: ASCII case-insensitive, as
@@ -8,10 +11,57 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 /// start or end), the longest token found wins (`Googlebot-Image` before
 /// `Googlebot`), ties go to the earliest. One automaton, built once; no
 /// allocation per call.
+///
+/// Answers are remembered per thread for the last few hundred distinct
+/// User-Agents ([`RECENT`]): real traffic repeats a small set of them, and
+/// the automaton (hundreds of KiB for a catalog-sized policy) is slow to
+/// walk from a cold cache; a remembered answer costs one hash and one
+/// comparison of the header.
 #[derive(Debug, Clone)]
 pub struct TokenMatcher {
     ac: Option<AhoCorasick>,
     lens: Vec<usize>,
+    /// Tells this matcher's remembered answers from another's (a clone
+    /// answers alike and shares it).
+    id: u64,
+}
+
+/// Remembered answers per thread (a direct-mapped table).
+const RECENT: usize = 256;
+
+/// User-Agents longer than this are not remembered.
+const RECENT_MAX_LEN: usize = 512;
+
+/// One remembered answer.
+#[derive(Default)]
+struct Recent {
+    matcher: u64,
+    user_agent: Vec<u8>,
+    token: Option<usize>,
+}
+
+thread_local! {
+    static RECENT_ANSWERS: RefCell<Vec<Recent>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Numbers the matchers of this process (0 is never used).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fast non-cryptographic hash of the header (FxHash's mixing step over
+/// 8-byte words); it only picks a slot, the header itself is compared.
+fn slot_of(bytes: &[u8]) -> usize {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    }
+    let mut w = [0u8; 8];
+    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+    (h >> 32) as usize % RECENT
 }
 
 fn is_word(b: u8) -> bool {
@@ -45,11 +95,43 @@ impl TokenMatcher {
         let total: usize = tokens.iter().map(|t| t.as_ref().len()).sum();
         let first = if total <= DFA_MAX_BYTES { build(Some(AhoCorasickKind::DFA)) } else { build(None) };
         let ac = first.or_else(|_| build(None)).ok();
-        TokenMatcher { ac, lens }
+        TokenMatcher { ac, lens, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
     }
 
     /// Index of the token identified in `user_agent`, if any.
     pub fn find(&self, user_agent: &str) -> Option<usize> {
+        self.ac.as_ref()?;
+        let hay = user_agent.as_bytes();
+        if hay.len() > RECENT_MAX_LEN {
+            return self.search(user_agent);
+        }
+        let slot = slot_of(hay);
+        let remembered = RECENT_ANSWERS.with(|recent| {
+            let recent = recent.try_borrow().ok()?;
+            let r = recent.get(slot)?;
+            (r.matcher == self.id && r.user_agent == hay).then_some(r.token)
+        });
+        if let Some(token) = remembered {
+            return token;
+        }
+        let token = self.search(user_agent);
+        RECENT_ANSWERS.with(|recent| {
+            if let Ok(mut recent) = recent.try_borrow_mut() {
+                if recent.is_empty() {
+                    recent.resize_with(RECENT, Recent::default);
+                }
+                let r = &mut recent[slot];
+                r.matcher = self.id;
+                r.user_agent.clear();
+                r.user_agent.extend_from_slice(hay);
+                r.token = token;
+            }
+        });
+        token
+    }
+
+    /// The search itself, without the remembered answers.
+    fn search(&self, user_agent: &str) -> Option<usize> {
         let ac = self.ac.as_ref()?;
         let hay = user_agent.as_bytes();
         let mut best: Option<(usize, usize)> = None; // (token, start)
@@ -120,5 +202,30 @@ mod tests {
         // `archive.org_bot` inside a longer name: `bot` after `_` is a word.
         assert_eq!(m.find("web.archive.org_botx"), None);
         assert_eq!(m.find("my_bot"), Some(5));
+    }
+
+    /// Remembered answers are this matcher's own and exactly the search's.
+    #[test]
+    fn remembered_answers_match_the_search() {
+        let a = TokenMatcher::new(&["GPTBot", "Googlebot", "Googlebot-Image"]);
+        let b = TokenMatcher::new(&["Googlebot-Image", "GPTBot"]);
+        let uas: Vec<String> = (0..2000)
+            .map(|i| match i % 4 {
+                0 => format!("Mozilla/5.0 (X11; Linux x86_64) Chrome/{i}.0"),
+                1 => format!("GPTBot/{i}"),
+                2 => format!("Googlebot-Image/{i}.0"),
+                _ => "x".repeat(i % 700),
+            })
+            .collect();
+        for _ in 0..3 {
+            for ua in &uas {
+                assert_eq!(a.find(ua), a.search(ua), "{ua}");
+                assert_eq!(b.find(ua), b.search(ua), "{ua}");
+                assert_eq!(a.clone().find(ua), a.search(ua), "{ua}");
+            }
+        }
+        assert_eq!(a.find("Googlebot-Image/1.0"), Some(2));
+        assert_eq!(b.find("Googlebot-Image/1.0"), Some(0));
+        assert_eq!(a.find("Googlebot-Image/1.0"), Some(2));
     }
 }

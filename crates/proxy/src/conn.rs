@@ -340,7 +340,11 @@ pub struct Guarded {
     inner: Stream,
     phase: Phase,
     deadline: Instant,
+    /// Fires at `timer_at`, which follows `deadline` only when a read has
+    /// to wait ([`Guarded::poll_timer`]): a request whose header arrives in
+    /// one read never touches the timer wheel.
     timer: Pin<Box<Sleep>>,
+    timer_at: Instant,
     header_end: HeaderEnd,
     /// Bytes past a request header were read (a body or a pipelined
     /// request) on this connection, so a next request may already be
@@ -371,6 +375,7 @@ impl Guarded {
             phase: Phase::Idle,
             deadline,
             timer: Box::pin(tokio::time::sleep_until(deadline)),
+            timer_at: deadline,
             header_end: HeaderEnd::default(),
             read_ahead: false,
             limits,
@@ -381,9 +386,20 @@ impl Guarded {
         }
     }
 
+    /// Sets the deadline of the current phase; the timer follows when a
+    /// read waits.
     fn arm(&mut self, deadline: Instant) {
         self.deadline = deadline;
-        self.timer.as_mut().reset(deadline);
+    }
+
+    /// Polls the timer at the current deadline. Moving a registered timer
+    /// later is lock-free in tokio; only an earlier deadline re-registers.
+    fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.timer_at != self.deadline {
+            self.timer_at = self.deadline;
+            self.timer.as_mut().reset(self.deadline);
+        }
+        self.timer.as_mut().poll(cx)
     }
 
     /// The previous exchange is done: wait for the next request.
@@ -406,16 +422,23 @@ impl Guarded {
             return Ok(());
         }
         let mut first = [0u8; PREFETCH];
-        match tokio::time::timeout_at(self.deadline, self.inner.read(&mut first)).await {
-            Ok(Ok(0)) => Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(Ok(n)) => {
+        let mut buf = ReadBuf::new(&mut first);
+        // The connection's own timer, not a new one per request.
+        let read = std::future::poll_fn(|cx| match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
+            Poll::Ready(r) => Poll::Ready(Some(r)),
+            Poll::Pending => self.poll_timer(cx).map(|()| None),
+        })
+        .await;
+        match read {
+            Some(Ok(())) if buf.filled().is_empty() => Err(io::ErrorKind::UnexpectedEof.into()),
+            Some(Ok(())) => {
                 self.prefetched.clear();
-                self.prefetched.extend_from_slice(&first[..n]);
+                self.prefetched.extend_from_slice(buf.filled());
                 self.at = 0;
                 Ok(())
             }
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(self.expire()),
+            Some(Err(e)) => Err(e),
+            None => Err(self.expire()),
         }
     }
 
@@ -519,7 +542,7 @@ impl Guarded {
                 }
             };
             self.phase = Phase::Closing { sent, shut };
-            return match self.timer.as_mut().poll(cx) {
+            return match self.poll_timer(cx) {
                 Poll::Ready(()) => Poll::Ready(Ok(())),
                 Poll::Pending => step,
             };
@@ -558,7 +581,7 @@ impl AsyncRead for Guarded {
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => match this.timer.as_mut().poll(cx) {
+            Poll::Pending => match this.poll_timer(cx) {
                 Poll::Ready(()) => Poll::Ready(Err(this.expire())),
                 Poll::Pending => Poll::Pending,
             },

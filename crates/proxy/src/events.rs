@@ -93,7 +93,101 @@ pub struct RequestId {
 
 impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:08x}-{}", self.prefix, self.n)
+        let mut text = IdText::new();
+        // Only ASCII digits and a dash.
+        f.write_str(std::str::from_utf8(text.write(*self)).unwrap_or_default())
+    }
+}
+
+/// A request id as text (`{prefix:08x}-{n}`), written without the
+/// formatting machinery: it is sent upstream with every proxied request.
+pub struct IdText([u8; 8 + 1 + 20]);
+
+impl Default for IdText {
+    fn default() -> IdText {
+        IdText::new()
+    }
+}
+
+impl IdText {
+    /// An empty buffer.
+    pub fn new() -> IdText {
+        IdText([0; 29])
+    }
+
+    /// Writes `id` and returns its bytes.
+    pub fn write(&mut self, id: RequestId) -> &[u8] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let b = &mut self.0;
+        for (i, shift) in (0..8).rev().enumerate() {
+            b[i] = HEX[(id.prefix >> (shift * 4)) as usize & 0xf];
+        }
+        b[8] = b'-';
+        let len = 9 + decimal(id.n, &mut b[9..]);
+        &b[..len]
+    }
+}
+
+/// Writes `n` in decimal at the start of `out` (20 bytes hold any u64) and
+/// returns the length.
+fn decimal(mut n: u64, out: &mut [u8]) -> usize {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - i;
+    out[..len].copy_from_slice(&digits[i..]);
+    len
+}
+
+/// An IP address as text: IPv4 written by hand (`Ipv4Addr`'s `Display`
+/// goes through the formatter's padding path, a measurable part of every
+/// proxied request), IPv6 by `Display`.
+pub struct IpText {
+    buf: [u8; 45],
+}
+
+impl Default for IpText {
+    fn default() -> IpText {
+        IpText::new()
+    }
+}
+
+impl IpText {
+    /// An empty buffer.
+    pub fn new() -> IpText {
+        IpText { buf: [0; 45] }
+    }
+
+    /// Writes `ip` and returns its bytes (as `Display` writes them).
+    pub fn write(&mut self, ip: std::net::IpAddr) -> &[u8] {
+        match ip {
+            std::net::IpAddr::V4(v4) => {
+                let mut len = 0;
+                for (i, octet) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        self.buf[len] = b'.';
+                        len += 1;
+                    }
+                    len += decimal(u64::from(octet), &mut self.buf[len..]);
+                }
+                &self.buf[..len]
+            }
+            std::net::IpAddr::V6(v6) => {
+                use std::io::Write;
+                let mut cursor = std::io::Cursor::new(&mut self.buf[..]);
+                // 45 bytes hold the longest IPv6 text (an IPv4-mapped one).
+                let _ = write!(cursor, "{v6}");
+                let len = usize::try_from(cursor.position()).unwrap_or(0);
+                &self.buf[..len]
+            }
+        }
     }
 }
 
@@ -117,8 +211,10 @@ pub struct RequestDone<'a> {
     pub status: u16,
     /// Body bytes sent to the client.
     pub bytes_sent: usize,
-    /// The User-Agent field.
+    /// The User-Agent field (only decoded for a request that is logged).
     pub user_agent: Option<&'a str>,
+    /// The User-Agent looks like a browser's (for the activity model).
+    pub browser: bool,
     /// The identified token.
     pub agent: Option<&'a str>,
     /// The group applied.
@@ -299,7 +395,7 @@ impl RequestDone<'_> {
         activity.hit(&Hit {
             generation: self.generation,
             agent: self.agent_id.zip(self.agent),
-            user_agent: self.user_agent.unwrap_or(""),
+            browser: self.browser,
             outcome: self.outcome,
             file: match self.local {
                 Some(Local::File(f)) => Some(f),
@@ -432,6 +528,7 @@ mod tests {
             status: 200,
             bytes_sent: 5120,
             user_agent: Some("Mozilla/5.0 (X11; Linux x86_64)"),
+            browser: true,
             agent: None,
             group: Some("*"),
             outcome: Action::Pass,
@@ -451,6 +548,36 @@ mod tests {
     }
 
     const PREFIX: &str = "time=2026-11-29T17:28:57.123Z request_id=5f3a9c1e-42 client_ip=203.0.113.7";
+
+    /// The hand-written texts are exactly what `Display` writes.
+    #[test]
+    fn id_and_address_texts_match_display() {
+        for (prefix, n) in [(0, 0), (0xdead_beef, 1), (u32::MAX, u64::MAX), (0x0012_00ab, 1_000_000), (7, 9)] {
+            let id = RequestId { prefix, n };
+            let mut text = IdText::new();
+            assert_eq!(text.write(id), format!("{prefix:08x}-{n}").as_bytes());
+            assert_eq!(id.to_string(), format!("{prefix:08x}-{n}"));
+        }
+        let addrs = [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.200.3.45",
+            "255.255.255.255",
+            "::1",
+            "2001:db8::7",
+            "::ffff:192.0.2.128",
+            "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
+        ];
+        for a in addrs {
+            let ip: std::net::IpAddr = a.parse().unwrap();
+            let mut text = IpText::new();
+            assert_eq!(text.write(ip), ip.to_string().as_bytes(), "{a}");
+        }
+        for octet in 0..=255u8 {
+            let ip = std::net::IpAddr::from([octet, 255 - octet, octet / 3, 9]);
+            assert_eq!(IpText::new().write(ip), ip.to_string().as_bytes());
+        }
+    }
 
     #[test]
     fn allow() {

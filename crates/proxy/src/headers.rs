@@ -14,6 +14,7 @@ use crawlgate_policy::robots_tag::{is_structured_list, merge_robots_tag, merge_x
 use std::sync::Arc;
 
 use crawlgate_policy::{HtmlPlan, OriginHeaderMode, UrlControls};
+use http::HeaderName;
 use pingora::http::ResponseHeader;
 use pingora::Result;
 
@@ -73,45 +74,53 @@ pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: O
 
 /// Connection-specific headers a proxy must not forward (RFC 9110 section
 /// 7.6.1), beside those the origin names in `Connection`. `Upgrade` is kept
-/// on a 101, where it names the protocol switched to.
-const HOP_BY_HOP: [&str; 7] =
-    ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "proxy-authenticate"];
+/// on a 101, where it names the protocol switched to. Names, not strings:
+/// a string would be parsed on every response.
+static HOP_BY_HOP: [HeaderName; 7] = [
+    http::header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    http::header::TE,
+    http::header::TRAILER,
+    http::header::UPGRADE,
+    http::header::PROXY_AUTHENTICATE,
+];
 
 /// Headers that frame the body: Pingora reads them to forward the body, so
 /// `Connection` cannot make us remove them.
-const FRAMING: [&str; 2] = ["content-length", "transfer-encoding"];
+static FRAMING: [HeaderName; 2] = [http::header::CONTENT_LENGTH, http::header::TRANSFER_ENCODING];
 
 /// Removes the origin's hop-by-hop headers from a response before it is
 /// forwarded: the fields listed in `Connection` and the fixed set in
 /// [`HOP_BY_HOP`]. Pingora writes its own `Connection` for HTTP/1.1.
 pub fn strip_hop_by_hop(resp: &mut ResponseHeader) {
-    if let Some(listed) = connection_options(resp) {
-        for name in listed {
-            if !FRAMING.contains(&name.as_str()) {
-                resp.remove_header(&name);
-            }
+    for name in connection_options(resp) {
+        if !FRAMING.contains(&name) {
+            resp.remove_header(&name);
         }
     }
     let switching = resp.status == http::StatusCode::SWITCHING_PROTOCOLS;
-    for name in HOP_BY_HOP {
-        if !(switching && matches!(name, "connection" | "upgrade")) && resp.headers.contains_key(name) {
+    for name in &HOP_BY_HOP {
+        let kept = switching && (name == http::header::CONNECTION || name == http::header::UPGRADE);
+        if !kept && resp.headers.contains_key(name) {
             resp.remove_header(name);
         }
     }
 }
 
-/// The header names listed in the response's `Connection` fields
-/// (lower-cased), `None` when there is no `Connection` field.
-fn connection_options(resp: &ResponseHeader) -> Option<Vec<http::HeaderName>> {
-    let mut values = resp.headers.get_all(http::header::CONNECTION).iter().peekable();
-    values.peek()?;
-    let names = values
+/// The header names listed in the response's `Connection` fields, other
+/// than the fixed hop-by-hop set (the usual `keep-alive` and `close` are
+/// that set or no field name, and cost no allocation).
+fn connection_options(resp: &ResponseHeader) -> Vec<HeaderName> {
+    resp.headers
+        .get_all(http::header::CONNECTION)
+        .iter()
         .flat_map(|v| v.as_bytes().split(|&b| b == b','))
         .map(<[u8]>::trim_ascii)
-        .filter_map(|n| http::HeaderName::from_bytes(n).ok())
-        .filter(|n| !HOP_BY_HOP.contains(&n.as_str()))
-        .collect();
-    Some(names)
+        .filter(|n| !n.eq_ignore_ascii_case(b"keep-alive") && !n.eq_ignore_ascii_case(b"close"))
+        .filter_map(|n| HeaderName::from_bytes(n).ok())
+        .filter(|n| !HOP_BY_HOP.contains(n))
+        .collect()
 }
 
 /// Sets header `name` to the policy's lines `ours` merged with the origin's

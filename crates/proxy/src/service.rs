@@ -122,6 +122,9 @@ pub struct Ctx {
     /// The request broke a robots.txt rule (a block for a failed
     /// verification alone is none).
     violation: bool,
+    /// The User-Agent looks like a browser's (the activity model's row for
+    /// requests naming no token).
+    browser: bool,
 }
 
 impl Ctx {
@@ -199,6 +202,7 @@ impl ProxyHttp for Gate {
             verification: Verification::NotApplicable,
             evidence: None,
             violation: false,
+            browser: false,
         }
     }
 
@@ -243,6 +247,7 @@ impl ProxyHttp for Gate {
             return Ok(true);
         }
         let (ua_lines, ua) = user_agent(req);
+        ctx.browser = ua_lines == 1 && crate::activity::looks_like_browser(&ua);
         let field = match ua_lines {
             0 => UserAgentField::Absent,
             1 => UserAgentField::One(&ua),
@@ -354,13 +359,18 @@ impl ProxyHttp for Gate {
             // X-Forwarded-For and Forwarded are dropped, so the origin never
             // reads an address the client chose.
             let trusted = ctx.snap.policy.settings().verification.is_trusted_proxy(client.peer);
-            let forwarded = match upstream_request.headers.get("x-forwarded-for") {
-                Some(prev) if trusted => format!("{}, {}", String::from_utf8_lossy(prev.as_bytes()), client.peer),
-                _ => client.peer.to_string(),
+            let mut text = crate::events::IpText::new();
+            let peer = text.write(client.peer);
+            let forwarded = match upstream_request.headers.get(&X_FORWARDED_FOR) {
+                Some(prev) if trusted => [prev.as_bytes(), b", ", peer].concat(),
+                _ => peer.to_vec(),
             };
-            upstream_request.insert_header("x-forwarded-for", forwarded)?;
+            // The previous value was a valid field value, an address is one.
+            if let Ok(value) = http::HeaderValue::from_bytes(&forwarded) {
+                upstream_request.insert_header("x-forwarded-for", value)?;
+            }
             if !trusted {
-                upstream_request.remove_header("forwarded");
+                upstream_request.remove_header(&header::FORWARDED);
             }
         }
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
@@ -368,8 +378,11 @@ impl ProxyHttp for Gate {
         upstream_request.append_header(header::VIA, self.via.clone())?;
         // The origin can log the same id; a client's own X-Request-Id is
         // forwarded as it is (and never becomes the log's id).
-        if !upstream_request.headers.contains_key("x-request-id") {
-            upstream_request.insert_header("x-request-id", ctx.id.to_string())?;
+        if !upstream_request.headers.contains_key(&X_REQUEST_ID) {
+            let mut text = crate::events::IdText::new();
+            if let Ok(value) = http::HeaderValue::from_bytes(text.write(ctx.id)) {
+                upstream_request.insert_header("x-request-id", value)?;
+            }
         }
         // The origin gets the target the decision was made on.
         if let Some(target) = ctx.forward.take() {
@@ -524,12 +537,16 @@ impl ProxyHttp for Gate {
         }
         let elapsed = ctx.started.elapsed();
         let req = session.req_header();
-        let host = req
-            .headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| req.uri.authority().map(http::uri::Authority::as_str));
-        let (ua_lines, ua) = user_agent(req);
+        // Host and User-Agent are only read for the access log line.
+        let host = if ctx.logged {
+            req.headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .or_else(|| req.uri.authority().map(http::uri::Authority::as_str))
+        } else {
+            None
+        };
+        let (ua_lines, ua) = if ctx.logged { user_agent(req) } else { (0, Cow::Borrowed("")) };
         let done = RequestDone {
             time: SystemTime::now().checked_sub(elapsed).unwrap_or_else(SystemTime::now),
             id: ctx.id,
@@ -541,6 +558,7 @@ impl ProxyHttp for Gate {
             status: session.response_written().map_or(0, |r| r.status.as_u16()),
             bytes_sent: session.body_bytes_sent(),
             user_agent: (ua_lines == 1).then_some(&*ua),
+            browser: ctx.browser,
             agent: ctx.agent_name(),
             group: ctx.group_name(),
             outcome: ctx.outcome,
@@ -613,6 +631,9 @@ fn unreachable(etype: &ErrorType) -> bool {
             | ErrorType::SocketError
     )
 }
+
+static X_FORWARDED_FOR: http::HeaderName = http::HeaderName::from_static("x-forwarded-for");
+static X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
 
 /// gzip/br level for rewritten responses.
 const COMPRESSION_LEVEL: u32 = 5;

@@ -2,6 +2,7 @@
 //! selection with TCP health checks, and the `HttpPeer` for a request.
 
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crawlgate_policy::UpstreamSettings;
@@ -33,6 +34,12 @@ pub struct Upstream {
     lb: LoadBalancer<RoundRobin>,
     /// `(server as written, resolved address)`, in policy order.
     servers: Vec<(String, SocketAddr)>,
+    /// Each server's health, as Pingora's checks last flipped it (healthy
+    /// until a check says otherwise, like Pingora's own state). Read on
+    /// every request without Pingora's selection iterator, which allocates.
+    healthy: Arc<[AtomicBool]>,
+    /// The round-robin position.
+    next: AtomicUsize,
     settings: UpstreamSettings,
     key: String,
 }
@@ -59,9 +66,17 @@ impl Upstream {
         // Two failures before a server is taken out, so one dropped SYN does
         // not flap the pool.
         hc.consecutive_failure = 2;
-        lb.set_health_check(Box::new(TcpCheck(hc)));
+        let healthy: Arc<[AtomicBool]> = servers.iter().map(|_| AtomicBool::new(true)).collect();
+        lb.set_health_check(Box::new(TcpCheck { check: hc, addrs: addrs.clone(), healthy: healthy.clone() }));
         lb.parallel_health_check = true;
-        Ok(Arc::new(Upstream { lb, servers, settings: settings.clone(), key: settings_key(settings) }))
+        Ok(Arc::new(Upstream {
+            lb,
+            servers,
+            healthy,
+            next: AtomicUsize::new(0),
+            settings: settings.clone(),
+            key: settings_key(settings),
+        }))
     }
 
     /// Whether `settings` would build the same pool (then the pool is kept
@@ -73,8 +88,10 @@ impl Upstream {
     /// The peer for the next request: the next healthy server in
     /// round-robin order, `None` when every server is down.
     pub fn peer(&self) -> Option<(HttpPeer, SocketAddr)> {
-        let backend: Backend = self.lb.select(b"", 256)?;
-        let addr = backend.addr.as_inet().copied()?;
+        let n = self.servers.len();
+        let start = if n > 1 { self.next.fetch_add(1, Ordering::Relaxed) } else { 0 };
+        let i = (0..n).map(|k| (start + k) % n).find(|&i| self.healthy[i].load(Ordering::Relaxed))?;
+        let addr = self.servers[i].1;
         let s = &self.settings;
         let mut peer = HttpPeer::new(addr, s.tls, s.sni.clone());
         peer.options.connection_timeout = Some(s.connect_timeout);
@@ -91,14 +108,10 @@ impl Upstream {
 
     /// `(server as written, address, healthy)` for every server.
     pub fn health(&self) -> Vec<(String, SocketAddr, bool)> {
-        let backends = self.lb.backends();
-        let set = backends.get_backend();
         self.servers
             .iter()
-            .map(|(name, addr)| {
-                let healthy = set.iter().find(|b| b.addr.as_inet() == Some(addr)).is_some_and(|b| backends.ready(b));
-                (name.clone(), *addr, healthy)
-            })
+            .zip(self.healthy.iter())
+            .map(|((name, addr), healthy)| (name.clone(), *addr, healthy.load(Ordering::Relaxed)))
             .collect()
     }
 
@@ -111,16 +124,28 @@ impl Upstream {
 /// Pingora's TCP health check, naming a server by its address in the
 /// "becomes healthy / unhealthy" log lines (Pingora's default names it with
 /// the `Debug` dump of its `Backend`).
-struct TcpCheck(Box<TcpHealthCheck>);
+/// It also mirrors each flip into [`Upstream`]'s own health flags.
+struct TcpCheck {
+    check: Box<TcpHealthCheck>,
+    /// The servers' addresses, in the flags' order.
+    addrs: Vec<SocketAddr>,
+    healthy: Arc<[AtomicBool]>,
+}
 
 #[async_trait::async_trait]
 impl HealthCheck for TcpCheck {
     async fn check(&self, target: &Backend) -> pingora::Result<()> {
-        self.0.check(target).await
+        self.check.check(target).await
     }
 
     async fn health_status_change(&self, target: &Backend, healthy: bool) {
-        self.0.health_status_change(target, healthy).await;
+        // Two names may resolve to one address: both flags follow it.
+        for (addr, flag) in self.addrs.iter().zip(self.healthy.iter()) {
+            if target.addr.as_inet() == Some(addr) {
+                flag.store(healthy, Ordering::Relaxed);
+            }
+        }
+        self.check.health_status_change(target, healthy).await;
     }
 
     fn backend_summary(&self, target: &Backend) -> String {
@@ -128,7 +153,7 @@ impl HealthCheck for TcpCheck {
     }
 
     fn health_threshold(&self, success: bool) -> usize {
-        self.0.health_threshold(success)
+        self.check.health_threshold(success)
     }
 }
 

@@ -53,8 +53,9 @@ pub struct Hit<'a> {
     pub generation: u64,
     /// The policy token found, with its name.
     pub agent: Option<(AgentId, &'a str)>,
-    /// The User-Agent field (only read when no token was found).
-    pub user_agent: &'a str,
+    /// The User-Agent looks like a browser's ([`looks_like_browser`]; only
+    /// read when no token was found).
+    pub browser: bool,
     /// The outcome.
     pub outcome: Action,
     /// The locally served file, if the request was for one.
@@ -191,15 +192,29 @@ pub fn unix_now() -> u64 {
 
 /// Whether a User-Agent naming no policy token looks like a browser: it
 /// starts `Mozilla/` (every current browser's does) and has none of the
-/// words automated clients put in theirs. ASCII case-insensitive, no
-/// allocation.
+/// words automated clients put in theirs (`bot`, `crawl`, `spider`,
+/// `slurp`, `http`, `fetch`, `preview`, `headless`, `scan`, `archiv`),
+/// ASCII case-insensitive. One pass over the header, comparing only where a word's
+/// first letter is; no allocation (it runs on every browser request).
 pub fn looks_like_browser(user_agent: &str) -> bool {
-    const BOT_WORDS: &[&[u8]] =
-        &[b"bot", b"crawl", b"spider", b"slurp", b"http", b"fetch", b"preview", b"headless", b"scan", b"archiv"];
     let ua = user_agent.as_bytes();
-    ua.len() >= 8
-        && ua[..8].eq_ignore_ascii_case(b"Mozilla/")
-        && !BOT_WORDS.iter().any(|w| ua.windows(w.len()).any(|win| win.eq_ignore_ascii_case(w)))
+    if ua.len() < 8 || !ua[..8].eq_ignore_ascii_case(b"Mozilla/") {
+        return false;
+    }
+    let rest = &ua[8..];
+    !rest.iter().enumerate().any(|(i, &b)| {
+        let words: &[&[u8]] = match b | 0x20 {
+            b'b' => &[b"bot"],
+            b'c' => &[b"crawl"],
+            b's' => &[b"spider", b"slurp", b"scan"],
+            b'h' => &[b"http", b"headless"],
+            b'f' => &[b"fetch"],
+            b'p' => &[b"preview"],
+            b'a' => &[b"archiv"],
+            _ => return false,
+        };
+        words.iter().any(|w| rest.len() - i >= w.len() && rest[i..i + w.len()].eq_ignore_ascii_case(w))
+    })
 }
 
 impl Activity {
@@ -258,7 +273,7 @@ impl Activity {
     pub fn hit(&self, hit: &Hit<'_>) {
         let slot = match hit.agent {
             Some((id, name)) => self.token_slot(hit.generation, id, name),
-            None if looks_like_browser(hit.user_agent) => self.browser.clone(),
+            None if hit.browser => self.browser.clone(),
             None => self.other_bot.clone(),
         };
         let s = &*slot;
