@@ -105,6 +105,42 @@ pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTa
 /// origin-form target as the client sent it (see
 /// [`classify_request_target`] for the other forms).
 pub fn normalize_request_target(raw: &str) -> Result<Cow<'_, str>, PathError> {
+    if is_plain_path(raw.as_bytes()) {
+        return Ok(Cow::Borrowed(raw));
+    }
+    normalize_slow(raw)
+}
+
+/// Whether `s` is a path that is already canonical at a glance, the common
+/// case: `/` then only unreserved characters and `/` (RFC 3986 section
+/// 2.3), no empty, `.` or `..` segment. One pass over the bytes; anything
+/// else takes the full normalisation, which returns such a path unchanged.
+fn is_plain_path(s: &[u8]) -> bool {
+    if s.first() != Some(&b'/') {
+        return false;
+    }
+    // The previous byte and the length of the current segment's run of dots
+    // (`None` once the segment has another byte).
+    let mut prev = 0u8;
+    let mut dots = Some(0usize);
+    for &b in s {
+        match b {
+            b'/' => {
+                if prev == b'/' || matches!(dots, Some(1 | 2)) {
+                    return false;
+                }
+                dots = Some(0);
+            }
+            b'.' => dots = dots.map(|d| d + 1),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'~' => dots = None,
+            _ => return false,
+        }
+        prev = b;
+    }
+    !matches!(dots, Some(1 | 2))
+}
+
+fn normalize_slow(raw: &str) -> Result<Cow<'_, str>, PathError> {
     let mut target = raw;
     for scheme in ["http://", "https://"] {
         // `get`: a target starting with a multi-byte character is no scheme.
@@ -295,6 +331,29 @@ fn unreserved(b: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one-pass check only accepts what the full normalisation
+    /// returns unchanged.
+    #[test]
+    fn plain_paths_are_their_own_canonical_form() {
+        let parts = ["/", "a", ".", "..", "Z9", "-_~", "%41", "?", "#", ";", "//", "\\", "*", "é"];
+        let mut cases = vec![String::new()];
+        for _ in 0..5 {
+            let next: Vec<String> = cases.iter().flat_map(|c| parts.iter().map(move |p| format!("{c}{p}"))).collect();
+            cases.extend(next);
+        }
+        let mut plain = 0;
+        for c in &cases {
+            if is_plain_path(c.as_bytes()) {
+                plain += 1;
+                assert_eq!(normalize_slow(c).as_deref(), Ok(c.as_str()), "{c:?}");
+            }
+            assert_eq!(normalize_request_target(c), normalize_slow(c), "{c:?}");
+        }
+        assert!(plain > 1000, "{plain}");
+        assert!(is_plain_path(b"/small.html") && is_plain_path(b"/a/b.c/..d/") && is_plain_path(b"/"));
+        assert!(!is_plain_path(b"/a/../b") && !is_plain_path(b"/a/.") && !is_plain_path(b"/a//b"));
+    }
 
     #[test]
     fn canonical_form() {

@@ -24,9 +24,16 @@ const CONTENT_USAGE: &str = "content-usage";
 const TDM_RESERVATION: &str = "tdm-reservation";
 const TDM_POLICY: &str = "tdm-policy";
 
+/// The same names for lookups (a string is parsed on every lookup).
+static ROBOTS_TAG_NAME: HeaderName = HeaderName::from_static(ROBOTS_TAG);
+static X_ROBOTS_TAG_NAME: HeaderName = HeaderName::from_static(X_ROBOTS_TAG);
+static CONTENT_USAGE_NAME: HeaderName = HeaderName::from_static(CONTENT_USAGE);
+static TDM_RESERVATION_NAME: HeaderName = HeaderName::from_static(TDM_RESERVATION);
+static TDM_POLICY_NAME: HeaderName = HeaderName::from_static(TDM_POLICY);
+
 /// Whether the origin's response states its own TDM reservation.
 pub fn origin_states_tdm(resp: &ResponseHeader) -> bool {
-    resp.headers.contains_key(TDM_RESERVATION) || resp.headers.contains_key(TDM_POLICY)
+    resp.headers.contains_key(&TDM_RESERVATION_NAME) || resp.headers.contains_key(&TDM_POLICY_NAME)
 }
 
 /// `plan` without its TDMRep metas, for a response whose origin states its
@@ -44,19 +51,19 @@ pub fn without_tdm_metas(plan: &HtmlPlan) -> Option<Arc<HtmlPlan>> {
 /// are not structured fields are passed on verbatim, never dropped.
 pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: OriginHeaderMode) -> Result<()> {
     if let Some(ours) = controls.robots_tag.as_deref() {
-        let origin_has = resp.headers.contains_key(ROBOTS_TAG);
-        merge_header(resp, ROBOTS_TAG, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
+        let origin_has = resp.headers.contains_key(&ROBOTS_TAG_NAME);
+        merge_header(resp, (ROBOTS_TAG, &ROBOTS_TAG_NAME), &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
         if origin_has {
             move_unstructured_robots_tag(resp)?;
         }
     }
     if !controls.x_robots_tag.is_empty() {
-        merge_header(resp, X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| {
+        merge_header(resp, (X_ROBOTS_TAG, &X_ROBOTS_TAG_NAME), &controls.x_robots_tag, |upstream| {
             merge_x_robots_tag(upstream, &controls.x_robots_tag)
         })?;
     }
     if let Some(cu) = controls.content_usage.as_deref() {
-        let origin_has = resp.headers.contains_key(CONTENT_USAGE);
+        let origin_has = resp.headers.contains_key(&CONTENT_USAGE_NAME);
         if !origin_has || content_usage == OriginHeaderMode::Replace {
             resp.insert_header(CONTENT_USAGE, cu)?;
         }
@@ -130,11 +137,11 @@ fn connection_options(resp: &ResponseHeader) -> Vec<HeaderName> {
 /// which saves parsing and serialising them on every response.
 fn merge_header<S: AsRef<str>>(
     resp: &mut ResponseHeader,
-    name: &'static str,
+    (name, key): (&'static str, &HeaderName),
     ours: &[S],
     merge: impl FnOnce(&[&[u8]]) -> Vec<Vec<u8>>,
 ) -> Result<()> {
-    if !resp.headers.contains_key(name) {
+    if !resp.headers.contains_key(key) {
         for line in ours {
             resp.append_header(name, line.as_ref())?;
         }

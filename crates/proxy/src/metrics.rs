@@ -123,8 +123,6 @@ pub struct Metrics {
     html_findings: IntCounterVec,
     html_passthrough: IntCounterVec,
     decompression_aborted: IntCounterVec,
-    upstream_responses: IntCounterVec,
-    duration: HistogramVec,
     reloads: IntCounterVec,
     generation: IntGauge,
     reload_failing: IntGauge,
@@ -134,7 +132,6 @@ pub struct Metrics {
     client_connections: IntGaugeVec,
     connections_refused: IntCounterVec,
     client_timeouts: IntCounterVec,
-    responses: IntCounterVec,
     last_reload_successful: IntGauge,
     policy_info: IntGaugeVec,
     process: ProcessMetrics,
@@ -143,6 +140,41 @@ pub struct Metrics {
     verification: VerificationMetrics,
     /// Whether `crawlgate_requests_total` has the `verification` label.
     verification_label: bool,
+    /// The fixed-label series counted on every request, looked up once
+    /// (a lookup by label takes a lock and hashes the labels).
+    hot: HotSeries,
+}
+
+/// Series of fixed label sets, by index: [`STATUS_CLASSES`] (`error` last
+/// for the upstream) and [`Action::ALL`].
+struct HotSeries {
+    responses: [IntCounter; 5],
+    upstream_responses: [IntCounter; 6],
+    duration: [Histogram; 3],
+}
+
+/// The status classes, in the order of [`HotSeries`].
+const STATUS_CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "error"];
+
+/// The index of a status class in [`STATUS_CLASSES`] (`error`: 5).
+fn class_index(status: Option<u16>) -> usize {
+    match status {
+        Some(100..=199) => 0,
+        Some(200..=299) => 1,
+        Some(300..=399) => 2,
+        Some(400..=499) => 3,
+        Some(500..=599) => 4,
+        _ => 5,
+    }
+}
+
+/// The index of an outcome in [`Action::ALL`].
+fn action_index(a: Action) -> usize {
+    match a {
+        Action::Pass => 0,
+        Action::LogViolation => 1,
+        Action::Block => 2,
+    }
 }
 
 /// The verification metrics: outcomes, the IP lists' state and the
@@ -424,6 +456,23 @@ impl Metrics {
         registry.register(Box::new(build_info.clone()))?;
         build_info.with_label_values(&[env!("CARGO_PKG_VERSION"), COMMIT]).set(1);
         let process = ProcessMetrics::new(r)?;
+        let responses = counter(
+            r,
+            "crawlgate_responses_total",
+            "Responses sent to clients by status class (1xx to 5xx).",
+            &["status_class"],
+        )?;
+        let upstream_responses = counter(
+            r,
+            "crawlgate_upstream_responses_total",
+            "Upstream responses by status class (error: no response).",
+            &["class"],
+        )?;
+        let hot = HotSeries {
+            responses: std::array::from_fn(|i| responses.with_label_values(&[STATUS_CLASSES[i]])),
+            upstream_responses: std::array::from_fn(|i| upstream_responses.with_label_values(&[STATUS_CLASSES[i]])),
+            duration: Action::ALL.map(|a| duration.with_label_values(&[a.as_str()])),
+        };
         let metrics = Metrics {
             origin_robots_fetches: counter(
                 r,
@@ -432,12 +481,6 @@ impl Metrics {
                 &["result"],
             )?,
             origin_robots_age,
-            responses: counter(
-                r,
-                "crawlgate_responses_total",
-                "Responses sent to clients by status class (1xx to 5xx).",
-                &["status_class"],
-            )?,
             last_reload_successful,
             policy_info,
             process,
@@ -496,22 +539,16 @@ impl Metrics {
                 "Compressed HTML responses aborted mid-body while decoding them, by reason (size, ratio, invalid).",
                 &["reason"],
             )?,
-            upstream_responses: counter(
-                r,
-                "crawlgate_upstream_responses_total",
-                "Upstream responses by status class (error: no response).",
-                &["class"],
-            )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             verification: VerificationMetrics::new(r)?,
             verification_label: verification,
-            duration,
             generation,
             reload_failing,
             last_success,
             upstream_healthy,
             reload_duration,
             registry,
+            hot,
         };
         for outcome in ReloadOutcome::ALL {
             metrics.reloads.with_label_values(&[outcome.as_str()]);
@@ -519,21 +556,14 @@ impl Metrics {
         for result in OriginFetch::ALL {
             metrics.origin_robots_fetches.with_label_values(&[result.as_str()]);
         }
-        for class in ["1xx", "2xx", "3xx", "4xx", "5xx"] {
-            metrics.responses.with_label_values(&[class]);
-        }
-        for class in ["1xx", "2xx", "3xx", "4xx", "5xx", "error"] {
-            metrics.upstream_responses.with_label_values(&[class]);
-        }
+        // Every class exists from the start (looked up in `hot`).
         for reason in [Passthrough::Encoding, Passthrough::Charset, Passthrough::Utf16, Passthrough::BailOut] {
             metrics.html_passthrough.with_label_values(&[reason.as_str()]);
         }
         for reason in ["size", "ratio", "invalid"] {
             metrics.decompression_aborted.with_label_values(&[reason]);
         }
-        for d in Action::ALL.map(Action::as_str) {
-            metrics.duration.with_label_values(&[d]);
-        }
+
         for mode in [HtmlMode::Inject, HtmlMode::Audit, HtmlMode::Enforce] {
             metrics.html_rewrites.with_label_values(&[mode.as_str()]);
         }
@@ -547,14 +577,14 @@ impl Metrics {
         } else {
             self.requests.with_label_values(&[agent, outcome.as_str()]).inc();
         }
-        self.duration.with_label_values(&[outcome.as_str()]).observe(elapsed.as_secs_f64());
+        self.hot.duration[action_index(outcome)].observe(elapsed.as_secs_f64());
     }
 
     /// Counts a response sent to a client by its status class (no series
     /// for a request that got no response).
     pub fn response(&self, status: u16) {
-        if let Some(class) = status_class(status) {
-            self.responses.with_label_values(&[class]).inc();
+        if status_class(status).is_some() {
+            self.hot.responses[class_index(Some(status))].inc();
         }
     }
 
@@ -598,15 +628,7 @@ impl Metrics {
 
     /// Counts an upstream response by status class.
     pub fn upstream_status(&self, status: Option<u16>) {
-        let class = match status {
-            Some(100..=199) => "1xx",
-            Some(200..=299) => "2xx",
-            Some(300..=399) => "3xx",
-            Some(400..=499) => "4xx",
-            Some(500..=599) => "5xx",
-            _ => "error",
-        };
-        self.upstream_responses.with_label_values(&[class]).inc();
+        self.hot.upstream_responses[class_index(status)].inc();
     }
 
     /// Counts a reload attempt (`success`, `failure`, `unchanged`).
