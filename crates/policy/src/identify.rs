@@ -38,6 +38,7 @@ struct Recent {
     matcher: u64,
     user_agent: Vec<u8>,
     token: Option<usize>,
+    browser: bool,
 }
 
 thread_local! {
@@ -125,9 +126,22 @@ impl TokenMatcher {
                 r.user_agent.clear();
                 r.user_agent.extend_from_slice(hay);
                 r.token = token;
+                r.browser = looks_like_browser(user_agent);
             }
         });
         token
+    }
+
+    /// [`looks_like_browser`], remembered with the answer of [`TokenMatcher::find`]
+    /// for the same header (the proxy asks both of every request).
+    pub fn looks_like_browser(&self, user_agent: &str) -> bool {
+        let hay = user_agent.as_bytes();
+        let remembered = RECENT_ANSWERS.with(|recent| {
+            let recent = recent.try_borrow().ok()?;
+            let r = recent.get(slot_of(hay))?;
+            (r.matcher == self.id && r.user_agent == hay).then_some(r.browser)
+        });
+        remembered.unwrap_or_else(|| looks_like_browser(user_agent))
     }
 
     /// The search itself, without the remembered answers.
@@ -161,6 +175,33 @@ impl TokenMatcher {
     pub fn is_empty(&self) -> bool {
         self.lens.is_empty()
     }
+}
+
+/// Whether a User-Agent naming no policy token looks like a browser: it
+/// starts `Mozilla/` (every current browser's does) and has none of the
+/// words automated clients put in theirs (`bot`, `crawl`, `spider`,
+/// `slurp`, `http`, `fetch`, `preview`, `headless`, `scan`, `archiv`),
+/// ASCII case-insensitive. One pass over the header, comparing only where a word's
+/// first letter is; no allocation (it runs on every browser request).
+pub fn looks_like_browser(user_agent: &str) -> bool {
+    let ua = user_agent.as_bytes();
+    if ua.len() < 8 || !ua[..8].eq_ignore_ascii_case(b"Mozilla/") {
+        return false;
+    }
+    let rest = &ua[8..];
+    !rest.iter().enumerate().any(|(i, &b)| {
+        let words: &[&[u8]] = match b | 0x20 {
+            b'b' => &[b"bot"],
+            b'c' => &[b"crawl"],
+            b's' => &[b"spider", b"slurp", b"scan"],
+            b'h' => &[b"http", b"headless"],
+            b'f' => &[b"fetch"],
+            b'p' => &[b"preview"],
+            b'a' => &[b"archiv"],
+            _ => return false,
+        };
+        words.iter().any(|w| rest.len() - i >= w.len() && rest[i..i + w.len()].eq_ignore_ascii_case(w))
+    })
 }
 
 #[cfg(test)]
@@ -212,6 +253,7 @@ mod tests {
         let uas: Vec<String> = (0..2000)
             .map(|i| match i % 4 {
                 0 => format!("Mozilla/5.0 (X11; Linux x86_64) Chrome/{i}.0"),
+                1 if i % 8 == 1 => format!("Mozilla/5.0 (compatible; GPTBot/{i})"),
                 1 => format!("GPTBot/{i}"),
                 2 => format!("Googlebot-Image/{i}.0"),
                 _ => "x".repeat(i % 700),
@@ -222,10 +264,54 @@ mod tests {
                 assert_eq!(a.find(ua), a.search(ua), "{ua}");
                 assert_eq!(b.find(ua), b.search(ua), "{ua}");
                 assert_eq!(a.clone().find(ua), a.search(ua), "{ua}");
+                assert_eq!(a.looks_like_browser(ua), looks_like_browser(ua), "{ua}");
             }
         }
         assert_eq!(a.find("Googlebot-Image/1.0"), Some(2));
         assert_eq!(b.find("Googlebot-Image/1.0"), Some(0));
         assert_eq!(a.find("Googlebot-Image/1.0"), Some(2));
+    }
+    #[test]
+    fn classifies_browsers_and_other_bots() {
+        assert!(looks_like_browser("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0"));
+        assert!(looks_like_browser(
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1"
+        ));
+        assert!(!looks_like_browser("Mozilla/5.0 (compatible; Bingbot/2.0; +http://www.bing.com/bingbot.htm)"));
+        assert!(!looks_like_browser(
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 HeadlessChrome/120.0 Safari/537.36"
+        ));
+        assert!(!looks_like_browser("curl/8.5.0"));
+        assert!(!looks_like_browser(""));
+        assert!(!looks_like_browser("Mozilla"));
+        assert!(!looks_like_browser("Mozilla/5.0 (compatible; Archiver/1.0)"));
+        assert!(!looks_like_browser("Mozilla/5.0 SCAN"));
+    }
+
+    /// The one-pass search finds exactly what a search for every word would.
+    #[test]
+    fn browser_check_agrees_with_a_search_for_every_word() {
+        const BOT_WORDS: &[&[u8]] =
+            &[b"bot", b"crawl", b"spider", b"slurp", b"http", b"fetch", b"preview", b"headless", b"scan", b"archiv"];
+        let naive = |ua: &str| {
+            let b = ua.as_bytes();
+            b.len() >= 8
+                && b[..8].eq_ignore_ascii_case(b"Mozilla/")
+                && !BOT_WORDS.iter().any(|w| b[8..].windows(w.len()).any(|win| win.eq_ignore_ascii_case(w)))
+        };
+        let parts = [
+            "Mozilla/", "5.0 ", "(X11)", "Bo", "t", "CRAWL", "spi", "der", "Sl", "urp", "HTTP", "fetc", "h", "Pre",
+            "view", "headless", "sca", "n", "archi", "v", " ", "é", "Gecko", "bo", "a", "s", "p",
+        ];
+        // Every sequence of up to three parts after the prefix.
+        let mut cases = vec![String::from("Mozilla/")];
+        for _ in 0..3 {
+            let next: Vec<String> = cases.iter().flat_map(|c| parts.iter().map(move |p| format!("{c}{p}"))).collect();
+            cases.extend(next);
+        }
+        for ua in &cases {
+            assert_eq!(looks_like_browser(ua), naive(ua), "{ua:?}");
+        }
+        assert!(cases.len() > 20_000);
     }
 }

@@ -595,6 +595,13 @@ impl Policy {
         self.decide_token(self.matcher.find(user_agent), path)
     }
 
+    /// Whether `user_agent` looks like a browser's
+    /// ([`crate::identify::looks_like_browser`]), remembered with its
+    /// identification.
+    pub fn looks_like_browser(&self, user_agent: &str) -> bool {
+        self.matcher.looks_like_browser(user_agent)
+    }
+
     /// The token identified in `user_agent` and its group's `verify` mode;
     /// `None` when it names no policy token. Pure and allocation-free: the
     /// proxy asks it before verifying.

@@ -226,11 +226,13 @@ where
     async fn serve_h1(&self, mut io: Box<Guarded>, shutdown: &ShutdownWatch) {
         let options = self.app.server_options();
         let mut settings = None;
+        // One receiver per connection (a clone touches the channel's shared
+        // state, which every connection's request would contend on).
+        let mut down = shutdown.clone();
         loop {
             // Pingora's session and request future take tens of kilobytes;
             // a connection that has not sent a byte holds none of it. A
             // shutdown closes connections waiting here at once.
-            let mut down = shutdown.clone();
             tokio::select! {
                 biased;
                 waited = io.wait_for_request() => {

@@ -247,7 +247,6 @@ impl ProxyHttp for Gate {
             return Ok(true);
         }
         let (ua_lines, ua) = user_agent(req);
-        ctx.browser = ua_lines == 1 && crate::activity::looks_like_browser(&ua);
         let field = match ua_lines {
             0 => UserAgentField::Absent,
             1 => UserAgentField::One(&ua),
@@ -266,7 +265,10 @@ impl ProxyHttp for Gate {
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
         let identity = Identity { verification, proven: signed_token.as_deref() };
-        match snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity) {
+        let route = snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity);
+        // After routing: the answer is remembered with the identification.
+        ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
+        match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
                 if ctx.logged {

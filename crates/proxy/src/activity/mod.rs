@@ -53,7 +53,7 @@ pub struct Hit<'a> {
     pub generation: u64,
     /// The policy token found, with its name.
     pub agent: Option<(AgentId, &'a str)>,
-    /// The User-Agent looks like a browser's ([`looks_like_browser`]; only
+    /// The User-Agent looks like a browser's (`Policy::looks_like_browser`; only
     /// read when no token was found).
     pub browser: bool,
     /// The outcome.
@@ -188,33 +188,6 @@ pub struct Activity {
 /// Unix seconds now.
 pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// Whether a User-Agent naming no policy token looks like a browser: it
-/// starts `Mozilla/` (every current browser's does) and has none of the
-/// words automated clients put in theirs (`bot`, `crawl`, `spider`,
-/// `slurp`, `http`, `fetch`, `preview`, `headless`, `scan`, `archiv`),
-/// ASCII case-insensitive. One pass over the header, comparing only where a word's
-/// first letter is; no allocation (it runs on every browser request).
-pub fn looks_like_browser(user_agent: &str) -> bool {
-    let ua = user_agent.as_bytes();
-    if ua.len() < 8 || !ua[..8].eq_ignore_ascii_case(b"Mozilla/") {
-        return false;
-    }
-    let rest = &ua[8..];
-    !rest.iter().enumerate().any(|(i, &b)| {
-        let words: &[&[u8]] = match b | 0x20 {
-            b'b' => &[b"bot"],
-            b'c' => &[b"crawl"],
-            b's' => &[b"spider", b"slurp", b"scan"],
-            b'h' => &[b"http", b"headless"],
-            b'f' => &[b"fetch"],
-            b'p' => &[b"preview"],
-            b'a' => &[b"archiv"],
-            _ => return false,
-        };
-        words.iter().any(|w| rest.len() - i >= w.len() && rest[i..i + w.len()].eq_ignore_ascii_case(w))
-    })
 }
 
 impl Activity {
