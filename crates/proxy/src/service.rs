@@ -275,7 +275,7 @@ impl ProxyHttp for Gate {
                     ctx.path = Cow::Owned(String::from_utf8_lossy(req.raw_path()).into_owned());
                 }
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
-                Ok(true)
+                return Ok(true);
             }
             Route::Serve { file, decision } | Route::NotFound { file, decision } => {
                 ctx.note(&decision);
@@ -301,7 +301,7 @@ impl ProxyHttp for Gate {
                         Box::pin(respond::plain(session, 404, body)).await?;
                     }
                 }
-                Ok(true)
+                return Ok(true);
             }
             Route::Block { decision, target } => {
                 ctx.note(&decision);
@@ -318,7 +318,7 @@ impl ProxyHttp for Gate {
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 Box::pin(respond::plain(session, status, body)).await?;
-                Ok(true)
+                return Ok(true);
             }
             Route::Forward { decision, target, controls } => {
                 ctx.note(&decision);
@@ -332,9 +332,10 @@ impl ProxyHttp for Gate {
                 ctx.controls = Some(controls);
                 ctx.forward = target.forward.map(Cow::into_owned);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
-                Ok(false)
             }
         }
+        self.add_forwarding_fields(session, ctx)?;
+        Ok(false)
     }
 
     /// Picks the next healthy origin server (round robin).
@@ -348,46 +349,18 @@ impl ProxyHttp for Gate {
         }
     }
 
-    /// Adds X-Forwarded-For/-Proto (Host is forwarded unchanged) and asks
-    /// for an identity body when the response may be rewritten.
+    /// Sends the target the decision was made on, and asks for an identity
+    /// body when the response may be rewritten. (The forwarding fields are
+    /// in the client's header already: `add_forwarding_fields`.)
     async fn upstream_request_filter(
         &self,
-        session: &mut Session,
+        _session: &mut Session,
         upstream_request: &mut RequestHeader,
         ctx: &mut Ctx,
     ) -> Result<()> {
-        if let Some(client) = &ctx.client {
-            // A trusted proxy's chain is extended; an untrusted client's own
-            // X-Forwarded-For and Forwarded are dropped, so the origin never
-            // reads an address the client chose.
-            let trusted = ctx.snap.policy.settings().verification.is_trusted_proxy(client.peer);
-            let mut text = crate::events::IpText::new();
-            let peer = text.write(client.peer);
-            let forwarded = match upstream_request.headers.get(&X_FORWARDED_FOR) {
-                Some(prev) if trusted => [prev.as_bytes(), b", ", peer].concat(),
-                _ => peer.to_vec(),
-            };
-            // The previous value was a valid field value, an address is one.
-            if let Ok(value) = http::HeaderValue::from_bytes(&forwarded) {
-                upstream_request.insert_header("x-forwarded-for", value)?;
-            }
-            if !trusted {
-                upstream_request.remove_header(&header::FORWARDED);
-            }
-        }
-        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
-        upstream_request.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
-        upstream_request.append_header(header::VIA, self.via.clone())?;
-        // The origin can log the same id; a client's own X-Request-Id is
-        // forwarded as it is (and never becomes the log's id).
-        if !upstream_request.headers.contains_key(&X_REQUEST_ID) {
-            let mut text = crate::events::IdText::new();
-            if let Ok(value) = http::HeaderValue::from_bytes(text.write(ctx.id)) {
-                upstream_request.insert_header("x-request-id", value)?;
-            }
-        }
         // The origin gets the target the decision was made on.
-        if let Some(target) = ctx.forward.take() {
+        // Not taken: a retried request is sent again.
+        if let Some(target) = ctx.forward.as_deref() {
             upstream_request.set_raw_path(target.as_bytes())?;
         }
         if ctx.html_candidate {
@@ -586,6 +559,47 @@ impl ProxyHttp for Gate {
 }
 
 impl Gate {
+    /// Adds X-Forwarded-For, X-Forwarded-Proto, Via and X-Request-Id (Host
+    /// is forwarded unchanged) to a request that goes to the origin. They
+    /// are added to the client's header, after the decision, rather than
+    /// to the origin's copy of it: Pingora makes that copy with no spare
+    /// room, so every field added to it would grow its two maps, while the
+    /// parsed header has room for them.
+    fn add_forwarding_fields(&self, session: &mut Session, ctx: &Ctx) -> Result<()> {
+        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+        let req = session.req_header_mut();
+        if let Some(client) = &ctx.client {
+            // A trusted proxy's chain is extended; an untrusted client's own
+            // X-Forwarded-For and Forwarded are dropped, so the origin never
+            // reads an address the client chose.
+            let trusted = ctx.snap.policy.settings().verification.is_trusted_proxy(client.peer);
+            let mut text = crate::events::IpText::new();
+            let peer = text.write(client.peer);
+            let forwarded = match req.headers.get(&X_FORWARDED_FOR) {
+                Some(prev) if trusted => [prev.as_bytes(), b", ", peer].concat(),
+                _ => peer.to_vec(),
+            };
+            // The previous value was a valid field value, an address is one.
+            if let Ok(value) = http::HeaderValue::from_bytes(&forwarded) {
+                req.insert_header("x-forwarded-for", value)?;
+            }
+            if !trusted {
+                req.remove_header(&header::FORWARDED);
+            }
+        }
+        req.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+        req.append_header(header::VIA, self.via.clone())?;
+        // The origin can log the same id; a client's own X-Request-Id is
+        // forwarded as it is (and never becomes the log's id).
+        if !req.headers.contains_key(&X_REQUEST_ID) {
+            let mut text = crate::events::IdText::new();
+            if let Ok(value) = http::HeaderValue::from_bytes(text.write(ctx.id)) {
+                req.insert_header("x-request-id", value)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Counts a verification outcome under the claimed (or signed) token,
     /// a policy token or `other`.
     fn count_verification(&self, snap: &Snapshot, claim: Option<Claim<'_>>, verdict: &Verdict) {
