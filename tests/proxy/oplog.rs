@@ -436,3 +436,32 @@ fn metrics_exist_from_the_start_and_describe_the_build_policy_and_process() {
         proxy.metrics().lines().filter(|l| l.starts_with("crawlgate_policy_info{")).map(str::to_owned).collect();
     assert_eq!(infos, [format!("crawlgate_policy_info{{sha256=\"{new_sha}\"}} 1")]);
 }
+
+/// A reload signal sent while the proxy is still starting (before its
+/// watcher listens for SIGHUP) neither ends the process, SIGHUP's default
+/// action, nor is lost: it reloads once the watcher runs.
+#[test]
+fn sighup_during_startup_is_a_reload() {
+    let dir = TempDir::new("early-hup");
+    let path = dir.write("crawlgate.toml", base_policy(addr(), addr(), addr()));
+    let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
+    let mut child = Command::new(crawlgate_e2e::crawlgate_bin())
+        .args(["run", "--config"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // Long before the listeners and the watcher are up.
+    std::thread::sleep(Duration::from_millis(30));
+    let sent = Command::new("kill").args(["-HUP", &child.id().to_string()]).status().unwrap();
+    assert!(sent.success());
+    let line = wait_for("the reload outcome line", DEADLINE, || {
+        let err = std::fs::read_to_string(dir.join("stderr.log")).unwrap_or_default();
+        err.lines().find(|l| l.contains(" outcome=")).map(str::to_owned)
+    });
+    assert!(line.contains("trigger=\"sighup\" outcome=\"unchanged\""), "{line}");
+    assert!(child.try_wait().unwrap().is_none(), "the proxy exited after an early SIGHUP");
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let _ = child.wait();
+}

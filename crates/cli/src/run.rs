@@ -6,6 +6,9 @@ use std::process::ExitCode;
 /// `crawlgate run`. Returns only when startup fails (exit 1 with every
 /// policy error); a running proxy exits through Pingora's signal handling.
 pub fn run(config: &Path) -> anyhow::Result<ExitCode> {
+    // A reload signal sent while the policy compiles must not end the
+    // process (SIGHUP's default action).
+    crawlgate_proxy::early_sighup();
     let source = crate::config::read_policy_file(config)?;
     let name = config.display().to_string();
     let loaded = match crawlgate_policy::load(&source, &name) {

@@ -42,6 +42,7 @@ use pingora::services::listening::Service;
 
 pub use admin_auth::authorization as admin_authorization;
 pub use metrics::ReloadOutcome;
+pub use reload::early_sighup;
 pub use state::LoadError;
 
 use crate::admin::Admin;
@@ -74,6 +75,9 @@ pub fn init_logging() {
 /// otherwise the process exits when Pingora shuts down.
 pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
     init_logging();
+    // Before anything slow: a reload signal sent right after start must not
+    // terminate the process.
+    let early_hup = watch.as_ref().map(|_| crate::reload::early_sighup());
     let metrics =
         Metrics::with_verification(loaded.policy.settings().verification.enabled).context("cannot register metrics")?;
     for w in &loaded.warnings {
@@ -174,8 +178,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         svc.add_tcp(&addr);
         server.add_service(svc);
     }
-    if let Some(path) = watch {
-        server.add_service(background_service("policy watcher", Watcher::new(Reloader::new(shared.clone(), path))));
+    if let (Some(path), Some(early_hup)) = (watch, early_hup) {
+        let watcher = Watcher::new(Reloader::new(shared.clone(), path), early_hup);
+        server.add_service(background_service("policy watcher", watcher));
     }
     server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
     if shared.verifier.get().is_some() {

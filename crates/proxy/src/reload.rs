@@ -7,6 +7,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -240,12 +241,33 @@ fn relevant(kind: &EventKind, paths: &[PathBuf], file_name: &OsStr) -> bool {
 /// The background service that watches the policy file and SIGHUP.
 pub struct Watcher {
     reloader: Arc<Reloader>,
+    /// Set by a SIGHUP that arrived before this service listened for it
+    /// ([`early_sighup`]).
+    early_hup: Arc<AtomicBool>,
+}
+
+/// Catches SIGHUP from the start of the process: until the watcher listens
+/// for it, a SIGHUP (a reload sent right after start, e.g. by a service
+/// manager) would otherwise terminate the process, which is SIGHUP's
+/// default action. The watcher reloads once for any it caught. Called
+/// first thing by `crawlgate run` and again by [`crate::run`]; the handler
+/// is registered once.
+pub fn early_sighup() -> Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, flag.clone()) {
+            eprintln!("crawlgate: cannot catch SIGHUP during startup: {e}");
+        }
+        flag
+    })
+    .clone()
 }
 
 impl Watcher {
-    /// Watches `reloader`'s file.
-    pub fn new(reloader: Reloader) -> Watcher {
-        Watcher { reloader: Arc::new(reloader) }
+    /// Watches `reloader`'s file; `early_hup` is [`early_sighup`]'s flag.
+    pub fn new(reloader: Reloader, early_hup: Arc<AtomicBool>) -> Watcher {
+        Watcher { reloader: Arc::new(reloader), early_hup }
     }
 
     async fn reload(&self, trigger: Trigger) {
@@ -301,6 +323,11 @@ impl BackgroundService for Watcher {
                 None
             }
         };
+        // A SIGHUP before the line above was caught by the early handler
+        // only (one after it reaches both, and costs an `unchanged` reload).
+        if self.early_hup.swap(false, Ordering::Relaxed) {
+            self.reload(Trigger::Sighup).await;
+        }
         loop {
             tokio::select! {
                 _ = shutdown.changed() => break,
