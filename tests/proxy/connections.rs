@@ -162,6 +162,26 @@ fn idle_h2c_connection_is_closed() {
     assert_eq!(silent.read_to_close(), b"");
 }
 
+/// An HTTP/2 client (hyper, through reqwest) sends several requests on its
+/// connection (RFC 9113 section 5): every one is answered over HTTP/2, and
+/// one client connection is open at the end. (curl 7.88 with
+/// `--http2-prior-knowledge` and several URLs closes its own connection
+/// after the first stream, which looked like a server fault.)
+#[test]
+fn h2c_answers_several_requests_from_one_client() {
+    let origin = origin();
+    let proxy = start(&origin, "h2c = true\n");
+    let client = reqwest::blocking::Client::builder().http2_prior_knowledge().build().unwrap();
+    for path in ["/robots.txt", "/", "/robots.txt"] {
+        let resp = client.get(format!("http://{}{path}", proxy.addr)).send().unwrap();
+        assert_eq!(resp.version(), reqwest::Version::HTTP_2, "{path}");
+        assert_eq!(resp.status(), 200, "{path}");
+        assert!(!resp.text().unwrap().is_empty(), "{path}");
+    }
+    let open = "crawlgate_client_connections{listener=\"proxy\"}";
+    assert_eq!(proxy.metric(open).as_deref(), Some("1"));
+}
+
 #[test]
 fn changed_limits_need_a_restart_and_keep_applying() {
     let origin = origin();
