@@ -37,6 +37,12 @@ const RECENT_MAX_LEN: usize = 512;
 struct Recent {
     matcher: u64,
     user_agent: Vec<u8>,
+    answer: Answer,
+}
+
+/// What is remembered of a User-Agent.
+#[derive(Clone, Copy, Default)]
+struct Answer {
     token: Option<usize>,
     browser: bool,
 }
@@ -102,46 +108,37 @@ impl TokenMatcher {
     /// Index of the token identified in `user_agent`, if any.
     pub fn find(&self, user_agent: &str) -> Option<usize> {
         self.ac.as_ref()?;
-        let hay = user_agent.as_bytes();
-        if hay.len() > RECENT_MAX_LEN {
-            return self.search(user_agent);
-        }
-        let slot = slot_of(hay);
-        let remembered = RECENT_ANSWERS.with(|recent| {
-            let recent = recent.try_borrow().ok()?;
-            let r = recent.get(slot)?;
-            (r.matcher == self.id && r.user_agent == hay).then_some(r.token)
-        });
-        if let Some(token) = remembered {
-            return token;
-        }
-        let token = self.search(user_agent);
-        RECENT_ANSWERS.with(|recent| {
-            if let Ok(mut recent) = recent.try_borrow_mut() {
-                if recent.is_empty() {
-                    recent.resize_with(RECENT, Recent::default);
-                }
-                let r = &mut recent[slot];
-                r.matcher = self.id;
-                r.user_agent.clear();
-                r.user_agent.extend_from_slice(hay);
-                r.token = token;
-                r.browser = looks_like_browser(user_agent);
-            }
-        });
-        token
+        self.answer(user_agent).token
     }
 
     /// [`looks_like_browser`], remembered with the answer of [`TokenMatcher::find`]
     /// for the same header (the proxy asks both of every request).
     pub fn looks_like_browser(&self, user_agent: &str) -> bool {
+        self.answer(user_agent).browser
+    }
+
+    /// The remembered answer for `user_agent`, found and remembered first
+    /// when there is none.
+    fn answer(&self, user_agent: &str) -> Answer {
+        let fresh = || Answer { token: self.search(user_agent), browser: looks_like_browser(user_agent) };
         let hay = user_agent.as_bytes();
-        let remembered = RECENT_ANSWERS.with(|recent| {
-            let recent = recent.try_borrow().ok()?;
-            let r = recent.get(slot_of(hay))?;
-            (r.matcher == self.id && r.user_agent == hay).then_some(r.browser)
-        });
-        remembered.unwrap_or_else(|| looks_like_browser(user_agent))
+        if hay.len() > RECENT_MAX_LEN {
+            return fresh();
+        }
+        RECENT_ANSWERS.with(|recent| {
+            let Ok(mut recent) = recent.try_borrow_mut() else { return fresh() };
+            if recent.is_empty() {
+                recent.resize_with(RECENT, Recent::default);
+            }
+            let r = &mut recent[slot_of(hay)];
+            if r.matcher != self.id || r.user_agent != hay {
+                r.answer = fresh();
+                r.matcher = self.id;
+                r.user_agent.clear();
+                r.user_agent.extend_from_slice(hay);
+            }
+            r.answer
+        })
     }
 
     /// The search itself, without the remembered answers.

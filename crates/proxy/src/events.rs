@@ -273,38 +273,26 @@ impl Line {
 
     fn field(&mut self, key: &str, value: Value<'_>) {
         let first = self.out.is_empty() || self.out == "{";
-        match self.format {
-            AccessLogFormat::Json => {
-                if !first {
-                    self.out.push(',');
-                }
-                self.out.push('"');
-                self.out.push_str(key);
-                self.out.push_str("\":");
-                match value {
-                    Value::Str(s) => json_string(&mut self.out, s),
-                    Value::Num(n) => {
-                        let _ = write!(self.out, "{n}");
-                    }
-                    Value::Raw(s) => self.out.push_str(s),
-                    Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
-                }
+        let json = self.format == AccessLogFormat::Json;
+        if !first {
+            self.out.push(if json { ',' } else { ' ' });
+        }
+        if json {
+            self.out.push('"');
+            self.out.push_str(key);
+            self.out.push_str("\":");
+        } else {
+            self.out.push_str(key);
+            self.out.push('=');
+        }
+        match value {
+            Value::Str(s) if json => json_string(&mut self.out, s),
+            Value::Str(s) => logfmt_value(&mut self.out, s),
+            Value::Num(n) => {
+                let _ = write!(self.out, "{n}");
             }
-            AccessLogFormat::Logfmt => {
-                if !first {
-                    self.out.push(' ');
-                }
-                self.out.push_str(key);
-                self.out.push('=');
-                match value {
-                    Value::Str(s) => logfmt_value(&mut self.out, s),
-                    Value::Num(n) => {
-                        let _ = write!(self.out, "{n}");
-                    }
-                    Value::Raw(s) => self.out.push_str(s),
-                    Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
-                }
-            }
+            Value::Raw(s) => self.out.push_str(s),
+            Value::Bool(b) => self.out.push_str(if b { "true" } else { "false" }),
         }
     }
 

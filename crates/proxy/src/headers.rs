@@ -18,22 +18,17 @@ use http::HeaderName;
 use pingora::http::ResponseHeader;
 use pingora::Result;
 
-const ROBOTS_TAG: &str = "robots-tag";
-const X_ROBOTS_TAG: &str = "x-robots-tag";
-const CONTENT_USAGE: &str = "content-usage";
-const TDM_RESERVATION: &str = "tdm-reservation";
-const TDM_POLICY: &str = "tdm-policy";
-
-/// The same names for lookups (a string is parsed on every lookup).
-static ROBOTS_TAG_NAME: HeaderName = HeaderName::from_static(ROBOTS_TAG);
-static X_ROBOTS_TAG_NAME: HeaderName = HeaderName::from_static(X_ROBOTS_TAG);
-static CONTENT_USAGE_NAME: HeaderName = HeaderName::from_static(CONTENT_USAGE);
-static TDM_RESERVATION_NAME: HeaderName = HeaderName::from_static(TDM_RESERVATION);
-static TDM_POLICY_NAME: HeaderName = HeaderName::from_static(TDM_POLICY);
+// Names, not strings: a string is parsed on every lookup. Pingora's
+// inserts take `name.as_str()` (a `&'static str` costs no copy there).
+static ROBOTS_TAG: HeaderName = HeaderName::from_static("robots-tag");
+static X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
+static CONTENT_USAGE: HeaderName = HeaderName::from_static("content-usage");
+static TDM_RESERVATION: HeaderName = HeaderName::from_static("tdm-reservation");
+static TDM_POLICY: HeaderName = HeaderName::from_static("tdm-policy");
 
 /// Whether the origin's response states its own TDM reservation.
 pub fn origin_states_tdm(resp: &ResponseHeader) -> bool {
-    resp.headers.contains_key(&TDM_RESERVATION_NAME) || resp.headers.contains_key(&TDM_POLICY_NAME)
+    resp.headers.contains_key(&TDM_RESERVATION) || resp.headers.contains_key(&TDM_POLICY)
 }
 
 /// `plan` without its TDMRep metas, for a response whose origin states its
@@ -51,28 +46,28 @@ pub fn without_tdm_metas(plan: &HtmlPlan) -> Option<Arc<HtmlPlan>> {
 /// are not structured fields are passed on verbatim, never dropped.
 pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: OriginHeaderMode) -> Result<()> {
     if let Some(ours) = controls.robots_tag.as_deref() {
-        let origin_has = resp.headers.contains_key(&ROBOTS_TAG_NAME);
-        merge_header(resp, (ROBOTS_TAG, &ROBOTS_TAG_NAME), &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
+        let origin_has = resp.headers.contains_key(&ROBOTS_TAG);
+        merge_header(resp, &ROBOTS_TAG, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
         if origin_has {
             move_unstructured_robots_tag(resp)?;
         }
     }
     if !controls.x_robots_tag.is_empty() {
-        merge_header(resp, (X_ROBOTS_TAG, &X_ROBOTS_TAG_NAME), &controls.x_robots_tag, |upstream| {
+        merge_header(resp, &X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| {
             merge_x_robots_tag(upstream, &controls.x_robots_tag)
         })?;
     }
     if let Some(cu) = controls.content_usage.as_deref() {
-        let origin_has = resp.headers.contains_key(&CONTENT_USAGE_NAME);
+        let origin_has = resp.headers.contains_key(&CONTENT_USAGE);
         if !origin_has || content_usage == OriginHeaderMode::Replace {
-            resp.insert_header(CONTENT_USAGE, cu)?;
+            resp.insert_header(CONTENT_USAGE.as_str(), cu)?;
         }
     }
     if let Some(reservation) = controls.tdm_reservation {
         if !origin_states_tdm(resp) {
-            resp.insert_header(TDM_RESERVATION, if reservation == 1 { "1" } else { "0" })?;
+            resp.insert_header(TDM_RESERVATION.as_str(), if reservation == 1 { "1" } else { "0" })?;
             if let Some(policy) = controls.tdm_policy.as_deref() {
-                resp.insert_header(TDM_POLICY, policy)?;
+                resp.insert_header(TDM_POLICY.as_str(), policy)?;
             }
         }
     }
@@ -137,13 +132,13 @@ fn connection_options(resp: &ResponseHeader) -> Vec<HeaderName> {
 /// which saves parsing and serialising them on every response.
 fn merge_header<S: AsRef<str>>(
     resp: &mut ResponseHeader,
-    (name, key): (&'static str, &HeaderName),
+    name: &'static HeaderName,
     ours: &[S],
     merge: impl FnOnce(&[&[u8]]) -> Vec<Vec<u8>>,
 ) -> Result<()> {
-    if !resp.headers.contains_key(key) {
+    if !resp.headers.contains_key(name) {
         for line in ours {
-            resp.append_header(name, line.as_ref())?;
+            resp.append_header(name.as_str(), line.as_ref())?;
         }
         return Ok(());
     }
@@ -157,32 +152,34 @@ fn merge_header<S: AsRef<str>>(
 /// accept that syntax, so that `Robots-Tag` stays one valid List holding
 /// the policy's directives.
 fn move_unstructured_robots_tag(resp: &mut ResponseHeader) -> Result<()> {
-    let lines = values(resp, ROBOTS_TAG);
+    let lines = values(resp, &ROBOTS_TAG);
     if lines.iter().all(|l| is_structured_list(l)) {
         return Ok(());
     }
     let (structured, legacy): (Vec<Vec<u8>>, Vec<Vec<u8>>) = lines.into_iter().partition(|l| is_structured_list(l));
-    replace(resp, ROBOTS_TAG, structured)?;
+    replace(resp, &ROBOTS_TAG, structured)?;
     for line in legacy {
         if let Ok(v) = http::HeaderValue::from_bytes(&line) {
-            resp.append_header(X_ROBOTS_TAG, v)?;
+            resp.append_header(X_ROBOTS_TAG.as_str(), v)?;
         }
     }
     Ok(())
 }
 
-fn values(resp: &ResponseHeader, name: &str) -> Vec<Vec<u8>> {
+fn values(resp: &ResponseHeader, name: &HeaderName) -> Vec<Vec<u8>> {
     resp.headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect()
 }
 
-fn replace(resp: &mut ResponseHeader, name: &'static str, lines: Vec<Vec<u8>>) -> Result<()> {
+fn replace(resp: &mut ResponseHeader, name: &'static HeaderName, lines: Vec<Vec<u8>>) -> Result<()> {
     resp.remove_header(name);
     for line in lines {
         match http::HeaderValue::from_bytes(&line) {
             Ok(v) => {
-                resp.append_header(name, v)?;
+                resp.append_header(name.as_str(), v)?;
             }
-            Err(_) => tracing::debug!(header = name, "Dropped a merged header line that is not a valid field value"),
+            Err(_) => {
+                tracing::debug!(header = name.as_str(), "Dropped a merged header line that is not a valid field value")
+            }
         }
     }
     Ok(())

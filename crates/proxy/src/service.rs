@@ -154,12 +154,13 @@ impl Ctx {
 fn client_addr(session: &Session, snap: &Snapshot) -> Option<ClientAddr> {
     let peer = session.client_addr()?.as_inet()?.ip();
     let req = session.req_header();
-    let lines = |name: &str| -> Vec<&[u8]> { req.headers.get_all(name).iter().map(|v| v.as_bytes()).collect() };
+    let lines =
+        |name: &http::HeaderName| -> Vec<&[u8]> { req.headers.get_all(name).iter().map(|v| v.as_bytes()).collect() };
     let settings = &snap.policy.settings().verification;
     if !settings.is_trusted_proxy(peer) {
         return Some(client_address(peer, &[], &[], settings));
     }
-    Some(client_address(peer, &lines("forwarded"), &lines("x-forwarded-for"), settings))
+    Some(client_address(peer, &lines(&header::FORWARDED), &lines(&X_FORWARDED_FOR), settings))
 }
 
 /// The request's `User-Agent` field lines, decoded when there is one.
@@ -581,7 +582,7 @@ impl Gate {
             };
             // The previous value was a valid field value, an address is one.
             if let Ok(value) = http::HeaderValue::from_bytes(&forwarded) {
-                req.insert_header("x-forwarded-for", value)?;
+                req.insert_header(X_FORWARDED_FOR.as_str(), value)?;
             }
             if !trusted {
                 req.remove_header(&header::FORWARDED);
@@ -594,7 +595,7 @@ impl Gate {
         if !req.headers.contains_key(&X_REQUEST_ID) {
             let mut text = crate::events::IdText::new();
             if let Ok(value) = http::HeaderValue::from_bytes(text.write(ctx.id)) {
-                req.insert_header("x-request-id", value)?;
+                req.insert_header(X_REQUEST_ID.as_str(), value)?;
             }
         }
         Ok(())
