@@ -226,6 +226,16 @@ mod tests {
         }
         strip_hop_by_hop(&mut switching);
         assert_eq!(names(&switching), ["connection", "upgrade"]);
+
+        // Without Connection, the fixed set still goes; without any, nothing.
+        let mut bare = ResponseHeader::build(200, None).unwrap();
+        for (k, v) in [("Keep-Alive", "timeout=5"), ("TE", "trailers"), ("X-Kept", "k"), ("Content-Length", "5")] {
+            bare.append_header(k.to_owned(), v).unwrap();
+        }
+        strip_hop_by_hop(&mut bare);
+        assert_eq!(names(&bare), ["content-length", "x-kept"]);
+        strip_hop_by_hop(&mut bare);
+        assert_eq!(names(&bare), ["content-length", "x-kept"]);
     }
 
     #[test]

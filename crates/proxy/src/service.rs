@@ -98,7 +98,10 @@ pub struct Ctx {
     /// The request's path has an HTML plan (a HEAD gets the rewrite's
     /// headers only).
     html_candidate: bool,
-    html: Option<HtmlStream>,
+    /// The response's rewrite. Boxed: the rewriter's state is over a
+    /// kilobyte, and the context lives inside every request's futures,
+    /// which are moved whole into place; most responses have none.
+    html: Option<Box<HtmlStream>>,
     upstream: Option<SocketAddr>,
     upstream_status: Option<u16>,
     /// The target sent upstream in place of the client's (the origin-form
@@ -412,7 +415,8 @@ impl ProxyHttp for Gate {
             };
             if let Some(plan) = own.as_ref() {
                 ctx.html =
-                    crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?;
+                    crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?
+                        .map(Box::new);
             }
         }
         // A rewritten response is compressed for a client that asked for it
@@ -665,5 +669,16 @@ fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
         if c.is_header_phase() {
             c.adjust_level(if on { COMPRESSION_LEVEL } else { 0 });
         }
+    }
+}
+#[cfg(test)]
+mod tests {
+    /// The context is part of every request's futures, which Pingora and
+    /// async-trait move whole (a copy per move): it stays small, and large
+    /// per-response state (the HTML rewrite) is boxed.
+    #[test]
+    fn request_context_stays_small() {
+        let size = std::mem::size_of::<super::Ctx>();
+        assert!(size <= 512, "Ctx is {size} bytes");
     }
 }
