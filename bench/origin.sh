@@ -1,7 +1,7 @@
-# Sourced by bench/paired-compare and bench/verify-compare: the origin they
+# Sourced by bench/paired-compare, bench/verify-compare and bench/instructions: the origin they
 # share. `start_origin DIR` writes the 1.5 KB page (DIR/www/small.html) and
 # starts nginx (one worker, static files, keep-alive) on 127.0.0.1:38081;
-# `stop_origin DIR` stops it.
+# `stop_origin DIR` stops it and waits until it has exited.
 start_origin() {
   local d=$1
   mkdir -p "$d/www" "$d/nginx"
@@ -26,5 +26,9 @@ NGINX
 }
 
 stop_origin() {
-  kill "$(cat "$1/nginx.pid")" 2>/dev/null || true
+  local pid
+  pid=$(cat "$1/nginx.pid" 2>/dev/null) || return 0
+  kill "$pid" 2>/dev/null || true
+  # Gone before returning, so that the next script can bind the port.
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
