@@ -123,7 +123,21 @@ fn connections_over_the_cap_are_refused_and_admin_still_answers() {
     let proxy =
         start(&origin, "client_idle_timeout = \"30s\"\nclient_header_timeout = \"30s\"\nmax_connections = 50\n");
     let open = "crawlgate_client_connections{listener=\"proxy\"}";
-    // The readiness probes of `Proxy::start_with` are gone first.
+    // The readiness probes' connections (the test's and the proxy's own,
+    // which connects until `/readyz` turns 200) are gone first. They may
+    // still wait in the listen backlog while the gauge reads 0; connections
+    // are accepted in order, so once a request on a new connection is
+    // answered and that connection is the only one open, they have come
+    // and gone.
+    let ready = || crate::support::get(&proxy.admin_url("/readyz"), "test").status().as_u16() == 200;
+    wait_for("the proxy to be ready", PATIENCE, || ready().then_some(()));
+    let mut marker = connect(proxy.addr);
+    marker.send(GET_ROBOTS);
+    assert!(marker.read_response(false).text().starts_with("HTTP/1.1 200"));
+    wait_for("only the marker connection open", PATIENCE, || {
+        (proxy.metric(open).as_deref() == Some("1")).then_some(())
+    });
+    drop(marker);
     wait_for("no open proxy connection", PATIENCE, || (proxy.metric(open).as_deref() == Some("0")).then_some(()));
     let mut idle: Vec<Conn> = (0..50).map(|_| connect(proxy.addr)).collect();
     wait_for("50 open proxy connections", PATIENCE, || (proxy.metric(open).as_deref() == Some("50")).then_some(()));

@@ -4,10 +4,14 @@
 //! `http.server` serving a directory), which serves `private/x` for a target
 //! that does not start with `/`.
 
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use crawlgate_e2e::origin::{Body, Origin, Route};
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
 use crawlgate_testkit::http::{exchange, RawResponse};
 use crawlgate_testkit::TempDir;
@@ -169,73 +173,28 @@ fn pipelined_requests_are_each_decided_and_answered_in_order() {
     assert!(!text.contains(SECRET), "{text}");
 }
 
-/// An origin that drops a kept-alive connection once, after reading a
-/// request for `/b` on it: Pingora then sends the request again on a new
-/// connection. Records every request line it reads.
-struct DroppingOrigin {
-    addr: SocketAddr,
-    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl DroppingOrigin {
-    fn start() -> DroppingOrigin {
-        use std::io::{BufRead, BufReader, Write};
-        use std::sync::atomic::{AtomicBool, Ordering};
-        use std::sync::{Arc, Mutex};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let dropped = Arc::new(AtomicBool::new(false));
-        let (l, d) = (lines.clone(), dropped.clone());
-        // Threads end with the test process; each connection with its peer.
-        std::thread::spawn(move || {
-            for conn in listener.incoming().flatten() {
-                let (lines, dropped) = (l.clone(), d.clone());
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(conn.try_clone().unwrap());
-                    let mut writer = conn;
-                    let mut served = 0;
-                    loop {
-                        let mut head = Vec::new();
-                        loop {
-                            let mut line = String::new();
-                            match reader.read_line(&mut line) {
-                                Ok(0) | Err(_) => return,
-                                Ok(_) if line == "\r\n" => break,
-                                Ok(_) => head.push(line),
-                            }
-                        }
-                        let request_line = head.first().map(|l| l.trim_end().to_owned()).unwrap_or_default();
-                        lines.lock().unwrap().push(request_line.clone());
-                        if served > 0 && request_line.starts_with("GET /b ") && !dropped.swap(true, Ordering::SeqCst) {
-                            return;
-                        }
-                        served += 1;
-                        let _ = writer.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n");
-                    }
-                });
-            }
-        });
-        DroppingOrigin { addr, lines, dropped }
-    }
-}
-
 /// A request Pingora sends again (its pooled origin connection was closed
 /// under it) goes out with the target the decision was made on, not the
 /// client's spelling of it.
 #[test]
 fn a_retried_request_keeps_the_decided_target() {
-    let origin = DroppingOrigin::start();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let origin = Origin::start(vec![
+        ("/a", Route::ok("text/plain", "ok\n")),
+        (
+            "/b",
+            Route::ok("text/plain", "ok\n")
+                .body(Body::DropOnceOnReuse { body: b"ok\n".to_vec(), dropped: dropped.clone() }),
+        ),
+    ]);
     let proxy = Proxy::start(origin.addr, RULES);
     let keep = "GET /a HTTP/1.1\r\nHost: site.test\r\nUser-Agent: GPTBot/1.2\r\n\r\n";
     let last =
         "GET http://site.test/b HTTP/1.1\r\nHost: site.test\r\nUser-Agent: GPTBot/1.2\r\nConnection: close\r\n\r\n";
     // One client connection, two requests in turn: the second finds the
     // first's origin connection in Pingora's pool.
-    let mut client = std::net::TcpStream::connect(proxy.addr).unwrap();
+    let mut client = TcpStream::connect(proxy.addr).unwrap();
     client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    use std::io::{Read, Write};
     client.write_all(keep.as_bytes()).unwrap();
     let mut first = [0u8; 256];
     let n = client.read(&mut first).unwrap();
@@ -245,7 +204,7 @@ fn a_retried_request_keeps_the_decided_target() {
     let _ = client.read_to_end(&mut rest);
     let text = String::from_utf8_lossy(&rest);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    assert!(origin.dropped.load(std::sync::atomic::Ordering::SeqCst), "the origin connection was not reused");
-    let lines = origin.lines.lock().unwrap().clone();
-    assert_eq!(lines, ["GET /a HTTP/1.1", "GET /b HTTP/1.1", "GET /b HTTP/1.1"]);
+    assert!(dropped.load(Ordering::SeqCst), "the origin connection was not reused");
+    let targets: Vec<String> = origin.seen().into_iter().map(|s| s.target).collect();
+    assert_eq!(targets, ["/a", "/b", "/b"]);
 }

@@ -28,6 +28,11 @@ pub enum Body {
     Generated { head: Vec<u8>, filler: Vec<u8>, tail: Vec<u8>, total: usize, sized: bool },
     /// Never answers (for gateway timeouts).
     Hang,
+    /// `Content-Length` and the bytes, except once: the first request for
+    /// the route on a connection that already served one closes that
+    /// connection unanswered (a proxy's pooled connection dropped under
+    /// it, which it retries); `dropped` tells the test it happened.
+    DropOnceOnReuse { body: Vec<u8>, dropped: Arc<AtomicBool> },
 }
 
 /// One route's response.
@@ -167,6 +172,7 @@ fn serve(
     stream.set_read_timeout(Some(Duration::from_millis(200)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
+    let mut served = 0usize;
     loop {
         let mut line = String::new();
         loop {
@@ -215,6 +221,12 @@ fn serve(
             headers: vec![("Content-Type".into(), "text/plain".into())],
             body: Body::Fixed(b"origin: not found\n".to_vec()),
         });
+        if let Body::DropOnceOnReuse { dropped, .. } = &route.body {
+            if served > 0 && !dropped.swap(true, Ordering::SeqCst) {
+                return Ok(());
+            }
+        }
+        served += 1;
         if matches!(route.body, Body::Hang) {
             while !stop.load(Ordering::Relaxed) {
                 thread::sleep(Duration::from_millis(20));
@@ -227,7 +239,7 @@ fn serve(
         }
         let head_only = method == "HEAD" || route.status == 304 || route.status == 204;
         let sized = match &route.body {
-            Body::Fixed(b) => Some(b.len()),
+            Body::Fixed(b) | Body::DropOnceOnReuse { body: b, .. } => Some(b.len()),
             Body::Gated { first, rest, sized: true, .. } => Some(first.len() + rest.len()),
             Body::Generated { total, sized: true, .. } => Some(*total),
             _ => None,
@@ -249,7 +261,7 @@ fn serve(
         out.write_all(head.as_bytes())?;
         if !head_only {
             match &route.body {
-                Body::Fixed(b) => out.write_all(b)?,
+                Body::Fixed(b) | Body::DropOnceOnReuse { body: b, .. } => out.write_all(b)?,
                 Body::Chunked(chunks) => {
                     for c in chunks {
                         write_chunk(&mut out, c)?;

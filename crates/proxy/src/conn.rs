@@ -373,11 +373,10 @@ pub struct Guarded {
     inner: Stream,
     phase: Phase,
     deadline: Instant,
-    /// Fires at `timer_at`, which follows `deadline` only when a read has
-    /// to wait ([`Guarded::poll_timer`]): a request whose header arrives in
-    /// one read never touches the timer wheel.
+    /// Follows `deadline` only when a read has to wait
+    /// ([`Guarded::poll_timer`]): a request whose header arrives in one
+    /// read never touches the timer wheel.
     timer: Pin<Box<Sleep>>,
-    timer_at: Instant,
     header_end: HeaderEnd,
     /// Bytes past a request header were read (a body or a pipelined
     /// request) on this connection, so a next request may already be
@@ -408,7 +407,6 @@ impl Guarded {
             phase: Phase::Idle,
             deadline,
             timer: Box::pin(tokio::time::sleep_until(deadline)),
-            timer_at: deadline,
             header_end: HeaderEnd::default(),
             read_ahead: false,
             limits,
@@ -428,8 +426,7 @@ impl Guarded {
     /// Polls the timer at the current deadline. Moving a registered timer
     /// later is lock-free in tokio; only an earlier deadline re-registers.
     fn poll_timer(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.timer_at != self.deadline {
-            self.timer_at = self.deadline;
+        if self.timer.deadline() != self.deadline {
             self.timer.as_mut().reset(self.deadline);
         }
         self.timer.as_mut().poll(cx)

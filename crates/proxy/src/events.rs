@@ -112,7 +112,7 @@ impl Default for IdText {
 impl IdText {
     /// An empty buffer.
     pub fn new() -> IdText {
-        IdText([0; 29])
+        IdText([0; 8 + 1 + 20])
     }
 
     /// Writes `id` and returns its bytes.

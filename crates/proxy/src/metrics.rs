@@ -456,6 +456,8 @@ impl Metrics {
             "Upstream responses by status class (error: no response).",
             &["class"],
         )?;
+        // Every series counted per request, resolved once; each exists from
+        // the start.
         let hot = HotSeries {
             responses: std::array::from_fn(|i| responses.with_label_values(&[STATUS_CLASSES[i]])),
             upstream_responses: std::array::from_fn(|i| upstream_responses.with_label_values(&[STATUS_CLASSES[i]])),
@@ -544,14 +546,12 @@ impl Metrics {
         for result in OriginFetch::ALL {
             metrics.origin_robots_fetches.with_label_values(&[result.as_str()]);
         }
-        // Every class exists from the start (looked up in `hot`).
         for reason in [Passthrough::Encoding, Passthrough::Charset, Passthrough::Utf16, Passthrough::BailOut] {
             metrics.html_passthrough.with_label_values(&[reason.as_str()]);
         }
         for reason in ["size", "ratio", "invalid"] {
             metrics.decompression_aborted.with_label_values(&[reason]);
         }
-
         for mode in [HtmlMode::Inject, HtmlMode::Audit, HtmlMode::Enforce] {
             metrics.html_rewrites.with_label_values(&[mode.as_str()]);
         }

@@ -575,10 +575,9 @@ impl ProxyHttp for Gate {
 impl Gate {
     /// Adds X-Forwarded-For, X-Forwarded-Proto, Via and X-Request-Id (Host
     /// is forwarded unchanged) to a request that goes to the origin. They
-    /// are added to the client's header, after the decision, rather than
-    /// to the origin's copy of it: Pingora makes that copy with no spare
-    /// room, so every field added to it would grow its two maps, while the
-    /// parsed header has room for them.
+    /// are added once, to the client's header after the decision; Pingora's
+    /// copy for the origin, made again for a retried attempt, takes them
+    /// along.
     fn add_forwarding_fields(&self, session: &mut Session, ctx: &Ctx) -> Result<()> {
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         let req = session.req_header_mut();
