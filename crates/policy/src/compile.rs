@@ -38,6 +38,11 @@ pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
 /// descriptor, and no process limit goes much past a million.
 pub const MAX_CONNECTIONS: usize = 1 << 20;
 
+/// Concurrent connections on the admin listener (besides the few kept
+/// for health probes). A separate cap, so that a saturated proxy port
+/// cannot starve `/healthz` and `/metrics`.
+pub const ADMIN_CONNECTIONS: usize = 64;
+
 /// A loaded policy and its warnings.
 #[derive(Debug)]
 pub struct Loaded {
@@ -287,6 +292,8 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         admin_auth_file: None,
         access_log_format: AccessLogFormat::Logfmt,
         ready_requires_upstream: false,
+        admin_header_timeout: Duration::from_secs(5),
+        admin_connections_per_client: 16,
     };
     let Some(raw) = raw else { return s };
     let RawServer {
@@ -308,6 +315,8 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         admin_auth_file,
         access_log_format,
         ready_requires_upstream,
+        admin_header_timeout,
+        admin_connections_per_client,
     } = raw.get_ref();
     s.proxy_protocol = proxy_protocol.unwrap_or(false);
     s.ready_requires_upstream = ready_requires_upstream.unwrap_or(false);
@@ -416,6 +425,20 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
             _ => cx.err(
                 m,
                 format!("server.max_connections must be between 1 and {MAX_CONNECTIONS}, found {}", m.get_ref()),
+            ),
+        }
+    }
+    s.admin_header_timeout =
+        cx.positive_duration("server.admin_header_timeout", admin_header_timeout, s.admin_header_timeout);
+    if let Some(m) = admin_connections_per_client {
+        match usize::try_from(*m.get_ref()) {
+            Ok(n) if (1..=ADMIN_CONNECTIONS).contains(&n) => s.admin_connections_per_client = n,
+            _ => cx.err(
+                m,
+                format!(
+                    "server.admin_connections_per_client must be between 1 and {ADMIN_CONNECTIONS} (the admin listener's cap), found {}",
+                    m.get_ref()
+                ),
             ),
         }
     }
@@ -1384,6 +1407,25 @@ mod tests {
         assert_eq!(s.client_header_timeout, Duration::from_secs(2));
         assert_eq!(s.client_body_timeout, Duration::from_secs(60));
         assert_eq!(s.max_connections, 50);
+    }
+
+    #[test]
+    fn admin_limits_default_and_parse() {
+        let s = server("").unwrap();
+        assert_eq!(s.admin_header_timeout, Duration::from_secs(5));
+        assert_eq!(s.admin_connections_per_client, 16);
+        let s = server("admin_header_timeout = \"800ms\"\nadmin_connections_per_client = 64").unwrap();
+        assert_eq!(s.admin_header_timeout, Duration::from_millis(800));
+        assert_eq!(s.admin_connections_per_client, 64);
+        assert_eq!(
+            server("admin_header_timeout = \"0s\"\nadmin_connections_per_client = 65").unwrap_err(),
+            "p.toml:2:24: server.admin_header_timeout must be greater than zero, found `0s`\n\
+             p.toml:3:32: server.admin_connections_per_client must be between 1 and 64 (the admin listener's cap), found 65"
+        );
+        assert_eq!(
+            server("admin_connections_per_client = 0").unwrap_err(),
+            "p.toml:2:32: server.admin_connections_per_client must be between 1 and 64 (the admin listener's cap), found 0"
+        );
     }
 
     #[test]

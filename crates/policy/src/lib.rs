@@ -29,7 +29,7 @@ mod type_error;
 pub mod validate;
 pub mod verification;
 
-pub use compile::{load, Loaded, MAX_ROBOTS_TXT};
+pub use compile::{load, Loaded, ADMIN_CONNECTIONS, MAX_ROBOTS_TXT};
 pub use diag::{parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};

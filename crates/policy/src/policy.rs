@@ -143,6 +143,13 @@ pub struct ServerSettings {
     pub access_log_format: AccessLogFormat,
     /// Whether `/readyz` also needs a healthy upstream server.
     pub ready_requires_upstream: bool,
+    /// The admin listener's total time from a request's first byte to the
+    /// end of its header (shorter than the proxy's: a probe or a scrape
+    /// sends its header at once).
+    pub admin_header_timeout: Duration,
+    /// Concurrent admin connections from one client address, so that one
+    /// client cannot fill the admin listener's cap.
+    pub admin_connections_per_client: usize,
 }
 
 /// `server.access_log_format`: the encoding of an access log line.

@@ -48,6 +48,8 @@ pub(crate) struct RawServer {
     pub admin_auth_file: Option<S<String>>,
     pub access_log_format: Option<S<String>>,
     pub ready_requires_upstream: Option<bool>,
+    pub admin_header_timeout: Option<S<String>>,
+    pub admin_connections_per_client: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -16,6 +16,10 @@ use crate::dashboard;
 use crate::metrics::unix_seconds;
 use crate::state::Shared;
 
+/// The health probes: open without credentials, and answered over the
+/// listener's connection cap (see [`crate::conn::ConnApp::with_probe_slots`]).
+pub const PROBES: &[&str] = &["/healthz", "/readyz"];
+
 /// The admin HTTP app.
 pub struct Admin {
     shared: Arc<Shared>,
@@ -158,7 +162,7 @@ impl ServeHttp for Admin {
         }
         let path = session.req_header().uri.path().to_owned();
         if let Some(auth) = &self.auth {
-            let probe = path == "/healthz" || path == "/readyz";
+            let probe = PROBES.contains(&path.as_str());
             let given = session.req_header().headers.get(http::header::AUTHORIZATION).map(|v| v.as_bytes());
             if !probe && !auth.accepts(given) {
                 let mut resp = text(

@@ -56,6 +56,15 @@ const LINGER: Duration = Duration::from_secs(1);
 /// refused connection is closed without a response.
 const MAX_LINGERING_REFUSALS: usize = 64;
 
+/// How long a connection in a probe slot has, from its accept, to send a
+/// whole request header naming a probe path. Load balancer and Kubernetes
+/// probes send theirs at once.
+const PROBE_DEADLINE: Duration = Duration::from_secs(1);
+
+/// The longest request line a probe slot waits for; a longer one is not a
+/// probe.
+const PROBE_LINE_MAX: usize = 256;
+
 /// The client limits of one listener kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -81,6 +90,94 @@ pub struct ConnApp<A> {
     /// Set when connections from trusted peers start with a PROXY protocol
     /// header: says whether a peer is trusted.
     proxy_protocol: Option<TrustedPeer>,
+    /// Connections allowed over the cap for health probes only.
+    probes: Option<Probes>,
+    /// Concurrent connections allowed from one client address.
+    per_client: Option<Arc<PerClient>>,
+}
+
+/// Slots beyond the cap that only health probes may use, so that clients
+/// holding every connection (a flood of half-sent requests) cannot make a
+/// liveness probe fail and restart a healthy process.
+struct Probes {
+    slots: Arc<Semaphore>,
+    /// `GET` or `HEAD` of one of these paths is a probe.
+    paths: &'static [&'static str],
+}
+
+/// Open connections per client address.
+struct PerClient {
+    limit: usize,
+    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
+}
+
+impl PerClient {
+    /// Counts a connection from `ip`, or `None` when `ip` already has
+    /// `limit` open.
+    fn admit(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<ClientSlot> {
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = open.entry(ip).or_insert(0);
+        if *n >= self.limit {
+            return None;
+        }
+        *n += 1;
+        Some(ClientSlot { ip, table: self.clone() })
+    }
+}
+
+/// One connection's count under [`PerClient`], given back on drop.
+struct ClientSlot {
+    ip: std::net::IpAddr,
+    table: Arc<PerClient>,
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.table.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&self.ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// What the first bytes of a connection in a probe slot say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProbeLine {
+    /// No whole request line yet.
+    Partial,
+    /// `GET` or `HEAD` of a probe path over HTTP/1.x.
+    Probe,
+    /// Anything else.
+    Other,
+}
+
+/// Reads the request line at the start of `head` (RFC 9112 section 3;
+/// empty lines before it are skipped, section 2.2): a probe is `GET` or
+/// `HEAD` of one of `paths`, with or without a query.
+fn probe_line(head: &[u8], paths: &[&str]) -> ProbeLine {
+    let start = head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len());
+    let head = &head[start..];
+    let Some(lf) = memchr::memchr(b'\n', head) else {
+        return if head.len() > PROBE_LINE_MAX { ProbeLine::Other } else { ProbeLine::Partial };
+    };
+    let line = head[..lf].strip_suffix(b"\r").unwrap_or(&head[..lf]);
+    let mut parts = line.split(|&b| b == b' ');
+    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return ProbeLine::Other;
+    };
+    let path = target.split(|&b| b == b'?').next().unwrap_or(target);
+    let probe = matches!(method, b"GET" | b"HEAD")
+        && paths.iter().any(|p| p.as_bytes() == path)
+        && matches!(version, b"HTTP/1.0" | b"HTTP/1.1");
+    if probe {
+        ProbeLine::Probe
+    } else {
+        ProbeLine::Other
+    }
 }
 
 /// Whether a socket peer is a trusted proxy (read from the current policy).
@@ -96,7 +193,23 @@ impl<A> ConnApp<A> {
             refusals: Arc::new(Semaphore::new(MAX_LINGERING_REFUSALS)),
             metrics: Arc::new(metrics),
             proxy_protocol: None,
+            probes: None,
+            per_client: None,
         }
+    }
+
+    /// Keeps `slots` connections beyond the cap for `GET` and `HEAD` of
+    /// `paths` (one request each, its header within [`PROBE_DEADLINE`]).
+    pub fn with_probe_slots(mut self, slots: usize, paths: &'static [&'static str]) -> ConnApp<A> {
+        self.probes = Some(Probes { slots: Arc::new(Semaphore::new(slots)), paths });
+        self
+    }
+
+    /// Refuses a connection from a client address that has `limit` open
+    /// (the socket's peer: this listener reads no PROXY protocol header).
+    pub fn with_per_client_limit(mut self, limit: usize) -> ConnApp<A> {
+        self.per_client = Some(Arc::new(PerClient { limit, open: Default::default() }));
+        self
     }
 
     /// Reads a PROXY protocol header from every connection whose peer
@@ -125,7 +238,27 @@ where
     A: HttpServerApp + Send + Sync + 'static,
 {
     async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
+        let peer = stream.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
+        let _client = match (&self.per_client, peer) {
+            (Some(table), Some(ip)) => match table.admit(ip) {
+                Some(slot) => Some(slot),
+                None => {
+                    self.metrics.refused.inc();
+                    self.refuse(stream).await;
+                    return None;
+                }
+            },
+            _ => None,
+        };
         let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+            if let Some(probes) = &self.probes {
+                if let Ok(permit) = probes.slots.clone().try_acquire_owned() {
+                    self.metrics.open.inc();
+                    let _slot = Slot { _permit: permit, metrics: self.metrics.clone() };
+                    self.serve_probe(stream, probes.paths, shutdown).await;
+                    return None;
+                }
+            }
             self.metrics.refused.inc();
             self.refuse(stream).await;
             return None;
@@ -164,6 +297,41 @@ where
         .await;
     }
 
+    /// A connection in a probe slot: served like any other if its request
+    /// line, read within [`PROBE_DEADLINE`], names a probe (one request,
+    /// then closed), refused as over the cap otherwise.
+    async fn serve_probe(&self, mut stream: Stream, paths: &[&str], shutdown: &ShutdownWatch) {
+        let deadline = Instant::now() + PROBE_DEADLINE;
+        let mut head = Vec::new();
+        let line = tokio::time::timeout_at(deadline, async {
+            let mut buf = [0u8; PROBE_LINE_MAX];
+            loop {
+                let n = stream.read(&mut buf).await?;
+                if n == 0 {
+                    return Ok(ProbeLine::Other);
+                }
+                head.extend_from_slice(&buf[..n]);
+                match probe_line(&head, paths) {
+                    ProbeLine::Partial => {}
+                    seen => return Ok::<_, io::Error>(seen),
+                }
+            }
+        })
+        .await;
+        if !matches!(line, Ok(Ok(ProbeLine::Probe))) {
+            self.metrics.refused.inc();
+            self.refuse(stream).await;
+            return;
+        }
+        // The rest of the header within what is left of the deadline; the
+        // bytes read so far are handed to Pingora first.
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let limits = Limits { idle: left, header: left, body: left, ..self.limits };
+        let mut io = Guarded::new(stream, limits, self.metrics.clone());
+        io.prefetched = head;
+        self.serve_h1(Box::new(io), shutdown, true).await;
+    }
+
     async fn serve(self: &Arc<Self>, mut stream: Stream, shutdown: &ShutdownWatch) {
         let proxied = match &self.proxy_protocol {
             Some(trusted) => match self.proxy_header(&mut stream, trusted).await {
@@ -194,7 +362,7 @@ where
             io.expect_preface();
             let _ = ServerApp::process_new(&self.app, Box::new(io), shutdown).await;
         } else {
-            self.serve_h1(Box::new(io), shutdown).await;
+            self.serve_h1(Box::new(io), shutdown, false).await;
         }
     }
 
@@ -222,8 +390,8 @@ where
 
     /// The HTTP/1 keep-alive loop, as Pingora runs it, except that every
     /// session gets the idle and body timeouts and the stream is told where
-    /// each request starts.
-    async fn serve_h1(&self, mut io: Box<Guarded>, shutdown: &ShutdownWatch) {
+    /// each request starts. With `once`, one request without keep-alive.
+    async fn serve_h1(&self, mut io: Box<Guarded>, shutdown: &ShutdownWatch, once: bool) {
         let options = self.app.server_options();
         let mut settings = None;
         // One receiver per connection (a clone touches the channel's shared
@@ -251,9 +419,12 @@ where
             // limit is per read and in whole seconds, and would also cut a
             // header paused for longer than the idle timeout without a 408.
             // The stream's idle and header deadlines bound every wait.
-            session.set_keepalive(if *shutdown.borrow() { None } else { Some(0) });
+            session.set_keepalive(if once || *shutdown.borrow() { None } else { Some(0) });
             session.set_read_timeout(Some(self.limits.body));
             let Some(reused) = self.app.process_new_http(session, shutdown).await else { return };
+            if once {
+                return;
+            }
             let (stream, next) = reused.consume();
             let Ok(mut guarded) = stream.into_any().downcast::<Guarded>() else { return };
             guarded.expect_request();
@@ -448,7 +619,7 @@ impl Guarded {
         // keeps and parses without reading the socket again; how many it
         // still holds is not visible here, so such a connection is no
         // longer pre-waited (its reads keep the idle deadline).
-        if self.phase != Phase::Idle || self.read_ahead {
+        if self.phase != Phase::Idle || self.read_ahead || self.at < self.prefetched.len() {
             return Ok(());
         }
         let mut first = [0u8; PREFETCH];
@@ -532,6 +703,20 @@ impl Guarded {
         }
     }
 
+    /// A read's deadline passed: the read fails, after a 408 when it was
+    /// a request header's. The 408 goes out here rather than when the app
+    /// shuts the stream down: not every app does (Pingora's `ServeHttp`
+    /// apps, such as the admin listener, drop a stream whose header read
+    /// failed).
+    fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let err = self.expire();
+        if self.phase != Phase::Expired(Expired::Header) {
+            return Poll::Ready(Err(err));
+        }
+        self.arm(Instant::now() + LINGER);
+        self.poll_close_with_408(cx, 0, false).map(|_| Err(err))
+    }
+
     /// Writes the 408, shuts the write side down and drains what the
     /// client still sends, all within [`LINGER`].
     fn poll_close_with_408(&mut self, cx: &mut Context<'_>, sent: usize, shut: bool) -> Poll<io::Result<()>> {
@@ -594,7 +779,10 @@ impl AsyncRead for Guarded {
             return Poll::Ready(Ok(()));
         }
         match this.phase {
-            Phase::Open | Phase::Closing { .. } => return Pin::new(&mut this.inner).poll_read(cx, buf),
+            Phase::Open => return Pin::new(&mut this.inner).poll_read(cx, buf),
+            Phase::Closing { sent, shut } => {
+                return this.poll_close_with_408(cx, sent, shut).map(|_| Err(Expired::Header.error()))
+            }
             Phase::Expired(e) => return Poll::Ready(Err(e.error())),
             Phase::Closed => return Poll::Ready(Err(io::ErrorKind::NotConnected.into())),
             Phase::Idle | Phase::Header | Phase::Preface(_) => {}
@@ -602,7 +790,7 @@ impl AsyncRead for Guarded {
         // Checked before reading: a client that trickles bytes never lets a
         // read wait long enough for the timer to fire.
         if Instant::now() >= this.deadline {
-            return Poll::Ready(Err(this.expire()));
+            return this.poll_expired(cx);
         }
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
@@ -612,7 +800,7 @@ impl AsyncRead for Guarded {
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => match this.poll_timer(cx) {
-                Poll::Ready(()) => Poll::Ready(Err(this.expire())),
+                Poll::Ready(()) => this.poll_expired(cx),
                 Poll::Pending => Poll::Pending,
             },
         }
@@ -755,6 +943,33 @@ mod tests {
         assert!(!ends(&[b"\r\n\r\n", b"\r\n"]));
         assert!(ends(&[b"\r\n\r\nGET / HTTP/1.1\r\n", b"\r\n"]));
         assert!(!ends(&[b"GET / HTTP/1.1\r\nX: a\r\r\n"]));
+    }
+
+    #[test]
+    fn probe_lines() {
+        let paths = &["/healthz", "/readyz"];
+        let cases: &[(&[u8], ProbeLine)] = &[
+            (b"GET /healthz HTTP/1.1\r\n", ProbeLine::Probe),
+            (b"HEAD /readyz HTTP/1.0\r\nHost: a\r\n\r\n", ProbeLine::Probe),
+            (b"GET /readyz?verbose=1 HTTP/1.1\n", ProbeLine::Probe),
+            (b"\r\nGET /healthz HTTP/1.1\r\n", ProbeLine::Probe),
+            (b"GET /healthz HTTP/1.1", ProbeLine::Partial),
+            (b"", ProbeLine::Partial),
+            (b"\r\n", ProbeLine::Partial),
+            (b"GET /metrics HTTP/1.1\r\n", ProbeLine::Other),
+            (b"POST /healthz HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET /healthzz HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET /healthz/x HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET  /healthz HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET /healthz HTTP/2.0\r\n", ProbeLine::Other),
+            (b"GET /healthz\r\n", ProbeLine::Other),
+            (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", ProbeLine::Other),
+        ];
+        for (head, want) in cases {
+            assert_eq!(probe_line(head, paths), *want, "{}", String::from_utf8_lossy(head));
+        }
+        let long = [b"GET /".as_slice(), &[b'a'; PROBE_LINE_MAX]].concat();
+        assert_eq!(probe_line(&long, paths), ProbeLine::Other);
     }
 
     /// The line-at-a-time search agrees with the byte-at-a-time definition

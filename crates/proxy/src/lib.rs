@@ -28,7 +28,7 @@ mod verify;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crawlgate_policy::Loaded;
+use crawlgate_policy::{Loaded, ADMIN_CONNECTIONS};
 
 use anyhow::Context;
 use pingora::apps::HttpServerOptions;
@@ -99,6 +99,8 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         None => None,
     };
     let h2c = server_settings.h2c;
+    let (admin_header_timeout, admin_per_client) =
+        (server_settings.admin_header_timeout, server_settings.admin_connections_per_client);
     let limits = Limits {
         idle: server_settings.client_idle_timeout,
         header: server_settings.client_header_timeout,
@@ -171,9 +173,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     }
     server.add_service(proxy);
     if let Some(addr) = admin {
-        let admin_limits = Limits { max_connections: ADMIN_CONNECTIONS, ..limits };
+        let admin_limits = Limits { max_connections: ADMIN_CONNECTIONS, header: admin_header_timeout, ..limits };
         let app =
-            ConnApp::new(Admin::new(shared.clone(), admin_auth), admin_limits, shared.metrics.connections("admin"));
+            ConnApp::new(Admin::new(shared.clone(), admin_auth), admin_limits, shared.metrics.connections("admin"))
+                .with_probe_slots(ADMIN_PROBE_SLOTS, crate::admin::PROBES)
+                .with_per_client_limit(admin_per_client);
         let mut svc = Service::new("crawlgate admin".to_string(), app);
         svc.add_tcp(&addr);
         server.add_service(svc);
@@ -193,9 +197,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     server.run_forever()
 }
 
-/// Concurrent connections on the admin listener. A separate cap, so that
-/// a saturated proxy port cannot starve `/healthz` and `/metrics`.
-const ADMIN_CONNECTIONS: usize = 64;
+/// Admin connections over [`ADMIN_CONNECTIONS`] kept for `/healthz` and
+/// `/readyz`: a probe still answers when clients hold every other one.
+const ADMIN_PROBE_SLOTS: usize = 8;
 
 /// Descriptors kept for everything but client connections: listeners,
 /// logs, the policy watcher, health checks, idle upstream connections.
@@ -207,7 +211,7 @@ const RESERVED_FILES: u64 = 256;
 /// upstream).
 fn raise_nofile_limit(max_connections: usize) {
     use rlimit::Resource;
-    let clients = u64::try_from(max_connections + ADMIN_CONNECTIONS).unwrap_or(u64::MAX);
+    let clients = u64::try_from(max_connections + ADMIN_CONNECTIONS + ADMIN_PROBE_SLOTS).unwrap_or(u64::MAX);
     let need = clients.saturating_mul(2).saturating_add(RESERVED_FILES);
     let (soft, hard) = match Resource::NOFILE.get() {
         Ok(limits) => limits,
