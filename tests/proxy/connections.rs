@@ -4,11 +4,13 @@
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
+use std::process::Command;
 use std::time::Duration;
 
 use crawlgate_e2e::origin::Origin;
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
 use crawlgate_testkit::http::{exchange, Conn};
+use crawlgate_testkit::TempDir;
 
 use crate::support::{origin, POLICY};
 
@@ -178,9 +180,9 @@ fn idle_h2c_connection_is_closed() {
 
 /// An HTTP/2 client (hyper, through reqwest) sends several requests on its
 /// connection (RFC 9113 section 5): every one is answered over HTTP/2, and
-/// one client connection is open at the end. (curl 7.88 with
-/// `--http2-prior-knowledge` and several URLs closes its own connection
-/// after the first stream, which looked like a server fault.)
+/// one client connection is open at the end. (For curl 7.88 with
+/// `--http2-prior-knowledge` and several URLs, see
+/// [`curl_h2c_with_two_urls`].)
 #[test]
 fn h2c_answers_several_requests_from_one_client() {
     let origin = origin();
@@ -194,6 +196,179 @@ fn h2c_answers_several_requests_from_one_client() {
     }
     let open = "crawlgate_client_connections{listener=\"proxy\"}";
     assert_eq!(proxy.metric(open).as_deref(), Some("1"));
+}
+
+/// curl 7.88.1's first bytes with `--http2-prior-knowledge` (captured on
+/// the wire): the preface, SETTINGS (max concurrent streams 100, initial
+/// window 32 MiB, no push) and a WINDOW_UPDATE of the connection window.
+const CURL_OPENING: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\
+    \x00\x00\x12\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64\x00\x04\x02\x00\x00\x00\x00\x02\x00\x00\x00\x00\
+    \x00\x00\x04\x08\x00\x00\x00\x00\x00\x01\xff\x00\x01";
+
+/// One HTTP/2 frame (RFC 9113 section 4.1).
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+    let mut f = vec![len[1], len[2], len[3], kind, flags];
+    f.extend(stream.to_be_bytes());
+    f.extend(payload);
+    f
+}
+
+/// A GET request's HEADERS frame (END_STREAM | END_HEADERS), its fields
+/// in HPACK (RFC 7541) without Huffman coding or indexing.
+fn h2_get(stream: u32, path: &str) -> Vec<u8> {
+    // :method GET and :scheme http are static table entries 2 and 6.
+    let mut block = vec![0x82, 0x86];
+    let literal = |block: &mut Vec<u8>, s: &str| {
+        block.push(u8::try_from(s.len()).unwrap());
+        block.extend(s.as_bytes());
+    };
+    // :path (entry 4) and :authority (entry 1) by name index.
+    block.push(0x04);
+    literal(&mut block, path);
+    block.push(0x01);
+    literal(&mut block, "test.example");
+    block.push(0x00);
+    literal(&mut block, "user-agent");
+    literal(&mut block, "curl/7.88.1");
+    h2_frame(0x01, 0x05, stream, &block)
+}
+
+/// Reads frames until `stream` ends; returns its header block and body.
+/// Acknowledges the server's SETTINGS as curl does; a GOAWAY or a
+/// RST_STREAM fails the test.
+fn h2_response(conn: &mut Conn, stream: u32) -> (Vec<u8>, Vec<u8>) {
+    let (mut block, mut body) = (Vec::new(), Vec::new());
+    loop {
+        let mut head = [0u8; 9];
+        conn.stream().read_exact(&mut head).unwrap_or_else(|e| panic!("stream {stream}: {e}"));
+        let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        let (kind, flags, id) =
+            (head[3], head[4], u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff);
+        let mut payload = vec![0u8; len];
+        conn.stream().read_exact(&mut payload).unwrap();
+        match kind {
+            0x07 | 0x03 => panic!("stream {stream}: frame type {kind} (GOAWAY or RST_STREAM) {payload:?}"),
+            0x04 if flags & 0x01 == 0 => conn.send(&h2_frame(0x04, 0x01, 0, &[])),
+            0x01 if id == stream => block.extend(&payload),
+            0x00 if id == stream => body.extend(&payload),
+            _ => {}
+        }
+        if id == stream && matches!(kind, 0x00 | 0x01) && flags & 0x01 != 0 {
+            return (block, body);
+        }
+    }
+}
+
+/// A second request on an h2c connection opened with curl's exact bytes
+/// is answered, for a locally served file and a proxied path alike: the
+/// proxy's connection wrapper neither loses nor reorders the frames that
+/// come after the first response (curl's SETTINGS ACK).
+#[test]
+fn h2c_second_stream_on_curls_connection_is_answered() {
+    let origin = origin();
+    let proxy = start(&origin, "h2c = true\n");
+    let robots = crate::support::get(&proxy.url("/robots.txt"), "curl/7.88.1").text().unwrap();
+    let mut conn = connect(proxy.addr);
+    conn.send(&[CURL_OPENING, &h2_get(1, "/robots.txt")].concat());
+    let (block, body) = h2_response(&mut conn, 1);
+    // 0x88: the static table's `:status: 200` (RFC 7541 appendix A).
+    assert_eq!(block.first(), Some(&0x88), "{block:?}");
+    assert_eq!(String::from_utf8_lossy(&body), robots);
+    for (stream, path, want) in [(3, "/", "home\n"), (5, "/robots.txt", robots.as_str())] {
+        conn.send(&h2_get(stream, path));
+        let (block, body) = h2_response(&mut conn, stream);
+        assert_eq!(block.first(), Some(&0x88), "{path}: {block:?}");
+        assert_eq!(String::from_utf8_lossy(&body), want, "{path}");
+    }
+    assert_eq!(origin.seen().len(), 1);
+}
+
+/// curl with two URLs (`-w` prints the HTTP version, new connections and
+/// status of each): its exit code, what `-w` printed, and both bodies.
+fn curl_two(args: &[&str], first: &str, second: &str) -> (Option<i32>, String, String, String) {
+    let dir = TempDir::new("curl");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let out = Command::new("curl")
+        .args(["-s", "-k", "--max-time", "10", "-w", "%{http_version} %{num_connects} %{http_code}\\n"])
+        .args(args)
+        .arg(first)
+        .arg("-o")
+        .arg(&a)
+        .arg(second)
+        .arg("-o")
+        .arg(&b)
+        .output()
+        .expect("cannot run curl");
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), read(&a), read(&b))
+}
+
+/// The installed curl's version, e.g. (7, 88).
+fn curl_version() -> (u32, u32) {
+    let out = Command::new("curl").arg("--version").output().expect("cannot run curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = text.split_whitespace().nth(1).unwrap_or_default();
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// curl reuses one HTTP/2 connection for two URLs over TLS (ALPN h2): the
+/// second request is answered on the first connection (`num_connects` 0),
+/// a proxied path after a locally served file.
+#[test]
+fn curl_reuses_one_http2_connection_over_tls() {
+    let origin = origin();
+    let dir = TempDir::new("tls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let st = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("cannot run openssl");
+    assert!(st.status.success(), "openssl: {}", String::from_utf8_lossy(&st.stderr));
+    let tls = addr();
+    let proxy = start(
+        &origin,
+        &format!("tls_listen = [\"{tls}\"]\ntls_cert = \"{}\"\ntls_key = \"{}\"\n", cert.display(), key.display()),
+    );
+    let robots = crate::support::get(&proxy.url("/robots.txt"), "curl").text().unwrap();
+    let (code, summary, a, b) =
+        curl_two(&["--http2"], &format!("https://{tls}/robots.txt"), &format!("https://{tls}/"));
+    assert_eq!((code, summary.as_str()), (Some(0), "2 1 200\n2 0 200\n"), "{}", proxy.log());
+    assert_eq!((a.as_str(), b.as_str()), (robots.as_str(), "home\n"));
+}
+
+/// `curl --http2-prior-knowledge URL URL`. curl before 8.0 fails the
+/// second URL with exit 16 ("Error in the HTTP2 framing layer") against
+/// any h2c server (nginx 1.22 too): on reuse it stacks a second HTTP/2
+/// layer on the connection (curl issue 10634, fixed by pull request 10643
+/// in curl 8.0.0), sends no second request and closes. With such a curl
+/// this test checks that the proxy received exactly one request; with a
+/// fixed curl, that both are answered on one connection.
+#[test]
+fn curl_h2c_with_two_urls() {
+    let origin = origin();
+    let proxy = start(&origin, "h2c = true\n");
+    let robots = crate::support::get(&proxy.url("/robots.txt"), "curl").text().unwrap();
+    let (code, summary, a, b) = curl_two(
+        &["--http2-prior-knowledge"],
+        &format!("http://{}/", proxy.addr),
+        &format!("http://{}/robots.txt", proxy.addr),
+    );
+    if curl_version() >= (8, 0) {
+        assert_eq!((code, summary.as_str()), (Some(0), "2 1 200\n2 0 200\n"), "{}", proxy.log());
+        assert_eq!((a.as_str(), b.as_str()), ("home\n", robots.as_str()));
+    } else {
+        assert_eq!((code, summary.as_str(), a.as_str()), (Some(16), "2 1 200\n0 0 000\n", "home\n"));
+        assert_eq!(origin.seen().len(), 1);
+        let h2_requests = || proxy.log().lines().filter(|l| l.contains("protocol=HTTP/2")).count();
+        wait_for("the first request's access log line", PATIENCE, || (h2_requests() == 1).then_some(()));
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(h2_requests(), 1, "{}", proxy.log());
+    }
 }
 
 #[test]
