@@ -1,5 +1,7 @@
 //! Client connection limits around a Pingora HTTP app: a cap on concurrent
-//! connections and the idle, header and body timeouts of `[server]`.
+//! connections and the idle, header and body timeouts of `[server]`; on
+//! the admin listener also a cap per client address and a few slots over
+//! the cap that only health probes may use.
 //!
 //! Pingora alone leaves a kept-alive HTTP/1 connection open for ever: after
 //! the first request its session switches to an unbounded keep-alive wait
