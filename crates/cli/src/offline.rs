@@ -153,12 +153,17 @@ pub fn explain(
         };
         let mut d = policy.decide(user_agent, &path);
         if let Some((_, Some(r))) = &verified {
-            let identity = crawlgate_policy::Identity { verification: r.verdict.verification, proven: None };
+            let identity = crawlgate_policy::Identity {
+                verification: r.verdict.verification,
+                proven: None,
+                replayed: false,
+            };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
             match policy.route_with(false, path.as_bytes(), ua, identity) {
                 crawlgate_policy::Route::Serve { decision, .. }
                 | crawlgate_policy::Route::NotFound { decision, .. }
                 | crawlgate_policy::Route::Block { decision, .. }
+                | crawlgate_policy::Route::Replayed { decision, .. }
                 | crawlgate_policy::Route::Forward { decision, .. } => d = decision,
                 crawlgate_policy::Route::BadRequest(_) => {}
             }

@@ -29,7 +29,9 @@ use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
 use crate::sf;
 use crate::validate;
-use crate::verification::{validate_ed25519_jwk, Cidr, OnFailure, PinnedJwk, VerificationSettings, VerifyMode};
+use crate::verification::{
+    validate_ed25519_jwk, Cidr, OnFailure, PinnedJwk, VerificationSettings, VerifyMode, REQUIRABLE_COMPONENTS,
+};
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -160,6 +162,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         allow_warnings,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
+    let raw_upstream_sni = upstream.as_ref().and_then(|u| u.get_ref().sni.as_ref()).map(|s| s.get_ref().clone());
+    let raw_origin_host =
+        robots_txt.as_ref().and_then(|r| r.get_ref().origin_host.as_ref()).map(|s| s.get_ref().clone());
     let server = compile_server(&mut cx, server.as_ref());
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
@@ -167,7 +172,8 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
-    let verification = compile_verification(&mut cx, verification.as_ref(), &groups);
+    let site = site_hosts(raw_upstream_sni.as_deref(), raw_origin_host.as_deref());
+    let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
     let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
@@ -1407,9 +1413,29 @@ mod tests {
     }
 }
 
+/// The hosts this site is known by when `verification.signatures.authorities`
+/// is not written: `upstream.sni` and `robots_txt.origin_host` as written
+/// (a server address alone names the origin, not the site).
+fn site_hosts(sni: Option<&str>, origin_host: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for h in [sni, origin_host].into_iter().flatten() {
+        let h = h.trim().to_ascii_lowercase();
+        if !h.is_empty() && !out.contains(&h) {
+            out.push(h);
+        }
+    }
+    out
+}
+
 /// The `[verification]` table; without it nothing is verified. `groups`
-/// are the compiled groups, whose tokens a list override may name.
-fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups: &[Group]) -> VerificationSettings {
+/// are the compiled groups, whose tokens a list override may name; `site`
+/// the hosts signatures are bound to unless `authorities` names them.
+fn compile_verification(
+    cx: &mut Ctx<'_>,
+    raw: Option<&RawVerification>,
+    groups: &[Group],
+    site: &[String],
+) -> VerificationSettings {
     let mut v = VerificationSettings::default();
     let Some(raw) = raw else { return v };
     v.enabled = true;
@@ -1475,9 +1501,57 @@ fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups:
         v.dns.timeout = cx.positive_duration("verification.dns.timeout", timeout, v.dns.timeout);
         v.dns.cache_size = cache_size_of(cx, "verification.dns.cache_size", cache_size.as_ref(), v.dns.cache_size);
     }
+    v.signatures.authorities = site.to_vec();
     if let Some(sig) = signatures {
-        let RawSignatures { max_skew, directory_timeout, cache_size, allow_http_directories } = sig.get_ref();
+        let RawSignatures {
+            max_skew,
+            directory_timeout,
+            cache_size,
+            allow_http_directories,
+            any_directory_host,
+            authorities,
+            max_validity,
+            required_components,
+            replay_cache_size,
+        } = sig.get_ref();
         let s = &mut v.signatures;
+        if let Some(list) = authorities {
+            s.authorities = Vec::new();
+            s.authorities_written = true;
+            for a in list {
+                match validate_authority(a.get_ref()) {
+                    Ok(norm) => s.authorities.push(norm),
+                    Err(e) => cx.err(a, format!("verification.signatures.authorities: {e}")),
+                }
+            }
+        }
+        s.max_validity = cx.positive_duration("verification.signatures.max_validity", max_validity, s.max_validity);
+        if s.max_validity > Duration::from_secs(24 * 3600) {
+            if let Some(m) = max_validity {
+                cx.err(m, format!("verification.signatures.max_validity must be at most 24h (the draft's limit), found `{}`", m.get_ref()));
+            }
+        }
+        if let Some(list) = required_components {
+            s.required_components = Vec::new();
+            for c in list {
+                if REQUIRABLE_COMPONENTS.contains(&c.get_ref().as_str()) {
+                    s.required_components.push(c.get_ref().clone());
+                } else {
+                    cx.err(c, format!("verification.signatures.required_components: `{}` is not one of {}", c.get_ref(), REQUIRABLE_COMPONENTS.join(", ")));
+                }
+            }
+            if !s.required_components.iter().any(|c| c == "@authority" || c == "@target-uri") {
+                s.required_components.insert(0, "@authority".to_owned());
+            }
+        }
+        s.replay_cache_size =
+            cache_size_of(cx, "verification.signatures.replay_cache_size", replay_cache_size.as_ref(), s.replay_cache_size);
+        if let Some(a) = any_directory_host {
+            s.any_directory_host = *a.get_ref();
+            if *a.get_ref() {
+                cx.warn(a, Warning::AnyDirectoryHost, "verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, internal addresses included, so clients choose where the proxy connects; for tests only");
+            }
+        }
         s.max_skew = cx.duration("verification.signatures.max_skew", max_skew.as_ref(), s.max_skew);
         s.directory_timeout =
             cx.positive_duration("verification.signatures.directory_timeout", directory_timeout, s.directory_timeout);
@@ -1496,7 +1570,30 @@ fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups:
         }
         v.keys.push(PinnedJwk { token: token.get_ref().clone(), jwk: jwk.get_ref().clone() });
     }
+    let signable = !v.keys.is_empty() || groups.iter().any(|g| g.tokens.iter().any(|t| v.has_signature_source(t)));
+    if v.signatures.authorities.is_empty() && signable && !v.signatures.authorities_written {
+        let at = signatures.as_ref().map_or(0, |s| s.span().start);
+        cx.warn_at(at, Warning::UnboundSignatures, "verification.signatures.authorities: nothing names this site's host (no authorities, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves");
+    }
     v
+}
+
+/// A `host` or `host:port` (an IPv6 host in brackets), lower-cased.
+fn validate_authority(a: &str) -> Result<String, String> {
+    let lower = a.to_ascii_lowercase();
+    let host = match lower.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((h, port)) if h.parse::<std::net::Ipv6Addr>().is_ok() && (port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok())) => return Ok(lower),
+            _ => return Err(format!("`{a}` is not a host or host:port")),
+        },
+        None => match lower.rsplit_once(':') {
+            Some((h, p)) if p.parse::<u16>().is_ok() => h.to_owned(),
+            Some(_) => return Err(format!("`{a}` is not a host or host:port")),
+            None => lower.clone(),
+        },
+    };
+    let ok = !host.is_empty() && host.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    if ok { Ok(lower) } else { Err(format!("`{a}` is not a host or host:port")) }
 }
 
 /// A cache size: 1 to 10 million entries.

@@ -148,6 +148,11 @@ pub(crate) struct RawSignatures {
     pub directory_timeout: Option<S<String>>,
     pub cache_size: Option<S<i64>>,
     pub allow_http_directories: Option<S<bool>>,
+    pub any_directory_host: Option<S<bool>>,
+    pub authorities: Option<Vec<S<String>>>,
+    pub max_validity: Option<S<String>>,
+    pub required_components: Option<Vec<S<String>>>,
+    pub replay_cache_size: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
