@@ -747,6 +747,31 @@ mod tests {
     }
 
     #[test]
+    fn authorities_match_case_insensitively_with_default_ports() {
+        let rows = [
+            ("www.example.com", "www.example.com", true),
+            ("www.example.com", "WWW.Example.COM", true),
+            ("www.example.com", "www.example.com:443", true),
+            ("www.example.com", "www.example.com:80", true),
+            ("www.example.com:443", "www.example.com", true),
+            ("www.example.com:8443", "www.example.com:8443", true),
+            ("www.example.com:8443", "www.example.com:08443", true),
+            ("www.example.com", "www.example.com:8443", false),
+            ("www.example.com:8443", "www.example.com", false),
+            ("www.example.com:8443", "www.example.com:443", false),
+            ("www.example.com", "example.com", false),
+            ("www.example.com", "www.example.com.evil", false),
+            ("www.example.com", "www.example.com:", false),
+            ("[2001:db8::1]", "[2001:DB8::1]:443", true),
+            ("[2001:db8::1]:8080", "[2001:db8::1]", false),
+            ("", "", false),
+        ];
+        for (allowed, got, want) in rows {
+            assert_eq!(authority_matches(allowed, got), want, "{allowed:?} {got:?}");
+        }
+    }
+
+    #[test]
     fn agent_urls_from_dictionary_or_string() {
         assert_eq!(agent_url(br#"sig1="https://a.example""#, None, "sig1").as_deref(), Some("https://a.example"));
         assert_eq!(

@@ -1687,7 +1687,7 @@ mod verification_tests {
     #[test]
     fn settings_parse_with_defaults() {
         let src = format!(
-            "{BASE}[verification]\nrefresh = \"1h\"\nstate_dir = \"/var/lib/crawlgate\"\n[verification.lists]\nGPTBot = [\"https://example.com/g.json\", \"/etc/crawlgate/gptbot.txt\"]\n[verification.dns]\nnameservers = [\"127.0.0.1:5353\", \"::1\"]\ntimeout = \"200ms\"\n[verification.signatures]\nmax_skew = \"30s\"\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}}'\n[[group]]\nuser_agents = [\"GPTBot\", \"ExampleBot\"]\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n"
+            "{BASE}[verification]\nrefresh = \"1h\"\nstate_dir = \"/var/lib/crawlgate\"\n[verification.lists]\nGPTBot = [\"https://example.com/g.json\", \"/etc/crawlgate/gptbot.txt\"]\n[verification.dns]\nnameservers = [\"127.0.0.1:5353\", \"::1\"]\ntimeout = \"200ms\"\n[verification.signatures]\nmax_skew = \"30s\"\nauthorities = [\"WWW.example.com\", \"example.com:8443\"]\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}}'\n[[group]]\nuser_agents = [\"GPTBot\", \"ExampleBot\"]\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n"
         );
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let v = &loaded.policy.settings().verification;
@@ -1702,6 +1702,11 @@ mod verification_tests {
         );
         assert_eq!((v.dns.timeout, v.dns.cache_size), (Duration::from_millis(200), 10_000));
         assert_eq!(v.signatures.max_skew, Duration::from_secs(30));
+        assert_eq!(v.signatures.authorities, ["www.example.com", "example.com:8443"]);
+        assert_eq!(v.signatures.max_validity, Duration::from_secs(300));
+        assert_eq!(v.signatures.required_components, ["@authority", "@method", "@path"]);
+        assert_eq!(v.signatures.replay_cache_size, 100_000);
+        assert!(!v.signatures.any_directory_host);
         assert_eq!(v.keys.len(), 1);
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         let p = &loaded.policy;
@@ -1744,5 +1749,39 @@ mod verification_tests {
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(w, ["v.toml:5:26: warning[http-key-directories]: verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only"]);
+    }
+
+    #[test]
+    fn any_directory_host_warns_on_its_own() {
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nany_directory_host = true\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:6:22: warning[any-directory-host]: verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, internal addresses included, so clients choose where the proxy connects; for tests only"]);
+        let v = &loaded.policy.settings().verification.signatures;
+        assert!(v.any_directory_host && !v.allow_http_directories);
+    }
+
+    #[test]
+    fn signatures_are_bound_to_the_site() {
+        let key = "[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}'\n[[group]]\nuser_agents = [\"*\"]\n";
+        // Nothing names the site: a warning, and no signature can be valid.
+        let loaded = load(&format!("{BASE}[verification]\n{key}"), "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:1:1: warning[unbound-signatures]: verification.signatures.authorities: nothing names this site's host (no authorities, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves"]);
+        assert!(loaded.policy.settings().verification.signatures.authorities.is_empty());
+        // upstream.sni and robots_txt.origin_host as written name it.
+        let src = format!("{}sni = \"WWW.Example.com\"\n[robots_txt]\norigin = \"merge\"\norigin_host = \"example.com\"\n[verification]\n{key}", BASE.trim_end());
+        let src = src.replacen("sni", "\nsni", 1);
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(loaded.policy.settings().verification.signatures.authorities, ["www.example.com", "example.com"]);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        // Bad values.
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a b\", \"h:x\", \"[::1]:8443\"]\nmax_validity = \"2d\"\nrequired_components = [\"@path\", \"content-digest\"]\nreplay_cache_size = 0\n");
+        let err = load(&src, "v.toml").err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(err, "v.toml:5:16: verification.signatures.authorities: `a b` is not a host or host:port\nv.toml:5:23: verification.signatures.authorities: `h:x` is not a host or host:port\nv.toml:6:16: verification.signatures.max_validity must be at most 24h (the draft's limit), found `2d`\nv.toml:7:33: verification.signatures.required_components: `content-digest` is not one of @authority, @method, @path, @query, @scheme, @target-uri\nv.toml:8:21: verification.signatures.replay_cache_size must be between 1 and 10000000, found 0");
+        // Required components: @authority is always in.
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nrequired_components = [\"@path\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(loaded.policy.settings().verification.signatures.required_components, ["@authority", "@path"]);
     }
 }
