@@ -153,11 +153,8 @@ pub fn explain(
         };
         let mut d = policy.decide(user_agent, &path);
         if let Some((_, Some(r))) = &verified {
-            let identity = crawlgate_policy::Identity {
-                verification: r.verdict.verification,
-                proven: None,
-                replayed: false,
-            };
+            let identity =
+                crawlgate_policy::Identity { verification: r.verdict.verification, proven: None, replayed: false };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
             match policy.route_with(false, path.as_bytes(), ua, identity) {
                 crawlgate_policy::Route::Serve { decision, .. }

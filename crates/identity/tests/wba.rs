@@ -524,8 +524,7 @@ mod props {
 }
 
 fn directory_keys() -> Keys {
-    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..base() })
-        .unwrap_or_else(|e| panic!("{e}"))
+    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]
@@ -646,8 +645,7 @@ async fn unreachable_or_bad_directories_leave_the_key_unknown() {
         SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not a known agent"), "{reason}"),
         other => panic!("{other:?}"),
     }
-    let https_only =
-        Keys::new(KeysConfig { any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"));
+    let https_only = Keys::new(KeysConfig { any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"));
     match check(&https_only, &req, &h, NOW).await {
         SignatureCheck::UnknownKey { reason } => assert!(reason.contains("https only"), "{reason}"),
         other => panic!("{other:?}"),

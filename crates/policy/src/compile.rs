@@ -1528,7 +1528,13 @@ fn compile_verification(
         s.max_validity = cx.positive_duration("verification.signatures.max_validity", max_validity, s.max_validity);
         if s.max_validity > Duration::from_secs(24 * 3600) {
             if let Some(m) = max_validity {
-                cx.err(m, format!("verification.signatures.max_validity must be at most 24h (the draft's limit), found `{}`", m.get_ref()));
+                cx.err(
+                    m,
+                    format!(
+                        "verification.signatures.max_validity must be at most 24h (the draft's limit), found `{}`",
+                        m.get_ref()
+                    ),
+                );
             }
         }
         if let Some(list) = required_components {
@@ -1537,15 +1543,26 @@ fn compile_verification(
                 if REQUIRABLE_COMPONENTS.contains(&c.get_ref().as_str()) {
                     s.required_components.push(c.get_ref().clone());
                 } else {
-                    cx.err(c, format!("verification.signatures.required_components: `{}` is not one of {}", c.get_ref(), REQUIRABLE_COMPONENTS.join(", ")));
+                    cx.err(
+                        c,
+                        format!(
+                            "verification.signatures.required_components: `{}` is not one of {}",
+                            c.get_ref(),
+                            REQUIRABLE_COMPONENTS.join(", ")
+                        ),
+                    );
                 }
             }
             if !s.required_components.iter().any(|c| c == "@authority" || c == "@target-uri") {
                 s.required_components.insert(0, "@authority".to_owned());
             }
         }
-        s.replay_cache_size =
-            cache_size_of(cx, "verification.signatures.replay_cache_size", replay_cache_size.as_ref(), s.replay_cache_size);
+        s.replay_cache_size = cache_size_of(
+            cx,
+            "verification.signatures.replay_cache_size",
+            replay_cache_size.as_ref(),
+            s.replay_cache_size,
+        );
         if let Some(a) = any_directory_host {
             s.any_directory_host = *a.get_ref();
             if *a.get_ref() {
@@ -1583,7 +1600,12 @@ fn validate_authority(a: &str) -> Result<String, String> {
     let lower = a.to_ascii_lowercase();
     let host = match lower.strip_prefix('[') {
         Some(rest) => match rest.split_once(']') {
-            Some((h, port)) if h.parse::<std::net::Ipv6Addr>().is_ok() && (port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok())) => return Ok(lower),
+            Some((h, port))
+                if h.parse::<std::net::Ipv6Addr>().is_ok()
+                    && (port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok())) =>
+            {
+                return Ok(lower)
+            }
             _ => return Err(format!("`{a}` is not a host or host:port")),
         },
         None => match lower.rsplit_once(':') {
@@ -1592,8 +1614,13 @@ fn validate_authority(a: &str) -> Result<String, String> {
             None => lower.clone(),
         },
     };
-    let ok = !host.is_empty() && host.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
-    if ok { Ok(lower) } else { Err(format!("`{a}` is not a host or host:port")) }
+    let ok = !host.is_empty()
+        && host.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    if ok {
+        Ok(lower)
+    } else {
+        Err(format!("`{a}` is not a host or host:port"))
+    }
 }
 
 /// A cache size: 1 to 10 million entries.

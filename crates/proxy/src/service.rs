@@ -339,7 +339,8 @@ impl ProxyHttp for Gate {
                 ctx.outcome = Action::Block;
                 ctx.local = Some(Local::Replayed);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
-                let body = "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n";
+                let body =
+                    "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n";
                 Box::pin(respond::plain(session, 429, body.to_string())).await?;
                 return Ok(true);
             }
