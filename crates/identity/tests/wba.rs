@@ -804,3 +804,34 @@ async fn a_replayed_signature_is_refused_and_a_forgery_cannot_poison_the_cache()
     let full = v.verify(None, ip, Some(&sr3)).await;
     assert_eq!((full.verification, full.evidence), (Verification::Unverified, Evidence::ReplayCacheFull));
 }
+
+/// `allow_http_directories` allows plain http only for the hosts otherwise
+/// allowed; fetching from any `Signature-Agent` host (a client's choice,
+/// internal addresses included) is `any_directory_host` alone.
+#[tokio::test]
+async fn http_directories_do_not_open_every_host() {
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    let signer = Signer::from_seed(15);
+    let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let verifier = |extra: &str| {
+        let src = format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"site.example\"]\nallow_http_directories = true\n{extra}"
+        );
+        let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        Verifier::new(VerifierConfig::for_policy(&policy)).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &full_opts(now - 5, 60).with_agent(&server.agent_url()));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let got = verifier("").verify(None, ip, Some(&sr)).await;
+    match &got.evidence {
+        Evidence::UnknownKey { reason } => assert!(reason.contains("is not a known agent"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 0);
+    let got = verifier("any_directory_host = true\n").verify(None, ip, Some(&sr)).await;
+    assert_eq!(got.evidence, Evidence::Key { keyid: signer.keyid() });
+    assert_eq!(server.hits(), 1);
+}
