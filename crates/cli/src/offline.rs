@@ -80,6 +80,17 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
         acknowledged,
         &p.source_sha256()[..12],
     );
+    // Which methods can actually prove each verified group's crawlers: a
+    // group with reverse DNS alone cannot tell a silent PTR from a spoofer.
+    for (group, methods, on_spoofed, on_unverified) in p.group_verification() {
+        let methods: Vec<&str> = methods.iter().map(|m| m.as_str()).collect();
+        let methods = if methods.is_empty() { "none (no published source)".to_owned() } else { methods.join(", ") };
+        outln!(
+            "  verify {group}: {methods}; on_spoofed = {}, on_unverified = {}",
+            on_spoofed.as_str(),
+            on_unverified.as_str()
+        );
+    }
     if let Some(origin) = origin {
         return crate::origin::check_origin(p, origin);
     }

@@ -30,7 +30,7 @@ use crate::ruleset::RuleSet;
 use crate::sf;
 use crate::validate;
 use crate::verification::{
-    validate_ed25519_jwk, Cidr, OnFailure, PinnedJwk, VerificationSettings, VerifyMode, REQUIRABLE_COMPONENTS,
+    validate_ed25519_jwk, Cidr, Method, OnFailure, PinnedJwk, VerificationSettings, VerifyMode, REQUIRABLE_COMPONENTS,
 };
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
@@ -923,6 +923,7 @@ fn compile_group(
     let block_status = compile_block_status(cx, block_status.as_ref());
     let verify_written = compile_verify(cx, verify.as_ref());
     let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
+    let on_unverified_written = on_unverified.is_some();
     let on_unverified = compile_on_failure(cx, "on_unverified", on_unverified.as_ref(), OnFailure::Log);
     if empty_after_overrides {
         return None;
@@ -946,6 +947,7 @@ fn compile_group(
         verify_written,
         on_spoofed,
         on_unverified,
+        on_unverified_written,
     })
 }
 
@@ -1686,6 +1688,14 @@ fn resolve_verify(cx: &mut Ctx<'_>, groups: &mut [Group], v: &VerificationSettin
             None if tokens.iter().any(|t| v.has_source(t)) => VerifyMode::Any,
             None => VerifyMode::None,
         };
+        // A client controls its own reverse zone: a PTR that never answers
+        // makes a claim `unverified`, and `log` would then give a spoofer
+        // the group. Where rDNS is the only method, an unanswered lookup
+        // proves nothing, so the default treats it like a spoofed claim.
+        let methods = v.methods_for(tokens.iter().map(|t| t.as_str()), g.verify);
+        if !g.on_unverified_written && methods == [Method::Rdns] {
+            g.on_unverified = OnFailure::Anonymous;
+        }
     }
 }
 

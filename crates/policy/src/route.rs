@@ -448,6 +448,52 @@ disallow = ["/"]
     }
 
     #[test]
+    fn rdns_only_groups_default_to_anonymous_when_unverified() {
+        let src = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n\
+                   [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\
+                   [[group]]\nuser_agents = [\"YandexBot\"]\n\
+                   [[group]]\nuser_agents = [\"Baiduspider\", \"Amazonbot\"]\non_unverified = \"log\"\n\
+                   [[group]]\nuser_agents = [\"Googlebot\"]\n\
+                   [[group]]\nuser_agents = [\"bingbot\"]\nverify = \"rdns\"\n";
+        let loaded = load(src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let un = Identity { verification: Verification::Unverified, proven: None, replayed: false };
+        // (User-Agent, the agent whose rules apply, on_failure)
+        let rows = [
+            // rDNS only: anonymous by default.
+            ("YandexBot/3.0", None, Some("anonymous")),
+            // Written `log` stays.
+            ("Baiduspider/2.0", Some("Baiduspider"), Some("log")),
+            ("Amazonbot/0.1", Some("Amazonbot"), Some("log")),
+            // IP lists too: `log` as before.
+            ("Googlebot/2.1", Some("Googlebot"), Some("log")),
+            // bingbot publishes lists, but the group chose rdns only.
+            ("bingbot/2.0", None, Some("anonymous")),
+        ];
+        for (ua, agent, failure) in rows {
+            let got = summary(&p.route_with(false, b"/private/a", UserAgentField::One(ua), un));
+            assert_eq!((got.1.as_deref(), got.3), (agent, failure), "{ua}");
+        }
+        let methods: Vec<(String, String, &str, &str)> = p
+            .group_verification()
+            .into_iter()
+            .map(|(g, m, s, u)| {
+                let m: Vec<&str> = m.iter().map(|m| m.as_str()).collect();
+                (g.to_owned(), m.join(","), s.as_str(), u.as_str())
+            })
+            .collect();
+        let want = [
+            ("YandexBot", "rdns", "anonymous", "anonymous"),
+            ("Baiduspider", "rdns", "anonymous", "log"),
+            ("Googlebot", "ip,rdns", "anonymous", "log"),
+            ("bingbot", "rdns", "anonymous", "anonymous"),
+        ];
+        let want: Vec<(String, String, &str, &str)> =
+            want.iter().map(|(g, m, s, u)| ((*g).to_owned(), (*m).to_owned(), *s, *u)).collect();
+        assert_eq!(methods, want);
+    }
+
+    #[test]
     fn a_replayed_signature_gets_429_but_robots_txt() {
         let loaded = load(POLICY, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let p = &loaded.policy;

@@ -213,6 +213,22 @@ impl VerificationSettings {
 }
 
 impl VerificationSettings {
+    /// The methods that can prove some token of `tokens` under `mode`, in
+    /// the order the verifier tries them (signature, ip, rdns).
+    pub fn methods_for<'a>(&self, tokens: impl IntoIterator<Item = &'a str> + Clone, mode: VerifyMode) -> Vec<Method> {
+        let has = |m: Method| {
+            mode.allows(m)
+                && tokens.clone().into_iter().any(|t| match m {
+                    Method::Signature => self.has_signature_source(t),
+                    Method::Ip => !self.ip_lists_for(t).is_empty(),
+                    Method::Rdns => !self.rdns_for(t).is_empty(),
+                })
+        };
+        [Method::Signature, Method::Ip, Method::Rdns].into_iter().filter(|m| has(*m)).collect()
+    }
+}
+
+impl VerificationSettings {
     /// Whether `peer` is a trusted proxy.
     pub fn is_trusted_proxy(&self, peer: IpAddr) -> bool {
         self.trusted_proxies.iter().any(|c| c.contains(peer))
@@ -494,6 +510,24 @@ mod tests {
         assert_eq!(Verification::Spoofed(Method::Rdns).to_string(), "spoofed(rdns)");
         assert_eq!(Verification::Unverified.to_string(), "unverified");
         assert_eq!(Verification::NotApplicable.to_string(), "none");
+    }
+
+    #[test]
+    fn methods_by_token_and_mode() {
+        let v = VerificationSettings { enabled: true, ..VerificationSettings::default() };
+        let rows: &[(&[&str], VerifyMode, &[Method])] = &[
+            (&["Googlebot"], VerifyMode::Any, &[Method::Ip, Method::Rdns]),
+            (&["Googlebot"], VerifyMode::Rdns, &[Method::Rdns]),
+            (&["YandexBot"], VerifyMode::Any, &[Method::Rdns]),
+            (&["Baiduspider", "Amazonbot"], VerifyMode::Any, &[Method::Rdns]),
+            (&["YandexBot", "GPTBot"], VerifyMode::Any, &[Method::Ip, Method::Rdns]),
+            (&["ChatGPT-User"], VerifyMode::Any, &[Method::Signature, Method::Ip]),
+            (&["ClaudeBot"], VerifyMode::Any, &[]),
+            (&["Googlebot"], VerifyMode::None, &[]),
+        ];
+        for (tokens, mode, want) in rows {
+            assert_eq!(v.methods_for(tokens.iter().copied(), *mode), *want, "{tokens:?} {mode:?}");
+        }
     }
 
     #[test]
