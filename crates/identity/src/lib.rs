@@ -342,7 +342,7 @@ impl Verifier {
             let replay = seen.map(|s| {
                 (self.replay.check(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)), s.keyid)
             });
-            match replay {
+            let check = match replay {
                 Some((Replay::Replayed, keyid)) => {
                     return Verdict {
                         verification: Verification::Spoofed(Method::Signature),
@@ -350,14 +350,13 @@ impl Verifier {
                         signed_token: None,
                     };
                 }
+                // Not recorded, so a replay of it could not be told: it
+                // proves nothing.
                 Some((Replay::Full, _)) => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::ReplayCacheFull));
+                    SignatureCheck::Absent
                 }
-                Some((Replay::Fresh, _)) | None => {}
-            }
-            let check = match (replay, check) {
-                (Some((Replay::Full, _)), _) => SignatureCheck::Absent,
-                (_, check) => check,
+                Some((Replay::Fresh, _)) | None => check,
             };
             match check {
                 SignatureCheck::Absent => {}

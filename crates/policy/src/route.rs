@@ -198,7 +198,7 @@ rules = [{ path = "/", action = "allow" }]
             Route::BadRequest(e) => (format!("400 {e}"), None, None, None),
             Route::Serve { file, decision } => (format!("serve {}", file.as_str()), agent(decision), None, None),
             Route::NotFound { file, decision } => (format!("404 {}", file.as_str()), agent(decision), None, None),
-            Route::Replayed { decision, .. } => (format!("429 replay"), agent(decision), None, None),
+            Route::Replayed { decision, .. } => ("429 replay".to_string(), agent(decision), None, None),
             Route::Block { decision, target } => (
                 format!("block {}", decision.block_status),
                 agent(decision),
