@@ -162,6 +162,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         allow_warnings,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
+    let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
     let raw_upstream_sni = upstream.as_ref().and_then(|u| u.get_ref().sni.as_ref()).map(|s| s.get_ref().clone());
     let raw_origin_host =
         robots_txt.as_ref().and_then(|r| r.get_ref().origin_host.as_ref()).map(|s| s.get_ref().clone());
@@ -172,7 +173,8 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
-    let site = site_hosts(raw_upstream_sni.as_deref(), raw_origin_host.as_deref());
+    let site =
+        site_hosts(&mut cx, raw_server_hosts.as_deref(), raw_upstream_sni.as_deref(), raw_origin_host.as_deref());
     let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
     let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
@@ -297,6 +299,9 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
     let Some(raw) = raw else { return s };
     let RawServer {
         listen,
+        // The site's names: compiled with the signatures they bind
+        // (`site_hosts`).
+        hosts: _,
         h2c,
         tls_listen,
         tls_cert,
@@ -1416,10 +1421,26 @@ mod tests {
 }
 
 /// The hosts this site is known by when `verification.signatures.authorities`
-/// is not written: `upstream.sni` and `robots_txt.origin_host` as written
-/// (a server address alone names the origin, not the site).
-fn site_hosts(sni: Option<&str>, origin_host: Option<&str>) -> Vec<String> {
+/// is not written: `server.hosts`, else `upstream.sni` and
+/// `robots_txt.origin_host` as written (a server address alone names the
+/// origin, not the site).
+fn site_hosts(
+    cx: &mut Ctx<'_>,
+    hosts: Option<&[Spanned<String>]>,
+    sni: Option<&str>,
+    origin_host: Option<&str>,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    if let Some(hosts) = hosts {
+        for h in hosts {
+            match validate_authority(h.get_ref()) {
+                Ok(norm) if !out.contains(&norm) => out.push(norm),
+                Ok(_) => {}
+                Err(e) => cx.err(h, format!("server.hosts: {e}")),
+            }
+        }
+        return out;
+    }
     for h in [sni, origin_host].into_iter().flatten() {
         let h = h.trim().to_ascii_lowercase();
         if !h.is_empty() && !out.contains(&h) {
@@ -1592,7 +1613,7 @@ fn compile_verification(
     let signable = !v.keys.is_empty() || groups.iter().any(|g| g.tokens.iter().any(|t| v.has_signature_source(t)));
     if v.signatures.authorities.is_empty() && signable && !v.signatures.authorities_written {
         let at = signatures.as_ref().map_or(0, |s| s.span().start);
-        cx.warn_at(at, Warning::UnboundSignatures, "verification.signatures.authorities: nothing names this site's host (no authorities, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves");
+        cx.warn_at(at, Warning::UnboundSignatures, "verification.signatures.authorities: nothing names this site's host (no authorities, server.hosts, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves");
     }
     v
 }
@@ -1804,7 +1825,7 @@ mod verification_tests {
         // Nothing names the site: a warning, and no signature can be valid.
         let loaded = load(&format!("{BASE}[verification]\n{key}"), "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
-        assert_eq!(w, ["v.toml:1:1: warning[unbound-signatures]: verification.signatures.authorities: nothing names this site's host (no authorities, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves"]);
+        assert_eq!(w, ["v.toml:1:1: warning[unbound-signatures]: verification.signatures.authorities: nothing names this site's host (no authorities, server.hosts, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves"]);
         assert!(loaded.policy.settings().verification.signatures.authorities.is_empty());
         // upstream.sni and robots_txt.origin_host as written name it.
         let src = format!("{}sni = \"WWW.Example.com\"\n[robots_txt]\norigin = \"merge\"\norigin_host = \"example.com\"\n[verification]\n{key}", BASE.trim_end());
@@ -1812,6 +1833,15 @@ mod verification_tests {
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(loaded.policy.settings().verification.signatures.authorities, ["www.example.com", "example.com"]);
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        // server.hosts, when written, names it alone.
+        let src = format!("[server]\nhosts = [\"www.example.com\", \"Example.com:8443\"]\n{src}");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            loaded.policy.settings().verification.signatures.authorities,
+            ["www.example.com", "example.com:8443"]
+        );
+        let err = load(&format!("[server]\nhosts = [\"a/b\"]\n{BASE}"), "v.toml").err().map(|e| e.to_string());
+        assert_eq!(err.as_deref(), Some("v.toml:2:10: server.hosts: `a/b` is not a host or host:port"));
         // Bad values.
         let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a b\", \"h:x\", \"[::1]:8443\"]\nmax_validity = \"2d\"\nrequired_components = [\"@path\", \"content-digest\"]\nreplay_cache_size = 0\n");
         let err = load(&src, "v.toml").err().map(|e| e.to_string()).unwrap_or_default();

@@ -31,6 +31,7 @@ pub(crate) struct RawPolicy {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawServer {
     pub listen: Option<Vec<S<String>>>,
+    pub hosts: Option<Vec<S<String>>>,
     pub h2c: Option<bool>,
     pub tls_listen: Option<Vec<S<String>>>,
     pub tls_cert: Option<S<String>>,
