@@ -79,3 +79,28 @@ fn explain_with_client_ip_applies_the_outcome() {
     );
     assert_eq!(v[0]["client_ip"], "127.0.0.3");
 }
+
+/// `check` lists, per verified group, the methods that can prove its
+/// crawlers and what a failure does (YandexBot: reverse DNS only, so an
+/// unverified claim is anonymous by default).
+#[test]
+fn check_names_each_groups_methods() {
+    let dir = TempDir::new("cli-check-methods");
+    dir.write(
+        "p.toml",
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"YandexBot\"]\n\n\
+         [[group]]\nuser_agents = [\"Googlebot\"]\non_unverified = \"block\"\n\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n",
+    );
+    let p = dir.join("p.toml");
+    let (status, out, err) = run(&["check", "-c", arg(&p)]);
+    assert_eq!((status, err.as_str()), (0, ""));
+    let lines: Vec<&str> = out.lines().skip(1).collect();
+    assert_eq!(
+        lines,
+        [
+            "  verify YandexBot: rdns; on_spoofed = anonymous, on_unverified = anonymous",
+            "  verify Googlebot: ip, rdns; on_spoofed = anonymous, on_unverified = block",
+        ]
+    );
+}

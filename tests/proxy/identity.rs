@@ -161,45 +161,83 @@ fn spoofer_is_blocked_with_on_spoofed_block() {
     assert!(!proxy.log().contains(" violation=true "), "{}", proxy.log());
 }
 
-/// A Web Bot Auth signature by a key pinned in the policy identifies the
-/// agent even when the User-Agent names none; a tampered one is spoofed.
-#[test]
-fn pinned_key_signature_identifies_the_agent() {
-    use crawlgate_testkit::wba::{Request, SignOptions, Signer};
-    let signer = Signer::from_seed(7);
-    let origin = origin();
+/// A proxy in front of `origin` whose policy pins `signer`'s key for
+/// ExampleBot (blocked from /private/ with 451) and binds signatures to the
+/// proxy's own address.
+fn signed_proxy(origin: &Origin, signer: &crawlgate_testkit::wba::Signer) -> Proxy {
+    use crawlgate_e2e::proxy::{base_policy, free_port};
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
     let rules = format!(
-        "[verification]\n\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+        "[verification]\n\n[verification.signatures]\nauthorities = [\"{addr}\"]\n\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
          [[group]]\nuser_agents = [\"*\"]\n\n\
          [[group]]\nuser_agents = [\"ExampleBot\"]\ndisallow = [\"/private/\"]\nenforce = \"block\"\nblock_status = 451\n",
         signer.jwk()
     );
-    let proxy = Proxy::start(origin.addr, &rules);
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    Proxy::start_with(addr, admin, &(base_policy(addr, admin, origin.addr) + &rules))
+}
+
+/// Now in Unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The signature fields of a GET of `path` signed for `authority`
+/// (`@authority`, `@method` and `@path` covered, as this site requires),
+/// created at `created`.
+fn signed_fields(
+    signer: &crawlgate_testkit::wba::Signer,
+    authority: &str,
+    path: &str,
+    created: i64,
+) -> Vec<(&'static str, String)> {
+    use crawlgate_testkit::wba::{Component, Request, SignOptions};
+    let mut opts = SignOptions::web_bot_auth(created, 60);
+    opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
+    signer.sign(&Request::get(authority, path), &opts).pairs()
+}
+
+/// A GET of `path` through `proxy` with `fields` and the Host `host`;
+/// `(status, body)`.
+fn send_signed(proxy: &Proxy, path: &str, ua: &str, host: Option<&str>, fields: &[(&str, String)]) -> (u16, String) {
+    let client =
+        reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap_or_else(|e| panic!("{e}"));
+    let mut req = client.get(proxy.url(path)).header("User-Agent", ua);
+    if let Some(h) = host {
+        req = req.header("Host", h);
+    }
+    for (name, value) in fields {
+        req = req.header(*name, value);
+    }
+    let resp = req.send().unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let status = resp.status().as_u16();
+    (status, resp.text().unwrap_or_default())
+}
+
+const BROWSER_UA: &str = "Mozilla/5.0 Firefox/130.0";
+
+/// A Web Bot Auth signature by a key pinned in the policy identifies the
+/// agent even when the User-Agent names none; a tampered one is spoofed.
+#[test]
+fn pinned_key_signature_identifies_the_agent() {
+    let signer = crawlgate_testkit::wba::Signer::from_seed(7);
+    let origin = origin();
+    let proxy = signed_proxy(&origin, &signer);
     let authority = proxy.addr.to_string();
-    let send = |ua: &str, signed_for: Option<&str>| {
-        let client = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs(20))
-            .build()
-            .unwrap_or_else(|e| panic!("client: {e}"));
-        let mut req = client.get(proxy.url("/private/x")).header("User-Agent", ua);
-        if let Some(authority) = signed_for {
-            let signed = signer.sign(&Request::get(authority, "/private/x"), &SignOptions::web_bot_auth(now - 5, 60));
-            for (name, value) in signed.pairs() {
-                req = req.header(name, value);
-            }
-        }
-        req.send().map(|r| r.status().as_u16()).unwrap_or_else(|e| panic!("GET: {e}"))
-    };
-    let browser = "Mozilla/5.0 Firefox/130.0";
+    let now = unix_now();
     // Signed by ExampleBot's key: its group applies, /private/ is blocked.
-    assert_eq!(send(browser, Some(&authority)), 451);
+    assert_eq!(
+        send_signed(&proxy, "/private/x", BROWSER_UA, None, &signed_fields(&signer, &authority, "/private/x", now - 5))
+            .0,
+        451
+    );
     // Unsigned: a browser, the `*` group.
-    assert_eq!(send(browser, None), 200);
-    // Claims ExampleBot, but the signature covers another authority
-    // (`@authority` is what the profile requires): spoofed, so the `*`
-    // group (on_spoofed defaults to anonymous).
-    assert_eq!(send("ExampleBot/1.0", Some("example.com")), 200);
+    assert_eq!(send_signed(&proxy, "/private/x", BROWSER_UA, None, &[]).0, 200);
+    // Claims ExampleBot, but the signature covers another path: spoofed,
+    // so the `*` group (on_spoofed defaults to anonymous).
+    let other_path = signed_fields(&signer, &authority, "/private/y", now - 5);
+    assert_eq!(send_signed(&proxy, "/private/x", "ExampleBot/1.0", None, &other_path).0, 200);
     let lines = wait_lines(&proxy, "/private/x", 3);
     assert_eq!(lines.len(), 3, "{lines:?}");
     assert!(lines[0].contains(" agent=ExampleBot verification=verified(signature) "), "{}", lines[0]);
@@ -208,6 +246,74 @@ fn pinned_key_signature_identifies_the_agent() {
     assert!(!lines[2].contains(" agent=") && lines[2].contains(" verification=spoofed(signature) "), "{}", lines[2]);
     assert_eq!(
         proxy.metric("crawlgate_verifications_total{agent=\"ExampleBot\",method=\"signature\",result=\"verified\"}"),
+        Some("1".into())
+    );
+}
+
+/// A signature the crawler made for another site, replayed here with that
+/// site's Host, does not verify: the covered `@authority` is not this site.
+#[test]
+fn signature_made_for_another_site_is_not_verified() {
+    let signer = crawlgate_testkit::wba::Signer::from_seed(8);
+    let origin = origin();
+    let proxy = signed_proxy(&origin, &signer);
+    let fields = signed_fields(&signer, "other.example", "/private/x", unix_now() - 5);
+    // Not ExampleBot's group (451): the `*` group's answer.
+    assert_eq!(
+        send_signed(&proxy, "/private/x", BROWSER_UA, Some("other.example"), &fields),
+        (200, "private x\n".into())
+    );
+    let lines = wait_lines(&proxy, "/private/x", 1);
+    assert!(!lines[0].contains(" agent="), "{}", lines[0]);
+    assert!(
+        lines[0].contains(&format!(
+            " verification=spoofed(signature) evidence=\"invalid signature: signature sig1: covered @authority \\\"other.example\\\" is not this site ({})\" ",
+            proxy.addr
+        )),
+        "{}",
+        lines[0]
+    );
+}
+
+/// The same signed request twice within its window: the second is a
+/// replay and gets 429 with a short reason, counted and logged.
+#[test]
+fn replayed_signature_gets_429() {
+    let signer = crawlgate_testkit::wba::Signer::from_seed(9);
+    let origin = origin();
+    let proxy = signed_proxy(&origin, &signer);
+    let fields = signed_fields(&signer, &proxy.addr.to_string(), "/", unix_now() - 5);
+    assert_eq!(send_signed(&proxy, "/", BROWSER_UA, None, &fields), (200, "home\n".into()));
+    assert_eq!(
+        send_signed(&proxy, "/", BROWSER_UA, None, &fields),
+        (429, "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n".into())
+    );
+    // A new signature by the same crawler is fine.
+    let fresh = signed_fields(&signer, &proxy.addr.to_string(), "/", unix_now() - 4);
+    assert_eq!(send_signed(&proxy, "/", BROWSER_UA, None, &fresh), (200, "home\n".into()));
+    let lines = wait_lines(&proxy, "/", 3);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines[0].contains(" status=200 ") && lines[0].contains(" verification=verified(signature) "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].contains(" status=429 "), "{}", lines[1]);
+    assert!(
+        lines[1].contains(&format!(
+            " verification=spoofed(signature) evidence=\"replayed signature by keyid {}\" group=* decision=block local=replayed ",
+            signer.keyid()
+        )),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains(" status=200 ") && lines[2].contains(" verification=verified(signature) "),
+        "{}",
+        lines[2]
+    );
+    assert_eq!(
+        proxy.metric("crawlgate_requests_total{agent=\"other\",decision=\"blocked\",verification=\"spoofed\"}"),
         Some("1".into())
     );
 }

@@ -80,6 +80,17 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
         acknowledged,
         &p.source_sha256()[..12],
     );
+    // Which methods can actually prove each verified group's crawlers: a
+    // group with reverse DNS alone cannot tell a silent PTR from a spoofer.
+    for (group, methods, on_spoofed, on_unverified) in p.group_verification() {
+        let methods: Vec<&str> = methods.iter().map(|m| m.as_str()).collect();
+        let methods = if methods.is_empty() { "none (no published source)".to_owned() } else { methods.join(", ") };
+        outln!(
+            "  verify {group}: {methods}; on_spoofed = {}, on_unverified = {}",
+            on_spoofed.as_str(),
+            on_unverified.as_str()
+        );
+    }
     if let Some(origin) = origin {
         return crate::origin::check_origin(p, origin);
     }
@@ -153,12 +164,14 @@ pub fn explain(
         };
         let mut d = policy.decide(user_agent, &path);
         if let Some((_, Some(r))) = &verified {
-            let identity = crawlgate_policy::Identity { verification: r.verdict.verification, proven: None };
+            let identity =
+                crawlgate_policy::Identity { verification: r.verdict.verification, proven: None, replayed: false };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
             match policy.route_with(false, path.as_bytes(), ua, identity) {
                 crawlgate_policy::Route::Serve { decision, .. }
                 | crawlgate_policy::Route::NotFound { decision, .. }
                 | crawlgate_policy::Route::Block { decision, .. }
+                | crawlgate_policy::Route::Replayed { decision, .. }
                 | crawlgate_policy::Route::Forward { decision, .. } => d = decision,
                 crawlgate_policy::Route::BadRequest(_) => {}
             }

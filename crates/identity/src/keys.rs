@@ -63,8 +63,16 @@ pub struct KeysConfig {
     pub max_skew: Duration,
     /// Whether directories may be fetched over plain HTTP (tests only).
     pub allow_http: bool,
-    /// The longest `expires - created` accepted.
+    /// The longest `expires - created` accepted (draft-meunier-web-bot-auth-architecture
+    /// advises a short window; default 5 minutes).
     pub max_validity: Duration,
+    /// This site's authorities (`host` or `host:port`, lower-cased): a
+    /// signature's covered `@authority` must be one of them. Empty: no
+    /// signature is valid.
+    pub authorities: Vec<String>,
+    /// The derived components a signature must cover (`@target-uri`
+    /// stands for `@authority`, `@scheme`, `@path` and `@query`).
+    pub required_components: Vec<String>,
     /// Whether the directory of any `Signature-Agent` may be fetched, not
     /// only those of the hosts the built-in catalog lists
     /// (`signature_agents`). Off by default: the header is chosen by the
@@ -81,7 +89,9 @@ impl Default for KeysConfig {
             cache_size: 256,
             max_skew: Duration::from_secs(60),
             allow_http: false,
-            max_validity: Duration::from_secs(24 * 3600),
+            max_validity: Duration::from_secs(300),
+            authorities: Vec::new(),
+            required_components: ["@authority", "@method", "@path"].into_iter().map(str::to_owned).collect(),
             any_agent: false,
         }
     }
@@ -135,6 +145,8 @@ struct Inner {
     cache_size: usize,
     max_skew: Duration,
     max_validity: Duration,
+    authorities: Vec<String>,
+    required_components: Vec<String>,
     allow_http: bool,
     any_agent: bool,
     client: reqwest::Client,
@@ -159,7 +171,17 @@ struct Directory {
 impl Keys {
     /// Builds the key store from the pinned keys.
     pub fn new(config: KeysConfig) -> Result<Keys, KeyError> {
-        let KeysConfig { pinned, fetch_timeout, cache_size, max_skew, allow_http, max_validity, any_agent } = config;
+        let KeysConfig {
+            pinned,
+            fetch_timeout,
+            cache_size,
+            max_skew,
+            allow_http,
+            max_validity,
+            authorities,
+            required_components,
+            any_agent,
+        } = config;
         let mut by_id = HashMap::new();
         for (i, p) in pinned.iter().enumerate() {
             let jwk: serde_json::Value = serde_json::from_str(&p.jwk)
@@ -195,6 +217,8 @@ impl Keys {
                 cache_size: cache_size.max(1),
                 max_skew,
                 max_validity,
+                authorities: authorities.iter().map(|a| a.to_ascii_lowercase()).collect(),
+                required_components,
                 allow_http,
                 any_agent,
                 client,
@@ -212,6 +236,16 @@ impl Keys {
     /// The longest `expires - created` accepted.
     pub fn max_validity(&self) -> Duration {
         self.inner.max_validity
+    }
+
+    /// This site's authorities, lower-cased.
+    pub fn authorities(&self) -> &[String] {
+        &self.inner.authorities
+    }
+
+    /// The derived components a signature must cover.
+    pub fn required_components(&self) -> &[String] {
+        &self.inner.required_components
     }
 
     /// The pinned key named `keyid` (its thumbprint or its JWK `kid`).

@@ -11,6 +11,7 @@ pub mod keys;
 pub mod lists;
 pub mod ranges;
 pub mod rdns;
+pub mod replay;
 pub mod wba;
 
 use std::collections::HashMap;
@@ -27,6 +28,7 @@ use crate::keys::{Keys, KeysConfig, PinnedKey};
 use crate::lists::{IpCheck, ListSource, Lists, ListsConfig};
 use crate::ranges::IpPrefix;
 use crate::rdns::{Fcrdns, RdnsCheck, RdnsConfig};
+use crate::replay::{Replay, ReplayCache};
 use crate::wba::{SignatureCheck, SignedRequest};
 
 /// What showed the outcome: shown in logs, `explain` and `verify`.
@@ -78,6 +80,14 @@ pub enum Evidence {
         /// Why.
         reason: String,
     },
+    /// A valid signature already presented within its validity window.
+    Replayed {
+        /// The key's JWK thumbprint (RFC 7638).
+        keyid: String,
+    },
+    /// A valid signature the replay cache had no room to record, so a
+    /// replay of it could not be told.
+    ReplayCacheFull,
 }
 
 impl fmt::Display for Evidence {
@@ -94,6 +104,8 @@ impl fmt::Display for Evidence {
             Evidence::Key { keyid } => write!(f, "keyid {keyid}"),
             Evidence::BadSignature { reason } => write!(f, "invalid signature: {reason}"),
             Evidence::UnknownKey { reason } => write!(f, "unknown key: {reason}"),
+            Evidence::Replayed { keyid } => write!(f, "replayed signature by keyid {keyid}"),
+            Evidence::ReplayCacheFull => f.write_str("replay cache full"),
         }
     }
 }
@@ -131,6 +143,8 @@ pub struct VerifierConfig {
     pub keys: KeysConfig,
     /// Per policy token (policy spelling), its reverse DNS domains.
     pub rdns_domains: Vec<(String, Vec<String>)>,
+    /// How many verified signatures the replay cache holds.
+    pub replay_cache_size: usize,
 }
 
 impl VerifierConfig {
@@ -178,12 +192,13 @@ impl VerifierConfig {
                 cache_size: v.signatures.cache_size,
                 max_skew: v.signatures.max_skew,
                 allow_http: v.signatures.allow_http_directories,
-                // Test setups serve a directory on a local host that no
-                // catalog entry names.
-                any_agent: v.signatures.allow_http_directories,
-                ..KeysConfig::default()
+                max_validity: v.signatures.max_validity,
+                authorities: v.signatures.authorities.clone(),
+                required_components: v.signatures.required_components.clone(),
+                any_agent: v.signatures.any_directory_host,
             },
             rdns_domains,
+            replay_cache_size: v.signatures.replay_cache_size,
         }
     }
 }
@@ -217,17 +232,19 @@ pub struct Verifier {
     rdns: Fcrdns,
     keys: Keys,
     domains: Arc<HashMap<String, Vec<String>>>,
+    replay: Arc<ReplayCache>,
 }
 
 impl Verifier {
     /// Builds the parts; the lists are loaded from the state directory.
     pub fn new(config: VerifierConfig) -> Result<Verifier, VerifierError> {
-        let VerifierConfig { lists, rdns, keys, rdns_domains } = config;
+        let VerifierConfig { lists, rdns, keys, rdns_domains, replay_cache_size } = config;
         Ok(Verifier {
             lists: Lists::new(lists),
             rdns: Fcrdns::new(rdns)?,
             keys: Keys::new(keys)?,
             domains: Arc::new(rdns_domains.into_iter().collect()),
+            replay: Arc::new(ReplayCache::new(replay_cache_size)),
         })
     }
 
@@ -309,14 +326,39 @@ impl Verifier {
 
     /// Verifies `claim` (the token the User-Agent names, if any) for a
     /// request from `ip`, with its signature headers when it has any: a
-    /// valid signature first, then the IP lists, then reverse DNS. Any
+    /// valid signature first (refused as a replay, [`Evidence::Replayed`],
+    /// when it was already presented), then the IP lists, then reverse DNS. Any
     /// method that proves the claim verifies it; else one that disproves it
     /// makes it spoofed; else it is unverified.
     pub async fn verify(&self, claim: Option<&Claim<'_>>, ip: IpAddr, signed: Option<&SignedRequest<'_>>) -> Verdict {
         let mut acc = Acc::default();
         let sig_allowed = claim.is_none_or(|c| c.verify.allows(Method::Signature));
         if let (Some(req), true) = (signed, sig_allowed) {
-            match wba::verify(&self.keys, req, SystemTime::now()).await {
+            let now = SystemTime::now();
+            let (check, seen) = wba::verify_seen(&self.keys, req, now).await;
+            // Consulted only after the signature verified, so that a forger
+            // can neither fill the cache nor make a genuine signature look
+            // replayed.
+            let replay = seen.map(|s| {
+                (self.replay.check(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)), s.keyid)
+            });
+            let check = match replay {
+                Some((Replay::Replayed, keyid)) => {
+                    return Verdict {
+                        verification: Verification::Spoofed(Method::Signature),
+                        evidence: Evidence::Replayed { keyid },
+                        signed_token: None,
+                    };
+                }
+                // Not recorded, so a replay of it could not be told: it
+                // proves nothing.
+                Some((Replay::Full, _)) => {
+                    acc.add(Method::Signature, Finding::Unknown(Evidence::ReplayCacheFull));
+                    SignatureCheck::Absent
+                }
+                Some((Replay::Fresh, _)) | None => check,
+            };
+            match check {
                 SignatureCheck::Absent => {}
                 SignatureCheck::Valid { keyid, token: Some(token), .. } => {
                     return Verdict {

@@ -73,14 +73,33 @@ pub enum SignatureCheck {
     },
 }
 
+/// A verified signature, as the replay cache records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The key's JWK thumbprint.
+    pub keyid: String,
+    /// The signature bytes.
+    pub signature: [u8; 64],
+    /// Until when (Unix seconds, the allowed skew included) it is accepted.
+    pub accepted_until: i64,
+}
+
 /// Checks the request's Web Bot Auth signature at time `now`.
 ///
 /// Every `tag="web-bot-auth"` signature (up to four) is tried in order; the
 /// first valid one wins, otherwise the first one's outcome is reported.
+/// Replays are not judged here: see [`verify_seen`].
 pub async fn verify(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) -> SignatureCheck {
-    let candidates = match candidates(req) {
+    verify_seen(keys, req, now).await.0
+}
+
+/// [`verify`], and for a valid signature what a replay cache must record
+/// ([`crate::replay::ReplayCache`]): a caller that accepts the outcome
+/// without consulting the cache accepts replays.
+pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) -> (SignatureCheck, Option<Seen>) {
+    let candidates = match candidates(req, keys) {
         Ok(c) => c,
-        Err(reason) => return SignatureCheck::Invalid { reason },
+        Err(reason) => return (SignatureCheck::Invalid { reason }, None),
     };
     let mut first = None;
     for c in candidates {
@@ -88,21 +107,29 @@ pub async fn verify(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) -> Si
             Err(reason) => SignatureCheck::Invalid { reason },
             Ok(c) => {
                 let lookup = keys.key(&c.keyid, c.agent.as_deref()).await;
-                conclude(&c, lookup)
+                let outcome = conclude(&c, lookup);
+                if matches!(outcome, SignatureCheck::Valid { .. }) {
+                    let seen = Seen {
+                        keyid: c.keyid.clone(),
+                        signature: c.signature.to_bytes(),
+                        accepted_until: c.expires.saturating_add(secs(keys.max_skew())),
+                    };
+                    return (outcome, Some(seen));
+                }
+                outcome
             }
         };
-        if matches!(outcome, SignatureCheck::Valid { .. }) {
-            return outcome;
-        }
         first.get_or_insert(outcome);
     }
-    first.unwrap_or(SignatureCheck::Absent)
+    (first.unwrap_or(SignatureCheck::Absent), None)
 }
 
 /// [`verify`] without waiting: `None` when only a key directory fetch (which
-/// [`verify`] would do) could tell.
+/// [`verify`] would do) could tell. Like [`verify`] it does not judge
+/// replays: the proxy's [`crate::Verifier`] never accepts a signature
+/// without its replay cache.
 pub fn verify_cached(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) -> Option<SignatureCheck> {
-    let candidates = match candidates(req) {
+    let candidates = match candidates(req, keys) {
         Ok(c) => c,
         Err(reason) => return Some(SignatureCheck::Invalid { reason }),
     };
@@ -177,7 +204,7 @@ struct Covered {
 /// The request's Web Bot Auth signatures in `Signature-Input` order: `Err`
 /// for a request whose signature fields cannot be read at all, an error per
 /// candidate for one that is malformed.
-fn candidates(req: &SignedRequest<'_>) -> Result<Vec<Result<Candidate, String>>, String> {
+fn candidates(req: &SignedRequest<'_>, keys: &Keys) -> Result<Vec<Result<Candidate, String>>, String> {
     let Some(input) = field(req.headers, "signature-input")? else {
         return Ok(Vec::new());
     };
@@ -203,12 +230,13 @@ fn candidates(req: &SignedRequest<'_>) -> Result<Vec<Result<Candidate, String>>,
     let agent_field = field(req.headers, "signature-agent")?;
     Ok(tagged
         .into_iter()
-        .map(|(label, covered)| candidate(req, label, covered, &signatures, agent_field.as_deref()))
+        .map(|(label, covered)| candidate(req, keys, label, covered, &signatures, agent_field.as_deref()))
         .collect())
 }
 
 fn candidate(
     req: &SignedRequest<'_>,
+    keys: &Keys,
     label: String,
     covered: Covered,
     signatures: &Dictionary,
@@ -239,6 +267,21 @@ fn candidate(
     if !names.iter().any(|n| *n == "@authority" || *n == "@target-uri") {
         return Err(format!("signature {label}: @authority is not covered"));
     }
+    for required in keys.required_components() {
+        if !covers(&names, required) {
+            return Err(format!("signature {label}: {required} is not covered (required by this site)"));
+        }
+    }
+    // The draft's first verifier rule: the covered authority is this site.
+    // Otherwise a signature made for another site (or the crawler's own
+    // test server) is valid here too.
+    if names.contains(&"@authority") {
+        bound_here(keys, &label, req.authority)?;
+    }
+    if names.contains(&"@target-uri") {
+        let absolute = split_target(req.target).ok().and_then(|t| t.scheme.map(|_| t.authority));
+        bound_here(keys, &label, absolute.unwrap_or(req.authority))?;
+    }
     let agent = match agent_field {
         None => None,
         Some(value) => {
@@ -253,6 +296,69 @@ fn candidate(
     };
     let bases = bases(req, &covered).map_err(|e| format!("signature {label}: {e}"))?;
     Ok(Candidate { label, keyid, created, expires, agent, signature, bases })
+}
+
+/// Whether the covered components `names` cover `required`: `@target-uri`
+/// holds the scheme, authority, path and query, `@request-target` the path
+/// and query.
+fn covers(names: &[&str], required: &str) -> bool {
+    names.contains(&required)
+        || (names.contains(&"@target-uri") && matches!(required, "@authority" | "@scheme" | "@path" | "@query"))
+        || (names.contains(&"@request-target") && matches!(required, "@path" | "@query"))
+}
+
+/// `Ok` when `authority` is one of this site's.
+fn bound_here(keys: &Keys, label: &str, authority: &str) -> Result<(), String> {
+    if keys.authorities().iter().any(|a| authority_matches(a, authority)) {
+        return Ok(());
+    }
+    if keys.authorities().is_empty() {
+        return Err(format!(
+            "signature {label}: covered @authority {authority:?} cannot be checked: no authority is configured for this site"
+        ));
+    }
+    Err(format!(
+        "signature {label}: covered @authority {authority:?} is not this site ({})",
+        keys.authorities().join(", ")
+    ))
+}
+
+/// Whether the request authority `got` names the configured `allowed`
+/// (RFC 9110 section 4.2.3): hosts compared ASCII case-insensitively, and
+/// ports equal, where an omitted port stands for a default one (80 or 443)
+/// on either side.
+pub fn authority_matches(allowed: &str, got: &str) -> bool {
+    let (ah, ap) = split_authority(allowed);
+    let (gh, gp) = split_authority(got);
+    if ah.is_empty() || !ah.eq_ignore_ascii_case(gh) {
+        return false;
+    }
+    let default = |p: Option<&str>| p.is_none_or(|p| p == "80" || p == "443");
+    match (ap, gp) {
+        (Some(a), Some(g)) => a == g,
+        (None, p) | (p, None) => default(p),
+    }
+}
+
+/// `host[:port]`, with an IPv6 host in brackets; a port that is not
+/// digits stays in the host (and so never matches).
+fn split_authority(a: &str) -> (&str, Option<&str>) {
+    let split = match a.rfind(':') {
+        Some(i) if !a[i + 1..].is_empty() && a[i + 1..].bytes().all(|b| b.is_ascii_digit()) => {
+            let host = &a[..i];
+            // A bare IPv6 address has colons of its own.
+            if host.contains(':') && !host.ends_with(']') {
+                None
+            } else {
+                Some((host, &a[i + 1..]))
+            }
+        }
+        _ => None,
+    };
+    match split {
+        Some((h, p)) => (h, Some(p.trim_start_matches('0')).map(|p| if p.is_empty() { "0" } else { p })),
+        None => (a, None),
+    }
 }
 
 /// The `Signature-Agent` URL: the dictionary member the covered component's
@@ -276,7 +382,10 @@ fn agent_url(value: &[u8], key: Option<&str>, label: &str) -> Option<String> {
 }
 
 /// `created` not in the future and `expires` not in the past beyond the
-/// allowed skew, `expires` after `created`, and a bounded validity window.
+/// allowed skew, `expires` after `created`, and a validity window no longer
+/// than `max_validity` (the draft allows up to 24 hours and lets a verifier
+/// require much less; a short window bounds how long a captured signature
+/// can be replayed elsewhere and how long the replay cache keeps it).
 fn check_time(c: &Candidate, keys: &Keys, now: SystemTime) -> Result<(), String> {
     let now = unix_seconds(now);
     let skew = secs(keys.max_skew());
@@ -315,7 +424,8 @@ fn conclude(c: &Candidate, lookup: KeyLookup) -> SignatureCheck {
     }
 }
 
-fn unix_seconds(t: SystemTime) -> i64 {
+/// `t` in Unix seconds (negative before 1970).
+pub fn unix_seconds(t: SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => secs(d),
         Err(e) => secs(e.duration()).saturating_neg(),
@@ -382,6 +492,8 @@ fn signature_for_label(req: &SignedRequest<'_>, label: &str) -> Result<Signature
 struct Target<'a> {
     /// The scheme, when the target is in absolute form.
     scheme: Option<&'a str>,
+    /// The authority, when the target is in absolute form ("" otherwise).
+    authority: &'a str,
     path: &'a str,
     query: Option<&'a str>,
 }
@@ -394,6 +506,10 @@ fn split_target(target: &str) -> Result<Target<'_>, String> {
     } else {
         (None, target)
     };
+    let authority = match scheme {
+        Some(_) => rest.find(['/', '?']).map_or(rest, |i| &rest[..i]),
+        None => "",
+    };
     let origin_form = match scheme {
         Some(_) => rest.find(['/', '?']).map_or("", |i| &rest[i..]),
         None if target.starts_with('/') => target,
@@ -403,7 +519,7 @@ fn split_target(target: &str) -> Result<Target<'_>, String> {
         Some((p, q)) => (p, Some(q)),
         None => (origin_form, None),
     };
-    Ok(Target { scheme, path: if path.is_empty() { "/" } else { path }, query })
+    Ok(Target { scheme, authority, path: if path.is_empty() { "/" } else { path }, query })
 }
 
 /// The signature base for each scheme the request may have had: the target
@@ -628,6 +744,31 @@ mod tests {
         assert_eq!(query_param(q, &p("fa%C3%A7ade%22%3A%20")), Ok("something".into()));
         assert!(query_param(q, &p("nope")).is_err());
         assert_eq!(reencode("%zz%4"), "%25zz%254");
+    }
+
+    #[test]
+    fn authorities_match_case_insensitively_with_default_ports() {
+        let rows = [
+            ("www.example.com", "www.example.com", true),
+            ("www.example.com", "WWW.Example.COM", true),
+            ("www.example.com", "www.example.com:443", true),
+            ("www.example.com", "www.example.com:80", true),
+            ("www.example.com:443", "www.example.com", true),
+            ("www.example.com:8443", "www.example.com:8443", true),
+            ("www.example.com:8443", "www.example.com:08443", true),
+            ("www.example.com", "www.example.com:8443", false),
+            ("www.example.com:8443", "www.example.com", false),
+            ("www.example.com:8443", "www.example.com:443", false),
+            ("www.example.com", "example.com", false),
+            ("www.example.com", "www.example.com.evil", false),
+            ("www.example.com", "www.example.com:", false),
+            ("[2001:db8::1]", "[2001:DB8::1]:443", true),
+            ("[2001:db8::1]:8080", "[2001:db8::1]", false),
+            ("", "", false),
+        ];
+        for (allowed, got, want) in rows {
+            assert_eq!(authority_matches(allowed, got), want, "{allowed:?} {got:?}");
+        }
     }
 
     #[test]

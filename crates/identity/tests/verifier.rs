@@ -71,3 +71,41 @@ async fn outcomes_by_method() {
     // No claim and no signature: not applicable.
     assert_eq!(v.verify(None, ip("127.0.0.2"), None).await, Verdict::default());
 }
+
+/// YandexBot can be verified by reverse DNS only, and a client controls its
+/// own reverse zone: a PTR that never answers leaves the claim unverified,
+/// which by default now gets the `*` group (not YandexBot's), unless the
+/// group says otherwise.
+#[tokio::test]
+async fn an_unanswered_ptr_does_not_give_an_rdns_only_group() {
+    use crawlgate_policy::{Route, UserAgentField};
+    let dns = DnsServer::start();
+    dns.set_mode(crawlgate_testkit::dns::Mode::Drop);
+    let load = |extra: &str| {
+        let src = format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.dns]\nnameservers = [\"{}\"]\ntimeout = \"300ms\"\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n[[group]]\nuser_agents = [\"YandexBot\"]\n{extra}",
+            dns.addr()
+        );
+        crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy
+    };
+    let ua = "Mozilla/5.0 (compatible; YandexBot/3.0)";
+    for (extra, want_agent) in [("", None), ("on_unverified = \"log\"\n", Some("YandexBot"))] {
+        let p = load(extra);
+        let v = verifier(&p);
+        let claim = p.claim(ua).unwrap_or_else(|| panic!("{ua}"));
+        let verdict = tokio::time::timeout(Duration::from_secs(10), v.verify(Some(&claim), ip("192.0.2.77"), None))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(verdict.verification, Verification::Unverified, "{verdict:?}");
+        assert!(verdict.evidence.to_string().contains("timed out"), "{}", verdict.evidence);
+        let id = crawlgate_policy::Identity { verification: verdict.verification, proven: None, replayed: false };
+        match p.route_with(false, b"/private/a", UserAgentField::One(ua), id) {
+            Route::Forward { decision, .. } => {
+                assert_eq!(decision.agent, want_agent, "{extra:?}");
+                // The `*` group's rule decides when anonymous.
+                assert_eq!(decision.rule.is_some(), want_agent.is_none(), "{extra:?}");
+            }
+            other => panic!("{extra:?}: {other:?}"),
+        }
+    }
+}

@@ -34,8 +34,18 @@ fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
     h
 }
 
+/// The hosts these tests sign for, and only `@authority` required (most
+/// cases here are about other things; the defaults have tests of their own).
+fn base() -> KeysConfig {
+    KeysConfig {
+        authorities: ["example.com", "shop.example", "a.example", "site.example"].map(str::to_owned).to_vec(),
+        required_components: vec!["@authority".to_owned()],
+        ..KeysConfig::default()
+    }
+}
+
 fn pinned(token: &str, jwk: String) -> Keys {
-    Keys::new(KeysConfig { pinned: vec![PinnedKey { token: token.into(), jwk }], ..KeysConfig::default() })
+    Keys::new(KeysConfig { pinned: vec![PinnedKey { token: token.into(), jwk }], ..base() })
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -169,7 +179,7 @@ async fn webbotauth_draft_examples_verify() {
             jwk: format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}"#),
         }],
         max_validity: Duration::from_secs(200 * 365 * 86400),
-        ..KeysConfig::default()
+        ..base()
     })
     .unwrap_or_else(|e| panic!("{e}"));
     for (i, ex) in examples.iter().enumerate() {
@@ -192,10 +202,10 @@ async fn webbotauth_draft_examples_verify() {
         // After expiry (beyond the default minute of skew) it is refused.
         let late = wba::verify(&keys, &req, at(ex.expires + 61)).await;
         assert!(invalid(&late).contains("expired at"), "example {i}: {late:?}");
-        // Another authority does not verify.
+        // Another authority is not this site.
         let other = SignedRequest { authority: "example.org", ..req };
         let got = wba::verify(&keys, &other, at(1_735_689_610)).await;
-        assert!(invalid(&got).contains("does not verify"), "example {i}: {got:?}");
+        assert!(invalid(&got).contains("covered @authority \"example.org\" is not this site"), "example {i}: {got:?}");
     }
 }
 
@@ -344,7 +354,10 @@ async fn signer_made_requests() {
     assert!(invalid(&check(&keys, &other_path, &h, NOW).await).contains("does not verify"));
     let mut other_host = req.clone();
     other_host.authority = "evil.example".into();
-    assert!(invalid(&check(&keys, &other_host, &h, NOW).await).contains("does not verify"));
+    assert_eq!(
+        invalid(&check(&keys, &other_host, &h, NOW).await),
+        "signature sig1: covered @authority \"evil.example\" is not this site (example.com, shop.example, a.example, site.example)"
+    );
 
     // Profile parameters.
     let mut o = opts.clone();
@@ -511,8 +524,7 @@ mod props {
 }
 
 fn directory_keys() -> Keys {
-    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
-        .unwrap_or_else(|e| panic!("{e}"))
+    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]
@@ -627,17 +639,199 @@ async fn unreachable_or_bad_directories_leave_the_key_unknown() {
     // Without any_agent, a host the catalog does not list is not fetched,
     // and plain http is refused without allow_http.
     let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
-    let strict = Keys::new(KeysConfig { allow_http: true, ..KeysConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
+    let strict = Keys::new(KeysConfig { allow_http: true, ..base() }).unwrap_or_else(|e| panic!("{e}"));
     let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
     match check(&strict, &req, &h, NOW).await {
         SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not a known agent"), "{reason}"),
         other => panic!("{other:?}"),
     }
-    let https_only =
-        Keys::new(KeysConfig { any_agent: true, ..KeysConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
+    let https_only = Keys::new(KeysConfig { any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"));
     match check(&https_only, &req, &h, NOW).await {
         SignatureCheck::UnknownKey { reason } => assert!(reason.contains("https only"), "{reason}"),
         other => panic!("{other:?}"),
     }
     assert_eq!(server.hits(), 0);
+}
+
+/// The defaults of `KeysConfig` (as the policy's): bound to this site's
+/// authorities, `@authority`, `@method` and `@path` covered, at most five
+/// minutes of validity.
+fn site_keys(signer: &Signer, authorities: &[&str]) -> Keys {
+    Keys::new(KeysConfig {
+        pinned: vec![PinnedKey { token: "ChatGPT-User".into(), jwk: signer.jwk() }],
+        authorities: authorities.iter().map(|a| (*a).to_owned()).collect(),
+        ..KeysConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What the draft calls a complete request signature: authority, method
+/// and path.
+fn full_opts(created: i64, valid_for: i64) -> SignOptions {
+    let mut o = SignOptions::web_bot_auth(created, valid_for);
+    o.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
+    o
+}
+
+#[tokio::test]
+async fn a_signature_made_for_another_site_is_invalid() {
+    let signer = Signer::from_seed(11);
+    let keys = site_keys(&signer, &["www.example.com", "Shop.Example:8443"]);
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    // Signed for other.example and presented with its Host: a valid
+    // signature, but not for this site.
+    let other = Request::get("other.example", "/private/x");
+    let h = signed_map(&other, &signer, &full_opts(NOW - 5, 60));
+    assert_eq!(
+        invalid(&check(&keys, &other, &h, NOW).await),
+        "signature sig1: covered @authority \"other.example\" is not this site (www.example.com, shop.example:8443)"
+    );
+    // This site, in any case, with or without the default port.
+    for authority in ["www.example.com", "WWW.EXAMPLE.COM", "www.example.com:443", "shop.example:8443"] {
+        let req = Request::get(authority, "/private/x");
+        assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 60)), NOW).await, valid);
+    }
+    // Another port of this host is another site.
+    let req = Request::get("shop.example", "/private/x");
+    let got = check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 60)), NOW).await;
+    assert!(invalid(&got).contains("covered @authority \"shop.example\" is not this site"), "{got:?}");
+    // @target-uri's authority is bound too, from an absolute-form target.
+    let mut o = SignOptions::web_bot_auth(NOW - 5, 60);
+    o.components = vec![Component::derived("@target-uri"), Component::derived("@method")];
+    let mut abs = Request::get("www.example.com", "https://other.example/private/x");
+    let h = signed_map(&Request::get("other.example", "/private/x"), &signer, &o);
+    let got = check(&keys, &abs, &h, NOW).await;
+    assert!(invalid(&got).contains("covered @authority \"other.example\" is not this site"), "{got:?}");
+    abs.target = "https://www.example.com/private/x".into();
+    let h = signed_map(&Request::get("www.example.com", "/private/x"), &signer, &o);
+    assert_eq!(check(&keys, &abs, &h, NOW).await, valid, "@target-uri covers @authority and @path");
+    // No authority configured: nothing is valid.
+    let unbound = site_keys(&signer, &[]);
+    let req = Request::get("www.example.com", "/");
+    let got = check(&unbound, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 60)), NOW).await;
+    assert_eq!(
+        invalid(&got),
+        "signature sig1: covered @authority \"www.example.com\" cannot be checked: no authority is configured for this site"
+    );
+}
+
+#[tokio::test]
+async fn validity_is_at_most_five_minutes_by_default() {
+    let signer = Signer::from_seed(12);
+    let keys = site_keys(&signer, &["www.example.com"]);
+    let req = Request::get("www.example.com", "/a");
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 300)), NOW).await, valid);
+    let got = check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 301)), NOW).await;
+    assert_eq!(invalid(&got), "signature sig1: valid for 301 s, longer than the 300 s allowed");
+    // A day, which the draft allows at most and the old default accepted.
+    let got = check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 86_400)), NOW).await;
+    assert_eq!(invalid(&got), "signature sig1: valid for 86400 s, longer than the 300 s allowed");
+    // Expired (beyond the minute of skew).
+    let got = check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 400, 300)), NOW).await;
+    assert_eq!(invalid(&got), format!("signature sig1: expired at {} (100 s ago)", NOW - 100));
+}
+
+#[tokio::test]
+async fn method_and_path_must_be_covered_unless_configured() {
+    let signer = Signer::from_seed(13);
+    let keys = site_keys(&signer, &["www.example.com"]);
+    let req = Request::get("www.example.com", "/private/x");
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    let only_authority = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW - 5, 60));
+    assert_eq!(
+        invalid(&check(&keys, &req, &only_authority, NOW).await),
+        "signature sig1: @method is not covered (required by this site)"
+    );
+    let mut o = SignOptions::web_bot_auth(NOW - 5, 60);
+    o.components.push(Component::derived("@method"));
+    assert_eq!(
+        invalid(&check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await),
+        "signature sig1: @path is not covered (required by this site)"
+    );
+    // `@request-target` holds the path.
+    o.components.push(Component::derived("@request-target"));
+    assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &o), NOW).await, valid);
+    // Configured to require `@authority` only.
+    let lax = Keys::new(KeysConfig {
+        pinned: vec![PinnedKey { token: "ChatGPT-User".into(), jwk: signer.jwk() }],
+        authorities: vec!["www.example.com".into()],
+        required_components: vec!["@authority".into()],
+        ..KeysConfig::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(check(&lax, &req, &only_authority, NOW).await, valid);
+}
+
+#[tokio::test]
+async fn a_replayed_signature_is_refused_and_a_forgery_cannot_poison_the_cache() {
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    use crawlgate_policy::verification::{Method, Verification};
+    let signer = Signer::from_seed(14);
+    let src = format!(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"www.example.com\"]\nreplay_cache_size = 2\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n[[group]]\nuser_agents = [\"ExampleBot\"]\n",
+        signer.jwk()
+    );
+    let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let v = Verifier::new(VerifierConfig::for_policy(&policy)).unwrap_or_else(|e| panic!("{e}"));
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("www.example.com", "/private/x");
+    let h = signed_map(&req, &signer, &full_opts(now - 5, 60));
+    let sr = SignedRequest { method: "GET", authority: "www.example.com", target: "/private/x", headers: &h };
+    // A forger replays the genuine bytes on another path first: invalid,
+    // and not recorded.
+    let forged = SignedRequest { target: "/other", ..sr };
+    let got = v.verify(None, ip, Some(&forged)).await;
+    assert_eq!(got.verification, Verification::Spoofed(Method::Signature), "{got:?}");
+    // The genuine request verifies once...
+    let first = v.verify(None, ip, Some(&sr)).await;
+    assert_eq!(first.verification, Verification::Verified(Method::Signature), "{first:?}");
+    assert_eq!(first.signed_token.as_deref(), Some("ExampleBot"));
+    // ...and the same signature again is a replay.
+    let again = v.verify(None, ip, Some(&sr)).await;
+    assert_eq!(again.verification, Verification::Spoofed(Method::Signature));
+    assert_eq!(again.evidence, Evidence::Replayed { keyid: signer.keyid() });
+    assert_eq!(again.evidence.to_string(), format!("replayed signature by keyid {}", signer.keyid()));
+    assert_eq!(again.signed_token, None);
+    // A fresh signature (another created) is fine; the cache then holds two
+    // and a third, still-valid signature cannot be recorded: not proof.
+    let h2 = signed_map(&req, &signer, &full_opts(now - 4, 60));
+    let sr2 = SignedRequest { headers: &h2, ..sr };
+    assert_eq!(v.verify(None, ip, Some(&sr2)).await.verification, Verification::Verified(Method::Signature));
+    let h3 = signed_map(&req, &signer, &full_opts(now - 3, 60));
+    let sr3 = SignedRequest { headers: &h3, ..sr };
+    let full = v.verify(None, ip, Some(&sr3)).await;
+    assert_eq!((full.verification, full.evidence), (Verification::Unverified, Evidence::ReplayCacheFull));
+}
+
+/// `allow_http_directories` allows plain http only for the hosts otherwise
+/// allowed; fetching from any `Signature-Agent` host (a client's choice,
+/// internal addresses included) is `any_directory_host` alone.
+#[tokio::test]
+async fn http_directories_do_not_open_every_host() {
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    let signer = Signer::from_seed(15);
+    let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let verifier = |extra: &str| {
+        let src = format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"site.example\"]\nallow_http_directories = true\n{extra}"
+        );
+        let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        Verifier::new(VerifierConfig::for_policy(&policy)).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &full_opts(now - 5, 60).with_agent(&server.agent_url()));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let got = verifier("").verify(None, ip, Some(&sr)).await;
+    match &got.evidence {
+        Evidence::UnknownKey { reason } => assert!(reason.contains("is not a known agent"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 0);
+    let got = verifier("any_directory_host = true\n").verify(None, ip, Some(&sr)).await;
+    assert_eq!(got.evidence, Evidence::Key { keyid: signer.keyid() });
+    assert_eq!(server.hits(), 1);
 }

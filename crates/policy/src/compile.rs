@@ -29,7 +29,9 @@ use crate::robots_tag::TagRules;
 use crate::ruleset::RuleSet;
 use crate::sf;
 use crate::validate;
-use crate::verification::{validate_ed25519_jwk, Cidr, OnFailure, PinnedJwk, VerificationSettings, VerifyMode};
+use crate::verification::{
+    validate_ed25519_jwk, Cidr, Method, OnFailure, PinnedJwk, VerificationSettings, VerifyMode, REQUIRABLE_COMPONENTS,
+};
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -165,6 +167,10 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         allow_warnings,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
+    let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
+    let raw_upstream_sni = upstream.as_ref().and_then(|u| u.get_ref().sni.as_ref()).map(|s| s.get_ref().clone());
+    let raw_origin_host =
+        robots_txt.as_ref().and_then(|r| r.get_ref().origin_host.as_ref()).map(|s| s.get_ref().clone());
     let server = compile_server(&mut cx, server.as_ref());
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
@@ -172,7 +178,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let groups = compile_groups(&mut cx, &group);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
-    let verification = compile_verification(&mut cx, verification.as_ref(), &groups);
+    let site =
+        site_hosts(&mut cx, raw_server_hosts.as_deref(), raw_upstream_sni.as_deref(), raw_origin_host.as_deref());
+    let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
     let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
@@ -298,6 +306,9 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
     let Some(raw) = raw else { return s };
     let RawServer {
         listen,
+        // The site's names: compiled with the signatures they bind
+        // (`site_hosts`).
+        hosts: _,
         h2c,
         tls_listen,
         tls_cert,
@@ -940,6 +951,7 @@ fn compile_group(
     let block_status = compile_block_status(cx, block_status.as_ref());
     let verify_written = compile_verify(cx, verify.as_ref());
     let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
+    let on_unverified_written = on_unverified.is_some();
     let on_unverified = compile_on_failure(cx, "on_unverified", on_unverified.as_ref(), OnFailure::Log);
     if empty_after_overrides {
         return None;
@@ -963,6 +975,7 @@ fn compile_group(
         verify_written,
         on_spoofed,
         on_unverified,
+        on_unverified_written,
     })
 }
 
@@ -1449,9 +1462,45 @@ mod tests {
     }
 }
 
+/// The hosts this site is known by when `verification.signatures.authorities`
+/// is not written: `server.hosts`, else `upstream.sni` and
+/// `robots_txt.origin_host` as written (a server address alone names the
+/// origin, not the site).
+fn site_hosts(
+    cx: &mut Ctx<'_>,
+    hosts: Option<&[Spanned<String>]>,
+    sni: Option<&str>,
+    origin_host: Option<&str>,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if let Some(hosts) = hosts {
+        for h in hosts {
+            match validate_authority(h.get_ref()) {
+                Ok(norm) if !out.contains(&norm) => out.push(norm),
+                Ok(_) => {}
+                Err(e) => cx.err(h, format!("server.hosts: {e}")),
+            }
+        }
+        return out;
+    }
+    for h in [sni, origin_host].into_iter().flatten() {
+        let h = h.trim().to_ascii_lowercase();
+        if !h.is_empty() && !out.contains(&h) {
+            out.push(h);
+        }
+    }
+    out
+}
+
 /// The `[verification]` table; without it nothing is verified. `groups`
-/// are the compiled groups, whose tokens a list override may name.
-fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups: &[Group]) -> VerificationSettings {
+/// are the compiled groups, whose tokens a list override may name; `site`
+/// the hosts signatures are bound to unless `authorities` names them.
+fn compile_verification(
+    cx: &mut Ctx<'_>,
+    raw: Option<&RawVerification>,
+    groups: &[Group],
+    site: &[String],
+) -> VerificationSettings {
     let mut v = VerificationSettings::default();
     let Some(raw) = raw else { return v };
     v.enabled = true;
@@ -1517,9 +1566,74 @@ fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups:
         v.dns.timeout = cx.positive_duration("verification.dns.timeout", timeout, v.dns.timeout);
         v.dns.cache_size = cache_size_of(cx, "verification.dns.cache_size", cache_size.as_ref(), v.dns.cache_size);
     }
+    v.signatures.authorities = site.to_vec();
     if let Some(sig) = signatures {
-        let RawSignatures { max_skew, directory_timeout, cache_size, allow_http_directories } = sig.get_ref();
+        let RawSignatures {
+            max_skew,
+            directory_timeout,
+            cache_size,
+            allow_http_directories,
+            any_directory_host,
+            authorities,
+            max_validity,
+            required_components,
+            replay_cache_size,
+        } = sig.get_ref();
         let s = &mut v.signatures;
+        if let Some(list) = authorities {
+            s.authorities = Vec::new();
+            s.authorities_written = true;
+            for a in list {
+                match validate_authority(a.get_ref()) {
+                    Ok(norm) => s.authorities.push(norm),
+                    Err(e) => cx.err(a, format!("verification.signatures.authorities: {e}")),
+                }
+            }
+        }
+        s.max_validity = cx.positive_duration("verification.signatures.max_validity", max_validity, s.max_validity);
+        if s.max_validity > Duration::from_secs(24 * 3600) {
+            if let Some(m) = max_validity {
+                cx.err(
+                    m,
+                    format!(
+                        "verification.signatures.max_validity must be at most 24h (the draft's limit), found `{}`",
+                        m.get_ref()
+                    ),
+                );
+            }
+        }
+        if let Some(list) = required_components {
+            s.required_components = Vec::new();
+            for c in list {
+                if REQUIRABLE_COMPONENTS.contains(&c.get_ref().as_str()) {
+                    s.required_components.push(c.get_ref().clone());
+                } else {
+                    cx.err(
+                        c,
+                        format!(
+                            "verification.signatures.required_components: `{}` is not one of {}",
+                            c.get_ref(),
+                            REQUIRABLE_COMPONENTS.join(", ")
+                        ),
+                    );
+                }
+            }
+            if !s.required_components.iter().any(|c| c == "@authority" || c == "@target-uri") {
+                s.required_components.insert(0, "@authority".to_owned());
+            }
+        }
+        s.replay_cache_size = cache_size_of(
+            cx,
+            "verification.signatures.replay_cache_size",
+            replay_cache_size.as_ref(),
+            s.replay_cache_size,
+        );
+        if let Some(a) = any_directory_host {
+            s.any_directory_host = *a.get_ref();
+            if *a.get_ref() {
+                cx.warn(a, Warning::AnyDirectoryHost, "verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, internal addresses included, so clients choose where the proxy connects; for tests only");
+            }
+        }
         s.max_skew = cx.duration("verification.signatures.max_skew", max_skew.as_ref(), s.max_skew);
         s.directory_timeout =
             cx.positive_duration("verification.signatures.directory_timeout", directory_timeout, s.directory_timeout);
@@ -1538,7 +1652,40 @@ fn compile_verification(cx: &mut Ctx<'_>, raw: Option<&RawVerification>, groups:
         }
         v.keys.push(PinnedJwk { token: token.get_ref().clone(), jwk: jwk.get_ref().clone() });
     }
+    let signable = !v.keys.is_empty() || groups.iter().any(|g| g.tokens.iter().any(|t| v.has_signature_source(t)));
+    if v.signatures.authorities.is_empty() && signable && !v.signatures.authorities_written {
+        let at = signatures.as_ref().map_or(0, |s| s.span().start);
+        cx.warn_at(at, Warning::UnboundSignatures, "verification.signatures.authorities: nothing names this site's host (no authorities, server.hosts, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves");
+    }
     v
+}
+
+/// A `host` or `host:port` (an IPv6 host in brackets), lower-cased.
+fn validate_authority(a: &str) -> Result<String, String> {
+    let lower = a.to_ascii_lowercase();
+    let host = match lower.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((h, port))
+                if h.parse::<std::net::Ipv6Addr>().is_ok()
+                    && (port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok())) =>
+            {
+                return Ok(lower)
+            }
+            _ => return Err(format!("`{a}` is not a host or host:port")),
+        },
+        None => match lower.rsplit_once(':') {
+            Some((h, p)) if p.parse::<u16>().is_ok() => h.to_owned(),
+            Some(_) => return Err(format!("`{a}` is not a host or host:port")),
+            None => lower.clone(),
+        },
+    };
+    let ok = !host.is_empty()
+        && host.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    if ok {
+        Ok(lower)
+    } else {
+        Err(format!("`{a}` is not a host or host:port"))
+    }
 }
 
 /// A cache size: 1 to 10 million entries.
@@ -1604,6 +1751,14 @@ fn resolve_verify(cx: &mut Ctx<'_>, groups: &mut [Group], v: &VerificationSettin
             None if tokens.iter().any(|t| v.has_source(t)) => VerifyMode::Any,
             None => VerifyMode::None,
         };
+        // A client controls its own reverse zone: a PTR that never answers
+        // makes a claim `unverified`, and `log` would then give a spoofer
+        // the group. Where rDNS is the only method, an unanswered lookup
+        // proves nothing, so the default treats it like a spoofed claim.
+        let methods = v.methods_for(tokens.iter().map(|t| t.as_str()), g.verify);
+        if !g.on_unverified_written && methods == [Method::Rdns] {
+            g.on_unverified = OnFailure::Anonymous;
+        }
     }
 }
 
@@ -1632,7 +1787,7 @@ mod verification_tests {
     #[test]
     fn settings_parse_with_defaults() {
         let src = format!(
-            "{BASE}[verification]\nrefresh = \"1h\"\nstate_dir = \"/var/lib/crawlgate\"\n[verification.lists]\nGPTBot = [\"https://example.com/g.json\", \"/etc/crawlgate/gptbot.txt\"]\n[verification.dns]\nnameservers = [\"127.0.0.1:5353\", \"::1\"]\ntimeout = \"200ms\"\n[verification.signatures]\nmax_skew = \"30s\"\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}}'\n[[group]]\nuser_agents = [\"GPTBot\", \"ExampleBot\"]\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n"
+            "{BASE}[verification]\nrefresh = \"1h\"\nstate_dir = \"/var/lib/crawlgate\"\n[verification.lists]\nGPTBot = [\"https://example.com/g.json\", \"/etc/crawlgate/gptbot.txt\"]\n[verification.dns]\nnameservers = [\"127.0.0.1:5353\", \"::1\"]\ntimeout = \"200ms\"\n[verification.signatures]\nmax_skew = \"30s\"\nauthorities = [\"WWW.example.com\", \"example.com:8443\"]\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}}'\n[[group]]\nuser_agents = [\"GPTBot\", \"ExampleBot\"]\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n"
         );
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let v = &loaded.policy.settings().verification;
@@ -1647,6 +1802,11 @@ mod verification_tests {
         );
         assert_eq!((v.dns.timeout, v.dns.cache_size), (Duration::from_millis(200), 10_000));
         assert_eq!(v.signatures.max_skew, Duration::from_secs(30));
+        assert_eq!(v.signatures.authorities, ["www.example.com", "example.com:8443"]);
+        assert_eq!(v.signatures.max_validity, Duration::from_secs(300));
+        assert_eq!(v.signatures.required_components, ["@authority", "@method", "@path"]);
+        assert_eq!(v.signatures.replay_cache_size, 100_000);
+        assert!(!v.signatures.any_directory_host);
         assert_eq!(v.keys.len(), 1);
         assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
         let p = &loaded.policy;
@@ -1689,5 +1849,48 @@ mod verification_tests {
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
         assert_eq!(w, ["v.toml:5:26: warning[http-key-directories]: verification.signatures.allow_http_directories: key directories may be fetched over plain HTTP, where anyone on the path can replace the keys; for tests only"]);
+    }
+
+    #[test]
+    fn any_directory_host_warns_on_its_own() {
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nany_directory_host = true\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:6:22: warning[any-directory-host]: verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, internal addresses included, so clients choose where the proxy connects; for tests only"]);
+        let v = &loaded.policy.settings().verification.signatures;
+        assert!(v.any_directory_host && !v.allow_http_directories);
+    }
+
+    #[test]
+    fn signatures_are_bound_to_the_site() {
+        let key = "[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}'\n[[group]]\nuser_agents = [\"*\"]\n";
+        // Nothing names the site: a warning, and no signature can be valid.
+        let loaded = load(&format!("{BASE}[verification]\n{key}"), "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:1:1: warning[unbound-signatures]: verification.signatures.authorities: nothing names this site's host (no authorities, server.hosts, upstream.sni or robots_txt.origin_host), so no Web Bot Auth signature can be bound to it and every one is invalid; name the hosts the proxy serves"]);
+        assert!(loaded.policy.settings().verification.signatures.authorities.is_empty());
+        // upstream.sni and robots_txt.origin_host as written name it.
+        let src = format!("{}sni = \"WWW.Example.com\"\n[robots_txt]\norigin = \"merge\"\norigin_host = \"example.com\"\n[verification]\n{key}", BASE.trim_end());
+        let src = src.replacen("sni", "\nsni", 1);
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(loaded.policy.settings().verification.signatures.authorities, ["www.example.com", "example.com"]);
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        // server.hosts, when written, names it alone.
+        let src = format!("[server]\nhosts = [\"www.example.com\", \"Example.com:8443\"]\n{src}");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            loaded.policy.settings().verification.signatures.authorities,
+            ["www.example.com", "example.com:8443"]
+        );
+        let err = load(&format!("[server]\nhosts = [\"a/b\"]\n{BASE}"), "v.toml").err().map(|e| e.to_string());
+        assert_eq!(err.as_deref(), Some("v.toml:2:10: server.hosts: `a/b` is not a host or host:port"));
+        // Bad values.
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a b\", \"h:x\", \"[::1]:8443\"]\nmax_validity = \"2d\"\nrequired_components = [\"@path\", \"content-digest\"]\nreplay_cache_size = 0\n");
+        let err = load(&src, "v.toml").err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(err, "v.toml:5:16: verification.signatures.authorities: `a b` is not a host or host:port\nv.toml:5:23: verification.signatures.authorities: `h:x` is not a host or host:port\nv.toml:6:16: verification.signatures.max_validity must be at most 24h (the draft's limit), found `2d`\nv.toml:7:33: verification.signatures.required_components: `content-digest` is not one of @authority, @method, @path, @query, @scheme, @target-uri\nv.toml:8:21: verification.signatures.replay_cache_size must be between 1 and 10000000, found 0");
+        // Required components: @authority is always in.
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nrequired_components = [\"@path\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(loaded.policy.settings().verification.signatures.required_components, ["@authority", "@path"]);
     }
 }

@@ -65,11 +65,15 @@ pub enum Warning {
     OriginKeyUnused,
     /// Web Bot Auth key directories allowed over plain HTTP.
     HttpKeyDirectories,
+    /// Web Bot Auth key directories fetched from any host.
+    AnyDirectoryHost,
+    /// No authority to bind Web Bot Auth signatures to this site.
+    UnboundSignatures,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 16] = [
+    pub const ALL: [Warning; 18] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -86,6 +90,8 @@ impl Warning {
         Warning::RslWithoutLicense,
         Warning::OriginKeyUnused,
         Warning::HttpKeyDirectories,
+        Warning::AnyDirectoryHost,
+        Warning::UnboundSignatures,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -108,6 +114,8 @@ impl Warning {
             Warning::RslWithoutLicense => "rsl-without-license",
             Warning::OriginKeyUnused => "origin-key-unused",
             Warning::HttpKeyDirectories => "http-key-directories",
+            Warning::AnyDirectoryHost => "any-directory-host",
+            Warning::UnboundSignatures => "unbound-signatures",
         }
     }
 

@@ -254,6 +254,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         verify_written: None,
         on_spoofed: crate::verification::OnFailure::Anonymous,
         on_unverified: crate::verification::OnFailure::Log,
+        on_unverified_written: false,
     }
 }
 

@@ -396,6 +396,9 @@ pub(crate) struct Group {
     pub verify_written: Option<(crate::verification::VerifyMode, usize)>,
     pub on_spoofed: crate::verification::OnFailure,
     pub on_unverified: crate::verification::OnFailure,
+    /// Whether `on_unverified` is written (else its default depends on the
+    /// methods the group has).
+    pub on_unverified_written: bool,
 }
 
 /// A request's claim to be a policy token, known from its `User-Agent`
@@ -572,6 +575,24 @@ impl Policy {
     /// Every group's name.
     pub fn group_names(&self) -> impl Iterator<Item = &str> {
         self.groups.iter().map(|g| g.name.as_str())
+    }
+
+    /// Per group with a `verify` other than `none`: its name, the methods
+    /// that can actually prove its tokens, and its `on_spoofed` and
+    /// `on_unverified` (for `crawlgate check`).
+    pub fn group_verification(
+        &self,
+    ) -> Vec<(&str, Vec<crate::verification::Method>, crate::verification::OnFailure, crate::verification::OnFailure)>
+    {
+        let v = &self.settings.verification;
+        self.groups
+            .iter()
+            .filter(|g| g.verify != crate::verification::VerifyMode::None)
+            .map(|g| {
+                let tokens = g.tokens.iter().map(String::as_str).filter(|t| *t != "*");
+                (g.name.as_str(), v.methods_for(tokens, g.verify), g.on_spoofed, g.on_unverified)
+            })
+            .collect()
     }
 
     /// Hex SHA-256 of the policy source.

@@ -31,6 +31,7 @@ pub(crate) struct RawPolicy {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawServer {
     pub listen: Option<Vec<S<String>>>,
+    pub hosts: Option<Vec<S<String>>>,
     pub h2c: Option<bool>,
     pub tls_listen: Option<Vec<S<String>>>,
     pub tls_cert: Option<S<String>>,
@@ -150,6 +151,11 @@ pub(crate) struct RawSignatures {
     pub directory_timeout: Option<S<String>>,
     pub cache_size: Option<S<i64>>,
     pub allow_http_directories: Option<S<bool>>,
+    pub any_directory_host: Option<S<bool>>,
+    pub authorities: Option<Vec<S<String>>>,
+    pub max_validity: Option<S<String>>,
+    pub required_components: Option<Vec<S<String>>>,
+    pub replay_cache_size: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

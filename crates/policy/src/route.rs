@@ -16,6 +16,9 @@ pub struct Identity<'a> {
     /// A token proven by a valid signature: it identifies the agent even
     /// when the `User-Agent` names another or none.
     pub proven: Option<&'a str>,
+    /// The request's valid signature was already presented within its
+    /// validity window (a replay).
+    pub replayed: bool,
 }
 
 /// The request's `User-Agent` field lines, as far as routing cares.
@@ -66,6 +69,15 @@ pub enum Route<'p, 'r> {
     /// Answer with the group's block status; the origin is not contacted.
     Block {
         /// The decision that blocks.
+        decision: Decision<'p>,
+        /// The target decided on.
+        target: RequestTarget<'r>,
+    },
+    /// Answer 429: the request's Web Bot Auth signature is a replay
+    /// (draft-meunier-web-bot-auth-architecture: "a replay gets 429"); the
+    /// origin is not contacted.
+    Replayed {
+        /// The decision, for the log and the counters.
         decision: Decision<'p>,
         /// The target decided on.
         target: RequestTarget<'r>,
@@ -131,6 +143,10 @@ impl Policy {
             };
             return if published { Route::Serve { file, decision } } else { Route::NotFound { file, decision } };
         }
+        // After the published files, which are never refused.
+        if identity.replayed {
+            return Route::Replayed { decision, target };
+        }
         match decision.action() {
             Action::Block => Route::Block { decision, target },
             Action::Pass | Action::LogViolation => {
@@ -182,6 +198,7 @@ rules = [{ path = "/", action = "allow" }]
             Route::BadRequest(e) => (format!("400 {e}"), None, None, None),
             Route::Serve { file, decision } => (format!("serve {}", file.as_str()), agent(decision), None, None),
             Route::NotFound { file, decision } => (format!("404 {}", file.as_str()), agent(decision), None, None),
+            Route::Replayed { decision, .. } => ("429 replay".to_string(), agent(decision), None, None),
             Route::Block { decision, target } => (
                 format!("block {}", decision.block_status),
                 agent(decision),
@@ -288,6 +305,7 @@ disallow = ["/"]
             Route::BadRequest(e) => return (format!("400 {e}"), None, String::new(), None),
             Route::Serve { decision, .. } | Route::NotFound { decision, .. } => (*decision, "serve"),
             Route::Block { decision, .. } => (*decision, "block"),
+            Route::Replayed { decision, .. } => (*decision, "429 replay"),
             Route::Forward { decision, .. } => (*decision, "forward"),
         };
         let (d, kind) = d;
@@ -418,14 +436,81 @@ disallow = ["/"]
             ("Firefox", "/a", Verification::NotApplicable, None, ("forward allowed", None, "none", None)),
         ];
         for (ua, target, verification, proven, want) in rows {
-            let id = Identity { verification: *verification, proven: *proven };
+            let id = Identity { verification: *verification, proven: *proven, replayed: false };
             let got = summary(&p.route_with(false, target.as_bytes(), UserAgentField::One(ua), id));
             let got = (got.0.as_str(), got.1.as_deref(), got.2.as_str(), got.3);
             assert_eq!(got, *want, "{ua} {target} {verification:?} {proven:?}");
         }
         // A bad request stays a bad request.
-        let id = Identity { verification: un, proven: None };
+        let id = Identity { verification: un, proven: None, replayed: false };
         let got = summary(&p.route_with(false, b"x", UserAgentField::One("GPTBot"), id));
         assert_eq!(got.0, "400 request target must start with '/' or be an absolute http(s) URL");
+    }
+
+    #[test]
+    fn rdns_only_groups_default_to_anonymous_when_unverified() {
+        let src = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n\
+                   [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\
+                   [[group]]\nuser_agents = [\"YandexBot\"]\n\
+                   [[group]]\nuser_agents = [\"Baiduspider\", \"Amazonbot\"]\non_unverified = \"log\"\n\
+                   [[group]]\nuser_agents = [\"Googlebot\"]\n\
+                   [[group]]\nuser_agents = [\"bingbot\"]\nverify = \"rdns\"\n";
+        let loaded = load(src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let un = Identity { verification: Verification::Unverified, proven: None, replayed: false };
+        // (User-Agent, the agent whose rules apply, on_failure)
+        let rows = [
+            // rDNS only: anonymous by default.
+            ("YandexBot/3.0", None, Some("anonymous")),
+            // Written `log` stays.
+            ("Baiduspider/2.0", Some("Baiduspider"), Some("log")),
+            ("Amazonbot/0.1", Some("Amazonbot"), Some("log")),
+            // IP lists too: `log` as before.
+            ("Googlebot/2.1", Some("Googlebot"), Some("log")),
+            // bingbot publishes lists, but the group chose rdns only.
+            ("bingbot/2.0", None, Some("anonymous")),
+        ];
+        for (ua, agent, failure) in rows {
+            let got = summary(&p.route_with(false, b"/private/a", UserAgentField::One(ua), un));
+            assert_eq!((got.1.as_deref(), got.3), (agent, failure), "{ua}");
+        }
+        let methods: Vec<(String, String, &str, &str)> = p
+            .group_verification()
+            .into_iter()
+            .map(|(g, m, s, u)| {
+                let m: Vec<&str> = m.iter().map(|m| m.as_str()).collect();
+                (g.to_owned(), m.join(","), s.as_str(), u.as_str())
+            })
+            .collect();
+        let want = [
+            ("YandexBot", "rdns", "anonymous", "anonymous"),
+            ("Baiduspider", "rdns", "anonymous", "log"),
+            ("Googlebot", "ip,rdns", "anonymous", "log"),
+            ("bingbot", "rdns", "anonymous", "anonymous"),
+        ];
+        let want: Vec<(String, String, &str, &str)> =
+            want.iter().map(|(g, m, s, u)| ((*g).to_owned(), (*m).to_owned(), *s, *u)).collect();
+        assert_eq!(methods, want);
+    }
+
+    #[test]
+    fn a_replayed_signature_gets_429_but_robots_txt() {
+        let loaded = load(POLICY, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let id = Identity { verification: Verification::Spoofed(Method::Signature), proven: None, replayed: true };
+        let ua = UserAgentField::One("Googlebot/2.1");
+        let got = summary(&p.route_with(false, b"/a", ua, id));
+        assert_eq!(
+            (got.0.as_str(), got.1.as_deref(), got.2.as_str(), got.3),
+            ("429 replay", None, "spoofed(signature)", Some("anonymous"))
+        );
+        // Also where the group would allow, and for a browser.
+        let got = summary(&p.route_with(false, b"/private/a", UserAgentField::One("Firefox"), id));
+        assert_eq!(got.0, "429 replay");
+        let got = summary(&p.route_with(false, b"/robots.txt", ua, id));
+        assert_eq!(got.0, "serve");
+        // Not replayed: the same outcome goes on to the group.
+        let got = summary(&p.route_with(false, b"/a", ua, Identity { replayed: false, ..id }));
+        assert_eq!(got.0, "forward allowed");
     }
 }

@@ -115,9 +115,36 @@ pub struct SignatureSettings {
     pub directory_timeout: Duration,
     /// Cached key directories (default 1000).
     pub cache_size: usize,
-    /// Whether key directories may be fetched over plain HTTP (tests only).
+    /// Whether key directories may be fetched over plain HTTP, from the
+    /// hosts otherwise allowed (tests only).
     pub allow_http_directories: bool,
+    /// Whether the key directory of any `Signature-Agent` host may be
+    /// fetched, not only the catalog's (internal addresses included).
+    pub any_directory_host: bool,
+    /// The authorities (`host` or `host:port`, lower-cased) a signature's
+    /// covered `@authority` must name: this site. Empty: no signature is
+    /// valid (draft-meunier-web-bot-auth-architecture: the covered
+    /// authority is the verifier's own).
+    pub authorities: Vec<String>,
+    /// Whether `authorities` came from the policy's own `authorities` key
+    /// (else from `upstream.sni` or `robots_txt.origin_host`).
+    pub authorities_written: bool,
+    /// The longest `expires - created` accepted (default 300 s).
+    pub max_validity: Duration,
+    /// The derived components every signature must cover (default
+    /// `@authority`, `@method`, `@path`; `@target-uri` stands for
+    /// `@authority`, `@scheme`, `@path` and `@query`).
+    pub required_components: Vec<String>,
+    /// How many verified signatures are remembered to refuse replays
+    /// (default 100000).
+    pub replay_cache_size: usize,
 }
+
+/// The components a signature must cover by default.
+pub const DEFAULT_REQUIRED_COMPONENTS: [&str; 3] = ["@authority", "@method", "@path"];
+
+/// The components `required_components` may name.
+pub const REQUIRABLE_COMPONENTS: [&str; 6] = ["@authority", "@method", "@path", "@query", "@scheme", "@target-uri"];
 
 /// A key pinned in `[[verification.keys]]`, validated at load as an Ed25519
 /// JWK (RFC 8037 section 2).
@@ -145,6 +172,12 @@ impl Default for VerificationSettings {
                 directory_timeout: Duration::from_secs(10),
                 cache_size: 1000,
                 allow_http_directories: false,
+                any_directory_host: false,
+                authorities: Vec::new(),
+                authorities_written: false,
+                max_validity: Duration::from_secs(300),
+                required_components: DEFAULT_REQUIRED_COMPONENTS.iter().map(|c| (*c).to_owned()).collect(),
+                replay_cache_size: 100_000,
             },
             keys: Vec::new(),
         }
@@ -176,6 +209,22 @@ impl VerificationSettings {
     /// Whether any method has a source for `token`.
     pub fn has_source(&self, token: &str) -> bool {
         !self.ip_lists_for(token).is_empty() || !self.rdns_for(token).is_empty() || self.has_signature_source(token)
+    }
+}
+
+impl VerificationSettings {
+    /// The methods that can prove some token of `tokens` under `mode`, in
+    /// the order the verifier tries them (signature, ip, rdns).
+    pub fn methods_for<'a>(&self, tokens: impl IntoIterator<Item = &'a str> + Clone, mode: VerifyMode) -> Vec<Method> {
+        let has = |m: Method| {
+            mode.allows(m)
+                && tokens.clone().into_iter().any(|t| match m {
+                    Method::Signature => self.has_signature_source(t),
+                    Method::Ip => !self.ip_lists_for(t).is_empty(),
+                    Method::Rdns => !self.rdns_for(t).is_empty(),
+                })
+        };
+        [Method::Signature, Method::Ip, Method::Rdns].into_iter().filter(|m| has(*m)).collect()
     }
 }
 
@@ -461,6 +510,24 @@ mod tests {
         assert_eq!(Verification::Spoofed(Method::Rdns).to_string(), "spoofed(rdns)");
         assert_eq!(Verification::Unverified.to_string(), "unverified");
         assert_eq!(Verification::NotApplicable.to_string(), "none");
+    }
+
+    #[test]
+    fn methods_by_token_and_mode() {
+        let v = VerificationSettings { enabled: true, ..VerificationSettings::default() };
+        let rows: &[(&[&str], VerifyMode, &[Method])] = &[
+            (&["Googlebot"], VerifyMode::Any, &[Method::Ip, Method::Rdns]),
+            (&["Googlebot"], VerifyMode::Rdns, &[Method::Rdns]),
+            (&["YandexBot"], VerifyMode::Any, &[Method::Rdns]),
+            (&["Baiduspider", "Amazonbot"], VerifyMode::Any, &[Method::Rdns]),
+            (&["YandexBot", "GPTBot"], VerifyMode::Any, &[Method::Ip, Method::Rdns]),
+            (&["ChatGPT-User"], VerifyMode::Any, &[Method::Signature, Method::Ip]),
+            (&["ClaudeBot"], VerifyMode::Any, &[]),
+            (&["Googlebot"], VerifyMode::None, &[]),
+        ];
+        for (tokens, mode, want) in rows {
+            assert_eq!(v.methods_for(tokens.iter().copied(), *mode), *want, "{tokens:?} {mode:?}");
+        }
     }
 
     #[test]

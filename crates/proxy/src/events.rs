@@ -25,6 +25,8 @@ pub enum Local {
     BadRequest,
     /// A request that came back to this proxy (508).
     LoopDetected,
+    /// A replayed Web Bot Auth signature (429).
+    Replayed,
 }
 
 impl Local {
@@ -35,6 +37,7 @@ impl Local {
             Local::Blocked => "blocked",
             Local::BadRequest => "bad-request",
             Local::LoopDetected => "loop-detected",
+            Local::Replayed => "replayed",
         }
     }
 }

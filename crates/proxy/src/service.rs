@@ -275,9 +275,10 @@ impl ProxyHttp for Gate {
         };
         self.count_verification(&snap, claim, &verdict);
         let Verdict { verification, evidence, signed_token } = verdict;
+        let replayed = matches!(evidence, Evidence::Replayed { .. });
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
-        let identity = Identity { verification, proven: signed_token.as_deref() };
+        let identity = Identity { verification, proven: signed_token.as_deref(), replayed };
         let route = snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity);
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
@@ -331,6 +332,16 @@ impl ProxyHttp for Gate {
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 Box::pin(respond::plain(session, status, body)).await?;
+                return Ok(true);
+            }
+            Route::Replayed { decision, target } => {
+                ctx.note(&decision);
+                ctx.outcome = Action::Block;
+                ctx.local = Some(Local::Replayed);
+                ctx.path = Cow::Owned(target.canonical.into_owned());
+                let body =
+                    "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n";
+                Box::pin(respond::plain(session, 429, body.to_string())).await?;
                 return Ok(true);
             }
             Route::Forward { decision, target, controls } => {
