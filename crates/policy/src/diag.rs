@@ -65,11 +65,13 @@ pub enum Warning {
     OriginKeyUnused,
     /// Web Bot Auth key directories allowed over plain HTTP.
     HttpKeyDirectories,
+    /// A key in its old place, still read (the message says where it moved).
+    DeprecatedKey,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 16] = [
+    pub const ALL: [Warning; 17] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -86,6 +88,7 @@ impl Warning {
         Warning::RslWithoutLicense,
         Warning::OriginKeyUnused,
         Warning::HttpKeyDirectories,
+        Warning::DeprecatedKey,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -108,6 +111,7 @@ impl Warning {
             Warning::RslWithoutLicense => "rsl-without-license",
             Warning::OriginKeyUnused => "origin-key-unused",
             Warning::HttpKeyDirectories => "http-key-directories",
+            Warning::DeprecatedKey => "deprecated-key",
         }
     }
 

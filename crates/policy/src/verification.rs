@@ -74,10 +74,6 @@ pub struct VerificationSettings {
     /// Whether the table is present: without it nothing is verified and every
     /// group trusts the User-Agent.
     pub enabled: bool,
-    /// Peers whose `X-Forwarded-For`, `Forwarded` and PROXY protocol header
-    /// are believed for the client address; from anyone else the socket peer
-    /// is the client.
-    pub trusted_proxies: Vec<Cidr>,
     /// How often the published IP lists are refreshed (default 24 h).
     pub refresh: Duration,
     /// Timeout of one list fetch (default 10 s).
@@ -134,7 +130,6 @@ impl Default for VerificationSettings {
     fn default() -> VerificationSettings {
         VerificationSettings {
             enabled: false,
-            trusted_proxies: Vec::new(),
             refresh: Duration::from_secs(24 * 60 * 60),
             fetch_timeout: Duration::from_secs(10),
             state_dir: None,
@@ -176,13 +171,6 @@ impl VerificationSettings {
     /// Whether any method has a source for `token`.
     pub fn has_source(&self, token: &str) -> bool {
         !self.ip_lists_for(token).is_empty() || !self.rdns_for(token).is_empty() || self.has_signature_source(token)
-    }
-}
-
-impl VerificationSettings {
-    /// Whether `peer` is a trusted proxy.
-    pub fn is_trusted_proxy(&self, peer: IpAddr) -> bool {
-        self.trusted_proxies.iter().any(|c| c.contains(peer))
     }
 }
 
