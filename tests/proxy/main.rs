@@ -1,6 +1,7 @@
 //! End-to-end tests of `crawlgate run`: the real binary in front of a real
 //! origin on 127.0.0.1, spoken to with a real HTTP client.
 
+mod behind_nginx;
 mod client_addr;
 mod connections;
 mod dashboard;
