@@ -152,14 +152,19 @@ fn address_fields_seen(origin: &Origin, path: &str) -> Vec<(String, String)> {
     req.headers.iter().filter(|(n, _)| ADDRESS_FIELDS.contains(&n.as_str())).cloned().collect()
 }
 
+/// Header lines as `(name, value)`.
+type Lines = &'static [(&'static str, &'static str)];
+
+/// A client source, the header lines it forges, the `client_ip` and
+/// `verification` crawlgate logs, and the address fields the origin gets.
+type Case = (&'static str, Lines, &'static str, &'static str, Lines);
+
 #[test]
 fn behind_nginx_only_its_x_forwarded_for_is_believed_and_forwarded() {
     let dir = TempDir::new("behind-nginx");
     let list = dir.write("google.txt", "66.249.66.1/32\n66.249.66.2/32\n2001:db8::1/128\n127.0.0.3/32\n");
-    // (client source, forged header lines, client_ip, verification, the
-    // origin's address fields)
     #[rustfmt::skip]
-    let cases: &[(&str, &[(&str, &str)], &str, &str, &[(&str, &str)])] = &[
+    let cases: &[Case] = &[
         ("127.0.0.2", &[("Forwarded", "for=66.249.66.1")], "127.0.0.2", "spoofed(ip)",
             &[("x-forwarded-for", "127.0.0.2, 127.0.0.1")]),
         ("127.0.0.2", &[("Forwarded", "for=\"[2001:db8::1]\"")], "127.0.0.2", "spoofed(ip)",

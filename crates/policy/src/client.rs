@@ -348,6 +348,13 @@ mod tests {
         fields.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect()
     }
 
+    /// A field line, `(name, value)`.
+    type Field = (&'static str, &'static str);
+
+    /// A header choice, the peer, the forged field, the client address and
+    /// the origin's address field.
+    type Case = (AddressHeader, &'static str, Field, &'static str, Field);
+
     /// Every spelling of a client-forged address, under each header choice,
     /// from a trusted peer (10.0.0.1) and an untrusted one (203.0.113.5):
     /// only the chosen header from the trusted peer moves the address, and
@@ -358,9 +365,8 @@ mod tests {
         use AddressHeader::{Forwarded as F, ProxyProtocol as P, XForwardedFor as X};
         let trusted = &["10.0.0.0/8"];
         let ua = ("User-Agent", "Googlebot/2.1");
-        // (header choice, peer, forged field, expected client, expected origin field)
         #[rustfmt::skip]
-        let cases: &[(AddressHeader, &str, (&str, &str), &str, (&str, &str))] = &[
+        let cases: &[Case] = &[
             // A forged Forwarded is ignored and dropped unless it is the chosen header.
             (X, "10.0.0.1", ("Forwarded", "for=66.249.66.1"), "10.0.0.1", ("x-forwarded-for", "10.0.0.1")),
             (X, "10.0.0.1", ("forwarded", "For=\"[2001:db8::1]\""), "10.0.0.1", ("x-forwarded-for", "10.0.0.1")),
