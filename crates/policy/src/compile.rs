@@ -460,13 +460,13 @@ fn compile_client_address(
 ) -> ClientAddressSettings {
     let mut c = ClientAddressSettings::default();
     let (key, list) = match (trusted_proxies, legacy) {
-        (Some(_), Some(old)) => {
-            if let Some(first) = old.first() {
-                cx.err(first, "verification.trusted_proxies and server.trusted_proxies are both set: keep server.trusted_proxies only (the [verification] key is its deprecated old place)");
-            } else {
-                cx.err_at(0, "verification.trusted_proxies and server.trusted_proxies are both set: keep server.trusted_proxies only (the [verification] key is its deprecated old place)");
+        (Some(list), Some(old)) => {
+            let msg = "verification.trusted_proxies and server.trusted_proxies are both set: keep server.trusted_proxies only (the [verification] key is its deprecated old place)";
+            match old.first() {
+                Some(first) => cx.err(first, msg),
+                None => cx.err_at(0, msg),
             }
-            return c;
+            ("server.trusted_proxies", list)
         }
         (Some(list), None) => ("server.trusted_proxies", list),
         (None, Some(old)) => {
