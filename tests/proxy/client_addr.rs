@@ -44,11 +44,12 @@ fn an_untrusted_client_cannot_choose_the_address_the_origin_sees() {
 #[test]
 fn a_trusted_proxy_chain_is_extended() {
     let origin = origin();
-    let proxy = start(&origin, "", "[verification]\ntrusted_proxies = [\"127.0.0.2\"]\n");
+    let proxy = start(&origin, "trusted_proxies = [\"127.0.0.2\"]\n", "");
     let mut trusted = Conn::from_source(ip("127.0.0.2"), proxy.addr);
     let r = trusted.request("GET", "/", &[("X-Forwarded-For", "203.0.113.9"), ("Forwarded", "for=203.0.113.9")]);
     assert_eq!(r.status, 200);
-    assert_eq!(forwarded_seen(&origin), (Some("203.0.113.9, 127.0.0.2".into()), Some("for=203.0.113.9".into())));
+    // The client's own Forwarded is not the chosen header: it is dropped.
+    assert_eq!(forwarded_seen(&origin), (Some("203.0.113.9, 127.0.0.2".into()), None));
     // The same headers from a peer outside the list are dropped.
     let mut other = Conn::from_source(ip("127.0.0.4"), proxy.addr);
     let r = other.request("GET", "/", &[("X-Forwarded-For", "203.0.113.9"), ("Forwarded", "for=203.0.113.9")]);
@@ -56,12 +57,88 @@ fn a_trusted_proxy_chain_is_extended() {
     assert_eq!(forwarded_seen(&origin), (Some("127.0.0.4".into()), None));
 }
 
+/// The client address fields the origin saw on its last request, in the
+/// order it got them (names lowercase).
+fn address_fields_seen(origin: &Origin) -> Vec<(String, String)> {
+    const ADDRESS_FIELDS: [&str; 8] = [
+        "forwarded",
+        "x-forwarded-for",
+        "x-real-ip",
+        "true-client-ip",
+        "cf-connecting-ip",
+        "x-client-ip",
+        "fastly-client-ip",
+        "x-cluster-client-ip",
+    ];
+    let seen = origin.seen();
+    let last = seen.last().unwrap_or_else(|| panic!("the origin saw nothing"));
+    last.headers.iter().filter(|(n, _)| ADDRESS_FIELDS.contains(&n.as_str())).cloned().collect()
+}
+
+fn fields(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect()
+}
+
+/// Every address spelling a client can forge, in mixed case.
+const FORGED: &[(&str, &str)] = &[
+    ("X-Real-IP", "66.249.66.1"),
+    ("true-client-ip", "66.249.66.1"),
+    ("CF-Connecting-IP", "66.249.66.1"),
+    ("X-CLIENT-IP", "66.249.66.1"),
+    ("Fastly-Client-IP", "66.249.66.1"),
+    ("X-Cluster-Client-IP", "66.249.66.1"),
+    ("Forwarded", "for=66.249.66.1"),
+    ("X-Forwarded-For", "66.249.66.1"),
+];
+
+#[test]
+fn an_untrusted_clients_real_ip_headers_do_not_reach_the_origin() {
+    let origin = origin();
+    let proxy = start(&origin, "trusted_proxies = [\"127.0.0.2\"]\n", "");
+    let mut c = Conn::from_source(ip("127.0.0.3"), proxy.addr);
+    assert_eq!(c.request("GET", "/", FORGED).status, 200);
+    assert_eq!(address_fields_seen(&origin), fields(&[("x-forwarded-for", "127.0.0.3")]));
+    // A trusted peer's are removed too: only its X-Forwarded-For is kept.
+    let mut t = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    assert_eq!(t.request("GET", "/", FORGED).status, 200);
+    assert_eq!(address_fields_seen(&origin), fields(&[("x-forwarded-for", "66.249.66.1, 127.0.0.2")]));
+}
+
+#[test]
+fn with_forwarded_chosen_only_forwarded_is_read_and_extended() {
+    let origin = origin();
+    let proxy = start(&origin, "trusted_proxies = [\"127.0.0.2\"]\nclient_address_header = \"forwarded\"\n", "");
+    let mut t = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    let r = t.request(
+        "GET",
+        "/",
+        &[
+            ("X-Forwarded-For", "66.249.66.1"),
+            ("forwarded", "for=\"[2001:db8::1]\";proto=https"),
+            ("X-Real-IP", "66.249.66.1"),
+        ],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        address_fields_seen(&origin),
+        fields(&[("forwarded", "for=\"[2001:db8::1]\";proto=https, for=127.0.0.2")])
+    );
+    let line = crawlgate_e2e::proxy::wait_for("the access line", std::time::Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=")).map(str::to_owned)
+    });
+    assert!(line.contains(" client_ip=2001:db8::1 forwarded_for=127.0.0.2 "), "{line}");
+    // An untrusted peer's Forwarded is replaced by its own address.
+    let mut u = Conn::from_source(ip("127.0.0.3"), proxy.addr);
+    assert_eq!(u.request("GET", "/", &[("Forwarded", "for=66.249.66.1")]).status, 200);
+    assert_eq!(address_fields_seen(&origin), fields(&[("forwarded", "for=127.0.0.3")]));
+}
+
 const V2_SIGNATURE: &[u8; 12] = b"\r\n\r\n\0\r\nQUIT\n";
 
 #[test]
 fn the_proxy_protocol_is_read_from_trusted_peers_only() {
     let origin = origin();
-    let proxy = start(&origin, "proxy_protocol = true\n", "[verification]\ntrusted_proxies = [\"127.0.0.2\"]\n");
+    let proxy = start(&origin, "proxy_protocol = true\ntrusted_proxies = [\"127.0.0.2\"]\n", "");
     // Version 1, then two requests on the one connection: both are the
     // header's client.
     let mut v1 = Conn::from_source(ip("127.0.0.2"), proxy.addr);
@@ -96,4 +173,22 @@ fn the_proxy_protocol_is_read_from_trusted_peers_only() {
     assert_eq!(missing.read_to_close(), b"");
     let requests = origin.seen().len();
     assert_eq!(requests, 4);
+}
+
+#[test]
+fn with_proxy_protocol_chosen_no_header_is_read() {
+    let origin = origin();
+    // The PROXY source is itself in trusted_proxies: under the default
+    // choice its X-Forwarded-For would be read.
+    let server = "proxy_protocol = true\ntrusted_proxies = [\"127.0.0.2\", \"192.0.2.0/24\"]\nclient_address_header = \"proxy-protocol\"\n";
+    let proxy = start(&origin, server, "");
+    let mut c = Conn::from_source(ip("127.0.0.2"), proxy.addr);
+    c.send(b"PROXY TCP4 192.0.2.1 127.0.0.1 56324 80\r\n");
+    let r = c.request("GET", "/", &[("X-Forwarded-For", "66.249.66.1"), ("Forwarded", "for=66.249.66.1")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(address_fields_seen(&origin), fields(&[("x-forwarded-for", "192.0.2.1")]));
+    let line = crawlgate_e2e::proxy::wait_for("the access line", std::time::Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=")).map(str::to_owned)
+    });
+    assert!(line.contains(" client_ip=192.0.2.1 method="), "{line}");
 }

@@ -2,6 +2,7 @@
 //! origin on 127.0.0.1, spoken to with a real HTTP client.
 
 mod admin_limits;
+mod behind_nginx;
 mod client_addr;
 mod connections;
 mod dashboard;

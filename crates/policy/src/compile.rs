@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::agents_txt::{self, AgentsRule};
 use crate::catalog;
+use crate::client::{AddressHeader, ClientAddressSettings};
 use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator, Warning};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
@@ -171,7 +172,8 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let raw_upstream_sni = upstream.as_ref().and_then(|u| u.get_ref().sni.as_ref()).map(|s| s.get_ref().clone());
     let raw_origin_host =
         robots_txt.as_ref().and_then(|r| r.get_ref().origin_host.as_ref()).map(|s| s.get_ref().clone());
-    let server = compile_server(&mut cx, server.as_ref());
+    let legacy_proxies = verification.as_ref().and_then(|v| v.trusted_proxies.as_ref());
+    let server = compile_server(&mut cx, server.as_ref(), legacy_proxies);
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
     let origin_robots = compile_robots_origin(&mut cx, robots_txt.as_ref());
@@ -280,7 +282,13 @@ pub(crate) fn token_index(groups: &[Group]) -> (Vec<String>, Vec<usize>, Option<
     (tokens, token_group, star_group)
 }
 
-fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerSettings {
+/// `[server]`; `legacy_proxies` is `[verification] trusted_proxies`, the
+/// old place of `server.trusted_proxies`.
+fn compile_server(
+    cx: &mut Ctx<'_>,
+    raw: Option<&Spanned<RawServer>>,
+    legacy_proxies: Option<&Vec<Spanned<String>>>,
+) -> ServerSettings {
     let mut s = ServerSettings {
         listen: vec!["0.0.0.0:8080".into()],
         h2c: false,
@@ -297,13 +305,17 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_body_timeout: Duration::from_secs(60),
         max_connections: 4096,
         proxy_protocol: false,
+        client_address: ClientAddressSettings::default(),
         admin_auth_file: None,
         access_log_format: AccessLogFormat::Logfmt,
         ready_requires_upstream: false,
         admin_header_timeout: Duration::from_secs(5),
         admin_connections_per_client: 16,
     };
-    let Some(raw) = raw else { return s };
+    let Some(raw) = raw else {
+        s.client_address = compile_client_address(cx, None, None, legacy_proxies, false);
+        return s;
+    };
     let RawServer {
         listen,
         // The site's names: compiled with the signatures they bind
@@ -323,6 +335,8 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         client_body_timeout,
         max_connections,
         proxy_protocol,
+        trusted_proxies,
+        client_address_header,
         admin_auth_file,
         access_log_format,
         ready_requires_upstream,
@@ -330,6 +344,13 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         admin_connections_per_client,
     } = raw.get_ref();
     s.proxy_protocol = proxy_protocol.unwrap_or(false);
+    s.client_address = compile_client_address(
+        cx,
+        trusted_proxies.as_ref(),
+        client_address_header.as_ref(),
+        legacy_proxies,
+        s.proxy_protocol,
+    );
     s.ready_requires_upstream = ready_requires_upstream.unwrap_or(false);
     if let Some(f) = access_log_format {
         match f.get_ref().as_str() {
@@ -460,6 +481,151 @@ fn compile_server(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawServer>>) -> ServerS
         );
     }
     s
+}
+
+/// `server.trusted_proxies` (or, deprecated, `[verification]
+/// trusted_proxies`) and `server.client_address_header`.
+fn compile_client_address(
+    cx: &mut Ctx<'_>,
+    trusted_proxies: Option<&Vec<Spanned<String>>>,
+    header: Option<&Spanned<String>>,
+    legacy: Option<&Vec<Spanned<String>>>,
+    proxy_protocol: bool,
+) -> ClientAddressSettings {
+    let mut c = ClientAddressSettings::default();
+    let (key, list) = match (trusted_proxies, legacy) {
+        (Some(list), Some(old)) => {
+            let msg = "verification.trusted_proxies and server.trusted_proxies are both set: keep server.trusted_proxies only (the [verification] key is its deprecated old place)";
+            match old.first() {
+                Some(first) => cx.err(first, msg),
+                None => cx.err_at(0, msg),
+            }
+            ("server.trusted_proxies", list)
+        }
+        (Some(list), None) => ("server.trusted_proxies", list),
+        (None, Some(old)) => {
+            let msg = "verification.trusted_proxies is deprecated: move it to [server] as trusted_proxies (it governs the client address for logs, decisions and the origin's X-Forwarded-For, with or without [verification])";
+            match old.first() {
+                Some(first) => cx.warn(first, Warning::DeprecatedKey, msg),
+                None => cx.warn_at(0, Warning::DeprecatedKey, msg),
+            }
+            ("verification.trusted_proxies", old)
+        }
+        (None, None) => ("server.trusted_proxies", &Vec::new()),
+    };
+    for p in list {
+        match p.get_ref().parse::<Cidr>() {
+            Ok(cidr) => c.trusted_proxies.push(cidr),
+            Err(e) => cx.err(p, format!("{key}: {e} (e.g. 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)")),
+        }
+    }
+    if let Some(h) = header {
+        match AddressHeader::from_name(h.get_ref()) {
+            Some(AddressHeader::ProxyProtocol) if !proxy_protocol => cx.err(
+                h,
+                "server.client_address_header = \"proxy-protocol\" needs server.proxy_protocol = true: without it no PROXY header is read and every client would be the balancer's address",
+            ),
+            Some(choice) => c.header = choice,
+            None => {
+                let known = AddressHeader::ALL.map(|h| format!("\"{}\"", h.as_str())).join(", ");
+                cx.err(h, format!("server.client_address_header: `{}` is not one of {known}", h.get_ref()));
+            }
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod client_address_tests {
+    use super::*;
+
+    const REST: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+
+    /// The compiled settings and warnings of `src` (+ an upstream), or its
+    /// errors.
+    fn load_client(src: &str) -> Result<(ClientAddressSettings, Vec<String>), String> {
+        load(&format!("{src}{REST}"), "p.toml")
+            .map(|l| {
+                let w = l.warnings.iter().map(ToString::to_string).collect();
+                (l.policy.settings().server.client_address.clone(), w)
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn cidrs(list: &[&str]) -> Vec<Cidr> {
+        list.iter().map(|c| c.parse().unwrap_or_else(|e| panic!("{e}"))).collect()
+    }
+
+    #[test]
+    fn defaults_to_x_forwarded_for_and_no_trusted_proxy() {
+        assert_eq!(load_client(""), Ok((ClientAddressSettings::default(), vec![])));
+        assert_eq!(load_client("[server]\n"), Ok((ClientAddressSettings::default(), vec![])));
+        assert_eq!(ClientAddressSettings::default().header, AddressHeader::XForwardedFor);
+    }
+
+    #[test]
+    fn server_keys_parse() {
+        let (c, w) = load_client(
+            "[server]\ntrusted_proxies = [\"10.0.0.0/8\", \"2001:db8::1\"]\nclient_address_header = \"forwarded\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            c,
+            ClientAddressSettings {
+                trusted_proxies: cidrs(&["10.0.0.0/8", "2001:db8::1"]),
+                header: AddressHeader::Forwarded
+            }
+        );
+        assert!(w.is_empty(), "{w:?}");
+        let (c, _) = load_client("[server]\nproxy_protocol = true\nclient_address_header = \"proxy-protocol\"\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.header, AddressHeader::ProxyProtocol);
+    }
+
+    #[test]
+    fn the_old_place_still_loads_with_a_warning() {
+        let src = "[verification]\ntrusted_proxies = [\"10.0.0.0/8\"]\n";
+        let (c, w) = load_client(src).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.trusted_proxies, cidrs(&["10.0.0.0/8"]));
+        assert_eq!(w, ["p.toml:2:20: warning[deprecated-key]: verification.trusted_proxies is deprecated: move it to [server] as trusted_proxies (it governs the client address for logs, decisions and the origin's X-Forwarded-For, with or without [verification])"]);
+        // Acknowledged, it loads silently.
+        let (_, w) =
+            load_client(&format!("allow_warnings = [\"deprecated-key\"]\n{src}")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn rejected_with_position() {
+        let cases = [
+            (
+                "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\n[verification]\ntrusted_proxies = [\"10.0.0.0/8\"]\n",
+                "p.toml:4:20: verification.trusted_proxies and server.trusted_proxies are both set: keep server.trusted_proxies only (the [verification] key is its deprecated old place)",
+            ),
+            (
+                "[server]\nclient_address_header = \"proxy-protocol\"\n",
+                "p.toml:2:25: server.client_address_header = \"proxy-protocol\" needs server.proxy_protocol = true: without it no PROXY header is read and every client would be the balancer's address",
+            ),
+            (
+                "[server]\nclient_address_header = \"X-Real-IP\"\n",
+                "p.toml:2:25: server.client_address_header: `X-Real-IP` is not one of \"x-forwarded-for\", \"forwarded\", \"proxy-protocol\"",
+            ),
+            (
+                "[server]\ntrusted_proxies = [\"10.0.0.0/33\"]\n",
+                "p.toml:2:20: server.trusted_proxies: `10.0.0.0/33`: the prefix length must be 0 to 32 (e.g. 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)",
+            ),
+            (
+                "[verification]\ntrusted_proxies = [\"nope\"]\n",
+                "p.toml:2:20: verification.trusted_proxies: `nope` is not an IP address or CIDR prefix (e.g. 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)",
+            ),
+            (
+                "[server]\nclient_address_header = 1\n",
+                "p.toml:2:25: server.client_address_header: expected a string, e.g. client_address_header = \"x-forwarded-for\", found an integer",
+            ),
+        ];
+        for (src, want) in cases {
+            assert_eq!(load_client(src).map(|_| ()), Err(want.to_owned()), "{src}");
+        }
+    }
 }
 
 fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server: &ServerSettings) -> UpstreamSettings {
@@ -1504,15 +1670,8 @@ fn compile_verification(
     let mut v = VerificationSettings::default();
     let Some(raw) = raw else { return v };
     v.enabled = true;
-    let RawVerification { trusted_proxies, refresh, fetch_timeout, state_dir, lists, dns, signatures, keys } = raw;
-    for p in trusted_proxies.iter().flatten() {
-        match p.get_ref().parse::<Cidr>() {
-            Ok(c) => v.trusted_proxies.push(c),
-            Err(e) => {
-                cx.err(p, format!("verification.trusted_proxies: {e} (e.g. 10.0.0.0/8, 192.0.2.7 or 2001:db8::/32)"))
-            }
-        }
-    }
+    // `trusted_proxies` is read by `compile_server`, its new place.
+    let RawVerification { trusted_proxies: _, refresh, fetch_timeout, state_dir, lists, dns, signatures, keys } = raw;
     v.refresh = cx.positive_duration("verification.refresh", refresh, v.refresh);
     v.fetch_timeout = cx.positive_duration("verification.fetch_timeout", fetch_timeout, v.fetch_timeout);
     if let Some(d) = state_dir {

@@ -69,11 +69,13 @@ pub enum Warning {
     AnyDirectoryHost,
     /// No authority to bind Web Bot Auth signatures to this site.
     UnboundSignatures,
+    /// A key in its old place, still read (the message says where it moved).
+    DeprecatedKey,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 18] = [
+    pub const ALL: [Warning; 19] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -92,6 +94,7 @@ impl Warning {
         Warning::HttpKeyDirectories,
         Warning::AnyDirectoryHost,
         Warning::UnboundSignatures,
+        Warning::DeprecatedKey,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -116,6 +119,7 @@ impl Warning {
             Warning::HttpKeyDirectories => "http-key-directories",
             Warning::AnyDirectoryHost => "any-directory-host",
             Warning::UnboundSignatures => "unbound-signatures",
+            Warning::DeprecatedKey => "deprecated-key",
         }
     }
 

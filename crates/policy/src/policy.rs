@@ -137,6 +137,9 @@ pub struct ServerSettings {
     /// Whether connections from a trusted proxy start with a PROXY protocol
     /// v1 or v2 header (HAProxy's PROXY protocol specification).
     pub proxy_protocol: bool,
+    /// `trusted_proxies` and `client_address_header`: whose forwarded
+    /// client address is believed, and from which header.
+    pub client_address: crate::client::ClientAddressSettings,
     /// File holding the admin listener's bearer token or `user:password`.
     pub admin_auth_file: Option<String>,
     /// How access log lines are written.

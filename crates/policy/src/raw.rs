@@ -46,6 +46,8 @@ pub(crate) struct RawServer {
     pub client_body_timeout: Option<S<String>>,
     pub max_connections: Option<S<i64>>,
     pub proxy_protocol: Option<bool>,
+    pub trusted_proxies: Option<Vec<S<String>>>,
+    pub client_address_header: Option<S<String>>,
     pub admin_auth_file: Option<S<String>>,
     pub access_log_format: Option<S<String>>,
     pub ready_requires_upstream: Option<bool>,

@@ -111,6 +111,8 @@ fn expected(path: &str) -> Option<(&'static str, &'static str)> {
         "server.client_body_timeout" => (DURATION, r#"client_body_timeout = "60s""#),
         "server.max_connections" => ("an integer", "max_connections = 4096"),
         "server.proxy_protocol" => ("a boolean", "proxy_protocol = true"),
+        "server.trusted_proxies" => (STRINGS, r#"trusted_proxies = ["10.0.0.0/8"]"#),
+        "server.client_address_header" => ("a string", r#"client_address_header = "x-forwarded-for""#),
         "upstream" => ("a table", "[upstream]"),
         "upstream.servers" => (STRINGS, r#"servers = ["127.0.0.1:8000"]"#),
         "upstream.tls" => ("a boolean", "tls = true"),

@@ -74,10 +74,6 @@ pub struct VerificationSettings {
     /// Whether the table is present: without it nothing is verified and every
     /// group trusts the User-Agent.
     pub enabled: bool,
-    /// Peers whose `X-Forwarded-For`, `Forwarded` and PROXY protocol header
-    /// are believed for the client address; from anyone else the socket peer
-    /// is the client.
-    pub trusted_proxies: Vec<Cidr>,
     /// How often the published IP lists are refreshed (default 24 h).
     pub refresh: Duration,
     /// Timeout of one list fetch (default 10 s).
@@ -161,7 +157,6 @@ impl Default for VerificationSettings {
     fn default() -> VerificationSettings {
         VerificationSettings {
             enabled: false,
-            trusted_proxies: Vec::new(),
             refresh: Duration::from_secs(24 * 60 * 60),
             fetch_timeout: Duration::from_secs(10),
             state_dir: None,
@@ -225,13 +220,6 @@ impl VerificationSettings {
                 })
         };
         [Method::Signature, Method::Ip, Method::Rdns].into_iter().filter(|m| has(*m)).collect()
-    }
-}
-
-impl VerificationSettings {
-    /// Whether `peer` is a trusted proxy.
-    pub fn is_trusted_proxy(&self, peer: IpAddr) -> bool {
-        self.trusted_proxies.iter().any(|c| c.contains(peer))
     }
 }
 

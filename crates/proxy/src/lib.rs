@@ -153,7 +153,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         // Trust follows the running policy, so a reload can change it.
         let s = shared.clone();
         app = app.with_proxy_protocol(Arc::new(move |peer| {
-            s.snapshot.load().policy.settings().verification.is_trusted_proxy(peer)
+            s.snapshot.load().policy.settings().server.client_address.is_trusted_proxy(peer)
         }));
     }
     let mut proxy = Service::new("crawlgate proxy".to_string(), app);

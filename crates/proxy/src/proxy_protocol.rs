@@ -1,6 +1,6 @@
 //! The PROXY protocol header (HAProxy's "PROXY protocol" specification,
 //! versions 1 and 2) that a load balancer sends before the client's bytes,
-//! read only from peers in `trusted_proxies` on listeners with
+//! read only from peers in `server.trusted_proxies` on listeners with
 //! `server.proxy_protocol = true`. The header is read exactly: not one byte
 //! of the request after it is consumed.
 

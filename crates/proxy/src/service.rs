@@ -9,13 +9,13 @@
 use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use crawlgate_identity::{Evidence, Verdict};
-use crawlgate_policy::client::{client_address, ClientAddr};
+use crawlgate_policy::client::{client_address, origin_field, ClientAddr, ClientAddressSettings, ADDRESS_FIELDS};
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{Action, AgentId, Claim, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
 use http::header;
@@ -156,18 +156,24 @@ impl Ctx {
 }
 
 /// The client of this request: the socket peer (or the PROXY protocol
-/// source), or the address a trusted proxy forwarded
-/// (`policy::client::client_address`).
+/// source), or the address a trusted proxy forwarded in the header the
+/// policy names (`policy::client::client_address`).
 fn client_addr(session: &Session, snap: &Snapshot) -> Option<ClientAddr> {
     let peer = session.client_addr()?.as_inet()?.ip();
-    let req = session.req_header();
-    let lines =
-        |name: &http::HeaderName| -> Vec<&[u8]> { req.headers.get_all(name).iter().map(|v| v.as_bytes()).collect() };
-    let settings = &snap.policy.settings().verification;
+    let settings = &snap.policy.settings().server.client_address;
     if !settings.is_trusted_proxy(peer) {
-        return Some(client_address(peer, &[], &[], settings));
+        return Some(client_address(peer, &[], settings));
     }
-    Some(client_address(peer, &lines(&header::FORWARDED), &lines(&X_FORWARDED_FOR), settings))
+    Some(client_address(peer, &address_lines(session.req_header(), settings), settings))
+}
+
+/// The field lines of the address header `settings` names (none when the
+/// PROXY protocol carries the address).
+fn address_lines<'r>(req: &'r RequestHeader, settings: &ClientAddressSettings) -> Vec<&'r [u8]> {
+    match settings.header.field() {
+        Some(name) => req.headers.get_all(name).iter().map(|v| v.as_bytes()).collect(),
+        None => Vec::new(),
+    }
 }
 
 /// The request's `User-Agent` field lines, decoded when there is one
@@ -584,31 +590,32 @@ impl ProxyHttp for Gate {
 }
 
 impl Gate {
-    /// Adds X-Forwarded-For, X-Forwarded-Proto, Via and X-Request-Id (Host
-    /// is forwarded unchanged) to a request that goes to the origin. They
-    /// are added once, to the client's header after the decision; Pingora's
-    /// copy for the origin, made again for a retried attempt, takes them
-    /// along.
+    /// Adds the client address field (`X-Forwarded-For` or `Forwarded`, as
+    /// `server.client_address_header` names), X-Forwarded-Proto, Via and
+    /// X-Request-Id (Host is forwarded unchanged) to a request that goes to
+    /// the origin. They are added once, to the client's header after the
+    /// decision; Pingora's copy for the origin, made again for a retried
+    /// attempt, takes them along.
     fn add_forwarding_fields(&self, session: &mut Session, ctx: &Ctx) -> Result<()> {
         let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         let req = session.req_header_mut();
-        if let Some(client) = &ctx.client {
-            // A trusted proxy's chain is extended; an untrusted client's own
-            // X-Forwarded-For and Forwarded are dropped, so the origin never
-            // reads an address the client chose.
-            let trusted = ctx.snap.policy.settings().verification.is_trusted_proxy(client.peer);
-            let mut text = crate::events::IpText::new();
-            let peer = text.write(client.peer);
-            let forwarded = match req.headers.get(&X_FORWARDED_FOR) {
-                Some(prev) if trusted => [prev.as_bytes(), b", ", peer].concat(),
-                _ => peer.to_vec(),
-            };
-            // The previous value was a valid field value, an address is one.
-            if let Ok(value) = http::HeaderValue::from_bytes(&forwarded) {
-                req.insert_header(X_FORWARDED_FOR.as_str(), value)?;
-            }
-            if !trusted {
-                req.remove_header(&header::FORWARDED);
+        // Every client-supplied address field goes; the chosen one comes
+        // back extended for a trusted proxy, replaced by the peer for anyone
+        // else, so the origin never reads an address the client chose.
+        // A client without an address (a Unix socket) gets none written.
+        let settings = &ctx.snap.policy.settings().server.client_address;
+        let mut text = crate::events::IpText::new();
+        let field = ctx.client.as_ref().map(|c| {
+            let peer = text.write(c.peer);
+            origin_field(c.peer, peer, &address_lines(req, settings), settings)
+        });
+        for name in ADDRESS_HEADERS.iter() {
+            req.remove_header(name);
+        }
+        if let Some((name, value)) = field {
+            // The previous lines were valid field values, an address is one.
+            if let Ok(value) = http::HeaderValue::from_bytes(&value) {
+                req.insert_header(name, value)?;
             }
         }
         req.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
@@ -672,7 +679,9 @@ fn unreachable(etype: &ErrorType) -> bool {
     )
 }
 
-static X_FORWARDED_FOR: http::HeaderName = http::HeaderName::from_static("x-forwarded-for");
+/// `policy::client::ADDRESS_FIELDS` as header names, parsed once.
+static ADDRESS_HEADERS: LazyLock<[http::HeaderName; ADDRESS_FIELDS.len()]> =
+    LazyLock::new(|| ADDRESS_FIELDS.map(http::HeaderName::from_static));
 static X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request-id");
 
 /// gzip/br level for rewritten responses.

@@ -1,0 +1,209 @@
+//! crawlgate behind a real nginx (Debian's `nginx-light`, installed by
+//! `scripts/prereqs`) in its usual configuration: `X-Forwarded-For
+//! $proxy_add_x_forwarded_for`, every other client header passed through
+//! unchanged. nginx is trusted (`trusted_proxies = ["127.0.0.1"]`); clients
+//! connect to it from 127.0.0.2-4 with a Googlebot User-Agent and forge
+//! every spelling of a client address header. Only X-Forwarded-For, as
+//! nginx extended it, may move the address crawlgate verifies and logs, and
+//! only it reaches the origin.
+
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+use crawlgate_testkit::http::Conn;
+use crawlgate_testkit::temp::TempDir;
+
+const GOOGLEBOT_UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+/// The client address fields an origin commonly reads (lowercase).
+const ADDRESS_FIELDS: [&str; 8] = [
+    "forwarded",
+    "x-forwarded-for",
+    "x-real-ip",
+    "true-client-ip",
+    "cf-connecting-ip",
+    "x-client-ip",
+    "fastly-client-ip",
+    "x-cluster-client-ip",
+];
+
+/// The nginx binary, or a failure that says how to get it.
+fn nginx_bin() -> PathBuf {
+    let found = ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.is_file());
+    found.unwrap_or_else(|| panic!("nginx is not installed: run scripts/prereqs (it installs Debian's nginx-light)"))
+}
+
+/// A running nginx (`daemon off; master_process off;`), everything it
+/// writes in its own temporary directory; killed when dropped.
+struct Nginx {
+    addr: SocketAddr,
+    child: Option<Child>,
+    dir: TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx on a free 127.0.0.1 port, proxying to `upstream`.
+    fn start(upstream: SocketAddr) -> Nginx {
+        let bin = nginx_bin();
+        let dir = TempDir::new("nginx");
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+        let d = dir.path().display();
+        // Builds without a module reject its temp path directive.
+        let configure = Command::new(&bin).arg("-V").output().map(|o| o.stderr).unwrap_or_default();
+        let configure = String::from_utf8_lossy(&configure);
+        let temp: String = ["fastcgi", "uwsgi", "scgi"]
+            .into_iter()
+            .filter(|m| !configure.contains(&format!("--without-http_{m}_module")))
+            .map(|m| format!("    {m}_temp_path {d}/{m};\n"))
+            .collect();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n    access_log off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n{temp}\
+             \x20   server {{\n        listen {addr};\n        location / {{\n\
+             \x20           proxy_pass http://{upstream};\n\
+             \x20           proxy_http_version 1.1;\n\
+             \x20           proxy_set_header Host $host;\n\
+             \x20           proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
+             \x20       }}\n    }}\n}}\n"
+        );
+        let conf_path = dir.write("nginx.conf", conf);
+        let child = Command::new(&bin)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-c")
+            .arg(&conf_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let mut nginx = Nginx { addr, child: Some(child), dir };
+        let started = wait_for("nginx to listen", Duration::from_secs(10), || {
+            if let Some(status) = nginx.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                return Some(Err(status));
+            }
+            TcpStream::connect(addr).is_ok().then_some(Ok(()))
+        });
+        if let Err(status) = started {
+            panic!("nginx exited with {status}; error log:\n{}", nginx.error_log());
+        }
+        nginx
+    }
+
+    fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// crawlgate trusting nginx (127.0.0.1), with Googlebot verified by IP
+/// against a list holding the addresses the clients forge and 127.0.0.3.
+fn crawlgate(origin: &Origin, list: &Path) -> Proxy {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let policy = base_policy(addr, admin, origin.addr).replacen(
+        "[server]\n",
+        "[server]\ntrusted_proxies = [\"127.0.0.1\"]\n",
+        1,
+    );
+    let rules = format!(
+        "[verification]\n\n[verification.lists]\nGooglebot = [\"{}\"]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\n\n\
+         [[group]]\nuser_agents = [\"Googlebot\"]\nallow = [\"/\"]\nverify = \"ip\"\n",
+        list.display()
+    );
+    Proxy::start_with(addr, admin, &format!("{policy}{rules}"))
+}
+
+/// The access line of the request for `path` (written after its response).
+fn access_line(proxy: &Proxy, path: &str) -> String {
+    let needle = format!(" path={path} ");
+    wait_for(&format!("the access line for {path}"), Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(&needle)).map(str::to_owned)
+    })
+}
+
+/// `key=value` of a logfmt line (up to the next space; values here are
+/// never quoted).
+fn field<'l>(line: &'l str, key: &str) -> Option<&'l str> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    line[start..].split(' ').next()
+}
+
+/// The client address fields the origin saw on its request for `path`.
+fn address_fields_seen(origin: &Origin, path: &str) -> Vec<(String, String)> {
+    let seen = origin.seen();
+    let req = seen.iter().find(|s| s.target == path).unwrap_or_else(|| panic!("the origin never saw {path}"));
+    req.headers.iter().filter(|(n, _)| ADDRESS_FIELDS.contains(&n.as_str())).cloned().collect()
+}
+
+/// Header lines as `(name, value)`.
+type Lines = &'static [(&'static str, &'static str)];
+
+/// A client source, the header lines it forges, the `client_ip` and
+/// `verification` crawlgate logs, and the address fields the origin gets.
+type Case = (&'static str, Lines, &'static str, &'static str, Lines);
+
+#[test]
+fn behind_nginx_only_its_x_forwarded_for_is_believed_and_forwarded() {
+    let dir = TempDir::new("behind-nginx");
+    let list = dir.write("google.txt", "66.249.66.1/32\n66.249.66.2/32\n2001:db8::1/128\n127.0.0.3/32\n");
+    #[rustfmt::skip]
+    let cases: &[Case] = &[
+        ("127.0.0.2", &[("Forwarded", "for=66.249.66.1")], "127.0.0.2", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.2, 127.0.0.1")]),
+        ("127.0.0.2", &[("Forwarded", "for=\"[2001:db8::1]\"")], "127.0.0.2", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.2, 127.0.0.1")]),
+        ("127.0.0.2", &[("fOrWaRdEd", "For=66.249.66.1;proto=https")], "127.0.0.2", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.2, 127.0.0.1")]),
+        ("127.0.0.4", &[("Forwarded", "for=66.249.66.1"), ("Forwarded", "for=66.249.66.2")], "127.0.0.4", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.4, 127.0.0.1")]),
+        // nginx appends the real peer: the forged entry is left of it.
+        ("127.0.0.2", &[("X-Forwarded-For", "66.249.66.1")], "127.0.0.2", "spoofed(ip)",
+            &[("x-forwarded-for", "66.249.66.1, 127.0.0.2, 127.0.0.1")]),
+        ("127.0.0.4", &[("x-forwarded-for", "66.249.66.1"), ("X-FORWARDED-FOR", "66.249.66.2")], "127.0.0.4", "spoofed(ip)",
+            &[("x-forwarded-for", "66.249.66.1, 66.249.66.2, 127.0.0.4, 127.0.0.1")]),
+        ("127.0.0.2", &[("X-Real-IP", "66.249.66.1")], "127.0.0.2", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.2, 127.0.0.1")]),
+        ("127.0.0.2", &[("x-REAL-ip", "66.249.66.1"), ("True-Client-IP", "66.249.66.1")], "127.0.0.2", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.2, 127.0.0.1")]),
+        ("127.0.0.4", &[("CF-Connecting-IP", "66.249.66.1"), ("X-Client-IP", "66.249.66.1"),
+            ("Fastly-Client-IP", "66.249.66.1"), ("X-Cluster-Client-IP", "66.249.66.1")], "127.0.0.4", "spoofed(ip)",
+            &[("x-forwarded-for", "127.0.0.4, 127.0.0.1")]),
+        // A listed client is verified through nginx's X-Forwarded-For.
+        ("127.0.0.3", &[("Forwarded", "for=192.0.2.1")], "127.0.0.3", "verified(ip)",
+            &[("x-forwarded-for", "127.0.0.3, 127.0.0.1")]),
+    ];
+    let routes = (0..cases.len()).map(|i| format!("/case/{i}")).collect::<Vec<_>>();
+    let origin = Origin::start(routes.iter().map(|p| (p.as_str(), Route::ok("text/plain", "ok\n"))).collect());
+    let proxy = crawlgate(&origin, &list);
+    let nginx = Nginx::start(proxy.addr);
+    for (i, &(from, forged, client_ip, verification, fields)) in cases.iter().enumerate() {
+        let path = &routes[i];
+        let source: IpAddr = from.parse().unwrap_or_else(|e| panic!("{from}: {e}"));
+        let mut headers = vec![("User-Agent", GOOGLEBOT_UA)];
+        headers.extend_from_slice(forged);
+        let r = Conn::from_source(source, nginx.addr).request("GET", path, &headers);
+        assert_eq!(r.status, 200, "{path} {forged:?}; nginx:\n{}", nginx.error_log());
+        let line = access_line(&proxy, path);
+        assert_eq!(field(&line, "client_ip"), Some(client_ip), "{forged:?}: {line}");
+        assert_eq!(field(&line, "verification"), Some(verification), "{forged:?}: {line}");
+        let want: Vec<(String, String)> = fields.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect();
+        assert_eq!(address_fields_seen(&origin, path), want, "{forged:?}");
+    }
+}
