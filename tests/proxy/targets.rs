@@ -97,9 +97,13 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
         ("site.test:80", 400),
         ("*", 400),
         ("http:///private/x", 400),
+        // A fragment: no request target has one (RFC 9112 section 3.2).
+        ("#/private/x", 400),
+        ("/private/x#f", 400),
+        ("/public/y#/private/x", 400),
+        ("http://site.test/public/y#f", 400),
         // Decided on the resource they name: blocked.
         ("/private/x", 403),
-        ("/private/x#f", 403),
         ("/./private/x", 403),
         ("/public/../private/x", 403),
         ("/public/..%2Fprivate/x", 403),
@@ -128,6 +132,14 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
     let (status, text) = send(&proxy, "GET", "http://site.test/public/y", gptbot);
     assert_eq!(status, 200, "{text}");
     assert!(text.ends_with(PUBLIC), "{text}");
+    // The 400 for a fragment says why (Pingora drops the fragment from the
+    // target it parses: `#/private/x` used to be decided and forwarded as `/`).
+    let (status, text) = send(&proxy, "GET", "#/private/x", gptbot);
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.ends_with("400 Bad Request: request target contains '#' (a fragment is not part of a request target)\n"),
+        "{text}"
+    );
     // OPTIONS * is forwarded as `*` (http.server implements no OPTIONS: 501).
     let (status, text) = send(&proxy, "OPTIONS", "*", gptbot);
     assert_eq!(status, 501, "{text}");
@@ -207,4 +219,30 @@ fn a_retried_request_keeps_the_decided_target() {
     assert!(dropped.load(Ordering::SeqCst), "the origin connection was not reused");
     let targets: Vec<String> = origin.seen().into_iter().map(|s| s.target).collect();
     assert_eq!(targets, ["/a", "/b", "/b"]);
+}
+
+/// With `origin_paths = "windows"` (an IIS origin, case-insensitive and
+/// taking `\` and `%5C` as `/`), no spelling of a blocked path reaches it;
+/// an allowed one goes out as the client spelled it.
+#[test]
+fn a_windows_origin_gets_no_spelling_of_a_blocked_path() {
+    let origin = Origin::start(vec![
+        ("/private/x", Route::ok("text/plain", "private\n")),
+        ("/Public/Y", Route::ok("text/plain", "public\n")),
+    ]);
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let policy =
+        base_policy(addr, admin, origin.addr).replace("threads = 2\n", "threads = 2\norigin_paths = \"windows\"\n");
+    let proxy = Proxy::start_with(addr, admin, &(policy + RULES));
+    let gptbot = "User-Agent: GPTBot/1.2\r\n";
+    for target in ["/PRIVATE/x", "/private%5cx", "/Private%5CX", "/public%5C..%5Cprivate/x", "/private\\x"] {
+        let (status, text) = send(&proxy, "GET", target, gptbot);
+        assert_eq!(status, 403, "{target}: {text}");
+    }
+    assert_eq!(origin.seen().len(), 0, "{:?}", origin.seen());
+    let (status, text) = send(&proxy, "GET", "/Public/Y", gptbot);
+    assert_eq!(status, 200, "{text}");
+    let targets: Vec<String> = origin.seen().into_iter().map(|s| s.target).collect();
+    assert_eq!(targets, ["/Public/Y"]);
 }

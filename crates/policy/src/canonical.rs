@@ -28,6 +28,10 @@ pub enum PathError {
     /// An absolute-form target without a host (`http:///x`).
     #[error("absolute-form target has no host")]
     NoHost,
+    /// A `#` in the target: RFC 9112 section 3.2 request-target has no
+    /// fragment, so a client that sends one means something no rule names.
+    #[error("request target contains '#' (a fragment is not part of a request target)")]
+    Fragment,
 }
 
 /// A request target the proxy may decide on and forward (RFC 9112 section
@@ -38,9 +42,9 @@ pub struct RequestTarget<'a> {
     /// The canonical path and query the policy decides on.
     pub canonical: Cow<'a, str>,
     /// The target to send upstream instead of the client's, when the two
-    /// differ: the origin-form of an absolute-form target, or a target
-    /// without its fragment. `None`: forward the client's target unchanged,
-    /// which is origin-form and resolves to the canonical path.
+    /// differ: the origin-form of an absolute-form target. `None`: forward
+    /// the client's target unchanged, which is origin-form and resolves to
+    /// the canonical path.
     pub forward: Option<Cow<'a, str>>,
 }
 
@@ -49,12 +53,16 @@ pub struct RequestTarget<'a> {
 /// origin. Anything that is not origin-form, absolute-form (`http(s)://`)
 /// or asterisk-form with OPTIONS is an error (the proxy answers 400): an
 /// origin may resolve `private/x`, `%2Fprivate/x` or `x:/private/x` to
-/// `/private/x` while no rule could be applied to it.
+/// `/private/x` while no rule could be applied to it. So is a target with a
+/// `#` anywhere (`#/private/x`, `/p#f`): a request target has no fragment.
 ///
 /// Asterisk-form is decided as `/` (a crawler kept out of the whole site is
 /// kept out of server-wide OPTIONS too) and forwarded as `*`.
 pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTarget<'_>, PathError> {
     let raw = std::str::from_utf8(raw).map_err(|_| PathError::NotUtf8)?;
+    if memchr::memchr(b'#', raw.as_bytes()).is_some() {
+        return Err(PathError::Fragment);
+    }
     if raw == "*" {
         return if is_options {
             Ok(RequestTarget { canonical: Cow::Borrowed("/"), forward: None })
@@ -63,19 +71,16 @@ pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTa
         };
     }
     if raw.starts_with('/') {
-        let canonical = normalize_request_target(raw)?;
-        let forward = raw.find('#').map(|i| Cow::Borrowed(&raw[..i]));
-        return Ok(RequestTarget { canonical, forward });
+        return Ok(RequestTarget { canonical: normalize_request_target(raw)?, forward: None });
     }
     for scheme in ["http://", "https://"] {
         if raw.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
             let rest = &raw[scheme.len()..];
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
             if end == 0 {
                 return Err(PathError::NoHost);
             }
             let tail = &rest[end..];
-            let tail = tail.find('#').map_or(tail, |i| &tail[..i]);
             let forward = match tail.as_bytes().first() {
                 Some(b'/') => Cow::Borrowed(tail),
                 _ => Cow::Owned(format!("/{tail}")),
@@ -85,6 +90,23 @@ pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTa
         }
     }
     Err(PathError::NotOriginForm)
+}
+
+/// The request-target of an HTTP/1 request header, as the request line
+/// (RFC 9112 section 3) carries it: the bytes between the method and the
+/// version. Empty lines before the request line are skipped (section 2.2).
+/// `None` when the header has no such line. The proxy reads it because
+/// its HTTP library drops a fragment from the target it hands on, and a
+/// target with `#` must be refused, not decided without it.
+pub fn request_line_target(header: &[u8]) -> Option<&[u8]> {
+    let start = header.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let rest = &header[start..];
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let mut parts = line.split(|&b| b == b' ');
+    let _method = parts.next()?;
+    let target = parts.next()?;
+    parts.next()?;
+    Some(target)
 }
 
 /// Normalises a request target into the canonical path and query the
@@ -226,6 +248,79 @@ fn normalize_owned(target: String) -> Result<Cow<'static, str>, PathError> {
         result.push_str(&canonicalize(q));
     }
     Ok(Cow::Owned(result))
+}
+
+/// The canonical target as an origin that resolves paths as IIS does reads
+/// it (`[server] origin_paths = "windows"`): `%5C` in the path is a `/`
+/// like `\` (dot segments and repeated slashes are resolved again after
+/// it), and ASCII letters are lower case outside percent-escapes, whose hex
+/// digits stay upper case as in the canonical form. The policy's patterns
+/// are folded the same way when it loads ([`fold_pattern`]), so the two
+/// compare as such an origin would. Borrowed when nothing changes.
+pub fn fold_windows_target(canonical: &str) -> Cow<'_, str> {
+    let (path, query) = canonical.split_at(canonical.find('?').unwrap_or(canonical.len()));
+    let separated: Cow<'_, str> = if memchr::memmem::find(path.as_bytes(), b"%5C").is_some() {
+        match normalize_request_target(&path.replace("%5C", "\\")) {
+            Ok(p) => Cow::Owned(format!("{p}{query}")),
+            // Unreachable for a canonical target (its escapes are valid and
+            // it has no control character); deciding unfolded is the
+            // fallback, never a panic.
+            Err(_) => Cow::Borrowed(canonical),
+        }
+    } else {
+        Cow::Borrowed(canonical)
+    };
+    if !has_upper_case(&separated) {
+        return separated;
+    }
+    Cow::Owned(lower_case(&separated))
+}
+
+/// A pattern's canonical form folded as [`fold_windows_target`] folds a
+/// request target: `\` and `%5C` are `/`, ASCII letters lower case outside
+/// percent-escapes.
+pub(crate) fn fold_pattern(canonical: &str) -> String {
+    lower_case(&canonical.replace('\\', "/").replace("%5C", "/"))
+}
+
+/// Folds the case of a path in place as [`fold_windows_target`] does.
+pub(crate) fn fold_case_in_place(path: &mut String) {
+    if has_upper_case(path) {
+        *path = lower_case(path);
+    }
+}
+
+/// Whether `s` has an ASCII upper-case letter outside percent-escapes.
+fn has_upper_case(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => i += 3,
+            c if c.is_ascii_uppercase() => return true,
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// `s` with ASCII letters lower case, except the two characters after each
+/// `%` (the hex digits of an escape).
+fn lower_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut escape = 0;
+    for c in s.chars() {
+        if escape > 0 {
+            escape -= 1;
+            out.push(c);
+        } else if c == '%' {
+            escape = 2;
+            out.push(c);
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// The RFC 9309 canonical form of a path (and query) or pattern: octets
@@ -414,9 +509,13 @@ mod tests {
         let rows: &[Row] = &[
             ("/private/x", false, Ok(("/private/x", None))),
             ("/a/../private/x?q=1", false, Ok(("/private/x?q=1", None))),
-            ("/p#frag", false, Ok(("/p", Some("/p")))),
+            ("/p#frag", false, Err(PathError::Fragment)),
+            ("#/private/x", false, Err(PathError::Fragment)),
+            ("/p?q#", false, Err(PathError::Fragment)),
             ("http://h/private/x", false, Ok(("/private/x", Some("/private/x")))),
-            ("HTTPS://h:8443/a/./b?c#d", false, Ok(("/a/b?c", Some("/a/./b?c")))),
+            ("HTTPS://h:8443/a/./b?c", false, Ok(("/a/b?c", Some("/a/./b?c")))),
+            ("HTTPS://h:8443/a/./b?c#d", false, Err(PathError::Fragment)),
+            ("http://h#/private/x", false, Err(PathError::Fragment)),
             ("http://h", false, Ok(("/", Some("/")))),
             ("http://h?q", false, Ok(("/?q", Some("/?q")))),
             ("*", true, Ok(("/", None))),
@@ -438,5 +537,50 @@ mod tests {
             assert_eq!(got, want, "{raw:?}");
         }
         assert_eq!(classify_request_target(b"/\xff", false), Err(PathError::NotUtf8));
+    }
+
+    #[test]
+    fn windows_targets_fold_case_and_backslashes() {
+        for (canonical, want) in [
+            ("/private/x", "/private/x"),
+            ("/PRIVATE/x", "/private/x"),
+            ("/Private/X?Q=A", "/private/x?q=a"),
+            ("/private%5Cx", "/private/x"),
+            ("/public%5C..%5Cprivate%5Cx", "/private/x"),
+            ("/public/..%5CPRIVATE", "/private"),
+            ("/a%5C%5Cb", "/a/b"),
+            ("/caf%C3%A9/%2A", "/caf%C3%A9/%2A"),
+            ("/CAF%C3%A9", "/caf%C3%A9"),
+            ("/a?x=%5C", "/a?x=%5C"),
+        ] {
+            // What the proxy hands on is canonical first.
+            let canonical = normalize_request_target(canonical).unwrap_or_else(|e| panic!("{canonical}: {e}"));
+            assert_eq!(fold_windows_target(&canonical), want, "{canonical}");
+        }
+        assert!(matches!(fold_windows_target("/plain/path?q=1"), Cow::Borrowed(_)));
+        for (pattern, want) in [
+            ("/Private/", "/private/"),
+            ("/a\\B*.PHP$", "/a/b*.php$"),
+            ("/x%5Cy%2A", "/x/y%2A"),
+            ("/%C3%A9", "/%C3%A9"),
+        ] {
+            assert_eq!(fold_pattern(pattern), want, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn request_line_targets() {
+        let rows: &[(&[u8], Option<&[u8]>)] = &[
+            (b"GET #/private/x HTTP/1.1\r\nHost: h\r\n\r\n", Some(b"#/private/x")),
+            (b"\r\nGET /a#b HTTP/1.1\r\n\r\n", Some(b"/a#b")),
+            (b"GET /a HTTP/1.0\n\n", Some(b"/a")),
+            (b"GET http://h/p HTTP/1.1", Some(b"http://h/p")),
+            (b"GET /a\r\n\r\n", None),
+            (b"\r\n", None),
+            (b"", None),
+        ];
+        for (header, want) in rows {
+            assert_eq!(request_line_target(header), *want, "{}", String::from_utf8_lossy(header));
+        }
     }
 }

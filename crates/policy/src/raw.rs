@@ -48,6 +48,8 @@ pub(crate) struct RawServer {
     pub admin_auth_file: Option<S<String>>,
     pub access_log_format: Option<S<String>>,
     pub ready_requires_upstream: Option<bool>,
+    pub upgrades: Option<S<String>>,
+    pub origin_paths: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -17,12 +17,14 @@ use bytes::Bytes;
 use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, ClientAddr};
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{Action, AgentId, Claim, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
+use crawlgate_policy::{
+    Action, AgentId, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls, UserAgentField,
+};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
-use pingora::upstreams::peer::HttpPeer;
+use pingora::upstreams::peer::{H1UpgradePolicy, HttpPeer};
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
 use crate::events::{FileFetched, Local, RequestDone, RequestId, Violation};
@@ -278,7 +280,16 @@ impl ProxyHttp for Gate {
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
         let identity = Identity { verification, proven: signed_token.as_deref() };
-        let route = snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity);
+        // Pingora drops a fragment from the target it parses; the request
+        // line still has it, and a target with `#` is refused.
+        let wire = client_target_with_fragment(session);
+        let raw_target = wire.as_deref().unwrap_or(req.raw_path());
+        // An upgrade the policy does not allow is refused before anything
+        // is decided: after a 101 the connection is the origin's.
+        let route = match snap.policy.check_upgrade(req.headers.get_all(header::UPGRADE).iter().map(|v| v.as_bytes())) {
+            Err(why) => Route::BadRequest(why),
+            Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
+        };
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
         match route {
@@ -354,8 +365,13 @@ impl ProxyHttp for Gate {
     /// Picks the next healthy origin server (round robin).
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
         match ctx.snap.upstream.peer() {
-            Some((peer, addr)) => {
+            Some((mut peer, addr)) => {
                 ctx.upstream = Some(addr);
+                if ctx.snap.policy.settings().server.upgrades == Upgrades::All {
+                    // Pingora forwards only a websocket upgrade unless told
+                    // to keep the client's Upgrade and Connection fields.
+                    peer.options.http_upstream_request_policy.h1_upgrade = H1UpgradePolicy::Preserve;
+                }
                 Ok(Box::new(peer))
             }
             None => Err(Error::explain(ErrorType::ConnectNoRoute, "no healthy upstream server")),
@@ -627,6 +643,20 @@ impl Gate {
             .map_or(OTHER_AGENT, |c| c.agent);
         self.shared.metrics.verification().verification(agent, verdict.verification);
     }
+}
+
+/// The HTTP/1 request line's target when it contains a `#`, which Pingora
+/// removed from the target it parsed (`RequestHeader::set_raw_path`).
+/// `None` for the common case and for HTTP/2, whose `:path` reaches the
+/// proxy already parsed.
+fn client_target_with_fragment(session: &Session) -> Option<Bytes> {
+    let h1 = session.as_downstream().as_http1()?;
+    let header = h1.get_headers_raw_bytes();
+    let target = crawlgate_policy::canonical::request_line_target(&header)?;
+    if memchr::memchr(b'#', target).is_none() {
+        return None;
+    }
+    Some(header.slice_ref(target))
 }
 
 /// The violation event of a decision that robots.txt disallows.
