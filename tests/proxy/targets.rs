@@ -115,8 +115,9 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
         ("HTTP://site.test//private/x", 403),
         ("http://site.test/public/../private/x", 403),
         ("https://site.test/private/x?q=1", 403),
-        // An authority that disagrees with Host: Pingora refuses it.
-        ("https://other.test:1/private/x?q=1", 400),
+        // An authority that disagrees with Host: the authority wins (RFC
+        // 9112 section 3.2.2) and the path is decided.
+        ("https://other.test:1/private/x?q=1", 403),
     ];
     let mut wrong = Vec::new();
     for (target, want) in corpus {
@@ -245,4 +246,30 @@ fn a_windows_origin_gets_no_spelling_of_a_blocked_path() {
     assert_eq!(status, 200, "{text}");
     let targets: Vec<String> = origin.seen().into_iter().map(|s| s.target).collect();
     assert_eq!(targets, ["/Public/Y"]);
+}
+
+/// An absolute-form request whose Host names another authority is decided
+/// on its target, with the target's authority as Host (RFC 9112 section
+/// 3.2.2), and gets exactly one access log line (Pingora used to refuse it
+/// with a 400 of its own, before any hook, and nothing was logged).
+#[test]
+fn an_absolute_form_target_overrides_host_and_is_logged_once() {
+    let origin = Origin::start(vec![("/b", Route::ok("text/plain", "ok\n"))]);
+    let proxy = Proxy::start(origin.addr, RULES);
+    let gptbot = "User-Agent: GPTBot/1.2\r\n";
+    let (status, text) = send(&proxy, "GET", "http://other.test:1/private/x", gptbot);
+    assert_eq!(status, 403, "{text}");
+    let (status, text) = send(&proxy, "GET", "http://other.test:1/b", gptbot);
+    assert_eq!(status, 200, "{text}");
+    let seen = origin.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!((seen[0].target.as_str(), seen[0].header("host")), ("/b", Some("other.test:1")));
+    let lines = wait_for("two access lines", Duration::from_secs(10), || {
+        let lines: Vec<String> = proxy.log().lines().filter(|l| l.starts_with("time=")).map(str::to_owned).collect();
+        (lines.len() >= 2).then_some(lines)
+    });
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (line, status, path) in [(&lines[0], "status=403", "path=/private/x"), (&lines[1], "status=200", "path=/b")] {
+        assert!(line.contains(status) && line.contains(path) && line.contains("host=other.test:1"), "{line}");
+    }
 }

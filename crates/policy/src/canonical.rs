@@ -109,6 +109,56 @@ pub fn request_line_target(header: &[u8]) -> Option<&[u8]> {
     Some(target)
 }
 
+/// An HTTP/1 request header (and whatever follows it in `buf`) with its
+/// `Host` field set to the authority of its absolute-form target, when the
+/// two differ: RFC 9112 section 3.2.2 has the target's authority win and
+/// the `Host` field ignored. `None` when nothing is to change: an
+/// origin-form target, no or several `Host` lines, an authority with
+/// userinfo or a backslash, or a header not complete in `buf`. The proxy's
+/// HTTP library refuses such a request with a 400 of its own, before any
+/// of crawlgate's hooks runs (so with no access log line); with the field
+/// replaced it is decided and logged like any other.
+pub fn host_from_absolute_form(buf: &[u8]) -> Option<Vec<u8>> {
+    let target = request_line_target(buf)?;
+    let scheme = ["http://", "https://"]
+        .into_iter()
+        .find(|s| target.get(..s.len()).is_some_and(|t| t.eq_ignore_ascii_case(s.as_bytes())))?;
+    let rest = &target[scheme.len()..];
+    let authority = &rest[..rest.iter().position(|&b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len())];
+    if authority.is_empty() || authority.iter().any(|&b| matches!(b, b'@' | b'\\' | b' ' | b'\t')) {
+        return None;
+    }
+    // The header's lines after the request line, up to the empty line.
+    let line_start = target.as_ptr() as usize - buf.as_ptr() as usize;
+    let mut at = line_start + memchr::memchr(b'\n', &buf[line_start..])? + 1;
+    let mut host: Option<(usize, usize)> = None;
+    loop {
+        let end = at + memchr::memchr(b'\n', &buf[at..])?;
+        let line = &buf[at..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        if line.len() > 5 && line[..5].eq_ignore_ascii_case(b"host:") {
+            if host.is_some() {
+                return None;
+            }
+            host = Some((at + 5, at + line.len()));
+        }
+        at = end + 1;
+    }
+    let (from, to) = host?;
+    if buf[from..to].trim_ascii() == authority {
+        return None;
+    }
+    let mut out = Vec::with_capacity(buf.len() + authority.len());
+    out.extend_from_slice(&buf[..from]);
+    out.push(b' ');
+    out.extend_from_slice(authority);
+    out.extend_from_slice(&buf[to..]);
+    Some(out)
+}
+
 /// Normalises a request target into the canonical path and query the
 /// policy decides on, so that no spelling reaches a blocked resource:
 ///
@@ -565,6 +615,32 @@ mod tests {
             ("/%C3%A9", "/%C3%A9"),
         ] {
             assert_eq!(fold_pattern(pattern), want, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn absolute_form_authority_replaces_host() {
+        let fixed = |h: &str| host_from_absolute_form(h.as_bytes()).map(|v| String::from_utf8_lossy(&v).into_owned());
+        let rows: &[(&str, Option<&str>)] = &[
+            (
+                "GET https://other.test:1/private/x?q=1 HTTP/1.1\r\nHost: site.test\r\nUser-Agent: a\r\n\r\nBODY",
+                Some("GET https://other.test:1/private/x?q=1 HTTP/1.1\r\nHost: other.test:1\r\nUser-Agent: a\r\n\r\nBODY"),
+            ),
+            ("GET http://o.test HTTP/1.1\nhost:site.test\n\n", Some("GET http://o.test HTTP/1.1\nhost: o.test\n\n")),
+            ("GET HTTP://o.test?q HTTP/1.1\r\nHOST: x\r\n\r\n", Some("GET HTTP://o.test?q HTTP/1.1\r\nHOST: o.test\r\n\r\n")),
+            // Already the same, origin-form, no Host, two Hosts, userinfo,
+            // an incomplete header: unchanged (Pingora decides).
+            ("GET http://site.test/a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET /a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http://o.test/a HTTP/1.1\r\nX-Host: site.test\r\n\r\n", None),
+            ("GET http://o.test/a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", None),
+            ("GET http://u@o.test/a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http://o.test\\a/ HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http:///a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http://o.test/a HTTP/1.1\r\nHost: site.test\r\n", None),
+        ];
+        for (header, want) in rows {
+            assert_eq!(fixed(header).as_deref(), *want, "{header:?}");
         }
     }
 

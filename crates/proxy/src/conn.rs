@@ -463,7 +463,15 @@ impl Guarded {
             Some(Ok(())) if buf.filled().is_empty() => Err(io::ErrorKind::UnexpectedEof.into()),
             Some(Ok(())) => {
                 self.prefetched.clear();
-                self.prefetched.extend_from_slice(buf.filled());
+                // An absolute-form target whose authority differs from Host
+                // gets that authority as its Host (RFC 9112 section 3.2.2),
+                // so that the request is decided and logged, not refused by
+                // Pingora before any hook runs. Only a header that arrives
+                // whole in this first read can be fixed here.
+                match crawlgate_policy::canonical::host_from_absolute_form(buf.filled()) {
+                    Some(fixed) => self.prefetched = fixed,
+                    None => self.prefetched.extend_from_slice(buf.filled()),
+                }
                 self.at = 0;
                 Ok(())
             }
