@@ -653,9 +653,7 @@ fn client_target_with_fragment(session: &Session) -> Option<Bytes> {
     let h1 = session.as_downstream().as_http1()?;
     let header = h1.get_headers_raw_bytes();
     let target = crawlgate_policy::canonical::request_line_target(&header)?;
-    if memchr::memchr(b'#', target).is_none() {
-        return None;
-    }
+    memchr::memchr(b'#', target)?;
     Some(header.slice_ref(target))
 }
 
