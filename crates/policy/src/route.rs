@@ -655,6 +655,14 @@ rules = ["noindex"]
         assert!(windows.url_controls("/DOCS/a").robots_tag.is_some());
         assert!(standard.url_controls("/DOCS/a").robots_tag.is_none());
         assert!(!windows.decide("GPTBot", "/PRIVATE%5Cx").allowed);
+        // Rules merged from the origin's robots.txt are folded too.
+        let merged =
+            windows.merge_origin(b"User-agent: ExampleBot\nDisallow: /Admin/\n").unwrap_or_else(|e| panic!("{e}"));
+        for target in ["/admin/x", "/ADMIN%5Cx"] {
+            let d = merged.policy.decide("ExampleBot", target);
+            assert_eq!((d.allowed, d.rule.map(|r| r.pattern)), (false, Some("/Admin/")), "{target}");
+        }
+        assert!(merged.policy.decide("ExampleBot", "/Private/x").allowed);
         let bad = load(&POLICY.replace("SERVER", "origin_paths = \"iis\""), "t.toml").map(|_| ()).unwrap_err();
         assert!(bad.to_string().contains("server.origin_paths: `iis` is not standard or windows"), "{bad}");
     }
