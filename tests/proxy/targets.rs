@@ -273,3 +273,73 @@ fn an_absolute_form_target_overrides_host_and_is_logged_once() {
         assert!(line.contains(status) && line.contains(path) && line.contains("host=other.test:1"), "{line}");
     }
 }
+
+/// The same for an absolute-form request whose header is longer than a
+/// read and arrives in pieces: its whole header is read before Pingora
+/// parses it.
+#[test]
+fn a_long_absolute_form_header_in_pieces_is_decided_and_logged_once() {
+    let origin = Origin::start(vec![("/b", Route::ok("text/plain", "ok\n"))]);
+    let proxy = Proxy::start(origin.addr, RULES);
+    let pad = "x".repeat(3000);
+    for (target, want) in [("http://other.test:1/private/x", "403"), ("http://other.test:1/b", "200")] {
+        let mut client = TcpStream::connect(proxy.addr).unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        client.write_all(format!("GET {target} HTTP/1.1\r\nHost: site.test\r\n").as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let rest = format!("User-Agent: GPTBot/1.2\r\nX-Pad: {pad}\r\nConnection: close\r\n\r\n");
+        client.write_all(rest.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        let _ = client.read_to_end(&mut response);
+        let text = String::from_utf8_lossy(&response);
+        assert!(text.starts_with(&format!("HTTP/1.1 {want}")), "{target}: {text}");
+    }
+    let seen = origin.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!((seen[0].target.as_str(), seen[0].header("host")), ("/b", Some("other.test:1")));
+    let lines = wait_for("two access lines", Duration::from_secs(10), || {
+        let lines: Vec<String> = proxy.log().lines().filter(|l| l.starts_with("time=")).map(str::to_owned).collect();
+        (lines.len() >= 2).then_some(lines)
+    });
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains("status=403") && lines[1].contains("status=200"), "{lines:?}");
+}
+
+/// Reading an absolute-form header whole keeps the header timeout: one
+/// trickled a line at a time is cut off with the usual 408.
+#[test]
+fn a_slow_absolute_form_header_is_still_cut_off_with_408() {
+    let origin = Origin::start(vec![("/b", Route::ok("text/plain", "ok\n"))]);
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let keys = "threads = 2\nclient_idle_timeout = \"1s\"\nclient_header_timeout = \"2s\"\n";
+    let proxy =
+        Proxy::start_with(addr, admin, &(base_policy(addr, admin, origin.addr).replace("threads = 2\n", keys) + RULES));
+    let mut s = TcpStream::connect(proxy.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    s.write_all(b"GET http://other.test/b HTTP/1.1\r\nHost: site.test\r\n").unwrap();
+    let (mut received, mut lines, mut closed) = (Vec::new(), 0, false);
+    while lines < 40 {
+        if s.write_all(format!("X-Slow-{lines}: a\r\n").as_bytes()).is_err() {
+            break;
+        }
+        lines += 1;
+        let mut buf = [0u8; 1024];
+        match s.read(&mut buf) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    assert!(lines < 40, "a header trickled for 12 s was not cut off; log:\n{}", proxy.log());
+    assert!(closed, "closed after {lines} lines? got {received:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&received),
+        "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    );
+    assert_eq!(origin.seen().len(), 0);
+}

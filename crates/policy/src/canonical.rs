@@ -109,6 +109,25 @@ pub fn request_line_target(header: &[u8]) -> Option<&[u8]> {
     Some(target)
 }
 
+/// Whether the HTTP/1 request begun in `buf` has an absolute-form target
+/// (`http://` or `https://`, any case), judged from its request line's
+/// first bytes: the proxy reads such a request's whole header before
+/// handing it on, for [`host_from_absolute_form`].
+pub fn starts_absolute_form(buf: &[u8]) -> bool {
+    let Some(start) = buf.iter().position(|&b| b != b'\r' && b != b'\n') else { return false };
+    let rest = &buf[start..];
+    let Some(space) = memchr::memchr2(b' ', b'\n', rest) else { return false };
+    if rest[space] != b' ' {
+        return false;
+    }
+    let target = &rest[space + 1..];
+    // At least `http:` seen, so that `/http://` or `htt...` is not taken.
+    ["http://", "https://"].iter().any(|scheme| {
+        let n = target.len().min(scheme.len());
+        n >= 5 && target[..n].eq_ignore_ascii_case(&scheme.as_bytes()[..n])
+    })
+}
+
 /// An HTTP/1 request header (and whatever follows it in `buf`) with its
 /// `Host` field set to the authority of its absolute-form target, when the
 /// two differ: RFC 9112 section 3.2.2 has the target's authority win and
@@ -615,6 +634,24 @@ mod tests {
             ("/%C3%A9", "/%C3%A9"),
         ] {
             assert_eq!(fold_pattern(pattern), want, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn absolute_form_is_seen_from_the_first_bytes() {
+        for (buf, want) in [
+            (&b"GET http://h/ HTTP/1.1\r\n"[..], true),
+            (b"\r\nGET HTTPS://h", true),
+            (b"GET http:", true),
+            (b"GET https:/", true),
+            (b"GET /http://h HTTP/1.1", false),
+            (b"GET htt", false),
+            (b"GET ftp://h/ HTTP/1.1", false),
+            (b"GET\nhttp://h", false),
+            (b"PRI * HTTP/2.0\r\n", false),
+            (b"", false),
+        ] {
+            assert_eq!(starts_absolute_form(buf), want, "{}", String::from_utf8_lossy(buf));
         }
     }
 
