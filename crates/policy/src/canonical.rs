@@ -148,7 +148,7 @@ pub fn host_from_absolute_form(buf: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     // The header's lines after the request line, up to the empty line.
-    let line_start = target.as_ptr() as usize - buf.as_ptr() as usize;
+    let line_start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
     let mut at = line_start + memchr::memchr(b'\n', &buf[line_start..])? + 1;
     let mut host: Option<(usize, usize)> = None;
     loop {

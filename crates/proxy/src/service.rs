@@ -271,9 +271,12 @@ impl ProxyHttp for Gate {
         // The token the User-Agent claims, found once for the verifier and
         // its counter (only when something is verified at all).
         let claim = if self.shared.verifier.get().is_some() { snap.policy.claim(&ua) } else { None };
+        // An upgrade the policy does not allow is refused before anything
+        // is verified or decided: after a 101 the connection is the origin's.
+        let upgrade = snap.policy.check_upgrade(req.headers.get_all(header::UPGRADE).iter().map(|v| v.as_bytes()));
         let verdict = match client {
-            Some(ip) => crate::verify::verify(&self.shared, &snap.policy, req, claim, ip).await,
-            None => Verdict::default(),
+            Some(ip) if upgrade.is_ok() => crate::verify::verify(&self.shared, &snap.policy, req, claim, ip).await,
+            _ => Verdict::default(),
         };
         self.count_verification(&snap, claim, &verdict);
         let Verdict { verification, evidence, signed_token } = verdict;
@@ -284,9 +287,7 @@ impl ProxyHttp for Gate {
         // line still has it, and a target with `#` is refused.
         let wire = client_target_with_fragment(session);
         let raw_target = wire.as_deref().unwrap_or(req.raw_path());
-        // An upgrade the policy does not allow is refused before anything
-        // is decided: after a 101 the connection is the origin's.
-        let route = match snap.policy.check_upgrade(req.headers.get_all(header::UPGRADE).iter().map(|v| v.as_bytes())) {
+        let route = match upgrade {
             Err(why) => Route::BadRequest(why),
             Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
         };
