@@ -141,6 +141,11 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
         text.ends_with("400 Bad Request: request target contains '#' (a fragment is not part of a request target)\n"),
         "{text}"
     );
+    // Its access line names the target as sent, fragment included.
+    let line = wait_for("the fragment's access line", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains("#/private/x")).map(str::to_owned)
+    });
+    assert!(line.contains("status=400"), "{line}");
     // OPTIONS * is forwarded as `*` (http.server implements no OPTIONS: 501).
     let (status, text) = send(&proxy, "OPTIONS", "*", gptbot);
     assert_eq!(status, 501, "{text}");

@@ -297,7 +297,7 @@ impl ProxyHttp for Gate {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
                 if ctx.logged {
-                    ctx.path = Cow::Owned(String::from_utf8_lossy(req.raw_path()).into_owned());
+                    ctx.path = Cow::Owned(String::from_utf8_lossy(raw_target).into_owned());
                 }
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
                 return Ok(true);
