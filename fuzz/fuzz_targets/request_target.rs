@@ -15,11 +15,18 @@
 //! - a forwarded target is origin-form and classifies again to the same
 //!   canonical target, which it then forwards unchanged;
 //! - an origin-form or absolute-form target that classifies normalises to
-//!   the same canonical target.
+//!   the same canonical target;
+//! - the windows folding of a canonical target (`fold_windows_target`) is
+//!   still canonical and folds to itself;
+//! - the bytes as a request header: `host_from_absolute_form` keeps the
+//!   request line, and its output needs no second change.
 
 #![no_main]
 
-use crawlgate_policy::canonical::{canonicalize, classify_request_target, normalize_request_target};
+use crawlgate_policy::canonical::{
+    canonicalize, classify_request_target, fold_windows_target, host_from_absolute_form, normalize_request_target,
+    request_line_target, starts_absolute_form,
+};
 use libfuzzer_sys::fuzz_target;
 
 fn check_canonical(c: &str, raw: &[u8]) {
@@ -36,6 +43,11 @@ fn check_canonical(c: &str, raw: &[u8]) {
 fuzz_target!(|data: &[u8]| {
     let &[flags, ref raw @ ..] = data else { return };
     let is_options = flags & 1 != 0;
+    let _ = starts_absolute_form(raw);
+    if let Some(fixed) = host_from_absolute_form(raw) {
+        assert_eq!(request_line_target(&fixed), request_line_target(raw), "request line of {raw:?} changed");
+        assert_eq!(host_from_absolute_form(&fixed), None, "{raw:?} fixed as {fixed:?} needs another change");
+    }
     if let Ok(text) = std::str::from_utf8(raw) {
         if let Ok(n) = normalize_request_target(text) {
             check_canonical(&n, raw);
@@ -43,6 +55,9 @@ fuzz_target!(|data: &[u8]| {
     }
     let Ok(target) = classify_request_target(raw, is_options) else { return };
     check_canonical(&target.canonical, raw);
+    let folded = fold_windows_target(&target.canonical);
+    check_canonical(&folded, raw);
+    assert_eq!(fold_windows_target(&folded), folded, "windows folding of {raw:?} is not idempotent");
     match &target.forward {
         None => {
             let origin_form = raw.first() == Some(&b'/') && !raw.contains(&b'#');

@@ -23,4 +23,5 @@ mod serving;
 mod signals;
 mod support;
 mod targets;
+mod upgrades;
 mod upstream_headers;

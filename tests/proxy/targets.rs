@@ -97,9 +97,13 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
         ("site.test:80", 400),
         ("*", 400),
         ("http:///private/x", 400),
+        // A fragment: no request target has one (RFC 9112 section 3.2).
+        ("#/private/x", 400),
+        ("/private/x#f", 400),
+        ("/public/y#/private/x", 400),
+        ("http://site.test/public/y#f", 400),
         // Decided on the resource they name: blocked.
         ("/private/x", 403),
-        ("/private/x#f", 403),
         ("/./private/x", 403),
         ("/public/../private/x", 403),
         ("/public/..%2Fprivate/x", 403),
@@ -111,8 +115,9 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
         ("HTTP://site.test//private/x", 403),
         ("http://site.test/public/../private/x", 403),
         ("https://site.test/private/x?q=1", 403),
-        // An authority that disagrees with Host: Pingora refuses it.
-        ("https://other.test:1/private/x?q=1", 400),
+        // An authority that disagrees with Host: the authority wins (RFC
+        // 9112 section 3.2.2) and the path is decided.
+        ("https://other.test:1/private/x?q=1", 403),
     ];
     let mut wrong = Vec::new();
     for (target, want) in corpus {
@@ -128,6 +133,19 @@ fn no_spelling_of_a_target_fetches_a_blocked_file() {
     let (status, text) = send(&proxy, "GET", "http://site.test/public/y", gptbot);
     assert_eq!(status, 200, "{text}");
     assert!(text.ends_with(PUBLIC), "{text}");
+    // The 400 for a fragment says why (Pingora drops the fragment from the
+    // target it parses: `#/private/x` used to be decided and forwarded as `/`).
+    let (status, text) = send(&proxy, "GET", "#/private/x", gptbot);
+    assert_eq!(status, 400, "{text}");
+    assert!(
+        text.ends_with("400 Bad Request: request target contains '#' (a fragment is not part of a request target)\n"),
+        "{text}"
+    );
+    // Its access line names the target as sent, fragment included.
+    let line = wait_for("the fragment's access line", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains("#/private/x")).map(str::to_owned)
+    });
+    assert!(line.contains("status=400"), "{line}");
     // OPTIONS * is forwarded as `*` (http.server implements no OPTIONS: 501).
     let (status, text) = send(&proxy, "OPTIONS", "*", gptbot);
     assert_eq!(status, 501, "{text}");
@@ -207,4 +225,126 @@ fn a_retried_request_keeps_the_decided_target() {
     assert!(dropped.load(Ordering::SeqCst), "the origin connection was not reused");
     let targets: Vec<String> = origin.seen().into_iter().map(|s| s.target).collect();
     assert_eq!(targets, ["/a", "/b", "/b"]);
+}
+
+/// With `origin_paths = "windows"` (an IIS origin, case-insensitive and
+/// taking `\` and `%5C` as `/`), no spelling of a blocked path reaches it;
+/// an allowed one goes out as the client spelled it.
+#[test]
+fn a_windows_origin_gets_no_spelling_of_a_blocked_path() {
+    let origin = Origin::start(vec![
+        ("/private/x", Route::ok("text/plain", "private\n")),
+        ("/Public/Y", Route::ok("text/plain", "public\n")),
+    ]);
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let policy =
+        base_policy(addr, admin, origin.addr).replace("threads = 2\n", "threads = 2\norigin_paths = \"windows\"\n");
+    let proxy = Proxy::start_with(addr, admin, &(policy + RULES));
+    let gptbot = "User-Agent: GPTBot/1.2\r\n";
+    for target in ["/PRIVATE/x", "/private%5cx", "/Private%5CX", "/public%5C..%5Cprivate/x", "/private\\x"] {
+        let (status, text) = send(&proxy, "GET", target, gptbot);
+        assert_eq!(status, 403, "{target}: {text}");
+    }
+    assert_eq!(origin.seen().len(), 0, "{:?}", origin.seen());
+    let (status, text) = send(&proxy, "GET", "/Public/Y", gptbot);
+    assert_eq!(status, 200, "{text}");
+    let targets: Vec<String> = origin.seen().into_iter().map(|s| s.target).collect();
+    assert_eq!(targets, ["/Public/Y"]);
+}
+
+/// An absolute-form request whose Host names another authority is decided
+/// on its target, with the target's authority as Host (RFC 9112 section
+/// 3.2.2), and gets exactly one access log line (Pingora used to refuse it
+/// with a 400 of its own, before any hook, and nothing was logged).
+#[test]
+fn an_absolute_form_target_overrides_host_and_is_logged_once() {
+    let origin = Origin::start(vec![("/b", Route::ok("text/plain", "ok\n"))]);
+    let proxy = Proxy::start(origin.addr, RULES);
+    let gptbot = "User-Agent: GPTBot/1.2\r\n";
+    let (status, text) = send(&proxy, "GET", "http://other.test:1/private/x", gptbot);
+    assert_eq!(status, 403, "{text}");
+    let (status, text) = send(&proxy, "GET", "http://other.test:1/b", gptbot);
+    assert_eq!(status, 200, "{text}");
+    let seen = origin.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!((seen[0].target.as_str(), seen[0].header("host")), ("/b", Some("other.test:1")));
+    let lines = wait_for("two access lines", Duration::from_secs(10), || {
+        let lines: Vec<String> = proxy.log().lines().filter(|l| l.starts_with("time=")).map(str::to_owned).collect();
+        (lines.len() >= 2).then_some(lines)
+    });
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (line, status, path) in [(&lines[0], "status=403", "path=/private/x"), (&lines[1], "status=200", "path=/b")] {
+        assert!(line.contains(status) && line.contains(path) && line.contains("host=other.test:1"), "{line}");
+    }
+}
+
+/// The same for an absolute-form request whose header is longer than a
+/// read and arrives in pieces: its whole header is read before Pingora
+/// parses it.
+#[test]
+fn a_long_absolute_form_header_in_pieces_is_decided_and_logged_once() {
+    let origin = Origin::start(vec![("/b", Route::ok("text/plain", "ok\n"))]);
+    let proxy = Proxy::start(origin.addr, RULES);
+    let pad = "x".repeat(3000);
+    for (target, want) in [("http://other.test:1/private/x", "403"), ("http://other.test:1/b", "200")] {
+        let mut client = TcpStream::connect(proxy.addr).unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        client.write_all(format!("GET {target} HTTP/1.1\r\nHost: site.test\r\n").as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let rest = format!("User-Agent: GPTBot/1.2\r\nX-Pad: {pad}\r\nConnection: close\r\n\r\n");
+        client.write_all(rest.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        let _ = client.read_to_end(&mut response);
+        let text = String::from_utf8_lossy(&response);
+        assert!(text.starts_with(&format!("HTTP/1.1 {want}")), "{target}: {text}");
+    }
+    let seen = origin.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!((seen[0].target.as_str(), seen[0].header("host")), ("/b", Some("other.test:1")));
+    let lines = wait_for("two access lines", Duration::from_secs(10), || {
+        let lines: Vec<String> = proxy.log().lines().filter(|l| l.starts_with("time=")).map(str::to_owned).collect();
+        (lines.len() >= 2).then_some(lines)
+    });
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains("status=403") && lines[1].contains("status=200"), "{lines:?}");
+}
+
+/// Reading an absolute-form header whole keeps the header timeout: one
+/// trickled a line at a time is cut off with the usual 408.
+#[test]
+fn a_slow_absolute_form_header_is_still_cut_off_with_408() {
+    let origin = Origin::start(vec![("/b", Route::ok("text/plain", "ok\n"))]);
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let keys = "threads = 2\nclient_idle_timeout = \"1s\"\nclient_header_timeout = \"2s\"\n";
+    let proxy =
+        Proxy::start_with(addr, admin, &(base_policy(addr, admin, origin.addr).replace("threads = 2\n", keys) + RULES));
+    let mut s = TcpStream::connect(proxy.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    s.write_all(b"GET http://other.test/b HTTP/1.1\r\nHost: site.test\r\n").unwrap();
+    let (mut received, mut lines, mut closed) = (Vec::new(), 0, false);
+    while lines < 40 {
+        if s.write_all(format!("X-Slow-{lines}: a\r\n").as_bytes()).is_err() {
+            break;
+        }
+        lines += 1;
+        let mut buf = [0u8; 1024];
+        match s.read(&mut buf) {
+            Ok(0) => {
+                closed = true;
+                break;
+            }
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => break,
+        }
+    }
+    assert!(lines < 40, "a header trickled for 12 s was not cut off; log:\n{}", proxy.log());
+    assert!(closed, "closed after {lines} lines? got {received:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&received),
+        "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    );
+    assert_eq!(origin.seen().len(), 0);
 }

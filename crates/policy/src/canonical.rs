@@ -28,6 +28,10 @@ pub enum PathError {
     /// An absolute-form target without a host (`http:///x`).
     #[error("absolute-form target has no host")]
     NoHost,
+    /// A `#` in the target: RFC 9112 section 3.2 request-target has no
+    /// fragment, so a client that sends one means something no rule names.
+    #[error("request target contains '#' (a fragment is not part of a request target)")]
+    Fragment,
 }
 
 /// A request target the proxy may decide on and forward (RFC 9112 section
@@ -38,9 +42,9 @@ pub struct RequestTarget<'a> {
     /// The canonical path and query the policy decides on.
     pub canonical: Cow<'a, str>,
     /// The target to send upstream instead of the client's, when the two
-    /// differ: the origin-form of an absolute-form target, or a target
-    /// without its fragment. `None`: forward the client's target unchanged,
-    /// which is origin-form and resolves to the canonical path.
+    /// differ: the origin-form of an absolute-form target. `None`: forward
+    /// the client's target unchanged, which is origin-form and resolves to
+    /// the canonical path.
     pub forward: Option<Cow<'a, str>>,
 }
 
@@ -49,12 +53,16 @@ pub struct RequestTarget<'a> {
 /// origin. Anything that is not origin-form, absolute-form (`http(s)://`)
 /// or asterisk-form with OPTIONS is an error (the proxy answers 400): an
 /// origin may resolve `private/x`, `%2Fprivate/x` or `x:/private/x` to
-/// `/private/x` while no rule could be applied to it.
+/// `/private/x` while no rule could be applied to it. So is a target with a
+/// `#` anywhere (`#/private/x`, `/p#f`): a request target has no fragment.
 ///
 /// Asterisk-form is decided as `/` (a crawler kept out of the whole site is
 /// kept out of server-wide OPTIONS too) and forwarded as `*`.
 pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTarget<'_>, PathError> {
     let raw = std::str::from_utf8(raw).map_err(|_| PathError::NotUtf8)?;
+    if memchr::memchr(b'#', raw.as_bytes()).is_some() {
+        return Err(PathError::Fragment);
+    }
     if raw == "*" {
         return if is_options {
             Ok(RequestTarget { canonical: Cow::Borrowed("/"), forward: None })
@@ -63,19 +71,16 @@ pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTa
         };
     }
     if raw.starts_with('/') {
-        let canonical = normalize_request_target(raw)?;
-        let forward = raw.find('#').map(|i| Cow::Borrowed(&raw[..i]));
-        return Ok(RequestTarget { canonical, forward });
+        return Ok(RequestTarget { canonical: normalize_request_target(raw)?, forward: None });
     }
     for scheme in ["http://", "https://"] {
         if raw.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)) {
             let rest = &raw[scheme.len()..];
-            let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
             if end == 0 {
                 return Err(PathError::NoHost);
             }
             let tail = &rest[end..];
-            let tail = tail.find('#').map_or(tail, |i| &tail[..i]);
             let forward = match tail.as_bytes().first() {
                 Some(b'/') => Cow::Borrowed(tail),
                 _ => Cow::Owned(format!("/{tail}")),
@@ -85,6 +90,92 @@ pub fn classify_request_target(raw: &[u8], is_options: bool) -> Result<RequestTa
         }
     }
     Err(PathError::NotOriginForm)
+}
+
+/// The request-target of an HTTP/1 request header, as the request line
+/// (RFC 9112 section 3) carries it: the bytes between the method and the
+/// version. Empty lines before the request line are skipped (section 2.2).
+/// `None` when the header has no such line. The proxy reads it because
+/// its HTTP library drops a fragment from the target it hands on, and a
+/// target with `#` must be refused, not decided without it.
+pub fn request_line_target(header: &[u8]) -> Option<&[u8]> {
+    let start = header.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let rest = &header[start..];
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let mut parts = line.split(|&b| b == b' ');
+    let _method = parts.next()?;
+    let target = parts.next()?;
+    parts.next()?;
+    Some(target)
+}
+
+/// Whether the HTTP/1 request begun in `buf` has an absolute-form target
+/// (`http://` or `https://`, any case), judged from its request line's
+/// first bytes: the proxy reads such a request's whole header before
+/// handing it on, for [`host_from_absolute_form`].
+pub fn starts_absolute_form(buf: &[u8]) -> bool {
+    let Some(start) = buf.iter().position(|&b| b != b'\r' && b != b'\n') else { return false };
+    let rest = &buf[start..];
+    let Some(space) = memchr::memchr2(b' ', b'\n', rest) else { return false };
+    if rest[space] != b' ' {
+        return false;
+    }
+    let target = &rest[space + 1..];
+    // At least `http:` seen, so that `/http://` or `htt...` is not taken.
+    ["http://", "https://"].iter().any(|scheme| {
+        let n = target.len().min(scheme.len());
+        n >= 5 && target[..n].eq_ignore_ascii_case(&scheme.as_bytes()[..n])
+    })
+}
+
+/// An HTTP/1 request header (and whatever follows it in `buf`) with its
+/// `Host` field set to the authority of its absolute-form target, when the
+/// two differ: RFC 9112 section 3.2.2 has the target's authority win and
+/// the `Host` field ignored. `None` when nothing is to change: an
+/// origin-form target, no or several `Host` lines, an authority with
+/// userinfo or a backslash, or a header not complete in `buf`. The proxy's
+/// HTTP library refuses such a request with a 400 of its own, before any
+/// of crawlgate's hooks runs (so with no access log line); with the field
+/// replaced it is decided and logged like any other.
+pub fn host_from_absolute_form(buf: &[u8]) -> Option<Vec<u8>> {
+    let target = request_line_target(buf)?;
+    let scheme = ["http://", "https://"]
+        .into_iter()
+        .find(|s| target.get(..s.len()).is_some_and(|t| t.eq_ignore_ascii_case(s.as_bytes())))?;
+    let rest = &target[scheme.len()..];
+    let authority = &rest[..rest.iter().position(|&b| matches!(b, b'/' | b'?' | b'#')).unwrap_or(rest.len())];
+    if authority.is_empty() || authority.iter().any(|&b| matches!(b, b'@' | b'\\' | b' ' | b'\t')) {
+        return None;
+    }
+    // The header's lines after the request line, up to the empty line.
+    let line_start = buf.iter().position(|&b| b != b'\r' && b != b'\n')?;
+    let mut at = line_start + memchr::memchr(b'\n', &buf[line_start..])? + 1;
+    let mut host: Option<(usize, usize)> = None;
+    loop {
+        let end = at + memchr::memchr(b'\n', &buf[at..])?;
+        let line = &buf[at..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        if line.len() > 5 && line[..5].eq_ignore_ascii_case(b"host:") {
+            if host.is_some() {
+                return None;
+            }
+            host = Some((at + 5, at + line.len()));
+        }
+        at = end + 1;
+    }
+    let (from, to) = host?;
+    if buf[from..to].trim_ascii() == authority {
+        return None;
+    }
+    let mut out = Vec::with_capacity(buf.len() + authority.len());
+    out.extend_from_slice(&buf[..from]);
+    out.push(b' ');
+    out.extend_from_slice(authority);
+    out.extend_from_slice(&buf[to..]);
+    Some(out)
 }
 
 /// Normalises a request target into the canonical path and query the
@@ -226,6 +317,79 @@ fn normalize_owned(target: String) -> Result<Cow<'static, str>, PathError> {
         result.push_str(&canonicalize(q));
     }
     Ok(Cow::Owned(result))
+}
+
+/// The canonical target as an origin that resolves paths as IIS does reads
+/// it (`[server] origin_paths = "windows"`): `%5C` in the path is a `/`
+/// like `\` (dot segments and repeated slashes are resolved again after
+/// it), and ASCII letters are lower case outside percent-escapes, whose hex
+/// digits stay upper case as in the canonical form. The policy's patterns
+/// are folded the same way when it loads ([`fold_pattern`]), so the two
+/// compare as such an origin would. Borrowed when nothing changes.
+pub fn fold_windows_target(canonical: &str) -> Cow<'_, str> {
+    let (path, query) = canonical.split_at(canonical.find('?').unwrap_or(canonical.len()));
+    let separated: Cow<'_, str> = if memchr::memmem::find(path.as_bytes(), b"%5C").is_some() {
+        match normalize_request_target(&path.replace("%5C", "\\")) {
+            Ok(p) => Cow::Owned(format!("{p}{query}")),
+            // Unreachable for a canonical target (its escapes are valid and
+            // it has no control character); deciding unfolded is the
+            // fallback, never a panic.
+            Err(_) => Cow::Borrowed(canonical),
+        }
+    } else {
+        Cow::Borrowed(canonical)
+    };
+    if !has_upper_case(&separated) {
+        return separated;
+    }
+    Cow::Owned(lower_case(&separated))
+}
+
+/// A pattern's canonical form folded as [`fold_windows_target`] folds a
+/// request target: `\` and `%5C` are `/`, ASCII letters lower case outside
+/// percent-escapes.
+pub(crate) fn fold_pattern(canonical: &str) -> String {
+    lower_case(&canonical.replace('\\', "/").replace("%5C", "/"))
+}
+
+/// Folds the case of a path in place as [`fold_windows_target`] does.
+pub(crate) fn fold_case_in_place(path: &mut String) {
+    if has_upper_case(path) {
+        *path = lower_case(path);
+    }
+}
+
+/// Whether `s` has an ASCII upper-case letter outside percent-escapes.
+fn has_upper_case(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' => i += 3,
+            c if c.is_ascii_uppercase() => return true,
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// `s` with ASCII letters lower case, except the two characters after each
+/// `%` (the hex digits of an escape).
+fn lower_case(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut escape = 0;
+    for c in s.chars() {
+        if escape > 0 {
+            escape -= 1;
+            out.push(c);
+        } else if c == '%' {
+            escape = 2;
+            out.push(c);
+        } else {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// The RFC 9309 canonical form of a path (and query) or pattern: octets
@@ -414,9 +578,13 @@ mod tests {
         let rows: &[Row] = &[
             ("/private/x", false, Ok(("/private/x", None))),
             ("/a/../private/x?q=1", false, Ok(("/private/x?q=1", None))),
-            ("/p#frag", false, Ok(("/p", Some("/p")))),
+            ("/p#frag", false, Err(PathError::Fragment)),
+            ("#/private/x", false, Err(PathError::Fragment)),
+            ("/p?q#", false, Err(PathError::Fragment)),
             ("http://h/private/x", false, Ok(("/private/x", Some("/private/x")))),
-            ("HTTPS://h:8443/a/./b?c#d", false, Ok(("/a/b?c", Some("/a/./b?c")))),
+            ("HTTPS://h:8443/a/./b?c", false, Ok(("/a/b?c", Some("/a/./b?c")))),
+            ("HTTPS://h:8443/a/./b?c#d", false, Err(PathError::Fragment)),
+            ("http://h#/private/x", false, Err(PathError::Fragment)),
             ("http://h", false, Ok(("/", Some("/")))),
             ("http://h?q", false, Ok(("/?q", Some("/?q")))),
             ("*", true, Ok(("/", None))),
@@ -438,5 +606,94 @@ mod tests {
             assert_eq!(got, want, "{raw:?}");
         }
         assert_eq!(classify_request_target(b"/\xff", false), Err(PathError::NotUtf8));
+    }
+
+    #[test]
+    fn windows_targets_fold_case_and_backslashes() {
+        for (canonical, want) in [
+            ("/private/x", "/private/x"),
+            ("/PRIVATE/x", "/private/x"),
+            ("/Private/X?Q=A", "/private/x?q=a"),
+            ("/private%5Cx", "/private/x"),
+            ("/public%5C..%5Cprivate%5Cx", "/private/x"),
+            ("/public/..%5CPRIVATE", "/private"),
+            ("/a%5C%5Cb", "/a/b"),
+            ("/caf%C3%A9/%2A", "/caf%C3%A9/%2A"),
+            ("/CAF%C3%A9", "/caf%C3%A9"),
+            ("/a?x=%5C", "/a?x=%5C"),
+        ] {
+            // What the proxy hands on is canonical first.
+            let canonical = normalize_request_target(canonical).unwrap_or_else(|e| panic!("{canonical}: {e}"));
+            assert_eq!(fold_windows_target(&canonical), want, "{canonical}");
+        }
+        assert!(matches!(fold_windows_target("/plain/path?q=1"), Cow::Borrowed(_)));
+        for (pattern, want) in [
+            ("/Private/", "/private/"),
+            ("/a\\B*.PHP$", "/a/b*.php$"),
+            ("/x%5Cy%2A", "/x/y%2A"),
+            ("/%C3%A9", "/%C3%A9"),
+        ] {
+            assert_eq!(fold_pattern(pattern), want, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn absolute_form_is_seen_from_the_first_bytes() {
+        for (buf, want) in [
+            (&b"GET http://h/ HTTP/1.1\r\n"[..], true),
+            (b"\r\nGET HTTPS://h", true),
+            (b"GET http:", true),
+            (b"GET https:/", true),
+            (b"GET /http://h HTTP/1.1", false),
+            (b"GET htt", false),
+            (b"GET ftp://h/ HTTP/1.1", false),
+            (b"GET\nhttp://h", false),
+            (b"PRI * HTTP/2.0\r\n", false),
+            (b"", false),
+        ] {
+            assert_eq!(starts_absolute_form(buf), want, "{}", String::from_utf8_lossy(buf));
+        }
+    }
+
+    #[test]
+    fn absolute_form_authority_replaces_host() {
+        let fixed = |h: &str| host_from_absolute_form(h.as_bytes()).map(|v| String::from_utf8_lossy(&v).into_owned());
+        let rows: &[(&str, Option<&str>)] = &[
+            (
+                "GET https://other.test:1/private/x?q=1 HTTP/1.1\r\nHost: site.test\r\nUser-Agent: a\r\n\r\nBODY",
+                Some("GET https://other.test:1/private/x?q=1 HTTP/1.1\r\nHost: other.test:1\r\nUser-Agent: a\r\n\r\nBODY"),
+            ),
+            ("GET http://o.test HTTP/1.1\nhost:site.test\n\n", Some("GET http://o.test HTTP/1.1\nhost: o.test\n\n")),
+            ("GET HTTP://o.test?q HTTP/1.1\r\nHOST: x\r\n\r\n", Some("GET HTTP://o.test?q HTTP/1.1\r\nHOST: o.test\r\n\r\n")),
+            // Already the same, origin-form, no Host, two Hosts, userinfo,
+            // an incomplete header: unchanged (Pingora decides).
+            ("GET http://site.test/a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET /a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http://o.test/a HTTP/1.1\r\nX-Host: site.test\r\n\r\n", None),
+            ("GET http://o.test/a HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", None),
+            ("GET http://u@o.test/a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http://o.test\\a/ HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http:///a HTTP/1.1\r\nHost: site.test\r\n\r\n", None),
+            ("GET http://o.test/a HTTP/1.1\r\nHost: site.test\r\n", None),
+        ];
+        for (header, want) in rows {
+            assert_eq!(fixed(header).as_deref(), *want, "{header:?}");
+        }
+    }
+
+    #[test]
+    fn request_line_targets() {
+        let rows: &[(&[u8], Option<&[u8]>)] = &[
+            (b"GET #/private/x HTTP/1.1\r\nHost: h\r\n\r\n", Some(b"#/private/x")),
+            (b"\r\nGET /a#b HTTP/1.1\r\n\r\n", Some(b"/a#b")),
+            (b"GET /a HTTP/1.0\n\n", Some(b"/a")),
+            (b"GET http://h/p HTTP/1.1", Some(b"http://h/p")),
+            (b"GET /a\r\n\r\n", None),
+            (b"\r\n", None),
+            (b"", None),
+        ];
+        for (header, want) in rows {
+            assert_eq!(request_line_target(header), *want, "{}", String::from_utf8_lossy(header));
+        }
     }
 }

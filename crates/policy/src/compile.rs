@@ -27,6 +27,7 @@ use crate::raw::{
 use crate::raw::{RawDns, RawKey, RawSignatures};
 use crate::render;
 use crate::robots_tag::TagRules;
+use crate::route::{OriginPaths, Upgrades};
 use crate::ruleset::RuleSet;
 use crate::sf;
 use crate::validate;
@@ -220,7 +221,8 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let before = cx.warnings.len();
     cx.warnings.retain(|d| d.warning.is_none_or(|w| !allowed.contains(&w)));
     let acknowledged = before - cx.warnings.len();
-    let policy = Policy {
+    let fold_paths = server.origin_paths == OriginPaths::Windows;
+    let mut policy = Policy {
         settings: Settings { server, upstream, cache_max_age, verification, origin_robots },
         matcher: TokenMatcher::new(&tokens),
         groups,
@@ -242,6 +244,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         robots_extras: extras,
         file_name: file_name.to_string(),
     };
+    if fold_paths {
+        policy.fold_paths();
+    }
     Ok(Loaded { policy, warnings: cx.warnings, acknowledged })
 }
 
@@ -311,6 +316,8 @@ fn compile_server(
         ready_requires_upstream: false,
         admin_header_timeout: Duration::from_secs(5),
         admin_connections_per_client: 16,
+        upgrades: Upgrades::Websocket,
+        origin_paths: OriginPaths::Standard,
     };
     let Some(raw) = raw else {
         s.client_address = compile_client_address(cx, None, None, legacy_proxies, false);
@@ -342,7 +349,24 @@ fn compile_server(
         ready_requires_upstream,
         admin_header_timeout,
         admin_connections_per_client,
+        upgrades,
+        origin_paths,
     } = raw.get_ref();
+    if let Some(u) = upgrades {
+        match u.get_ref().as_str() {
+            "websocket" => s.upgrades = Upgrades::Websocket,
+            "all" => s.upgrades = Upgrades::All,
+            "off" => s.upgrades = Upgrades::Off,
+            other => cx.err(u, format!("server.upgrades: `{other}` is not websocket, all or off")),
+        }
+    }
+    if let Some(o) = origin_paths {
+        match o.get_ref().as_str() {
+            "standard" => s.origin_paths = OriginPaths::Standard,
+            "windows" => s.origin_paths = OriginPaths::Windows,
+            other => cx.err(o, format!("server.origin_paths: `{other}` is not standard or windows")),
+        }
+    }
     s.proxy_protocol = proxy_protocol.unwrap_or(false);
     s.client_address = compile_client_address(
         cx,

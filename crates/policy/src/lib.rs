@@ -39,4 +39,4 @@ pub use policy::{
     OriginRobotsMode, OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats, UpstreamSettings,
     UrlControls,
 };
-pub use route::{BadRequest, Identity, Route, UserAgentField};
+pub use route::{BadRequest, Identity, OriginPaths, Route, Upgrades, UserAgentField};

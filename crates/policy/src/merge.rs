@@ -206,6 +206,9 @@ impl Policy {
         policy.tokens = tokens;
         policy.token_group = token_group;
         policy.robots_txt = robots_txt;
+        if policy.settings.server.origin_paths == crate::route::OriginPaths::Windows {
+            policy.fold_paths();
+        }
         Ok(Merged { policy, conflicts, origin_groups, origin_sitemaps })
     }
 

@@ -86,6 +86,13 @@ impl Pattern {
         Pattern { pieces, anchored, canonical, bytes }
     }
 
+    /// This pattern as an origin that resolves paths as IIS does compares
+    /// it (`[server] origin_paths = "windows"`): see
+    /// [`crate::canonical::fold_windows_target`].
+    pub fn folded(&self) -> Pattern {
+        Pattern::new_lenient(&crate::canonical::fold_pattern(&self.canonical))
+    }
+
     /// The canonical form.
     pub fn as_str(&self) -> &str {
         &self.canonical
@@ -173,6 +180,15 @@ mod tests {
         assert!(p("/x$/abc").matches(&canonicalize("/x$/abcdef")));
         assert!(p("/x$/abc").matches(&canonicalize("/x%24/abcdef")));
         assert!(!p("/x$/abc").matches(&canonicalize("/x/abc")));
+    }
+
+    #[test]
+    fn folded_patterns_match_folded_paths() {
+        let folded = p("/Private/*.PHP$").folded();
+        assert_eq!(folded.as_str(), "/private/*.php$");
+        assert!(folded.matches("/private/a/b.php"));
+        assert!(!folded.matches("/Private/a/b.PHP"));
+        assert_eq!(p("/a$b\\C").folded().as_str(), "/a%24b/c");
     }
 
     #[test]

@@ -153,6 +153,10 @@ pub struct ServerSettings {
     /// Concurrent admin connections from one client address, so that one
     /// client cannot fill the admin listener's cap.
     pub admin_connections_per_client: usize,
+    /// Which protocol upgrades a request may ask the origin for.
+    pub upgrades: crate::route::Upgrades,
+    /// How the origin resolves paths (case, `\`): how paths are compared.
+    pub origin_paths: crate::route::OriginPaths,
 }
 
 /// `server.access_log_format`: the encoding of an access log line.
@@ -617,7 +621,7 @@ impl Policy {
     /// group (else `*`) and finds the deciding rule for `path_and_query`
     /// (canonicalised here; no allocation when already canonical).
     pub fn decide(&self, user_agent: &str, path_and_query: &str) -> Decision<'_> {
-        self.decide_canonical(user_agent, &canonicalize(path_and_query))
+        self.decide_canonical(user_agent, &self.match_form(canonicalize(path_and_query)))
     }
 
     /// [`Policy::decide`] on a path already in canonical form (the routing
@@ -742,7 +746,7 @@ impl Policy {
 
     /// The URL-level controls of a path, the same for every User-Agent.
     pub fn url_controls(&self, path_and_query: &str) -> UrlControls {
-        self.url_controls_canonical(&canonicalize(path_and_query))
+        self.url_controls_canonical(&self.match_form(canonicalize(path_and_query)))
     }
 
     /// [`Policy::url_controls`] on a path already in canonical form.

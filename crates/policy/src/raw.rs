@@ -53,6 +53,8 @@ pub(crate) struct RawServer {
     pub ready_requires_upstream: Option<bool>,
     pub admin_header_timeout: Option<S<String>>,
     pub admin_connections_per_client: Option<S<i64>>,
+    pub upgrades: Option<S<String>>,
+    pub origin_paths: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -3,7 +3,9 @@
 //! sent. The proxy only carries the [`Route`] out, so every branch here is
 //! table-tested without a server.
 
-use crate::canonical::{classify_request_target, PathError, RequestTarget};
+use std::borrow::Cow;
+
+use crate::canonical::{classify_request_target, fold_case_in_place, fold_windows_target, PathError, RequestTarget};
 use crate::local_file::LocalFile;
 use crate::policy::{Action, Decision, Policy, UrlControls};
 use crate::verification::{OnFailure, Verification};
@@ -44,6 +46,64 @@ pub enum BadRequest {
     /// More than one `User-Agent` field.
     #[error("more than one User-Agent header field")]
     ManyUserAgents,
+    /// A protocol upgrade `[server] upgrades` does not allow.
+    #[error("{}", .0.refusal())]
+    Upgrade(Upgrades),
+}
+
+/// `[server] upgrades`: which protocol upgrades (RFC 9110 section 7.8) a
+/// request may ask the origin for. After a `101 Switching Protocols` the
+/// proxy relays bytes both ways without reading them, so an upgraded
+/// connection is beyond the policy: an origin that went on reading HTTP on
+/// it would answer requests no rule was applied to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upgrades {
+    /// Only `Upgrade: websocket` (RFC 6455 section 4.1), alone.
+    Websocket,
+    /// Any upgrade the origin accepts.
+    All,
+    /// No upgrade: a request with an `Upgrade` field gets 400.
+    Off,
+}
+
+impl Upgrades {
+    /// Its name in the policy file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Upgrades::Websocket => "websocket",
+            Upgrades::All => "all",
+            Upgrades::Off => "off",
+        }
+    }
+
+    /// The 400 body's reason for an upgrade this setting refuses.
+    const fn refusal(self) -> &'static str {
+        match self {
+            Upgrades::Off => "protocol upgrades are not allowed (server.upgrades = \"off\")",
+            _ => "only Upgrade: websocket is allowed (server.upgrades = \"websocket\")",
+        }
+    }
+}
+
+/// `[server] origin_paths`: how the origin resolves a path to a resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OriginPaths {
+    /// Case-sensitive, `%5C` a character (RFC 3986; RFC 9309 matching).
+    Standard,
+    /// As IIS does: ASCII case-insensitive, `\` and `%5C` separate
+    /// segments. Request paths and the policy's patterns are folded alike
+    /// ([`crate::canonical::fold_windows_target`]).
+    Windows,
+}
+
+impl OriginPaths {
+    /// Its name in the policy file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OriginPaths::Standard => "standard",
+            OriginPaths::Windows => "windows",
+        }
+    }
 }
 
 /// What the proxy does with one request.
@@ -94,6 +154,59 @@ pub enum Route<'p, 'r> {
 }
 
 impl Policy {
+    /// Whether a request may ask for the protocol upgrade its `Upgrade`
+    /// field `lines` name (none: no upgrade, always fine). With
+    /// `upgrades = "websocket"` the one line must be `websocket` (ASCII
+    /// case-insensitive, RFC 6455 section 4.1); a list such as
+    /// `websocket, h2c` lets the origin pick another protocol and is
+    /// refused too.
+    pub fn check_upgrade<'a>(&self, mut lines: impl Iterator<Item = &'a [u8]>) -> Result<(), BadRequest> {
+        let Some(first) = lines.next() else { return Ok(()) };
+        let mode = self.settings.server.upgrades;
+        let allowed = match mode {
+            Upgrades::All => true,
+            Upgrades::Off => false,
+            Upgrades::Websocket => lines.next().is_none() && first.trim_ascii().eq_ignore_ascii_case(b"websocket"),
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(BadRequest::Upgrade(mode))
+        }
+    }
+
+    /// A canonical path in the form rules are matched in: itself, or folded
+    /// for an origin that resolves paths as IIS does.
+    pub(crate) fn match_form<'a>(&self, canonical: Cow<'a, str>) -> Cow<'a, str> {
+        if self.settings.server.origin_paths != OriginPaths::Windows {
+            return canonical;
+        }
+        let folded = match fold_windows_target(&canonical) {
+            Cow::Owned(f) => Some(f),
+            Cow::Borrowed(_) => None,
+        };
+        folded.map_or(canonical, Cow::Owned)
+    }
+
+    /// Folds every path pattern for an origin that resolves paths as IIS
+    /// does (`origin_paths = "windows"`), once when the policy loads or
+    /// merges an origin's rules; folding twice changes nothing.
+    pub(crate) fn fold_paths(&mut self) {
+        for g in &mut self.groups {
+            g.rules = g.rules.folded();
+            g.content_usage_set = g.content_usage_set.folded();
+        }
+        for t in &mut self.tags {
+            t.pattern = t.pattern.folded();
+        }
+        for r in &mut self.tdm_rules {
+            r.pattern = r.pattern.folded();
+        }
+        if let Some((path, _)) = &mut self.rsl {
+            fold_case_in_place(path);
+        }
+    }
+
     /// Routes one request: validates its target (RFC 9112 section 3.2) and
     /// `User-Agent`, answers the locally served files, and decides the rest
     /// on the canonical path. Pure: the proxy carries the result out.
@@ -118,10 +231,11 @@ impl Policy {
             UserAgentField::Absent => "",
             UserAgentField::One(ua) => ua,
         };
-        let target = match classify_request_target(raw_target, is_options) {
+        let mut target = match classify_request_target(raw_target, is_options) {
             Ok(t) => t,
             Err(e) => return Route::BadRequest(e.into()),
         };
+        target.canonical = self.match_form(target.canonical);
         let token = identity.proven.and_then(|t| self.token_index(t)).or_else(|| self.matcher.find(user_agent));
         let mut decision = self.decide_token(token, &target.canonical);
         let failure = token.and_then(|t| self.group_of(t)).and_then(|g| match identity.verification {
@@ -235,6 +349,20 @@ rules = [{ path = "/", action = "allow" }]
             (false, "/robots.txt.bak", gpt, "block 451", Some("GPTBot")),
             (false, "private/x", browser, "400 request target must start with '/' or be an absolute http(s) URL", None),
             (false, "*", browser, "400 asterisk-form target '*' is only valid with OPTIONS", None),
+            (
+                false,
+                "#/private/x",
+                browser,
+                "400 request target contains '#' (a fragment is not part of a request target)",
+                None,
+            ),
+            (
+                false,
+                "/public/a#x",
+                gpt,
+                "400 request target contains '#' (a fragment is not part of a request target)",
+                None,
+            ),
             (true, "*", browser, "forward Pass", None),
             (false, "/a", UserAgentField::Many, "400 more than one User-Agent header field", None),
         ];
@@ -512,5 +640,115 @@ disallow = ["/"]
         // Not replayed: the same outcome goes on to the group.
         let got = summary(&p.route_with(false, b"/a", ua, Identity { replayed: false, ..id }));
         assert_eq!(got.0, "forward allowed");
+    }
+}
+
+#[cfg(test)]
+mod server_mode_tests {
+    use super::*;
+    use crate::load;
+
+    const POLICY: &str = r#"
+[server]
+SERVER
+
+[upstream]
+servers = ["127.0.0.1:8000"]
+
+[[group]]
+user_agents = ["GPTBot"]
+disallow = ["/Private/", "/*.ASPX$"]
+allow = ["/private/Open"]
+enforce = "block"
+
+[[robots_tag]]
+path = "/Docs/"
+rules = ["noindex"]
+"#;
+
+    fn policy(server: &str) -> Policy {
+        load(&POLICY.replace("SERVER", server), "t.toml").unwrap_or_else(|e| panic!("{e}")).policy
+    }
+
+    #[test]
+    fn upgrades_allowed_by_mode() {
+        let websocket = BadRequest::Upgrade(Upgrades::Websocket);
+        let off = BadRequest::Upgrade(Upgrades::Off);
+        type Row = (&'static str, &'static [&'static [u8]], Result<(), BadRequest>);
+        let rows: &[Row] = &[
+            ("", &[], Ok(())),
+            ("", &[b"websocket"], Ok(())),
+            ("", &[b"WebSocket"], Ok(())),
+            ("", &[b" websocket "], Ok(())),
+            ("", &[b"h2c"], Err(websocket.clone())),
+            ("", &[b"foo"], Err(websocket.clone())),
+            ("", &[b"websocket, foo"], Err(websocket.clone())),
+            ("", &[b"websocket", b"h2c"], Err(websocket.clone())),
+            ("", &[b"websocket/13"], Err(websocket.clone())),
+            ("", &[b""], Err(websocket.clone())),
+            ("upgrades = \"websocket\"", &[b"h2c"], Err(websocket.clone())),
+            ("upgrades = \"all\"", &[b"h2c"], Ok(())),
+            ("upgrades = \"all\"", &[b"websocket, foo"], Ok(())),
+            ("upgrades = \"off\"", &[], Ok(())),
+            ("upgrades = \"off\"", &[b"websocket"], Err(off.clone())),
+            ("upgrades = \"off\"", &[b"h2c"], Err(off.clone())),
+        ];
+        for (server, lines, want) in rows {
+            let got = policy(server).check_upgrade(lines.iter().copied());
+            assert_eq!(got, *want, "{server} {lines:?}");
+        }
+        assert_eq!(websocket.to_string(), "only Upgrade: websocket is allowed (server.upgrades = \"websocket\")");
+        assert_eq!(off.to_string(), "protocol upgrades are not allowed (server.upgrades = \"off\")");
+        let bad = load(&POLICY.replace("SERVER", "upgrades = \"h2c\""), "t.toml").map(|_| ()).unwrap_err();
+        assert!(bad.to_string().contains("server.upgrades: `h2c` is not websocket, all or off"), "{bad}");
+    }
+
+    #[test]
+    fn windows_origin_paths_fold_case_and_backslashes() {
+        let standard = policy("");
+        let windows = policy("origin_paths = \"windows\"");
+        let gpt = UserAgentField::One("GPTBot/1.2");
+        let kind = |p: &Policy, target: &str| match p.route(false, target.as_bytes(), gpt) {
+            Route::Block { target, .. } => format!("block {}", target.canonical),
+            Route::Forward { target, .. } => format!("forward {}", target.canonical),
+            Route::Serve { file, .. } => format!("serve {}", file.as_str()),
+            other => format!("{other:?}"),
+        };
+        let rows: &[(&str, &str, &str)] = &[
+            // (target, standard, windows)
+            ("/Private/x", "block /Private/x", "block /private/x"),
+            ("/private/x", "forward /private/x", "block /private/x"),
+            ("/PRIVATE/x", "forward /PRIVATE/x", "block /private/x"),
+            ("/private%5Cx", "forward /private%5Cx", "block /private/x"),
+            ("/private%5cx", "forward /private%5Cx", "block /private/x"),
+            ("/public%5C..%5CPRIVATE%5Cx", "forward /public%5C..%5CPRIVATE%5Cx", "block /private/x"),
+            ("/private\\x", "forward /private/x", "block /private/x"),
+            ("/private/open/a", "forward /private/open/a", "forward /private/open/a"),
+            ("/a/b.aspx", "forward /a/b.aspx", "block /a/b.aspx"),
+            ("/a/B.ASPX", "block /a/B.ASPX", "block /a/b.aspx"),
+            ("/a/B.AsPx", "forward /a/B.AsPx", "block /a/b.aspx"),
+            ("/ROBOTS.TXT", "forward /ROBOTS.TXT", "serve robots.txt"),
+            ("/public/a", "forward /public/a", "forward /public/a"),
+        ];
+        for (target, want_standard, want_windows) in rows {
+            assert_eq!(kind(&standard, target), *want_standard, "standard {target}");
+            assert_eq!(kind(&windows, target), *want_windows, "windows {target}");
+        }
+        // The published robots.txt keeps the patterns as written.
+        assert!(windows.robots_txt().contains("Disallow: /Private/\n"), "{}", windows.robots_txt());
+        // URL controls and `decide` fold alike.
+        assert!(windows.url_controls("/DOCS/a").robots_tag.is_some());
+        assert!(standard.url_controls("/DOCS/a").robots_tag.is_none());
+        assert!(!windows.decide("GPTBot", "/PRIVATE%5Cx").allowed);
+        // Rules merged from the origin's robots.txt are folded too.
+        let merged =
+            windows.merge_origin(b"User-agent: ExampleBot\nDisallow: /Admin/\n").unwrap_or_else(|e| panic!("{e}"));
+        for target in ["/admin/x", "/ADMIN%5Cx"] {
+            let d = merged.policy.decide("ExampleBot", target);
+            assert_eq!((d.allowed, d.rule.map(|r| r.pattern)), (false, Some("/Admin/")), "{target}");
+        }
+        assert!(merged.policy.decide("ExampleBot", "/Private/x").allowed);
+        let bad = load(&POLICY.replace("SERVER", "origin_paths = \"iis\""), "t.toml").map(|_| ()).unwrap_err();
+        assert!(bad.to_string().contains("server.origin_paths: `iis` is not standard or windows"), "{bad}");
     }
 }

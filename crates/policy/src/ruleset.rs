@@ -106,6 +106,12 @@ impl RuleSet {
         RuleSet { patterns, allow, nodes }
     }
 
+    /// The same rules with every pattern [`Pattern::folded`]; rule indices
+    /// are unchanged.
+    pub fn folded(&self) -> RuleSet {
+        RuleSet::new(self.patterns.iter().map(Pattern::folded).zip(self.allow.iter().copied()).collect())
+    }
+
     /// Number of rules.
     pub fn len(&self) -> usize {
         self.patterns.len()
@@ -194,6 +200,15 @@ mod tests {
         assert_eq!(rules.evaluate("/"), Some(0));
         assert_eq!(rules.evaluate("/page.htm"), Some(1));
         assert_eq!(RuleSet::new(vec![(p("/x"), false)]).evaluate("/y"), None);
+    }
+
+    #[test]
+    fn folded_rules_keep_their_indices() {
+        let rules = RuleSet::new(vec![(p("/Public/"), true), (p("/"), false), (p("/PRIVATE/*.ASPX"), false)]).folded();
+        assert_eq!(rules.evaluate("/public/a"), Some(0));
+        assert_eq!(rules.evaluate("/private/x/y.aspx"), Some(2));
+        assert_eq!(rules.evaluate("/Public/a"), Some(1));
+        assert!(rules.is_allow(0) && !rules.is_allow(2));
     }
 
     #[test]

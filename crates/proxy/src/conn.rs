@@ -540,6 +540,11 @@ impl HeaderEnd {
 /// in the connection until Pingora reads them).
 const PREFETCH: usize = 1024;
 
+/// The longest absolute-form request header read whole before Pingora
+/// parses it, so that its `Host` can be set from its target; a longer one
+/// is left to Pingora.
+const MAX_ABSOLUTE_FORM_HEADER: usize = 64 * 1024;
+
 /// A client stream that fails reads with `TimedOut` once the deadline of
 /// its phase has passed. Every other part of Pingora's `IO` is delegated.
 pub struct Guarded {
@@ -638,11 +643,58 @@ impl Guarded {
                 self.prefetched.clear();
                 self.prefetched.extend_from_slice(buf.filled());
                 self.at = 0;
+                // An absolute-form target whose authority differs from Host
+                // gets that authority as its Host (RFC 9112 section 3.2.2),
+                // so that the request is decided and logged, not refused by
+                // Pingora before any hook runs: its whole header is read
+                // first (origin-form requests, nearly all, are not held).
+                if crawlgate_policy::canonical::starts_absolute_form(&self.prefetched) {
+                    self.read_whole_header().await?;
+                    if let Some(fixed) = crawlgate_policy::canonical::host_from_absolute_form(&self.prefetched) {
+                        self.prefetched = fixed;
+                    }
+                }
                 Ok(())
             }
             Some(Err(e)) => Err(e),
             None => Err(self.expire()),
         }
+    }
+
+    /// Reads on until the request header begun in `prefetched` is whole
+    /// there, within the header timeout (counted from now, as its first
+    /// byte has just arrived) and [`MAX_ABSOLUTE_FORM_HEADER`]. The phase
+    /// is the header's from here: Pingora's reads of these bytes keep this
+    /// deadline, and one that passes gets the usual 408 on Pingora's next
+    /// read. A connection closed first is Pingora's to notice too.
+    async fn read_whole_header(&mut self) -> io::Result<()> {
+        self.phase = Phase::Header;
+        self.header_end = HeaderEnd::default();
+        self.arm(Instant::now() + self.limits.header);
+        let mut end = HeaderEnd::default();
+        if end.feed(&self.prefetched).is_some() {
+            return Ok(());
+        }
+        let mut more = [0u8; PREFETCH];
+        while self.prefetched.len() < MAX_ABSOLUTE_FORM_HEADER {
+            let mut buf = ReadBuf::new(&mut more);
+            let read = std::future::poll_fn(|cx| match Pin::new(&mut self.inner).poll_read(cx, &mut buf) {
+                Poll::Ready(r) => Poll::Ready(Some(r)),
+                Poll::Pending => self.poll_timer(cx).map(|()| None),
+            })
+            .await;
+            match read {
+                Some(Ok(())) if !buf.filled().is_empty() => {
+                    self.prefetched.extend_from_slice(buf.filled());
+                    if end.feed(buf.filled()).is_some() {
+                        return Ok(());
+                    }
+                }
+                Some(Err(e)) => return Err(e),
+                Some(Ok(())) | None => return Ok(()),
+            }
+        }
+        Ok(())
     }
 
     /// An HTTP/2 connection: its preface must arrive within the idle and

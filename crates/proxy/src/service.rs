@@ -17,12 +17,14 @@ use bytes::Bytes;
 use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, origin_field, ClientAddr, ClientAddressSettings, ADDRESS_FIELDS};
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{Action, AgentId, Claim, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
+use crawlgate_policy::{
+    Action, AgentId, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls, UserAgentField,
+};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
 use pingora::proxy::{FailToProxy, ProxyHttp, Session};
-use pingora::upstreams::peer::HttpPeer;
+use pingora::upstreams::peer::{H1UpgradePolicy, HttpPeer};
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
 use crate::events::{FileFetched, Local, RequestDone, RequestId, Violation};
@@ -275,9 +277,12 @@ impl ProxyHttp for Gate {
         // The token the User-Agent claims, found once for the verifier and
         // its counter (only when something is verified at all).
         let claim = if self.shared.verifier.get().is_some() { snap.policy.claim(&ua) } else { None };
+        // An upgrade the policy does not allow is refused before anything
+        // is verified or decided: after a 101 the connection is the origin's.
+        let upgrade = snap.policy.check_upgrade(req.headers.get_all(header::UPGRADE).iter().map(|v| v.as_bytes()));
         let verdict = match client {
-            Some(ip) => crate::verify::verify(&self.shared, &snap.policy, req, claim, ip).await,
-            None => Verdict::default(),
+            Some(ip) if upgrade.is_ok() => crate::verify::verify(&self.shared, &snap.policy, req, claim, ip).await,
+            _ => Verdict::default(),
         };
         self.count_verification(&snap, claim, &verdict);
         let Verdict { verification, evidence, signed_token } = verdict;
@@ -285,14 +290,21 @@ impl ProxyHttp for Gate {
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
         let identity = Identity { verification, proven: signed_token.as_deref(), replayed };
-        let route = snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity);
+        // Pingora drops a fragment from the target it parses; the request
+        // line still has it, and a target with `#` is refused.
+        let wire = client_target_with_fragment(session);
+        let raw_target = wire.as_deref().unwrap_or(req.raw_path());
+        let route = match upgrade {
+            Err(why) => Route::BadRequest(why),
+            Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
+        };
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
                 if ctx.logged {
-                    ctx.path = Cow::Owned(String::from_utf8_lossy(req.raw_path()).into_owned());
+                    ctx.path = Cow::Owned(String::from_utf8_lossy(raw_target).into_owned());
                 }
                 Box::pin(respond::plain(session, 400, format!("400 Bad Request: {why}\n"))).await?;
                 return Ok(true);
@@ -371,8 +383,13 @@ impl ProxyHttp for Gate {
     /// Picks the next healthy origin server (round robin).
     async fn upstream_peer(&self, _session: &mut Session, ctx: &mut Ctx) -> Result<Box<HttpPeer>> {
         match ctx.snap.upstream.peer() {
-            Some((peer, addr)) => {
+            Some((mut peer, addr)) => {
                 ctx.upstream = Some(addr);
+                if ctx.snap.policy.settings().server.upgrades == Upgrades::All {
+                    // Pingora forwards only a websocket upgrade unless told
+                    // to keep the client's Upgrade and Connection fields.
+                    peer.options.http_upstream_request_policy.h1_upgrade = H1UpgradePolicy::Preserve;
+                }
                 Ok(Box::new(peer))
             }
             None => Err(Error::explain(ErrorType::ConnectNoRoute, "no healthy upstream server")),
@@ -645,6 +662,18 @@ impl Gate {
             .map_or(OTHER_AGENT, |c| c.agent);
         self.shared.metrics.verification().verification(agent, verdict.verification);
     }
+}
+
+/// The HTTP/1 request line's target when it contains a `#`, which Pingora
+/// removed from the target it parsed (`RequestHeader::set_raw_path`).
+/// `None` for the common case and for HTTP/2, whose `:path` reaches the
+/// proxy already parsed.
+fn client_target_with_fragment(session: &Session) -> Option<Bytes> {
+    let h1 = session.as_downstream().as_http1()?;
+    let header = h1.get_headers_raw_bytes();
+    let target = crawlgate_policy::canonical::request_line_target(&header)?;
+    memchr::memchr(b'#', target)?;
+    Some(header.slice_ref(target))
 }
 
 /// The violation event of a decision that robots.txt disallows.
