@@ -261,6 +261,31 @@ impl Policy {
     pub fn has_origin_groups(&self) -> bool {
         self.groups.iter().any(|g| g.origin)
     }
+
+    /// The tokens a counter may carry as a label: those of the policy's own
+    /// groups, and catalog crawlers the origin names (a bounded set however
+    /// often the origin's file changes), in token order. Other origin
+    /// tokens are counted as unidentified bots.
+    pub fn agent_labels(&self) -> impl Iterator<Item = &str> {
+        self.tokens.iter().zip(&self.token_group).filter_map(|(t, &g)| {
+            let origin = self.groups.get(g).is_some_and(|g| g.origin);
+            (!origin || crate::catalog::lookup(t).is_some()).then_some(t.as_str())
+        })
+    }
+
+    /// The policy's own tokens (not the origin's), in token order.
+    pub fn own_tokens(&self) -> impl Iterator<Item = &str> {
+        self.tokens
+            .iter()
+            .zip(&self.token_group)
+            .filter(|(_, &g)| self.groups.get(g).is_some_and(|g| !g.origin))
+            .map(|(t, _)| t.as_str())
+    }
+
+    /// The names of the policy's own groups (not the origin's).
+    pub fn own_group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().filter(|g| !g.origin).map(|g| g.name.as_str())
+    }
 }
 
 /// The matcher of a merged policy, in three tiers: the policy's own tokens;
