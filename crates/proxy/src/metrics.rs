@@ -779,6 +779,7 @@ impl Metrics {
 
     /// Number of agent label values in use (the policy's own tokens and the
     /// origin's catalog crawlers; `other` not included).
+    #[cfg(test)]
     pub fn agent_labels(&self) -> usize {
         self.labels.load().agents.len()
     }

@@ -252,6 +252,7 @@ impl Activity {
     }
 
     /// Number of named slots (`other-bot` and `browser` not included).
+    #[cfg(test)]
     pub fn slot_count(&self) -> usize {
         match self.named.read() {
             Ok(n) => n.len(),
