@@ -311,3 +311,45 @@ fn check_origin_lists_what_is_kept_and_the_conflicts() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("crawlgate: cannot fetch http://127.0.0.1:{port}/robots.txt")), "{stderr}");
 }
+
+/// Issue 21 item 2: an origin robots.txt whose groups name words every
+/// browser-like User-Agent carries (`compatible`, `Mozilla`,
+/// `AppleWebKit`) cannot unblock GPTBot: its real User-Agent still gets the
+/// policy's 403 while the served robots.txt says `Disallow: /` for it. The
+/// origin's groups for those words are dropped and listed as conflicts.
+#[test]
+fn origin_browser_words_cannot_unblock_a_blocked_crawler() {
+    const ORIGIN: &str =
+        "User-agent: compatible\nAllow: /\n\nUser-agent: Mozilla\nUser-agent: AppleWebKit\nAllow: /\n\n\
+User-agent: ExampleBot\nDisallow: /v1-only/\n";
+    const GPTBOT: &str =
+        "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+    let origin = Origin::start(vec![
+        ("/robots.txt", Route::ok("text/plain", ORIGIN)),
+        ("/any", Route::ok("text/plain", "page\n")),
+        ("/private/x", Route::ok("text/plain", "private\n")),
+    ]);
+    let proxy = start_proxy(origin.addr);
+    let merged = format!(
+        "{POLICY_PART}\n# The origin's own groups, for crawlers this policy does not name.\n\n\
+User-agent: ExampleBot\nDisallow: /v1-only/\n"
+    );
+    wait_for("the merge", Duration::from_secs(15), || (robots_txt(&proxy).0 == merged).then_some(()));
+    assert_eq!(status_of(&proxy, GPTBOT, "/any").0, 403);
+    assert_eq!(status_of(&proxy, "GPTBot/1.2", "/any").0, 403);
+    // A browser is left alone, as without the origin's file.
+    let browser =
+        "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+    assert_eq!(status_of(&proxy, browser, "/any"), (200, "page\n".to_string()));
+    let dropped = |line: usize, token: &str| {
+        format!(
+            "line {line}: origin group for `{token}` dropped: the token appears in browser User-Agents and would identify every browser"
+        )
+    };
+    let status = origin_status(&proxy);
+    assert_eq!(status["origin_groups"], 1);
+    assert_eq!(
+        status["conflicts"],
+        serde_json::json!([dropped(1, "compatible"), dropped(4, "Mozilla"), dropped(5, "AppleWebKit")])
+    );
+}

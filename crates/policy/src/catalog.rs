@@ -119,6 +119,99 @@ pub fn is_crawler_meta_name(name: &str) -> bool {
     lookup(name).is_some() || META_ONLY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
+/// The ordinary browser and library User-Agents the catalog is checked
+/// against (no catalog token in any of them).
+const BROWSER_UAS: &str = include_str!("../data/browser-uas.txt");
+
+/// Words every browser-like User-Agent carries, whether or not a line of
+/// `data/browser-uas.txt` has them today (the test below checks the corpus
+/// still has most of them).
+pub const GENERIC_UA_WORDS: &[&str] = &[
+    "Mozilla",
+    "compatible",
+    "AppleWebKit",
+    "KHTML",
+    "like",
+    "Gecko",
+    "Chrome",
+    "Chromium",
+    "Safari",
+    "Firefox",
+    "Edg",
+    "Edge",
+    "OPR",
+    "Opera",
+    "Version",
+    "Mobile",
+    "Windows",
+    "Win64",
+    "WOW64",
+    "x64",
+    "NT",
+    "Macintosh",
+    "Intel",
+    "Mac",
+    "OS",
+    "X",
+    "Linux",
+    "x86_64",
+    "Android",
+    "iPhone",
+    "iPad",
+    "CPU",
+    "U",
+    "rv",
+    "Trident",
+    "MSIE",
+    "X11",
+    "CrOS",
+    "Ubuntu",
+    "SamsungBrowser",
+    "YaBrowser",
+    "Vivaldi",
+];
+
+/// Every whole word sequence of the corpus's browser User-Agents (lines
+/// starting `Mozilla/`), ASCII-lowercased: each substring made of product
+/// token characters that starts and ends at a word boundary as
+/// [`crate::identify::TokenMatcher`] reads one (next to a character outside
+/// `[A-Za-z0-9]`), so exactly the tokens the matcher would find in one of
+/// them; plus [`GENERIC_UA_WORDS`].
+static BROWSER_WORDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+    let mut out: std::collections::HashSet<String> = GENERIC_UA_WORDS.iter().map(|w| w.to_ascii_lowercase()).collect();
+    let token_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    for ua in BROWSER_UAS.lines().filter(|l| l.starts_with("Mozilla/")) {
+        let b = ua.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if !token_char(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && token_char(b[i]) {
+                i += 1;
+            }
+            // One run of token characters, `start..i`.
+            let word_start = |s: usize| s == start || !b[s - 1].is_ascii_alphanumeric();
+            let word_end = |e: usize| e == i || !b[e].is_ascii_alphanumeric();
+            for s in (start..i).filter(|&s| word_start(s)) {
+                for e in (s + 1..=i).filter(|&e| word_end(e)) {
+                    out.insert(ua[s..e].to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    out
+});
+
+/// Whether `token` appears, as the token matcher would find it, in a
+/// browser's User-Agent (`data/browser-uas.txt`, [`GENERIC_UA_WORDS`]):
+/// such a token would identify every browser. ASCII case-insensitive.
+pub fn in_browser_user_agents(token: &str) -> bool {
+    BROWSER_WORDS.contains(&token.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -211,6 +304,43 @@ mod tests {
         assert_eq!(total, entries().len());
         assert_eq!(tokens_in_category("no-such-category"), None);
         assert!(tokens_in_category("ai-training").unwrap().contains(&"GPTBot"));
+    }
+
+    /// The set holds exactly the tokens the matcher finds in a browser's
+    /// User-Agent: each one is found, and a sample of near misses is not.
+    #[test]
+    fn browser_words_are_what_the_matcher_finds() {
+        let words: Vec<&String> = BROWSER_WORDS.iter().collect();
+        let matcher = crate::identify::TokenMatcher::new(&words);
+        let browsers: Vec<&str> = BROWSER_UAS.lines().filter(|l| l.starts_with("Mozilla/")).collect();
+        assert!(browsers.len() >= 30, "{}", browsers.len());
+        for w in &words {
+            let single = crate::identify::TokenMatcher::new(&[w.as_str()]);
+            let listed = GENERIC_UA_WORDS.iter().any(|g| g.eq_ignore_ascii_case(w));
+            assert!(listed || browsers.iter().any(|ua| single.find(ua).is_some()), "`{w}` is in no browser UA");
+        }
+        for ua in &browsers {
+            assert!(matcher.find(ua).is_some(), "{ua}");
+        }
+        for t in ["Mozilla", "compatible", "AppleWebKit", "KHTML", "Gecko", "Chrome", "Safari", "like", "Windows"] {
+            assert!(in_browser_user_agents(t) && in_browser_user_agents(&t.to_ascii_uppercase()), "{t}");
+        }
+        for t in ["Win64", "537.36", "x86_64", "Mozilla/5.0", "rv", "Firefox", "Version"] {
+            assert!(in_browser_user_agents(t) || t.contains('/'), "{t}");
+        }
+        // Most of the fixed words are in the corpus (it is the evidence).
+        let in_corpus = GENERIC_UA_WORDS
+            .iter()
+            .filter(|g| browsers.iter().any(|ua| crate::identify::TokenMatcher::new(&[**g]).find(ua).is_some()))
+            .count();
+        assert!(in_corpus * 2 > GENERIC_UA_WORDS.len(), "{in_corpus} of {}", GENERIC_UA_WORDS.len());
+        for t in ["GPTBot", "ClaudeBot", "Googlebot", "Foo", "curl", "AppleWebKi", "ompatible", "Gecko-", "-Gecko"] {
+            assert!(!in_browser_user_agents(t), "{t}");
+        }
+        // No catalog token is one (data/check_catalog.py checks the same).
+        let hits: Vec<&str> =
+            entries().iter().map(|e| e.token.as_str()).filter(|t| in_browser_user_agents(t)).collect();
+        assert!(hits.is_empty(), "{hits:?}");
     }
 
     #[test]

@@ -752,6 +752,7 @@ fn compile_robots_txt(
         origin_refresh: _,
         origin_timeout: _,
         origin_host: _,
+        origin_max_groups: _,
     } = raw.get_ref();
     for s in sitemaps.iter().flatten() {
         match validate::sitemap(s.get_ref()) {
@@ -927,10 +928,17 @@ fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) 
         refresh: Duration::from_secs(600),
         timeout: Duration::from_secs(5),
         host: None,
+        max_groups: 500,
     };
     let Some(raw) = raw else { return o };
     // The other keys are compiled by `compile_robots_txt`.
-    let RawRobotsTxt { origin, origin_refresh, origin_timeout, origin_host, .. } = raw.get_ref();
+    let RawRobotsTxt { origin, origin_refresh, origin_timeout, origin_host, origin_max_groups, .. } = raw.get_ref();
+    if let Some(n) = origin_max_groups {
+        match usize::try_from(*n.get_ref()) {
+            Ok(u) if u <= 100_000 => o.max_groups = u,
+            _ => cx.err(n, format!("robots_txt.origin_max_groups must be between 0 and 100000, found {}", n.get_ref())),
+        }
+    }
     if let Some(m) = origin {
         match m.get_ref().as_str() {
             "ignore" => o.mode = OriginRobotsMode::Ignore,

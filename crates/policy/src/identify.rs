@@ -17,10 +17,21 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 /// the automaton (hundreds of KiB for a catalog-sized policy) is slow to
 /// walk from a cold cache; a remembered answer costs one hash and one
 /// comparison of the header.
+///
+/// A matcher may rank its tokens in tiers ([`TokenMatcher::tiered`]): a
+/// token of a lower tier found anywhere in the header wins over any token
+/// of a higher tier, whatever their lengths. A merged policy puts its own
+/// tokens first, so that a token the origin's robots.txt names cannot take
+/// a request that names one of the policy's.
 #[derive(Debug, Clone)]
 pub struct TokenMatcher {
     ac: Option<AhoCorasick>,
     lens: Vec<usize>,
+    /// Tier of each token (lower first); empty when every token is tier 0.
+    tiers: Vec<u8>,
+    /// Tokens at this index and past it are found (they take the header
+    /// from higher tiers) but identify nothing: `find` answers `None`.
+    identifying: usize,
     /// Tells this matcher's remembered answers from another's (a clone
     /// answers alike and shares it).
     id: u64,
@@ -82,7 +93,16 @@ const DFA_MAX_BYTES: usize = 32 * 1024;
 impl TokenMatcher {
     /// A matcher over `tokens`; `find` returns indices into it.
     pub fn new<S: AsRef<str>>(tokens: &[S]) -> TokenMatcher {
+        TokenMatcher::tiered(tokens, &[], tokens.len())
+    }
+
+    /// A matcher over `tokens` in tiers: `tiers[i]` is token `i`'s (lower
+    /// wins; missing entries are tier 0), and only the first `identifying`
+    /// tokens identify: a header whose best token is past them identifies
+    /// nothing (the catalog's crawlers that a merged policy leaves to `*`).
+    pub fn tiered<S: AsRef<str>>(tokens: &[S], tiers: &[u8], identifying: usize) -> TokenMatcher {
         let lens = tokens.iter().map(|t| t.as_ref().len()).collect();
+        let tiers = if tiers.iter().all(|&t| t == 0) { Vec::new() } else { tiers.to_vec() };
         // Overlapping search (Standard match kind) so that a token hidden
         // inside a longer non-word match is still seen. A DFA even past the
         // 100 patterns where the crate's default switches to an NFA: a
@@ -102,7 +122,7 @@ impl TokenMatcher {
         let total: usize = tokens.iter().map(|t| t.as_ref().len()).sum();
         let first = if total <= DFA_MAX_BYTES { build(Some(AhoCorasickKind::DFA)) } else { build(None) };
         let ac = first.or_else(|_| build(None)).ok();
-        TokenMatcher { ac, lens, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
+        TokenMatcher { ac, lens, tiers, identifying, id: NEXT_ID.fetch_add(1, Ordering::Relaxed) }
     }
 
     /// Index of the token identified in `user_agent`, if any.
@@ -145,6 +165,7 @@ impl TokenMatcher {
     fn search(&self, user_agent: &str) -> Option<usize> {
         let ac = self.ac.as_ref()?;
         let hay = user_agent.as_bytes();
+        let tier = |t: usize| self.tiers.get(t).copied().unwrap_or(0);
         let mut best: Option<(usize, usize)> = None; // (token, start)
         for m in ac.find_overlapping_iter(hay) {
             let (s, e) = (m.start(), m.end());
@@ -154,23 +175,26 @@ impl TokenMatcher {
             let t = m.pattern().as_usize();
             let better = match best {
                 None => true,
-                Some((bt, bs)) => self.lens[t] > self.lens[bt] || (self.lens[t] == self.lens[bt] && s < bs),
+                Some((bt, bs)) => {
+                    let (ti, bti) = (tier(t), tier(bt));
+                    ti < bti || ti == bti && (self.lens[t] > self.lens[bt] || (self.lens[t] == self.lens[bt] && s < bs))
+                }
             };
             if better {
                 best = Some((t, s));
             }
         }
-        best.map(|(t, _)| t)
+        best.map(|(t, _)| t).filter(|&t| t < self.identifying)
     }
 
-    /// Number of tokens.
+    /// Number of tokens that identify.
     pub fn len(&self) -> usize {
-        self.lens.len()
+        self.identifying
     }
 
-    /// Whether there are no tokens.
+    /// Whether no token identifies.
     pub fn is_empty(&self) -> bool {
-        self.lens.is_empty()
+        self.identifying == 0
     }
 }
 
@@ -240,6 +264,35 @@ mod tests {
         // `archive.org_bot` inside a longer name: `bot` after `_` is a word.
         assert_eq!(m.find("web.archive.org_botx"), None);
         assert_eq!(m.find("my_bot"), Some(5));
+    }
+
+    /// A lower tier wins whatever the lengths; tokens past `identifying`
+    /// take the header and identify nothing.
+    #[test]
+    fn tiers_rank_before_length() {
+        let tokens = ["GPTBot", "compatible", "Googlebot-Image", "Mozilla", "Googlebot"];
+        let m = TokenMatcher::tiered(&tokens, &[0, 2, 1, 2, 0], 5);
+        let gpt =
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+        assert_eq!(m.find(gpt), Some(0));
+        assert_eq!(m.search(gpt), Some(0));
+        assert_eq!(m.find("Mozilla/5.0 (compatible; Foo/1.0)"), Some(1));
+        assert_eq!(m.find("Mozilla/5.0 (X11)"), Some(3));
+        // Tier 0 `Googlebot` before the longer tier-1 `Googlebot-Image`.
+        assert_eq!(m.find("Mozilla/5.0 (compatible; Googlebot-Image/1.0)"), Some(4));
+        assert_eq!(m.find("Googlebot-Image/1.0"), Some(4));
+        // Past `identifying`: found, wins over tier 2, identifies nothing.
+        let sink = TokenMatcher::tiered(&["GPTBot", "compatible", "ClaudeBot"], &[0, 2, 1], 2);
+        assert_eq!(sink.find("Mozilla/5.0 (compatible; ClaudeBot/1.0)"), None);
+        assert_eq!(sink.find("Mozilla/5.0 (compatible; Foo/1.0)"), Some(1));
+        assert_eq!(sink.find("Mozilla/5.0 (compatible; ClaudeBot/1.0; GPTBot)"), Some(0));
+        assert_eq!(sink.len(), 2);
+        // All tier 0 is the plain matcher: the longest token wins, so a
+        // generic word takes GPTBot's header.
+        let plain = TokenMatcher::tiered(&tokens, &[0; 5], 5);
+        assert_eq!(plain.find(gpt), Some(1));
+        assert_eq!(plain.find("Mozilla/5.0 (compatible; Foo/1.0)"), Some(1));
+        assert_eq!(plain.find("Googlebot-Image/1.0"), Some(2));
     }
 
     /// Remembered answers are this matcher's own and exactly the search's.

@@ -6,9 +6,10 @@
 //! enforces, so the published file and the enforced decision are the same
 //! thing. Pure: the caller fetches the file.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use crate::catalog;
 use crate::compile::MAX_ROBOTS_TXT;
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
@@ -48,6 +49,21 @@ pub enum ConflictKind {
         /// The line as written.
         text: String,
     },
+    /// A user-agent that browsers' User-Agents carry (`Mozilla`,
+    /// `compatible`, `AppleWebKit`, ...; [`crate::catalog::in_browser_user_agents`]):
+    /// its group would identify every browser, so it is left out.
+    BrowserToken {
+        /// The origin's spelling.
+        token: String,
+    },
+    /// Origin groups past `robots_txt.origin_max_groups`, left out (the
+    /// line is the first one's).
+    TooManyGroups {
+        /// The limit.
+        max: usize,
+        /// Groups left out.
+        dropped: usize,
+    },
 }
 
 /// One conflict, at its line of the origin's robots.txt.
@@ -74,6 +90,14 @@ impl fmt::Display for Conflict {
             ConflictKind::Rejected { text } => {
                 write!(f, "`{}` is not a record of any group; left out", text.escape_debug())
             }
+            ConflictKind::BrowserToken { token } => write!(
+                f,
+                "origin group for `{token}` dropped: the token appears in browser User-Agents and would identify every browser"
+            ),
+            ConflictKind::TooManyGroups { max, dropped } => write!(
+                f,
+                "{dropped} origin group(s) from here on dropped: over robots_txt.origin_max_groups ({max})"
+            ),
         }
     }
 }
@@ -150,6 +174,10 @@ impl Policy {
                     });
                     continue;
                 }
+                if token != "*" && catalog::in_browser_user_agents(token) {
+                    conflicts.push(Conflict { line, kind: ConflictKind::BrowserToken { token: token.to_string() } });
+                    continue;
+                }
                 let entry = membership.entry(lower.clone()).or_insert_with(|| {
                     order.push(lower);
                     (token.to_string(), Vec::new())
@@ -163,18 +191,34 @@ impl Policy {
         // Tokens named by the same origin groups share one merged group.
         let star = self.star_group.map(|i| &self.groups[i]).filter(|g| !g.origin);
         let (enforce, block_status) = star.map_or((Enforce::Off, 403), |g| (g.enforce, g.block_status));
-        let mut sets: Vec<(Vec<usize>, Vec<String>)> = Vec::new();
+        let mut sets: Vec<(&[usize], Vec<String>)> = Vec::new();
+        let mut set_index: HashMap<&[usize], usize> = HashMap::new();
         for lower in &order {
             let Some((spelling, set)) = membership.get(lower) else { continue };
-            match sets.iter_mut().find(|(s, _)| s == set) {
-                Some((_, tokens)) => tokens.push(spelling.clone()),
-                None => sets.push((set.clone(), vec![spelling.clone()])),
+            match set_index.get(set.as_slice()) {
+                Some(&i) => sets[i].1.push(spelling.clone()),
+                None => {
+                    set_index.insert(set, sets.len());
+                    sets.push((set, vec![spelling.clone()]));
+                }
             }
+        }
+        // Bounded: each origin group is a token the proxy identifies and
+        // renders on every refresh.
+        let max = self.settings.origin_robots.max_groups;
+        if sets.len() > max {
+            let line = sets[max]
+                .0
+                .first()
+                .and_then(|&i| parsed.groups().get(i))
+                .map_or(0, |g| g.user_agent_lines.first().copied().unwrap_or(0));
+            conflicts.push(Conflict { line, kind: ConflictKind::TooManyGroups { max, dropped: sets.len() - max } });
+            sets.truncate(max);
         }
         let mut groups = base;
         let origin_groups = sets.len();
         for (set, tokens) in sets {
-            groups.push(origin_group(&parsed, &set, tokens, enforce, block_status));
+            groups.push(origin_group(&parsed, set, tokens, enforce, block_status));
         }
 
         let mut extras = self.robots_extras.clone();
@@ -200,7 +244,11 @@ impl Policy {
             return Err(MergeError::TooLarge(robots_txt.len()));
         }
         let mut policy = self.clone();
-        policy.matcher = TokenMatcher::new(&tokens);
+        policy.matcher = if groups.iter().any(|g| g.origin) {
+            tiered_matcher(&tokens, &token_group, &groups)
+        } else {
+            TokenMatcher::new(&tokens)
+        };
         policy.groups = groups;
         policy.star_group = star_group;
         policy.tokens = tokens;
@@ -216,6 +264,57 @@ impl Policy {
     pub fn has_origin_groups(&self) -> bool {
         self.groups.iter().any(|g| g.origin)
     }
+
+    /// The tokens a counter may carry as a label: those of the policy's own
+    /// groups, and catalog crawlers the origin names (a bounded set however
+    /// often the origin's file changes), in token order. Other origin
+    /// tokens are counted as unidentified bots.
+    pub fn agent_labels(&self) -> impl Iterator<Item = &str> {
+        self.tokens.iter().zip(&self.token_group).filter_map(|(t, &g)| {
+            let origin = self.groups.get(g).is_some_and(|g| g.origin);
+            (!origin || crate::catalog::lookup(t).is_some()).then_some(t.as_str())
+        })
+    }
+
+    /// The policy's own tokens (not the origin's), in token order.
+    pub fn own_tokens(&self) -> impl Iterator<Item = &str> {
+        self.tokens
+            .iter()
+            .zip(&self.token_group)
+            .filter(|(_, &g)| self.groups.get(g).is_some_and(|g| !g.origin))
+            .map(|(t, _)| t.as_str())
+    }
+
+    /// The names of the policy's own groups (not the origin's).
+    pub fn own_group_names(&self) -> impl Iterator<Item = &str> {
+        self.groups.iter().filter(|g| !g.origin).map(|g| g.name.as_str())
+    }
+}
+
+/// The matcher of a merged policy, in three tiers: the policy's own tokens;
+/// then the catalog's crawlers (the origin's group for one the origin
+/// names, else none, so that it gets `*`); then the origin's other tokens.
+/// An origin token thus identifies only a request that names neither a
+/// policy token nor a catalog crawler: `User-agent: compatible` cannot take
+/// GPTBot's `Mozilla/5.0 ... compatible; GPTBot/1.2` from the policy.
+fn tiered_matcher(tokens: &[String], token_group: &[usize], groups: &[Group]) -> TokenMatcher {
+    let mut all: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let mut tiers: Vec<u8> = Vec::with_capacity(tokens.len() + catalog::entries().len());
+    let mut named: HashSet<String> = HashSet::with_capacity(tokens.len());
+    for (t, &g) in tokens.iter().zip(token_group) {
+        let origin = groups.get(g).is_some_and(|g| g.origin);
+        tiers.push(match (origin, catalog::lookup(t).is_some()) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => 2,
+        });
+        named.insert(t.to_ascii_lowercase());
+    }
+    for e in catalog::entries().iter().filter(|e| e.ua_visible && !named.contains(&e.token.to_ascii_lowercase())) {
+        all.push(&e.token);
+        tiers.push(1);
+    }
+    TokenMatcher::tiered(&all, &tiers, tokens.len())
 }
 
 /// The group enforced and published for `tokens`, which the origin groups
@@ -264,7 +363,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load;
+    use crate::{load, Action};
 
     const POLICY: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\nsitemaps = [\"https://e.com/a.xml\"]\n\n[[group]]\nname = \"ai\"\ncategories = [\"ai-training\"]\ndisallow = [\"/\"]\nenforce = \"block\"\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n";
 
@@ -400,6 +499,89 @@ mod tests {
             warnings,
             ["p.toml:5:18: warning[origin-key-unused]: robots_txt.origin_refresh has no effect unless robots_txt.origin = \"merge\""]
         );
+    }
+
+    /// Issue 21 item 2: an origin group for a word every browser-like
+    /// User-Agent carries took GPTBot's and ClaudeBot's requests from the
+    /// policy's blocking group (the longest token found won).
+    #[test]
+    fn origin_browser_words_cannot_unblock_a_policy_crawler() {
+        let p = policy();
+        let gpt =
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+        let claude =
+            "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)";
+        let origin = b"User-agent: compatible\nAllow: /\n\nUser-agent: Mozilla\nUser-agent: AppleWebKit\nAllow: /\n\nUser-agent: KHTML\nUser-agent: FooBot\nDisallow: /foo\n";
+        let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "line 1: origin group for `compatible` dropped: the token appears in browser User-Agents and would identify every browser",
+                "line 4: origin group for `Mozilla` dropped: the token appears in browser User-Agents and would identify every browser",
+                "line 5: origin group for `AppleWebKit` dropped: the token appears in browser User-Agents and would identify every browser",
+                "line 8: origin group for `KHTML` dropped: the token appears in browser User-Agents and would identify every browser",
+            ]
+        );
+        assert_eq!(m.origin_groups, 1);
+        for ua in [gpt, claude] {
+            let d = m.policy.decide(ua, "/a");
+            assert_eq!((d.allowed, d.action(), d.group.map(|g| g.name)), (false, Action::Block, Some("ai")), "{ua}");
+            assert_eq!(d, p.decide(ua, "/a"));
+        }
+        let browser =
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
+        assert_eq!(m.policy.decide(browser, "/foo").agent, None);
+        assert_eq!(m.policy.decide("Mozilla/5.0 (compatible; FooBot/1.0)", "/foo").agent, Some("FooBot"));
+        assert!(!m.policy.robots_txt().contains("compatible"), "{}", m.policy.robots_txt());
+    }
+
+    /// Even a generic token the browser list misses cannot take a request
+    /// naming a policy token or a catalog crawler: origin tokens come last.
+    #[test]
+    fn origin_tokens_identify_only_what_nothing_else_names() {
+        let p = policy();
+        let origin = b"User-agent: SomePhoneModel\nAllow: /\n\nUser-agent: Googlebot\nDisallow: /g\n";
+        let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.conflicts, vec![]);
+        // A policy token wins over the longer origin token.
+        let d = m.policy.decide("Mozilla/5.0 (SomePhoneModel) GPTBot/1.2", "/a");
+        assert_eq!((d.agent, d.allowed), (Some("GPTBot"), false));
+        // A catalog crawler the origin names gets the origin's group for it,
+        // not a generic origin token's.
+        let d = m.policy.decide("Mozilla/5.0 (Linux; Android 6.0.1; SomePhoneModel) (compatible; Googlebot/2.1)", "/g");
+        assert_eq!((d.agent, d.allowed), (Some("Googlebot"), false));
+        // A catalog crawler neither names falls to `*`, not to `SomePhoneModel`.
+        let d = m.policy.decide("Mozilla/5.0 (SomePhoneModel; compatible; bingbot/2.0)", "/private/x");
+        assert_eq!((d.agent, d.allowed, d.group.map(|g| g.name)), (None, false, Some("*")));
+        // Nothing else named: the origin token identifies.
+        assert_eq!(m.policy.decide("Mozilla/5.0 (SomePhoneModel)", "/private/x").agent, Some("SomePhoneModel"));
+    }
+
+    #[test]
+    fn origin_groups_capped() {
+        let src = |max: &str| {
+            format!("[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\norigin = \"merge\"\n{max}\n")
+        };
+        let mut origin = String::new();
+        for i in 0..600 {
+            origin.push_str(&format!("User-agent: Bot{i}\nDisallow: /{i}\n\n"));
+        }
+        let p = load(&src(""), "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        assert_eq!(p.settings().origin_robots.max_groups, 500);
+        let m = p.merge_origin(origin.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.origin_groups, 500);
+        let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            ["line 1501: 100 origin group(s) from here on dropped: over robots_txt.origin_max_groups (500)"]
+        );
+        assert_eq!(m.policy.decide("Bot499", "/499").agent, Some("Bot499"));
+        assert_eq!(m.policy.decide("Bot500", "/500").agent, None);
+        let p = load(&src("origin_max_groups = 2"), "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        assert_eq!(p.merge_origin(origin.as_bytes()).map(|m| m.origin_groups), Ok(2));
+        let err = load(&src("origin_max_groups = -1"), "p.toml").map(|_| ()).unwrap_err().to_string();
+        assert_eq!(err, "p.toml:6:21: robots_txt.origin_max_groups must be between 0 and 100000, found -1");
     }
 
     #[test]

@@ -220,6 +220,9 @@ pub struct OriginRobotsSettings {
     /// `Host` of the fetch; `None`: `upstream.sni` with TLS, else the
     /// upstream server as written.
     pub host: Option<String>,
+    /// Most origin groups merged (`origin_max_groups`); past it they are
+    /// left out and listed as a conflict.
+    pub max_groups: usize,
 }
 
 /// Settings the proxy reads.

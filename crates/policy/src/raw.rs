@@ -81,6 +81,7 @@ pub(crate) struct RawRobotsTxt {
     pub origin_refresh: Option<S<String>>,
     pub origin_timeout: Option<S<String>>,
     pub origin_host: Option<S<String>>,
+    pub origin_max_groups: Option<S<i64>>,
     pub license: Option<S<String>>,
 }
 

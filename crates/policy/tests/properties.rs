@@ -888,3 +888,144 @@ fn a_policy_that_loads_yields_valid_headers_and_robots_txt() {
     });
     assert!(loaded.get() > 200, "only {} generated policies loaded", loaded.get());
 }
+
+/// Origin-file and User-Agent words: the browser words an origin might
+/// name, the pool's tokens, catalog crawlers the pool lacks.
+const ORIGIN_WORDS: &[&str] = &[
+    "Mozilla",
+    "compatible",
+    "AppleWebKit",
+    "KHTML",
+    "like",
+    "Gecko",
+    "Chrome",
+    "Safari",
+    "Windows",
+    "Win64",
+    "x64",
+    "Linux",
+    "x86_64",
+    "Android",
+    "Mobile",
+    "537.36",
+    "5.0",
+    "NT",
+    "Version",
+    "Firefox",
+    "rv",
+    "Edg",
+    "iPhone",
+    "CCBot",
+    "bingbot",
+    "PerplexityBot",
+    "Bytespider",
+    "Applebot",
+    "facebookexternalhit",
+    "Amazonbot",
+];
+
+/// A word in some case: from the pool, the origin words, or random.
+fn origin_word() -> impl Strategy<Value = String> {
+    let pool: Vec<&str> = POOL.iter().copied().filter(|t| *t != "*").collect();
+    let cased = |words: Vec<&'static str>| {
+        (prop::sample::select(words), any::<u8>()).prop_map(|(w, c)| match c % 4 {
+            0 => w.to_ascii_lowercase(),
+            1 => w.to_ascii_uppercase(),
+            2 => w.chars().enumerate().map(|(i, ch)| if i % 2 == 0 { ch.to_ascii_uppercase() } else { ch }).collect(),
+            _ => w.to_string(),
+        })
+    };
+    prop_oneof![
+        4 => cased(ORIGIN_WORDS.to_vec()),
+        3 => cased(pool),
+        2 => "[A-Za-z][A-Za-z0-9._-]{0,10}",
+        1 => Just("*".to_string()),
+    ]
+}
+
+/// An origin robots.txt: groups of user-agent lines drawn from
+/// [`origin_word`], each with a few rules, `Allow: /` often.
+fn origin_file() -> impl Strategy<Value = String> {
+    let group = (
+        prop::collection::vec(origin_word(), 1..4),
+        prop::collection::vec((any::<bool>(), prop_oneof![Just("/".to_string()), pattern()]), 0..4),
+    );
+    prop::collection::vec(group, 0..8).prop_map(|groups| {
+        let mut out = String::new();
+        for (agents, rules) in groups {
+            for a in agents {
+                out.push_str(&format!("User-agent: {a}\n"));
+            }
+            for (allow, p) in rules {
+                out.push_str(&format!("{}: {p}\n", if allow { "Allow" } else { "Disallow" }));
+            }
+            out.push('\n');
+        }
+        out
+    })
+}
+
+/// A User-Agent header of browser-like words, pool tokens, catalog
+/// crawlers and random words, with versions and separators.
+fn mixed_user_agent() -> impl Strategy<Value = String> {
+    let piece = (origin_word(), prop::sample::select(&["/1.2", "/", "; ", " ", ")", " (", "_", "-x"][..]));
+    prop::collection::vec(piece, 1..7).prop_map(|pieces| {
+        let mut ua = String::from("Mozilla/5.0 ");
+        for (w, sep) in pieces {
+            ua.push_str(&w);
+            ua.push_str(sep);
+        }
+        ua
+    })
+}
+
+/// Issue 21 item 2: whatever the origin's robots.txt says, a User-Agent
+/// that carries one of the policy's tokens gets the decision it gets from
+/// the policy alone; and a browser's User-Agent of the shipped corpus is
+/// identified as by the policy alone (an origin token never takes it).
+#[test]
+fn origin_merge_never_changes_a_policy_token_decision() {
+    let browsers: Vec<&str> =
+        include_str!("../data/browser-uas.txt").lines().filter(|l| l.starts_with("Mozilla/")).collect();
+    let checked = Cell::new(0usize);
+    let strategy = (
+        gen_policy(),
+        origin_file(),
+        prop::collection::vec(mixed_user_agent(), 1..10),
+        prop::collection::vec(request_path(), 1..4),
+        any::<u8>(),
+    );
+    run(256, strategy, |(gen, origin, uas, paths, case)| {
+        let Ok(l) = load(&gen.toml, "prop.toml") else { return Ok(()) };
+        let policy = l.policy;
+        let merged = match policy.merge_origin(origin.as_bytes()) {
+            Ok(m) => m.policy,
+            Err(e) => return Err(TestCaseError::fail(format!("merge failed: {e}"))),
+        };
+        let pool_uas = POOL.iter().filter(|t| **t != "*").map(|t| user_agent(t, case));
+        for ua in uas.iter().cloned().chain(pool_uas) {
+            for path in &paths {
+                let alone = policy.decide(&ua, path);
+                if alone.agent.is_none() {
+                    continue;
+                }
+                checked.set(checked.get() + 1);
+                let with_origin = merged.decide(&ua, path);
+                prop_assert_eq!(
+                    with_origin,
+                    alone,
+                    "UA {:?} path {:?}\n--- policy ---\n{}\n--- origin ---\n{}",
+                    ua,
+                    path,
+                    gen.toml,
+                    origin
+                );
+            }
+        }
+        for ua in &browsers {
+            prop_assert_eq!(merged.decide(ua, "/").agent, policy.decide(ua, "/").agent, "{}\n{}", ua, origin);
+        }
+        Ok(())
+    });
+    assert!(checked.get() > 1000, "only {} decisions compared", checked.get());
+}

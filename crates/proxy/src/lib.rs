@@ -8,6 +8,8 @@
 mod activity;
 mod admin;
 mod admin_auth;
+#[doc(hidden)]
+pub mod bench;
 mod conn;
 mod dashboard;
 mod decode;

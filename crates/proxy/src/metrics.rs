@@ -1,9 +1,15 @@
 //! The project's own Prometheus registry. Every label value comes from a
-//! bounded set: agent labels are the policy's product tokens plus `other`,
-//! group labels the policy's group names, and series of tokens or groups a
-//! reload removed are dropped.
+//! bounded set: agent labels are the policy's own product tokens and the
+//! catalog crawlers the origin's robots.txt names, plus `other` (any other
+//! token the origin's file names counts there, however often it changes);
+//! group labels the policy's own group names plus `origin`; series of
+//! tokens or groups a reload or a new origin copy removed are dropped.
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
 
 use prometheus::{
     exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -14,6 +20,41 @@ use crawlgate_policy::{Action, HtmlMode, LocalFile, Policy};
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
+
+/// Group label of the groups taken from the origin's robots.txt.
+pub const ORIGIN_GROUP: &str = "origin";
+
+/// The label values the current snapshot allows (see the module doc).
+#[derive(Debug, Default)]
+struct Labels {
+    agents: HashSet<String>,
+    groups: HashSet<String>,
+}
+
+impl Labels {
+    fn of(policy: &Policy) -> Labels {
+        Labels {
+            agents: policy.agent_labels().map(str::to_string).collect(),
+            groups: policy.own_group_names().map(str::to_string).collect(),
+        }
+    }
+
+    fn agent<'a>(&self, agent: &'a str) -> &'a str {
+        if self.agents.contains(agent) {
+            agent
+        } else {
+            OTHER_AGENT
+        }
+    }
+
+    fn group<'a>(&self, group: &'a str) -> &'a str {
+        if self.groups.contains(group) {
+            group
+        } else {
+            ORIGIN_GROUP
+        }
+    }
+}
 
 /// How a reload attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +184,8 @@ pub struct Metrics {
     /// The fixed-label series counted on every request, looked up once
     /// (a lookup by label takes a lock and hashes the labels).
     hot: HotSeries,
+    /// The agent and group label values of the current snapshot.
+    labels: ArcSwap<Labels>,
 }
 
 /// Series of fixed label sets, by index: [`STATUS_CLASSES`] (`error` last
@@ -539,6 +582,7 @@ impl Metrics {
             reload_duration,
             registry,
             hot,
+            labels: ArcSwap::from_pointee(Labels::default()),
         };
         for outcome in ReloadOutcome::ALL {
             metrics.reloads.with_label_values(&[outcome.as_str()]);
@@ -560,6 +604,7 @@ impl Metrics {
 
     /// Counts one request; `verification` is one of [`VERIFICATION_LABELS`].
     pub fn request(&self, agent: &str, outcome: Action, verification: &str, elapsed: Duration) {
+        let agent = self.labels.load().agent(agent);
         if self.verification_label {
             self.requests.with_label_values(&[agent, outcome.as_str(), verification]).inc();
         } else {
@@ -579,12 +624,14 @@ impl Metrics {
 
     /// Counts a fetch of `/robots.txt` or `/agents.txt`.
     pub fn robots_fetch(&self, agent: &str, file: &str) {
+        let agent = self.labels.load().agent(agent);
         self.robots_fetches.with_label_values(&[agent, file]).inc();
     }
 
     /// Counts a robots.txt violation.
     pub fn violation(&self, agent: &str, group: &str) {
-        self.violations.with_label_values(&[agent, group]).inc();
+        let labels = self.labels.load();
+        self.violations.with_label_values(&[labels.agent(agent), labels.group(group)]).inc();
     }
 
     /// Counts a rewritten HTML response.
@@ -650,10 +697,11 @@ impl Metrics {
         self.last_success.set(now.as_secs_f64());
         self.policy_info.reset();
         self.policy_info.with_label_values(&[policy.source_sha256()]).set(1);
+        let labels = Labels::of(policy);
         // Every series whose labels this policy fixes exists from the load
-        // on, so that rate() and increase() see the first request.
-        let tokens: Vec<&str> = policy.tokens().chain([OTHER_AGENT]).collect();
-        for token in &tokens {
+        // on, so that rate() and increase() see the first request: those of
+        // the policy's own tokens (the origin's come and go with its file).
+        for token in policy.own_tokens().chain([OTHER_AGENT]) {
             for d in Action::ALL.map(Action::as_str) {
                 if self.verification_label {
                     for v in VERIFICATION_LABELS {
@@ -669,18 +717,43 @@ impl Metrics {
         }
         // A token's violations are counted under the group it gets;
         // requests naming no token under `*`'s.
-        for token in policy.tokens().chain([""]) {
+        for token in policy.own_tokens().chain([""]) {
             let decision = policy.decide(token, "/");
             if let Some(group) = decision.group {
-                self.violations.with_label_values(&[decision.agent.unwrap_or(OTHER_AGENT), group.name]);
+                self.violations.with_label_values(&[
+                    labels.agent(decision.agent.unwrap_or(OTHER_AGENT)),
+                    labels.group(group.name),
+                ]);
             }
         }
-        let Some(prev) = previous else { return };
-        let new_tokens: Vec<&str> = policy.tokens().collect();
-        let new_groups: Vec<&str> = policy.group_names().collect();
-        let old_tokens: Vec<&str> = prev.tokens().collect();
-        let old_groups: Vec<&str> = prev.group_names().collect();
-        for token in old_tokens.iter().filter(|t| !new_tokens.contains(t)) {
+        self.bind_labels(labels);
+        if let Some(prev) = previous {
+            let servers = &policy.settings().upstream.servers;
+            for name in prev.settings().upstream.servers.iter().filter(|s| !servers.contains(s)) {
+                let _ = self.upstream_healthy.remove_label_values(&[name]);
+            }
+        }
+    }
+
+    /// Follows a new snapshot's tokens and groups without a reload (a new
+    /// copy of the origin's robots.txt merged in): the series of labels it
+    /// no longer has are dropped.
+    pub fn snapshot_changed(&self, policy: &Policy) {
+        self.bind_labels(Labels::of(policy));
+    }
+
+    /// Makes `new` the label values in use and drops the series of the
+    /// agent and group values it no longer has. Hash sets, and only the
+    /// values that went away are visited: a reload is linear in the tokens
+    /// and groups.
+    fn bind_labels(&self, new: Labels) {
+        let old = self.labels.swap(Arc::new(new));
+        let new = self.labels.load();
+        let gone_agents: Vec<&str> =
+            old.agents.iter().filter(|a| !new.agents.contains(*a)).map(String::as_str).collect();
+        let gone_groups: Vec<&str> =
+            old.groups.iter().filter(|g| !new.groups.contains(*g)).map(String::as_str).collect();
+        for token in &gone_agents {
             for d in Action::ALL.map(Action::as_str) {
                 if self.verification_label {
                     for v in VERIFICATION_LABELS {
@@ -693,20 +766,22 @@ impl Metrics {
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 let _ = self.robots_fetches.remove_label_values(&[token, f]);
             }
-        }
-        let mut agents: Vec<&str> = old_tokens.clone();
-        agents.push(OTHER_AGENT);
-        for agent in &agents {
-            for group in &old_groups {
-                if !new_tokens.contains(agent) && *agent != OTHER_AGENT || !new_groups.contains(group) {
-                    let _ = self.violations.remove_label_values(&[agent, group]);
-                }
+            for group in old.groups.iter().map(String::as_str).chain([ORIGIN_GROUP]) {
+                let _ = self.violations.remove_label_values(&[token, group]);
             }
         }
-        let servers = &policy.settings().upstream.servers;
-        for name in prev.settings().upstream.servers.iter().filter(|s| !servers.contains(s)) {
-            let _ = self.upstream_healthy.remove_label_values(&[name]);
+        for group in &gone_groups {
+            for agent in old.agents.iter().map(String::as_str).chain([OTHER_AGENT]) {
+                let _ = self.violations.remove_label_values(&[agent, group]);
+            }
         }
+    }
+
+    /// Number of agent label values in use (the policy's own tokens and the
+    /// origin's catalog crawlers; `other` not included).
+    #[cfg(test)]
+    pub fn agent_labels(&self) -> usize {
+        self.labels.load().agents.len()
     }
 
     /// The verification metrics.

@@ -244,6 +244,7 @@ fn apply(shared: &Shared, fetched: Fetched) {
         let next = Arc::new(next);
         shared.snapshot.store(next.clone());
         shared.activity.bind(&next.policy, next.generation);
+        shared.metrics.snapshot_changed(&next.policy);
     }
 }
 

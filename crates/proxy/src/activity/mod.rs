@@ -2,8 +2,11 @@
 //! what the policy did with it, whether they read robots.txt and how many
 //! visitors AI products sent. Fed by [`crate::events::RequestDone`].
 //!
-//! Cheap on the request path and bounded in memory: each agent (a policy
-//! token, plus `other-bot` and `browser`) has a preallocated slot of
+//! Cheap on the request path and bounded in memory: each agent (a token of
+//! the policy's own groups or a catalog crawler the origin's robots.txt
+//! names, plus `other-bot` and `browser`; any other origin token counts as
+//! `other-bot`, so a file that renames its tokens on every refresh adds
+//! nothing) has a preallocated slot of
 //! atomic counters, found by the request's agent id in a table rebuilt
 //! for each policy generation; its timeline is a fixed ring of packed
 //! atomics; its top disallowed paths are a space-saving summary of
@@ -170,7 +173,9 @@ impl AgentStats {
 /// The slots of one policy generation, indexed by [`AgentId::index`].
 struct Slots {
     generation: u64,
-    by_id: Vec<Arc<AgentStats>>,
+    /// Each token of the generation's policy with its slot (`other-bot`'s
+    /// for an origin token that gets no slot of its own).
+    by_id: Vec<(Arc<str>, Arc<AgentStats>)>,
 }
 
 /// The whole model.
@@ -214,9 +219,17 @@ impl Activity {
             Ok(n) => n,
             Err(poisoned) => poisoned.into_inner(),
         };
+        let labelled: std::collections::HashSet<&str> = policy.agent_labels().collect();
         let by_id = policy
             .tokens()
-            .map(|t| named.entry(Arc::from(t)).or_insert_with(|| Arc::new(AgentStats::new(t))).clone())
+            .map(|t| {
+                let slot = if labelled.contains(t) {
+                    named.entry(Arc::from(t)).or_insert_with(|| Arc::new(AgentStats::new(t))).clone()
+                } else {
+                    self.other_bot.clone()
+                };
+                (Arc::from(t), slot)
+            })
             .collect();
         self.slots.store(Arc::new(Slots { generation, by_id }));
     }
@@ -228,18 +241,23 @@ impl Activity {
         if slots.generation == generation {
             // The name check covers a snapshot of the same generation with
             // other tokens (the origin's robots.txt merged in).
-            if let Some(s) = slots.by_id.get(id.index()).filter(|s| &*s.name == name) {
+            if let Some((_, s)) = slots.by_id.get(id.index()).filter(|(t, _)| &**t == name) {
                 return s.clone();
             }
         }
-        if let Some(s) = self.named.read().ok().and_then(|n| n.get(name).cloned()) {
-            return s;
+        // A request of an older snapshot: its token's slot if it has one,
+        // else `other-bot` (no slot is made here, so none for an origin
+        // token the current snapshot no longer names).
+        self.named.read().ok().and_then(|n| n.get(name).cloned()).unwrap_or_else(|| self.other_bot.clone())
+    }
+
+    /// Number of named slots (`other-bot` and `browser` not included).
+    #[cfg(test)]
+    pub fn slot_count(&self) -> usize {
+        match self.named.read() {
+            Ok(n) => n.len(),
+            Err(poisoned) => poisoned.into_inner().len(),
         }
-        let mut named = match self.named.write() {
-            Ok(n) => n,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        named.entry(Arc::from(name)).or_insert_with(|| Arc::new(AgentStats::new(name))).clone()
     }
 
     /// Adds one finished request.

@@ -171,3 +171,54 @@ fn compliance_and_referrals() {
     );
     assert_eq!((Action::Pass, cut(&"é".repeat(200)).len()), (Action::Pass, 256));
 }
+
+/// Issue 21 item 6: an origin whose robots.txt names new tokens on every
+/// refresh, with requests naming them, adds no metric series, no activity
+/// slot and no dashboard row after the first copy (the real registry and
+/// model, fed as the request path feeds them).
+#[test]
+fn rotating_origin_tokens_keep_series_and_slots_flat() {
+    let p = policy(&format!("{POLICY}\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/x/\"]\nenforce = \"log\"\n"));
+    let metrics = crate::metrics::Metrics::with_verification(false).unwrap();
+    metrics.policy_loaded(1, std::time::SystemTime::now(), &p, None);
+    let a = Activity::new(&p, 1);
+    let series = |m: &crate::metrics::Metrics| {
+        let text = String::from_utf8(m.encode().0).unwrap();
+        text.lines().filter(|l| !l.starts_with('#') && !l.starts_with("process_")).count()
+    };
+    let mut counts = Vec::new();
+    for rotation in 0..10 {
+        let mut origin = String::from("User-agent: CCBot\nDisallow: /x/\n\n");
+        for i in 0..300 {
+            origin.push_str(&format!("User-agent: Rot{rotation}Bot{i}\nDisallow: /x/\n\n"));
+        }
+        let merged = p.merge_origin(origin.as_bytes()).unwrap().policy;
+        a.bind(&merged, 1);
+        metrics.snapshot_changed(&merged);
+        for i in 0..300 {
+            let ua = format!("Mozilla/5.0 (compatible; Rot{rotation}Bot{i}/1.0)");
+            let h = hit(&merged, 1, &ua, "/x/page");
+            assert_eq!(h.agent.map(|(_, n)| n.to_string()), Some(format!("Rot{rotation}Bot{i}")));
+            a.hit(&h);
+            let d = merged.decide(&ua, "/x/page");
+            metrics.request(d.agent.unwrap_or("other"), d.action(), "none", std::time::Duration::ZERO);
+            metrics.violation(d.agent.unwrap_or("other"), d.group.map_or("", |g| g.name));
+            metrics.robots_fetch(d.agent.unwrap_or("other"), "robots.txt");
+        }
+        let ua = "Mozilla/5.0 (compatible; CCBot/2.0)";
+        a.hit(&hit(&merged, 1, ua, "/x/page"));
+        metrics.request("CCBot", Action::LogViolation, "none", std::time::Duration::ZERO);
+        let rows = a.agents_json()["agents"].as_array().map_or(0, Vec::len);
+        counts.push((series(&metrics), a.slot_count(), rows, metrics.agent_labels()));
+    }
+    assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
+    // GPTBot, ClaudeBot and the origin's catalog crawler CCBot.
+    assert_eq!((counts[0].1, counts[0].3), (3, 3), "{counts:?}");
+    let v = a.agents_json();
+    assert_eq!(row(&v, OTHER_BOT)["requests"], 3000);
+    assert_eq!(row(&v, "CCBot")["requests"], 10);
+    let text = String::from_utf8(metrics.encode().0).unwrap();
+    assert!(text.contains("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"} 3000"), "{text}");
+    assert!(text.contains("crawlgate_violations_total{agent=\"other\",group=\"origin\"} 3000"), "{text}");
+    assert!(!text.contains("Rot"), "{text}");
+}
