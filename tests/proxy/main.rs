@@ -23,5 +23,6 @@ mod serving;
 mod signals;
 mod support;
 mod targets;
+mod tls_reload;
 mod upgrades;
 mod upstream_headers;
