@@ -74,6 +74,11 @@ fn a_new_certificate_applies_to_new_handshakes_without_refusing_any() {
     wait_for("the TLS listener", Duration::from_secs(10), || served(tls));
     assert_eq!(served(tls).as_deref(), Some(cert_a.as_str()), "before the swap; log:\n{}", proxy.log());
     assert_eq!(proxy.metric("crawlgate_tls_reloads_total{result=\"success\"}").as_deref(), Some("0"));
+    // The expiry gauge: `-days 2` from a moment ago.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let not_after: u64 =
+        proxy.metric("crawlgate_tls_certificate_not_after_timestamp_seconds").unwrap().parse().unwrap();
+    assert!((now + 2 * 86_400 - 120..=now + 2 * 86_400).contains(&not_after), "{not_after} vs now {now}");
 
     // Handshakes run back to back through the swap: each must get one of
     // the two certificates.

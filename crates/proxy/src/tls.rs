@@ -85,7 +85,8 @@ pub fn load_pair(cert: &Path, key: &Path) -> Result<CertPair, String> {
 fn openssl_time_unix(s: &str) -> Option<i64> {
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
     let mut parts = s.split_whitespace();
-    let month = MONTHS.iter().position(|m| Some(*m) == parts.next())?;
+    let name = parts.next()?;
+    let month = MONTHS.iter().position(|m| *m == name)?;
     let day: i64 = parts.next()?.parse().ok()?;
     let mut hms = parts.next()?.split(':').map(|x| x.parse::<i64>().ok());
     let (h, mi, sec) = (hms.next()??, hms.next()??, hms.next()??);
