@@ -62,6 +62,8 @@ EXPECTED = {
     "pdb.yaml": ("policy/v1", "PodDisruptionBudget"),
     "hpa.yaml": ("autoscaling/v2", "HorizontalPodAutoscaler"),
     "servicemonitor.yaml": ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    "admin-auth-secret.yaml": ("v1", "Secret"),
+    "networkpolicy.yaml": ("networking.k8s.io/v1", "NetworkPolicy"),
     "kustomization.yaml": ("kustomize.config.k8s.io/v1beta1", "Kustomization"),
 }
 K8S = "deploy/kubernetes"
@@ -235,6 +237,49 @@ else:
                         p.append("configmap.yaml: server.admin listens on loopback only; kubelet probes and Prometheus cannot reach it")
                     if not pol_doc.get("upstream", {}).get("servers"):
                         p.append("configmap.yaml: upstream.servers is empty")
+                    # The admin secret: the file the policy names is a key of
+                    # the Secret mounted at its directory, and Prometheus
+                    # sends that key.
+                    mounts = {m.get("mountPath"): m for m in c.get("volumeMounts", [])}
+                    secret = by_kind.get("Secret") or {}
+                    secret_name = secret.get("metadata", {}).get("name")
+                    secret_keys = set((secret.get("stringData") or {}).keys()) | set((secret.get("data") or {}).keys())
+                    auth = server.get("admin_auth_file")
+                    if not auth:
+                        p.append("configmap.yaml: server.admin_auth_file is not set (the admin listener is open to the cluster)")
+                    else:
+                        adir, _, akey = auth.rpartition("/")
+                        vol = vols.get((mounts.get(adir) or {}).get("name"), {})
+                        if vol.get("secret", {}).get("secretName") != secret_name:
+                            p.append(f"deployment.yaml: admin_auth_file {auth}: {adir} is not the Secret {secret_name} (admin-auth-secret.yaml)")
+                        if akey not in secret_keys:
+                            p.append(f"admin-auth-secret.yaml: no key `{akey}` (admin_auth_file {auth})")
+                        for ep in (sm or {}).get("spec", {}).get("endpoints", []):
+                            cred = (ep.get("authorization") or {}).get("credentials") or {}
+                            if (cred.get("name"), cred.get("key")) != (secret_name, akey):
+                                p.append(f"servicemonitor.yaml: endpoint {ep.get('port')} must send authorization from Secret {secret_name} key {akey}")
+                    # state_dir on a writable emptyDir (the root file system is read-only).
+                    sd = pol_doc.get("verification", {}).get("state_dir")
+                    if not sd:
+                        p.append("configmap.yaml: [verification] state_dir is not set")
+                    elif "emptyDir" not in vols.get((mounts.get(sd) or {}).get("name"), {}):
+                        p.append(f"deployment.yaml: state_dir {sd} is not an emptyDir mount")
+                    # The NetworkPolicy: pods selected; the admin port only
+                    # from the monitoring namespace.
+                    np = by_kind.get("NetworkPolicy") or {}
+                    if not subset(np.get("spec", {}).get("podSelector", {}).get("matchLabels"), pod_labels):
+                        p.append("networkpolicy.yaml: podSelector does not select the Deployment's pods")
+                    for rule in np.get("spec", {}).get("ingress", []):
+                        rports = {pt.get("port") for pt in rule.get("ports", [])}
+                        if rports & {"admin", ports.get("admin")}:
+                            froms = rule.get("from") or []
+                            if not froms or any(
+                                (f.get("namespaceSelector") or {}).get("matchLabels", {}).get("kubernetes.io/metadata.name") != "monitoring"
+                                for f in froms
+                            ):
+                                p.append("networkpolicy.yaml: the admin port must be admitted from the monitoring namespace only")
+                        if not rports:
+                            p.append("networkpolicy.yaml: an ingress rule without ports admits the admin port too")
                     # Shutdown budget: preStop sleep + grace_period + up to 5 s.
                     gp = server.get("grace_period", "5s")
                     m = re.fullmatch(r"(\d+)(ms|s|m|h)", gp)
@@ -248,7 +293,7 @@ else:
     if p:
         fail("kubernetes consistency", f"{len(p)} problem(s)", p)
     elif dep and svc and cm:
-        ok("kubernetes consistency", "selectors, ports, probes, policy mount, hardening, shutdown budget")
+        ok("kubernetes consistency", "selectors, ports, probes, policy mount, admin secret, state_dir, network policy, hardening, shutdown budget")
 
     # Alert rules: structure, and every metric they use exists.
     rules_path = "deploy/prometheus/alerts.yml"
