@@ -423,6 +423,12 @@ if lines is not None:
         p.append(f"the final stage runs as root (USER {users[-1]})")
     if not any(op == "HEALTHCHECK" and not a.upper().startswith("NONE") for op, a in final):
         p.append("no HEALTHCHECK in the final stage")
+    if not any(i.upper().startswith("ARG CRAWLGATE_COMMIT") for i in instrs) or not any(
+        i.upper().startswith("ENV CRAWLGATE_COMMIT=") for i in instrs
+    ):
+        p.append("no `ARG CRAWLGATE_COMMIT` passed on as ENV: crawlgate_build_info would say commit=unknown")
+    if not any(op == "VOLUME" and "/var/lib/crawlgate" in a for op, a in final):
+        p.append("no VOLUME /var/lib/crawlgate in the final stage ([verification] state_dir)")
     # COPY sources from the build context (the repository root) must exist.
     for op, a in ((o, a) for o, a in ((i.partition(" ")[0].upper(), i.partition(" ")[2]) for i in instrs)):
         if op not in ("COPY", "ADD") or "--from=" in a:
@@ -449,7 +455,7 @@ if lines is not None:
 if p:
     fail("dockerfile", f"{len(p)} problem(s)", p)
 else:
-    ok("dockerfile", "FROM ... AS builder, non-root USER " + (users[-1] if users else "?") + ", HEALTHCHECK"
+    ok("dockerfile", "FROM ... AS builder, non-root USER " + (users[-1] if users else "?") + ", HEALTHCHECK, commit build arg, state volume"
        + ("; WARNING: " + "; ".join(notes) if notes else ""))
 
 with open(os.path.join(tmp, "py-counts"), "w") as fh:
