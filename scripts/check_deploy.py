@@ -299,6 +299,7 @@ else:
     rules_path = "deploy/prometheus/alerts.yml"
     rd = (docs.get(rules_path) or [None])[0]
     p, n = [], 0
+    alert_metrics = set()
     if rules_path not in docs and os.path.exists(rules_path):
         skip("alert rules", f"{rules_path} does not parse")
         rd = False
@@ -314,11 +315,19 @@ else:
                     if not (r.get("labels") or {}).get("severity"): p.append(f"{a}: no severity label")
                     ann = r.get("annotations") or {}
                     if not ann.get("summary") or not ann.get("description"): p.append(f"{a}: summary/description annotations missing")
+                alert_metrics.update(metric_refs(str(r.get("expr", ""))))
                 bad = unknown_metrics(str(r.get("expr", "")))
                 if bad: p.append(f"{a}: unknown metric(s) {', '.join(bad)} (not registered in {METRICS_RS})")
+        # The metric names the alerts use, for the scrape of a real binary
+        # in scripts/check-deploy (`up` comes from Prometheus itself).
+        with open(os.path.join(tmp, "alert-metrics"), "w", encoding="utf-8") as fh:
+            fh.write("".join(f"{m}\n" for m in sorted(alert_metrics - {"up"})))
         names = {r.get("alert") for g in rd["groups"] for r in g.get("rules", [])}
         for want in ("CrawlgateReloadFailing", "CrawlgateNoHealthyUpstream", "CrawlgateBlocksSpike",
-                     "CrawlgateViolationsSpike", "CrawlgateUpstream5xxHigh", "CrawlgateDown"):
+                     "CrawlgateViolationsSpike", "CrawlgateUpstream5xxHigh", "CrawlgateDown",
+                     "CrawlgateVerificationListRefreshFailing", "CrawlgateVerificationListStale",
+                     "CrawlgateOriginRobotsFetchFailing", "CrawlgateSpoofedClaimsSpike",
+                     "CrawlgateConnectionsRefused", "CrawlgateTlsCertificateExpiring"):
             if want not in names: p.append(f"alert {want} is missing")
     if rd is False:
         pass
