@@ -19,6 +19,7 @@ mod oplog;
 mod ops;
 mod origin_merge;
 mod protocols;
+mod readme_lists;
 mod serving;
 mod signals;
 mod support;
