@@ -149,3 +149,57 @@ fn a_new_certificate_applies_to_new_handshakes_without_refusing_any() {
     assert_eq!(status["tls"]["serial"], "0FA1");
     drop(proxy);
 }
+
+#[test]
+fn a_key_that_does_not_match_the_certificate_stops_the_start() {
+    let certs = TempDir::new("certs-mismatch");
+    let (cert_a, _) = self_signed(certs.path(), "4101");
+    let (_, key_b) = self_signed(certs.path(), "4102");
+    let (cert_path, key_path) = (certs.join("fullchain.pem"), certs.join("privkey.pem"));
+    std::fs::write(&cert_path, cert_a).unwrap();
+    std::fs::write(&key_path, key_b).unwrap();
+    let addr = |p: u16| -> SocketAddr { format!("127.0.0.1:{p}").parse().unwrap() };
+    let (plain, tls, admin) = (addr(free_port()), addr(free_port()), addr(free_port()));
+    let policy = base_policy(plain, admin, addr(9)).replace(
+        "[server]\n",
+        &format!(
+            "[server]\ntls_listen = [\"{tls}\"]\ntls_cert = \"{}\"\ntls_key = \"{}\"\n",
+            cert_path.display(),
+            key_path.display()
+        ),
+    );
+    let policy_path = certs.join("crawlgate.toml");
+    std::fs::write(&policy_path, policy).unwrap();
+    let log = certs.join("log");
+    let mut child = Command::new(crawlgate_e2e::crawlgate_bin())
+        .args(["run", "--config"])
+        .arg(&policy_path)
+        .env_remove("CRAWLGATE_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // A proxy that started anyway (and would fail every handshake) is
+    // stopped and the test fails, rather than waiting for it forever.
+    let status = 'wait: {
+        for _ in 0..500 {
+            if let Some(status) = child.try_wait().unwrap() {
+                break 'wait Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    };
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.is_some_and(|s| !s.success()), "the proxy started on a mismatched pair:\n{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "TLS key {} does not belong to the certificate {}",
+            key_path.display(),
+            cert_path.display()
+        )),
+        "{stderr}"
+    );
+}
