@@ -62,6 +62,8 @@ EXPECTED = {
     "pdb.yaml": ("policy/v1", "PodDisruptionBudget"),
     "hpa.yaml": ("autoscaling/v2", "HorizontalPodAutoscaler"),
     "servicemonitor.yaml": ("monitoring.coreos.com/v1", "ServiceMonitor"),
+    "admin-auth-secret.yaml": ("v1", "Secret"),
+    "networkpolicy.yaml": ("networking.k8s.io/v1", "NetworkPolicy"),
     "kustomization.yaml": ("kustomize.config.k8s.io/v1beta1", "Kustomization"),
 }
 K8S = "deploy/kubernetes"
@@ -235,6 +237,49 @@ else:
                         p.append("configmap.yaml: server.admin listens on loopback only; kubelet probes and Prometheus cannot reach it")
                     if not pol_doc.get("upstream", {}).get("servers"):
                         p.append("configmap.yaml: upstream.servers is empty")
+                    # The admin secret: the file the policy names is a key of
+                    # the Secret mounted at its directory, and Prometheus
+                    # sends that key.
+                    mounts = {m.get("mountPath"): m for m in c.get("volumeMounts", [])}
+                    secret = by_kind.get("Secret") or {}
+                    secret_name = secret.get("metadata", {}).get("name")
+                    secret_keys = set((secret.get("stringData") or {}).keys()) | set((secret.get("data") or {}).keys())
+                    auth = server.get("admin_auth_file")
+                    if not auth:
+                        p.append("configmap.yaml: server.admin_auth_file is not set (the admin listener is open to the cluster)")
+                    else:
+                        adir, _, akey = auth.rpartition("/")
+                        vol = vols.get((mounts.get(adir) or {}).get("name"), {})
+                        if vol.get("secret", {}).get("secretName") != secret_name:
+                            p.append(f"deployment.yaml: admin_auth_file {auth}: {adir} is not the Secret {secret_name} (admin-auth-secret.yaml)")
+                        if akey not in secret_keys:
+                            p.append(f"admin-auth-secret.yaml: no key `{akey}` (admin_auth_file {auth})")
+                        for ep in (sm or {}).get("spec", {}).get("endpoints", []):
+                            cred = (ep.get("authorization") or {}).get("credentials") or {}
+                            if (cred.get("name"), cred.get("key")) != (secret_name, akey):
+                                p.append(f"servicemonitor.yaml: endpoint {ep.get('port')} must send authorization from Secret {secret_name} key {akey}")
+                    # state_dir on a writable emptyDir (the root file system is read-only).
+                    sd = pol_doc.get("verification", {}).get("state_dir")
+                    if not sd:
+                        p.append("configmap.yaml: [verification] state_dir is not set")
+                    elif "emptyDir" not in vols.get((mounts.get(sd) or {}).get("name"), {}):
+                        p.append(f"deployment.yaml: state_dir {sd} is not an emptyDir mount")
+                    # The NetworkPolicy: pods selected; the admin port only
+                    # from the monitoring namespace.
+                    np = by_kind.get("NetworkPolicy") or {}
+                    if not subset(np.get("spec", {}).get("podSelector", {}).get("matchLabels"), pod_labels):
+                        p.append("networkpolicy.yaml: podSelector does not select the Deployment's pods")
+                    for rule in np.get("spec", {}).get("ingress", []):
+                        rports = {pt.get("port") for pt in rule.get("ports", [])}
+                        if rports & {"admin", ports.get("admin")}:
+                            froms = rule.get("from") or []
+                            if not froms or any(
+                                (f.get("namespaceSelector") or {}).get("matchLabels", {}).get("kubernetes.io/metadata.name") != "monitoring"
+                                for f in froms
+                            ):
+                                p.append("networkpolicy.yaml: the admin port must be admitted from the monitoring namespace only")
+                        if not rports:
+                            p.append("networkpolicy.yaml: an ingress rule without ports admits the admin port too")
                     # Shutdown budget: preStop sleep + grace_period + up to 5 s.
                     gp = server.get("grace_period", "5s")
                     m = re.fullmatch(r"(\d+)(ms|s|m|h)", gp)
@@ -248,12 +293,13 @@ else:
     if p:
         fail("kubernetes consistency", f"{len(p)} problem(s)", p)
     elif dep and svc and cm:
-        ok("kubernetes consistency", "selectors, ports, probes, policy mount, hardening, shutdown budget")
+        ok("kubernetes consistency", "selectors, ports, probes, policy mount, admin secret, state_dir, network policy, hardening, shutdown budget")
 
     # Alert rules: structure, and every metric they use exists.
     rules_path = "deploy/prometheus/alerts.yml"
     rd = (docs.get(rules_path) or [None])[0]
     p, n = [], 0
+    alert_metrics = set()
     if rules_path not in docs and os.path.exists(rules_path):
         skip("alert rules", f"{rules_path} does not parse")
         rd = False
@@ -269,11 +315,19 @@ else:
                     if not (r.get("labels") or {}).get("severity"): p.append(f"{a}: no severity label")
                     ann = r.get("annotations") or {}
                     if not ann.get("summary") or not ann.get("description"): p.append(f"{a}: summary/description annotations missing")
+                alert_metrics.update(metric_refs(str(r.get("expr", ""))))
                 bad = unknown_metrics(str(r.get("expr", "")))
                 if bad: p.append(f"{a}: unknown metric(s) {', '.join(bad)} (not registered in {METRICS_RS})")
+        # The metric names the alerts use, for the scrape of a real binary
+        # in scripts/check-deploy (`up` comes from Prometheus itself).
+        with open(os.path.join(tmp, "alert-metrics"), "w", encoding="utf-8") as fh:
+            fh.write("".join(f"{m}\n" for m in sorted(alert_metrics - {"up"})))
         names = {r.get("alert") for g in rd["groups"] for r in g.get("rules", [])}
         for want in ("CrawlgateReloadFailing", "CrawlgateNoHealthyUpstream", "CrawlgateBlocksSpike",
-                     "CrawlgateViolationsSpike", "CrawlgateUpstream5xxHigh", "CrawlgateDown"):
+                     "CrawlgateViolationsSpike", "CrawlgateUpstream5xxHigh", "CrawlgateDown",
+                     "CrawlgateVerificationListRefreshFailing", "CrawlgateVerificationListStale",
+                     "CrawlgateOriginRobotsFetchFailing", "CrawlgateSpoofedClaimsSpike",
+                     "CrawlgateConnectionsRefused", "CrawlgateTlsCertificateExpiring"):
             if want not in names: p.append(f"alert {want} is missing")
     if rd is False:
         pass
@@ -378,6 +432,12 @@ if lines is not None:
         p.append(f"the final stage runs as root (USER {users[-1]})")
     if not any(op == "HEALTHCHECK" and not a.upper().startswith("NONE") for op, a in final):
         p.append("no HEALTHCHECK in the final stage")
+    if not any(i.upper().startswith("ARG CRAWLGATE_COMMIT") for i in instrs) or not any(
+        i.upper().startswith("ENV CRAWLGATE_COMMIT=") for i in instrs
+    ):
+        p.append("no `ARG CRAWLGATE_COMMIT` passed on as ENV: crawlgate_build_info would say commit=unknown")
+    if not any(op == "VOLUME" and "/var/lib/crawlgate" in a for op, a in final):
+        p.append("no VOLUME /var/lib/crawlgate in the final stage ([verification] state_dir)")
     # COPY sources from the build context (the repository root) must exist.
     for op, a in ((o, a) for o, a in ((i.partition(" ")[0].upper(), i.partition(" ")[2]) for i in instrs)):
         if op not in ("COPY", "ADD") or "--from=" in a:
@@ -404,7 +464,7 @@ if lines is not None:
 if p:
     fail("dockerfile", f"{len(p)} problem(s)", p)
 else:
-    ok("dockerfile", "FROM ... AS builder, non-root USER " + (users[-1] if users else "?") + ", HEALTHCHECK"
+    ok("dockerfile", "FROM ... AS builder, non-root USER " + (users[-1] if users else "?") + ", HEALTHCHECK, commit build arg, state volume"
        + ("; WARNING: " + "; ".join(notes) if notes else ""))
 
 with open(os.path.join(tmp, "py-counts"), "w") as fh:

@@ -1,15 +1,22 @@
 //! Records the commit the binary is built from for `crawlgate_build_info`:
-//! `git rev-parse --short HEAD`, or `unknown` outside a git checkout or
-//! without git. Never fails the build.
+//! `CRAWLGATE_COMMIT` from the environment when set (a container build has
+//! no .git), else `git rev-parse --short HEAD`, else `unknown`. Never fails
+//! the build.
 
 fn main() {
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .map(|s| s.trim().to_string())
+    // The environment wins: a container build has no .git
+    // (deploy/docker/Dockerfile passes it as a build arg).
+    let from_env = std::env::var("CRAWLGATE_COMMIT").ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let commit = from_env
+        .or_else(|| {
+            std::process::Command::new("git")
+                .args(["rev-parse", "--short", "HEAD"])
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| String::from_utf8(o.stdout).ok())
+                .map(|s| s.trim().to_string())
+        })
         .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric()))
         .unwrap_or_else(|| "unknown".to_string());
     println!("cargo:rustc-env=CRAWLGATE_COMMIT={commit}");

@@ -85,4 +85,17 @@ fn demo_runs_the_operators_policy_in_front_of_the_sample_origin() {
         ),
         "{out}"
     );
+    // The dashboard's URL, and an `explain` line that runs as printed
+    // (the binary by its path: `cargo run` puts no crawlgate on PATH).
+    assert!(out.contains(&format!("\nDashboard: http://127.0.0.1:{admin}/ (open it in a browser)\n")), "{out}");
+    let explain = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.contains(" explain --config "))
+        .unwrap_or_else(|| panic!("no explain line:\n{out}"));
+    let words: Vec<&str> = explain.split_whitespace().collect();
+    assert_eq!(words[1..], ["explain", "--config", &path.display().to_string(), "-A", "GPTBot/1.2", "/"], "{explain}");
+    let ran = Command::new(words[0]).args(&words[1..]).output().unwrap_or_else(|e| panic!("run `{explain}`: {e}"));
+    let text = String::from_utf8_lossy(&ran.stdout);
+    assert!(text.contains("403"), "`{explain}` printed:\n{text}{}", String::from_utf8_lossy(&ran.stderr));
 }

@@ -87,6 +87,7 @@ impl Admin {
             "upstreams": upstreams,
             "origin_robots": crate::origin::status_json(&self.shared),
             "verification_lists": self.verification_lists(),
+            "tls": self.shared.tls.get().map(|t| t.status_json()),
         })
     }
 

@@ -24,6 +24,7 @@ mod reload;
 mod respond;
 mod service;
 mod state;
+mod tls;
 mod upstream;
 mod verify;
 
@@ -142,6 +143,17 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     if let Some(v) = verifier {
         let _ = shared.verifier.set(v);
     }
+    let certs = if tls_listen.is_empty() {
+        None
+    } else {
+        let (Some(cert), Some(key)) = tls_files else {
+            anyhow::bail!("server.tls_listen needs server.tls_cert and server.tls_key");
+        };
+        let store = crate::tls::CertStore::open(&cert, &key).map_err(|e| anyhow::anyhow!("{e}"))?;
+        shared.metrics.tls_not_after(store.not_after_unix());
+        let _ = shared.tls.set(store.clone());
+        Some(store)
+    };
 
     let mut options = HttpServerOptions::default();
     options.h2c = h2c;
@@ -162,13 +174,12 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     for addr in &listen {
         proxy.add_listener(ListenerConfig::tcp(addr.as_str()).l4_buffer(l4_buffer(false)));
     }
-    if !tls_listen.is_empty() {
-        let (Some(cert), Some(key)) = tls_files else {
-            anyhow::bail!("server.tls_listen needs server.tls_cert and server.tls_key");
-        };
+    if let Some(store) = &certs {
+        // The certificate is set on each handshake from the store, so a
+        // reload applies to new connections without a restart.
         for addr in &tls_listen {
-            let mut tls = TlsSettings::intermediate(&cert, &key)
-                .map_err(|e| anyhow::anyhow!("cannot load TLS certificate {cert} / key {key}: {e}"))?;
+            let mut tls = TlsSettings::with_callbacks(Box::new(crate::tls::Callbacks(store.clone())))
+                .map_err(|e| anyhow::anyhow!("cannot set up TLS on {addr}: {e}"))?;
             tls.enable_h2();
             proxy.add_listener(ListenerConfig::tcp(addr.as_str()).tls(tls).l4_buffer(l4_buffer(true)));
         }
@@ -187,6 +198,10 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     if let (Some(path), Some(early_hup)) = (watch, early_hup) {
         let watcher = Watcher::new(Reloader::new(shared.clone(), path), early_hup);
         server.add_service(background_service("policy watcher", watcher));
+    }
+    if let Some(store) = certs {
+        let watcher = crate::tls::CertWatcher::new(store, shared.clone());
+        server.add_service(background_service("TLS certificate watcher", watcher));
     }
     server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
     if shared.verifier.get().is_some() {

@@ -178,6 +178,8 @@ pub struct Metrics {
     process: ProcessMetrics,
     origin_robots_fetches: IntCounterVec,
     origin_robots_age: prometheus::Gauge,
+    tls_reloads: IntCounterVec,
+    tls_not_after: IntGauge,
     verification: VerificationMetrics,
     /// Whether `crawlgate_requests_total` has the `verification` label.
     verification_label: bool,
@@ -469,6 +471,11 @@ impl Metrics {
             "Age of the origin robots.txt copy merged into /robots.txt (0 while none is in use).",
         )?;
         registry.register(Box::new(origin_robots_age.clone()))?;
+        let tls_not_after = IntGauge::new(
+            "crawlgate_tls_certificate_not_after_timestamp_seconds",
+            "The notAfter time (Unix seconds) of the TLS certificate in use; 0 without TLS listeners.",
+        )?;
+        registry.register(Box::new(tls_not_after.clone()))?;
         let last_reload_successful = IntGauge::new(
             "crawlgate_policy_last_reload_successful",
             "1 when the last load of the policy file succeeded (or found it unchanged), 0 when it failed.",
@@ -514,6 +521,13 @@ impl Metrics {
                 &["result"],
             )?,
             origin_robots_age,
+            tls_reloads: counter(
+                r,
+                "crawlgate_tls_reloads_total",
+                "Reloads of the TLS certificate and key files by result (success, unchanged, failure: the running certificate stays).",
+                &["result"],
+            )?,
+            tls_not_after,
             last_reload_successful,
             policy_info,
             process,
@@ -586,6 +600,7 @@ impl Metrics {
         };
         for outcome in ReloadOutcome::ALL {
             metrics.reloads.with_label_values(&[outcome.as_str()]);
+            metrics.tls_reloads.with_label_values(&[outcome.as_str()]);
         }
         for result in OriginFetch::ALL {
             metrics.origin_robots_fetches.with_label_values(&[result.as_str()]);
@@ -672,6 +687,16 @@ impl Metrics {
         self.reloads.with_label_values(&[outcome.as_str()]).inc();
         self.reload_failing.set(i64::from(outcome == ReloadOutcome::Failure));
         self.last_reload_successful.set(i64::from(outcome != ReloadOutcome::Failure));
+    }
+
+    /// Counts a reload of the TLS certificate files.
+    pub fn tls_reload(&self, outcome: ReloadOutcome) {
+        self.tls_reloads.with_label_values(&[outcome.as_str()]).inc();
+    }
+
+    /// Sets the `notAfter` time of the TLS certificate in use.
+    pub fn tls_not_after(&self, unix_seconds: i64) {
+        self.tls_not_after.set(unix_seconds);
     }
 
     /// Counts one fetch of the origin's robots.txt.

@@ -229,7 +229,7 @@ fn bounded_error(error: &str) -> String {
 /// Whether a file-system event in the policy's directory may have changed
 /// the policy. Reads (`Access(Open)`, `Access(Close(NoWrite))`) never do;
 /// otherwise the event must name the file or a Kubernetes `..data` entry.
-fn relevant(kind: &EventKind, paths: &[PathBuf], file_name: &OsStr) -> bool {
+pub(crate) fn relevant(kind: &EventKind, paths: &[PathBuf], file_name: &OsStr) -> bool {
     use notify::event::{AccessKind, AccessMode};
     let kind_ok = match kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
@@ -280,7 +280,7 @@ impl Watcher {
     }
 }
 
-fn watch_dir(path: &Path) -> PathBuf {
+pub(crate) fn watch_dir(path: &Path) -> PathBuf {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -365,19 +365,19 @@ const MAX_DELAY: Duration = Duration::from_secs(1);
 /// Coalesces a burst of file events into one reload: due [`QUIET`] after
 /// the last event, and no later than [`MAX_DELAY`] after the first.
 #[derive(Debug, Default)]
-struct Debounce {
+pub(crate) struct Debounce {
     first: Option<tokio::time::Instant>,
     last: Option<tokio::time::Instant>,
 }
 
 impl Debounce {
-    fn event(&mut self, now: tokio::time::Instant) {
+    pub(crate) fn event(&mut self, now: tokio::time::Instant) {
         self.first.get_or_insert(now);
         self.last = Some(now);
     }
 
     /// When the pending reload is due, `None` when nothing is pending.
-    fn due(&self) -> Option<tokio::time::Instant> {
+    pub(crate) fn due(&self) -> Option<tokio::time::Instant> {
         Some((self.last? + QUIET).min(self.first? + MAX_DELAY))
     }
 }

@@ -153,6 +153,9 @@ pub struct Shared {
     /// The identity verifier, set once at start when the policy has a
     /// `[verification]` table.
     pub verifier: std::sync::OnceLock<crawlgate_identity::Verifier>,
+    /// The TLS certificate in use, set once at start when the policy has
+    /// TLS listeners.
+    pub tls: std::sync::OnceLock<Arc<crate::tls::CertStore>>,
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
@@ -170,6 +173,7 @@ impl Shared {
             origin: Mutex::default(),
             activity,
             verifier: std::sync::OnceLock::new(),
+            tls: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
         })
     }
