@@ -533,7 +533,13 @@ impl Activity {
 
     /// `/api/agents` over `window`.
     pub fn agents_json(&self, window: Window) -> Value {
-        self.agents_json_at(window, unix_now())
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let mut v = self.agents_json_at(window, now.as_secs());
+        if let Value::Object(m) = &mut v {
+            // For rates between two reads (`crawlgate top`).
+            m.insert("now_ms".into(), json!(u64::try_from(now.as_millis()).unwrap_or(u64::MAX)));
+        }
+        v
     }
 
     /// `/api/agents` over `window` ending at `now` (Unix seconds): agents
