@@ -356,6 +356,10 @@ ul{margin:0;padding-left:18px}.badge{display:inline-block;padding:0 6px;border-r
 @media (max-width:600px){header,main{padding:8px}th,td{padding:3px 5px}body{font-size:13px}}
 "#;
 
+// After each refresh the script records on `<body>` the document's width
+// and how far the agent table overflows its box (`data-scroll-width`,
+// `data-agents-overflow`): the headless-browser test checks the page fits
+// a 1280 px window from them.
 const SCRIPT: &str = r##"
 (function(){
 "use strict";
@@ -399,7 +403,9 @@ document.querySelector("#products tbody").innerHTML=rowsOf(f.products,function(x
 document.querySelector("#operators tbody").innerHTML=rowsOf(f.operators,function(x){return "<tr><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.crawl_requests)+'</td><td class="n">'+txt(x.referrals)+'</td><td class="n">'+(x.crawls_per_referral===null?"–":x.crawls_per_referral.toFixed(1))+"</td></tr>";},"No crawls or referrals by these operators yet.",4);
 document.getElementById("generation").textContent=String(s.generation);
 var e=document.getElementById("policy-error");if(s.last_error){e.className="error";e.textContent="Last reload failed at "+utc(s.last_error_at)+": "+s.last_error+" (the previous policy stays in force)";}else{e.textContent="";}
-var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);document.body.setAttribute("data-live","1");
+var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);
+var w=document.querySelector("#agents").parentNode,b=document.body;b.setAttribute("data-scroll-width",String(document.documentElement.scrollWidth));
+b.setAttribute("data-agents-overflow",String(w.scrollWidth-w.clientWidth));b.setAttribute("data-live","1");
 }).catch(function(err){document.getElementById("updated").textContent="refresh failed: "+err.message;});}
 document.querySelectorAll("#agents th").forEach(function(th,i){th.addEventListener("click",function(){if(sortKey===i)sortDesc=!sortDesc;else{sortKey=i;sortDesc=COLS[i][2];}sortTable();});});
 refresh();setInterval(refresh,__REFRESH__*1000);
