@@ -273,7 +273,8 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     assert!(html.contains("<td class=\"n\" data-v=\"1\" title=\"robots 1\">1</td>"), "{html}");
     assert_eq!(sparkline_points(&html, "GPTBot"), 60);
     assert!(html.contains("<tr class=\"group\"><td>GPTBot</td><td class=\"path\">/private/</td>"), "{html}");
-    assert!(html.contains("<tr class=\"sub\"><td></td><td class=\"path\">/private/x</td><td></td><td class=\"n\">1</td></tr>"));
+    assert!(html
+        .contains("<tr class=\"sub\"><td></td><td class=\"path\">/private/x</td><td></td><td class=\"n\">1</td></tr>"));
     assert!(html.contains("<a href=\"?window=all\" aria-current=\"page\">since start</a>"), "{html}");
     assert!(html.contains("robots.txt fetches have their own column"));
     let six = client().get(proxy.admin_url("/?window=6h")).send().unwrap().text().unwrap();
@@ -333,7 +334,9 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
         assert!(dom.contains("<td>ChatGPT</td><td>OpenAI</td><td class=\"n\">1</td>"), "{dom}");
         assert!(
             dom.contains("<tr class=\"group\"><td>GPTBot</td><td class=\"path\">/private/</td>")
-                && dom.contains("<tr class=\"sub\"><td></td><td class=\"path\">/private/x</td><td></td><td class=\"n\">1</td></tr>"),
+                && dom.contains(
+                    "<tr class=\"sub\"><td></td><td class=\"path\">/private/x</td><td></td><td class=\"n\">1</td></tr>"
+                ),
             "{dom}"
         );
         if let Some(shot) = std::env::var_os("CRAWLGATE_SCREENSHOT") {

@@ -115,15 +115,14 @@ pub fn table(agents: &Value, previous: Option<&Value>) -> String {
     let rate = |now: &Value, before: Option<&Value>, key: &str| -> String {
         match elapsed_ms.filter(|ms| *ms > 0) {
             Some(ms) => {
-                let delta = now[key].as_u64().unwrap_or(0).saturating_sub(before.and_then(|b| b[key].as_u64()).unwrap_or(0));
+                let delta =
+                    now[key].as_u64().unwrap_or(0).saturating_sub(before.and_then(|b| b[key].as_u64()).unwrap_or(0));
                 format!("{:.1}", delta as f64 * 1000.0 / ms as f64)
             }
             None => "-".to_string(),
         }
     };
-    let before_row = |name: &Value| {
-        previous.and_then(|p| p["agents"].as_array()?.iter().find(|r| r["agent"] == *name))
-    };
+    let before_row = |name: &Value| previous.and_then(|p| p["agents"].as_array()?.iter().find(|r| r["agent"] == *name));
     let mut rows: Vec<Vec<String>> = vec![COLUMNS.iter().map(|c| c.header.to_string()).collect()];
     let list = agents["agents"].as_array().map_or(&[][..], Vec::as_slice);
     for a in list {
@@ -133,7 +132,7 @@ pub fn table(agents: &Value, previous: Option<&Value>) -> String {
                 .iter()
                 .map(|c| match (c.rate, c.key) {
                     (true, key) => rate(a, before, key),
-                    (false, "bytes_sent") => bytes(&a["bytes_sent"]),
+                    (false, "bytes_sent") => crawlgate_proxy::human_bytes(&a["bytes_sent"]),
                     (false, key) => cell(&a[key]),
                 })
                 .collect(),
@@ -147,7 +146,7 @@ pub fn table(agents: &Value, previous: Option<&Value>) -> String {
             .map(|c| match (c.rate, c.key) {
                 (_, "agent") => "TOTAL".to_string(),
                 (true, key) => rate(total, before_total, key),
-                (false, "bytes_sent") => bytes(&total["bytes_sent"]),
+                (false, "bytes_sent") => crawlgate_proxy::human_bytes(&total["bytes_sent"]),
                 (false, key) => cell(&total[key]),
             })
             .collect(),
@@ -179,23 +178,6 @@ fn fit(s: &str, width: usize) -> String {
     let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
     cut.push('…');
     cut
-}
-
-/// A byte count in at most 6 characters: exact below 10,000, else with a
-/// binary prefix (K = 1024).
-pub fn bytes(v: &Value) -> String {
-    let Some(n) = v.as_u64() else { return cell(v) };
-    if n < 10_000 {
-        return n.to_string();
-    }
-    let mut x = n as f64;
-    for unit in ["K", "M", "G", "T", "P"] {
-        x /= 1024.0;
-        if x < 999.95 {
-            return format!("{x:.1}{unit}");
-        }
-    }
-    format!("{:.1}E", x / 1024.0)
 }
 
 /// A value as terminal-safe text (control characters replaced).
@@ -305,12 +287,6 @@ mod tests {
         assert_eq!(t.lines().map(|l| l.chars().count()).max(), Some(WIDTH));
         // Without a previous sample there is no rate.
         assert!(table(&v, None).contains("\nGPTBot                12      -        9"), "{}", table(&v, None));
-    }
-
-    #[test]
-    fn byte_counts() {
-        let b = |n: u64| bytes(&json!(n));
-        assert_eq!([b(0), b(9_999), b(10_000), b(1_048_576), b(u64::MAX)], ["0", "9999", "9.8K", "1.0M", "16.0E"]);
     }
 
     #[test]

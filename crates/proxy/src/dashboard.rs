@@ -90,6 +90,23 @@ fn text(v: &Value) -> String {
     }
 }
 
+/// A byte count in a few characters: exact below 10,000, else with a
+/// binary prefix (K = 1024), e.g. `117.7M`.
+pub fn bytes(v: &Value) -> String {
+    let Some(n) = v.as_u64() else { return text(v) };
+    if n < 10_000 {
+        return n.to_string();
+    }
+    let mut x = n as f64;
+    for unit in ["K", "M", "G", "T", "P"] {
+        x /= 1024.0;
+        if x < 999.95 {
+            return format!("{x:.1}{unit}");
+        }
+    }
+    format!("{:.1}E", x / 1024.0)
+}
+
 /// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC` (empty for 0 or null).
 pub fn utc(v: &Value) -> String {
     let Some(secs) = v.as_u64().filter(|s| *s > 0) else { return String::new() };
@@ -148,7 +165,12 @@ fn sparkline(per_minute: &Value) -> String {
 fn reasons(blocked_by: &Value) -> String {
     let parts: Vec<String> = blocked_by
         .as_object()
-        .map(|m| m.iter().filter(|(_, n)| n.as_u64().unwrap_or(0) > 0).map(|(r, n)| format!("{} {}", esc(r), text(n))).collect())
+        .map(|m| {
+            m.iter()
+                .filter(|(_, n)| n.as_u64().unwrap_or(0) > 0)
+                .map(|(r, n)| format!("{} {}", esc(r), text(n)))
+                .collect()
+        })
         .unwrap_or_default();
     parts.join(", ")
 }
@@ -178,6 +200,9 @@ fn agent_rows(agents: &Value) -> String {
                 }
                 "last_seen" => {
                     let _ = write!(out, "<td data-v=\"{}\">{}</td>", text(v), utc(v).trim_end_matches(" UTC"));
+                }
+                "bytes_sent" => {
+                    let _ = write!(out, "<td{class} data-v=\"{}\">{}</td>", text(v), bytes(v));
                 }
                 "per_minute" => {
                     let sum: u64 = rows(v).iter().filter_map(Value::as_u64).sum();
@@ -373,6 +398,8 @@ var sortKey=null,sortDesc=true;
 function spark(pm){pm=pm||[];var max=Math.max.apply(null,pm.concat([1]));var w=Math.max(pm.length,2)-1;
 var pts=pm.map(function(c,i){return i+","+(15-14*c/max).toFixed(1);});
 return '<svg class="spark" viewBox="0 0 '+w+' 16" preserveAspectRatio="none" role="img" aria-label="requests per minute, last hour, at most '+max+'"><polyline points="'+pts.join(" ")+'"/></svg>';}
+function bytes(n){if(typeof n!=="number")return txt(n);if(n<10000)return String(n);var x=n,u=["K","M","G","T","P"];
+for(var i=0;i<u.length;i++){x/=1024;if(x<999.95)return x.toFixed(1)+u[i];}return (x/1024).toFixed(1)+"E";}
 function reasons(b){var out=[];Object.keys(b||{}).forEach(function(k){if(b[k]>0)out.push(esc(k)+" "+txt(b[k]));});return out.join(", ");}
 function agentRows(d){var out="";(d.agents||[]).forEach(function(a){out+='<tr data-agent="'+esc(a.agent)+'">';
 COLS.forEach(function(c){var k=c[1],v=a[k],cl=c[2]?' class="n"':"";
@@ -380,6 +407,7 @@ if(k==="agent")out+='<td data-v="'+txt(v)+'" title="'+txt(a.category)+'">'+txt(v
 else if(k==="operator")out+='<td class="op" data-v="'+txt(v)+'" title="'+txt(v)+'">'+txt(v)+"</td>";
 else if(k==="blocked")out+="<td"+cl+' data-v="'+txt(v)+'" title="'+reasons(a.blocked_by)+'">'+txt(v)+"</td>";
 else if(k==="last_seen")out+='<td data-v="'+txt(v)+'">'+utc(v).replace(/ UTC$/,"")+"</td>";
+else if(k==="bytes_sent")out+="<td"+cl+' data-v="'+txt(v)+'">'+bytes(v)+"</td>";
 else if(k==="per_minute"){var n=(v||[]).reduce(function(x,y){return x+y;},0);out+='<td data-v="'+n+'">'+spark(v)+"</td>";}
 else out+="<td"+cl+' data-v="'+txt(v)+'">'+txt(v)+"</td>";});out+="</tr>";});
 return out||'<tr><td colspan="'+COLS.length+'">No requests yet.</td></tr>';}
@@ -493,6 +521,12 @@ mod tests {
         assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(html.contains("a&quot;b"));
         assert!(html.contains("<polyline id=\"tl-total\" points=\"40.0,150.0 320.0,10.0 600.0,80.0\"/>"));
+    }
+
+    #[test]
+    fn byte_counts() {
+        let b = |n: u64| bytes(&json!(n));
+        assert_eq!([b(0), b(9_999), b(10_000), b(123_456_789), b(u64::MAX)], ["0", "9999", "9.8K", "117.7M", "16.0E"]);
     }
 
     #[test]

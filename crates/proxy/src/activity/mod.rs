@@ -194,8 +194,12 @@ pub enum Window {
 
 impl Window {
     /// The windows the page offers, with their query values.
-    pub const CHOICES: [(&'static str, Window); 4] =
-        [("all", Window::All), ("1h", Window::Minutes(60)), ("6h", Window::Minutes(360)), ("24h", Window::Minutes(MINUTES))];
+    pub const CHOICES: [(&'static str, Window); 4] = [
+        ("all", Window::All),
+        ("1h", Window::Minutes(60)),
+        ("6h", Window::Minutes(360)),
+        ("24h", Window::Minutes(MINUTES)),
+    ];
 
     /// The window of a `window=` query value.
     pub fn parse(s: &str) -> Option<Window> {

@@ -197,7 +197,15 @@ fn one_vocabulary_for_allowed_violations_and_blocks() {
     a.hit(&Hit { reason: Some(BlockReason::BadRequest), ..hit(&p, 1, "GPTBot/1.0", "/x") });
     let v = a.agents_json_at(Window::All, 1_000_000);
     let pick = |r: &Value| {
-        json!([r["requests"], r["allowed"], r["violations"], r["blocked"], r["spoofed"], r["verified"], r["robots_txt"]])
+        json!([
+            r["requests"],
+            r["allowed"],
+            r["violations"],
+            r["blocked"],
+            r["spoofed"],
+            r["verified"],
+            r["robots_txt"]
+        ])
     };
     assert_eq!(pick(row(&v, "ClaudeBot")), json!([2, 0, 1, 1, 0, 0, 1]));
     assert_eq!(pick(row(&v, "GPTBot")), json!([5, 1, 1, 2, 1, 0, 1]));
