@@ -11,13 +11,16 @@ use crawlgate_e2e::{arg, code, crawlgate, stderr, stdout};
 use crawlgate_testkit::TempDir;
 use serde_json::{json, Value};
 
+/// The request lines a server saw, each with its Authorization field.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// A server answering each request with the next document (the last one
 /// again when they run out); returns its address and the request lines
 /// with their Authorization field.
-fn serve(docs: Vec<Value>) -> (String, Arc<Mutex<Vec<(String, Option<String>)>>>) {
+fn serve(docs: Vec<Value>) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
-    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     std::thread::spawn(move || {
         for (i, stream) in listener.incoming().enumerate() {

@@ -557,7 +557,7 @@ impl Activity {
             .filter(|(n, _)| *n > 0)
             .collect();
         // `seen` sorted by name among equals; a stable sort keeps that.
-        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.0));
         let rows: Vec<Value> = rows.into_iter().map(|(_, r)| r).collect();
         let mut total = serde_json::Map::new();
         for key in Count::ALL.iter().map(|c| c.key()).chain(["agents_txt", "bytes_sent"]) {
@@ -717,26 +717,34 @@ impl Activity {
 /// The kept violations grouped by agent and rule (most counted first),
 /// each with its paths (most counted first).
 fn violation_groups(all: &[(Arc<str>, Counted<ViolationKey>)]) -> Vec<Value> {
-    let mut groups: Vec<(&str, &str, usize, u64, Vec<&Counted<ViolationKey>>)> = Vec::new();
+    /// One agent and rule, its total and its paths.
+    struct Group<'a> {
+        agent: &'a str,
+        rule: &'a str,
+        line: usize,
+        count: u64,
+        paths: Vec<&'a Counted<ViolationKey>>,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
     for (agent, c) in all {
-        match groups.iter_mut().find(|g| g.0 == &**agent && g.1 == &*c.key.rule && g.2 == c.key.line) {
+        match groups.iter_mut().find(|g| g.agent == &**agent && g.rule == &*c.key.rule && g.line == c.key.line) {
             Some(g) => {
-                g.3 += c.count;
-                g.4.push(c);
+                g.count += c.count;
+                g.paths.push(c);
             }
-            None => groups.push((agent, &c.key.rule, c.key.line, c.count, vec![c])),
+            None => groups.push(Group { agent, rule: &c.key.rule, line: c.key.line, count: c.count, paths: vec![c] }),
         }
     }
-    groups.sort_by(|a, b| b.3.cmp(&a.3).then(a.0.cmp(b.0)).then(a.2.cmp(&b.2)));
+    groups.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(b.agent)).then(a.line.cmp(&b.line)));
     groups
         .iter()
-        .map(|(agent, rule, line, count, paths)| {
+        .map(|g| {
             json!({
-                "agent": agent,
-                "rule": rule,
-                "line": line,
-                "count": count,
-                "paths": paths.iter().map(|c| json!({"path": &*c.key.path, "count": c.count, "error": c.error})).collect::<Vec<_>>(),
+                "agent": g.agent,
+                "rule": g.rule,
+                "line": g.line,
+                "count": g.count,
+                "paths": g.paths.iter().map(|c| json!({"path": &*c.key.path, "count": c.count, "error": c.error})).collect::<Vec<_>>(),
             })
         })
         .collect()
