@@ -121,4 +121,15 @@ fn top_defaults_to_the_admin_listener_and_credentials_of_the_config() {
             without.display()
         )
     );
+    let missing = dir.join("missing.toml");
+    let out = crawlgate(&["top", "--config", arg(&missing), "--once"]);
+    assert_eq!(code(&out), 2);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "crawlgate: no admin address given, so top reads server.admin from the policy file: cannot read policy \
+             file {}: No such file or directory (os error 2)\n",
+            missing.display()
+        )
+    );
 }

@@ -51,7 +51,8 @@ pub fn admin_address(admin: Option<&str>, config: &Path) -> anyhow::Result<(Stri
     if let Some(a) = admin {
         return Ok((a.to_string(), None));
     }
-    let source = crate::config::read_policy_file(config)?;
+    let source = crate::config::read_policy_file(config)
+        .context("no admin address given, so top reads server.admin from the policy file")?;
     let loaded = crawlgate_policy::load(&source, &config.display().to_string()).map_err(|d| {
         anyhow::anyhow!("{} has errors (see `crawlgate check --config {}`): {d}", config.display(), config.display())
     })?;
