@@ -381,6 +381,38 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     assert_eq!(requests("ClaudeBot"), Some(json!(2)));
 }
 
+/// Refusals crawlgate makes itself count as Blocked with their reason,
+/// and neither they nor a robots.txt fetch count as Allowed.
+#[test]
+fn refusals_are_blocked_with_their_reason_and_files_are_not_allowed() {
+    use std::io::{Read, Write};
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    // An upgrade the default `upgrades = "websocket"` refuses: 400.
+    let mut conn = std::net::TcpStream::connect(proxy.addr).unwrap();
+    write!(
+        conn,
+        "GET /page HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/8.5.0\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert_eq!(hit(&proxy, "/robots.txt", "curl/8.5.0", None).0, 200);
+    assert_eq!(hit(&proxy, "/page", "curl/8.5.0", None).0, 200);
+    assert_eq!(hit(&proxy, "/page", CCBOT_UA, None).0, 403);
+    recorded(&proxy, 4);
+    let agents = api(&proxy, "/api/agents");
+    let pick = |name: &str| {
+        let r = agents["agents"].as_array().unwrap().iter().find(|r| r["agent"] == name).unwrap();
+        json!([r["requests"], r["allowed"], r["violations"], r["blocked"], r["robots_txt"], r["blocked_by"]])
+    };
+    let by = |robots: u64, bad: u64| json!({"robots": robots, "spoofed": 0, "unverified": 0, "bad-request": bad, "loop": 0, "replayed": 0});
+    assert_eq!(pick("other-bot"), json!([3, 1, 0, 1, 1, by(0, 1)]));
+    assert_eq!(pick("CCBot"), json!([1, 0, 1, 1, 0, by(1, 0)]));
+    assert_eq!(agents["total"]["blocked_by"], by(1, 1));
+}
+
 #[test]
 fn admin_endpoints_are_not_on_the_proxy_port() {
     let origin = origin();
