@@ -6,4 +6,5 @@ mod golden;
 mod offline;
 mod robots;
 mod tokens;
+mod top;
 mod verify;

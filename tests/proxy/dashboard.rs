@@ -86,10 +86,13 @@ fn counters(row: &Value) -> Value {
         "allowed",
         "violations",
         "blocked",
+        "spoofed",
+        "verified",
         "robots_txt",
         "agents_txt",
         "bytes_sent",
         "without_robots",
+        "blocked_by",
         "verification",
     ];
     Value::Object(keys.iter().map(|k| (k.to_string(), row[*k].clone())).collect())
@@ -142,7 +145,9 @@ fn row(agent: &str, kind: &str, catalog: Option<(&str, &str)>, n: [u64; 7], byte
         "agent": agent, "kind": kind,
         "category": catalog.map(|c| c.0), "operator": catalog.map(|c| c.1),
         "requests": requests, "allowed": allowed, "violations": violations, "blocked": blocked,
+        "spoofed": 0, "verified": 0,
         "robots_txt": robots_txt, "agents_txt": agents_txt, "bytes_sent": bytes, "without_robots": without_robots,
+        "blocked_by": {"robots": blocked, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0},
         "verification": {"verified": 0, "unverified": 0, "spoofed": 0},
     })
 }
@@ -162,18 +167,39 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     assert_eq!(
         rows,
         vec![
-            row("GPTBot", "token", Some(("ai-training", "OpenAI")), [4, 3, 1, 0, 1, 0, 0], sent.gptbot),
+            // robots.txt fetches are not Allowed; the enforced disallow of
+            // CCBot is a violation and a block (reason robots).
+            row("GPTBot", "token", Some(("ai-training", "OpenAI")), [4, 2, 1, 0, 1, 0, 0], sent.gptbot),
             row("browser", "browser", None, [3, 3, 0, 0, 0, 0, 0], sent.browser),
             row("ClaudeBot", "token", Some(("ai-training", "Anthropic")), [2, 2, 0, 0, 0, 0, 2], sent.claudebot),
-            row("CCBot", "token", Some(("ai-training", "Common Crawl Foundation")), [1, 0, 0, 1, 0, 0, 1], sent.ccbot),
+            row("CCBot", "token", Some(("ai-training", "Common Crawl Foundation")), [1, 0, 1, 1, 0, 0, 1], sent.ccbot),
             row("other-bot", "other-bot", None, [1, 1, 0, 0, 0, 0, 1], sent.other),
         ]
     );
     let total = sent.gptbot + sent.claudebot + sent.ccbot + sent.browser + sent.other;
     assert_eq!(
         agents["total"],
-        json!({"requests": 11, "allowed": 9, "violations": 1, "blocked": 1, "robots_txt": 1, "agents_txt": 0, "bytes_sent": total})
+        json!({
+            "requests": 11, "allowed": 8, "violations": 2, "blocked": 1, "spoofed": 0, "verified": 0,
+            "robots_txt": 1, "without_robots": 4, "agents_txt": 0, "bytes_sent": total,
+            "blocked_by": {"robots": 1, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0},
+        })
     );
+    assert_eq!(agents["window"], "all");
+    // Every request came within the last hour: the windows count the same;
+    // the sparkline holds them in its last minutes.
+    for window in ["1h", "6h", "24h"] {
+        let w = api(&proxy, &format!("/api/agents?window={window}"));
+        assert_eq!(w["window"], window);
+        assert_eq!(w["agents"].as_array().unwrap().iter().map(counters).collect::<Vec<_>>(), rows, "{window}");
+        assert_eq!(w["total"], agents["total"], "{window}");
+    }
+    let spark = agents["agents"][0]["per_minute"].as_array().unwrap();
+    assert_eq!(spark.len(), 60);
+    assert_eq!(spark.iter().map(|c| c.as_u64().unwrap()).sum::<u64>(), 4);
+    let bad = client().get(proxy.admin_url("/api/agents?window=7h")).send().unwrap();
+    assert_eq!(bad.status().as_u16(), 400);
+    assert_eq!(bad.text().unwrap(), "bad request: window= takes all, 1h, 6h or 24h\n");
     let first = &agents["agents"][0];
     assert!(first["first_seen"].as_u64().unwrap() > 0 && first["first_seen"].as_u64() <= first["last_seen"].as_u64());
 
@@ -195,6 +221,13 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
         ])
     );
     assert_eq!(violations["k"], 20);
+    assert_eq!(
+        violations["groups"],
+        json!([
+            {"agent": "CCBot", "rule": "/", "line": ccbot_line, "count": 1, "paths": [{"path": "/page", "count": 1, "error": 0}]},
+            {"agent": "GPTBot", "rule": "/private/", "line": gpt_line, "count": 1, "paths": [{"path": "/private/x", "count": 1, "error": 0}]},
+        ])
+    );
 
     let compliance = api(&proxy, "/api/compliance");
     assert_eq!(
@@ -227,28 +260,42 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     assert_eq!(page.status().as_u16(), 200);
     assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
     let html = page.text().unwrap();
-    let gpt_cells = |cells: Vec<String>| cells[..12].to_vec();
+    // Agent, Operator, Requests, Allowed, Violations, Blocked, Spoofed,
+    // Verified, robots.txt, No robots.txt, Bytes sent.
+    let gpt_cells = |cells: Vec<String>| cells[..11].to_vec();
     let expected_gpt: Vec<String> =
-        ["GPTBot", "ai-training", "OpenAI", "4", "3", "1", "0", "1", "0", "0", &sent.gptbot.to_string(), "0"]
+        ["GPTBot", "OpenAI", "4", "2", "1", "0", "0", "0", "1", "0", &sent.gptbot.to_string()]
             .iter()
             .map(|s| s.to_string())
             .collect();
     assert_eq!(gpt_cells(dom_row(&html, "GPTBot")), expected_gpt);
+    assert_eq!(dom_row(&html, "CCBot")[2..6], ["1", "0", "1", "1"]);
+    assert!(html.contains("<td class=\"n\" data-v=\"1\" title=\"robots 1\">1</td>"), "{html}");
+    assert_eq!(sparkline_points(&html, "GPTBot"), 60);
+    assert!(html.contains("<tr class=\"group\"><td>GPTBot</td><td class=\"path\">/private/</td>"), "{html}");
+    assert!(html
+        .contains("<tr class=\"sub\"><td></td><td class=\"path\">/private/x</td><td></td><td class=\"n\">1</td></tr>"));
+    assert!(html.contains("<a href=\"?window=all\" aria-current=\"page\">since start</a>"), "{html}");
+    assert!(html.contains("robots.txt fetches have their own column"));
+    let six = client().get(proxy.admin_url("/?window=6h")).send().unwrap().text().unwrap();
+    assert!(six.contains("<a href=\"?window=6h\" aria-current=\"page\">6 h</a>"), "{six}");
+    assert_eq!(gpt_cells(dom_row(&six, "GPTBot")), expected_gpt);
     assert!(html.contains("a restart resets them, a policy reload keeps them"));
     assert!(!html.contains("src=\"http"), "the page loads nothing from elsewhere");
 
     // crawlgate top --once: the same table in a terminal.
-    let top = crawlgate(&["top", "--admin", &format!("http://{}", proxy.admin), "--once"]);
+    let top = crawlgate(&["top", &proxy.admin.to_string(), "--once", "--interval", "0.2"]);
     assert_eq!(code(&top), 0, "{}", stderr(&top));
     let w = |n: u64| n.to_string();
+    // No request between its two reads: every rate is 0.0.
     let expected_top = format!(
-        "AGENT      CATEGORY     OPERATOR                 REQUESTS  ALLOWED  VIOLATIONS  BLOCKED  ROBOTS.TXT  NO-ROBOTS  BYTES\n\
-         GPTBot     ai-training  OpenAI                          4        3           1        0           1          0  {:>5}\n\
-         browser    -            -                               3        3           0        0           0          0  {:>5}\n\
-         ClaudeBot  ai-training  Anthropic                       2        2           0        0           0          2  {:>5}\n\
-         CCBot      ai-training  Common Crawl Foundation         1        0           0        1           0          1  {:>5}\n\
-         other-bot  -            -                               1        1           0        0           0          1  {:>5}\n\
-         TOTAL                                                  11        9           1        1           1          4  {:>5}\n",
+        "AGENT      REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT  BYTES\n\
+         GPTBot            4    0.0        2           1        0        0         0           1  {:>5}\n\
+         browser           3    0.0        3           0        0        0         0           0  {:>5}\n\
+         ClaudeBot         2    0.0        2           0        0        0         0           0  {:>5}\n\
+         CCBot             1    0.0        0           1        1        0         0           0  {:>5}\n\
+         other-bot         1    0.0        1           0        0        0         0           0  {:>5}\n\
+         TOTAL            11    0.0        8           2        1        0         0           1  {:>5}\n",
         w(sent.gptbot),
         w(sent.browser),
         w(sent.claudebot),
@@ -262,15 +309,36 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     // documents and re-rendered every panel.
     if let Some(bin) = chromium() {
         let profile = TempDir::new("chromium");
-        let dom = run_chromium(&bin, &profile, &["--virtual-time-budget=5000", "--dump-dom", &proxy.admin_url("/")]);
+        let dom = run_chromium(
+            &bin,
+            &profile,
+            &["--virtual-time-budget=5000", "--window-size=1280,1400", "--dump-dom", &proxy.admin_url("/")],
+        );
         assert!(dom.contains("data-live=\"1\""), "the script did not refresh the page:\n{dom}");
         assert_eq!(gpt_cells(dom_row(&dom, "GPTBot")), expected_gpt);
-        assert_eq!(dom_row(&dom, "CCBot")[3..7], ["1", "0", "0", "1"]);
+        assert_eq!(dom_row(&dom, "CCBot")[2..6], ["1", "0", "1", "1"]);
+        // The whole table fits a 1280 px window: neither the document nor
+        // the table's box scrolls sideways.
+        let attr = |name: &str| -> i64 {
+            let v = dom.split(&format!("{name}=\"")).nth(1).unwrap_or_else(|| panic!("no {name}:\n{dom}"));
+            v[..v.find('"').unwrap()].parse().unwrap()
+        };
+        assert!(attr("data-scroll-width") <= 1280, "document width {}", attr("data-scroll-width"));
+        assert_eq!(attr("data-agents-overflow"), 0, "the agent table scrolls sideways");
+        assert_eq!(dom_row(&dom, "GPTBot").len(), 13);
+        assert_eq!(sparkline_points(&dom, "GPTBot"), 60);
+        assert!(dom.contains("<th>Last hour</th>") && dom.contains("<th class=\"n\">Spoofed</th>"), "{dom}");
         let points = dom.split("id=\"tl-total\" points=\"").nth(1).unwrap();
         let points = &points[..points.find('"').unwrap()];
         assert_eq!(points.split(' ').count(), 60, "{points}");
         assert!(dom.contains("<td>ChatGPT</td><td>OpenAI</td><td class=\"n\">1</td>"), "{dom}");
-        assert!(dom.contains("<td class=\"path\">/private/x</td><td class=\"path\">/private/</td>"), "{dom}");
+        assert!(
+            dom.contains("<tr class=\"group\"><td>GPTBot</td><td class=\"path\">/private/</td>")
+                && dom.contains(
+                    "<tr class=\"sub\"><td></td><td class=\"path\">/private/x</td><td></td><td class=\"n\">1</td></tr>"
+                ),
+            "{dom}"
+        );
         if let Some(shot) = std::env::var_os("CRAWLGATE_SCREENSHOT") {
             let shot = PathBuf::from(shot);
             run_chromium(
@@ -311,6 +379,38 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     assert_eq!(requests("GPTBot"), Some(json!(5)));
     assert_eq!(requests("PerplexityBot"), Some(json!(1)));
     assert_eq!(requests("ClaudeBot"), Some(json!(2)));
+}
+
+/// Refusals crawlgate makes itself count as Blocked with their reason,
+/// and neither they nor a robots.txt fetch count as Allowed.
+#[test]
+fn refusals_are_blocked_with_their_reason_and_files_are_not_allowed() {
+    use std::io::{Read, Write};
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    // An upgrade the default `upgrades = "websocket"` refuses: 400.
+    let mut conn = std::net::TcpStream::connect(proxy.addr).unwrap();
+    write!(
+        conn,
+        "GET /page HTTP/1.1\r\nHost: x\r\nUser-Agent: curl/8.5.0\r\nConnection: Upgrade, close\r\nUpgrade: foo\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert_eq!(hit(&proxy, "/robots.txt", "curl/8.5.0", None).0, 200);
+    assert_eq!(hit(&proxy, "/page", "curl/8.5.0", None).0, 200);
+    assert_eq!(hit(&proxy, "/page", CCBOT_UA, None).0, 403);
+    recorded(&proxy, 4);
+    let agents = api(&proxy, "/api/agents");
+    let pick = |name: &str| {
+        let r = agents["agents"].as_array().unwrap().iter().find(|r| r["agent"] == name).unwrap();
+        json!([r["requests"], r["allowed"], r["violations"], r["blocked"], r["robots_txt"], r["blocked_by"]])
+    };
+    let by = |robots: u64, bad: u64| json!({"robots": robots, "spoofed": 0, "unverified": 0, "bad-request": bad, "loop": 0, "replayed": 0});
+    assert_eq!(pick("other-bot"), json!([3, 1, 0, 1, 1, by(0, 1)]));
+    assert_eq!(pick("CCBot"), json!([1, 0, 1, 1, 0, by(1, 0)]));
+    assert_eq!(agents["total"]["blocked_by"], by(1, 1));
 }
 
 #[test]
@@ -373,12 +473,21 @@ fn admin_auth_needs_the_right_credentials_except_for_probes() {
         stderr(&denied),
         format!("crawlgate: {} answered 401 Unauthorized: pass --token-file with the admin credentials\n", proxy.admin)
     );
-    let top = crawlgate(&["top", "--admin", &admin_url, "--once", "--token-file", secret_file.to_str().unwrap()]);
+    let top = crawlgate(&[
+        "top",
+        "--admin",
+        &admin_url,
+        "--once",
+        "--interval",
+        "0.2",
+        "--token-file",
+        secret_file.to_str().unwrap(),
+    ]);
     assert_eq!(code(&top), 0, "{}", stderr(&top));
     assert_eq!(
         stdout(&top),
-        "AGENT  CATEGORY  OPERATOR  REQUESTS  ALLOWED  VIOLATIONS  BLOCKED  ROBOTS.TXT  NO-ROBOTS  BYTES\n\
-         TOTAL                             0        0           0        0           0          0      0\n"
+        "AGENT  REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT  BYTES\n\
+         TOTAL         0    0.0        0           0        0        0         0           0      0\n"
     );
 }
 
@@ -458,6 +567,15 @@ fn run_chromium(bin: &PathBuf, profile: &TempDir, args: &[&str]) -> String {
     let mut out = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
     out
+}
+
+/// The number of points in the sparkline of `agent`'s row.
+fn sparkline_points(dom: &str, agent: &str) -> usize {
+    let row = dom_row(dom, agent);
+    let last = row.last().unwrap();
+    assert!(last.starts_with("<svg class=\"spark\""), "{last}");
+    let points = last.split("points=\"").nth(1).unwrap();
+    points[..points.find('"').unwrap()].split(' ').count()
 }
 
 /// The cell texts of the agent table's row for `agent` in a DOM dump.

@@ -173,10 +173,19 @@ wrong.")]
 cannot be read, the proxy or the sample origin cannot start, or the arguments are wrong.")]
     Demo(demo::DemoArgs),
     /// Show the per-agent activity table of a running proxy, refreshing like top.
+    #[command(after_help = "Without ADDRESS or --admin, the admin listener is server.admin of the policy file \
+(--config, $CRAWLGATE_CONFIG, else /etc/crawlgate/crawlgate.toml), and its server.admin_auth_file gives the \
+credentials unless --token-file is set. REQ/S is measured between two refreshes (--once waits one --interval).")]
     Top {
-        /// The admin listener, e.g. http://127.0.0.1:9090.
+        /// The admin listener: host:port or http://host:port[/prefix].
+        #[arg(value_name = "ADDRESS", conflicts_with = "admin")]
+        address: Option<String>,
+        /// The admin listener (the same as ADDRESS).
         #[arg(long)]
-        admin: String,
+        admin: Option<String>,
+        /// Policy file whose server.admin (and server.admin_auth_file) to use without an address.
+        #[arg(long, short = 'c', env = "CRAWLGATE_CONFIG", default_value = "/etc/crawlgate/crawlgate.toml")]
+        config: PathBuf,
         /// File holding the admin credentials (server.admin_auth_file's secret).
         #[arg(long)]
         token_file: Option<PathBuf>,
@@ -238,7 +247,12 @@ fn main() -> ExitCode {
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
-        Command::Top { admin, token_file, interval, once } => top::top(&admin, token_file.as_deref(), interval, once),
+        Command::Top { address, admin, config, token_file, interval, once } => {
+            top::admin_address(address.or(admin).as_deref(), &config).and_then(|(admin, auth_file)| {
+                let token_file = token_file.or(auth_file.map(PathBuf::from));
+                top::top(&admin, token_file.as_deref(), interval, once)
+            })
+        }
         Command::SampleOrigin { listen } => sample_origin::run_forever(&listen),
     };
     match result {

@@ -12,21 +12,59 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-/// The columns: header, JSON key, right-aligned.
-const COLUMNS: &[(&str, &str, bool)] = &[
-    ("AGENT", "agent", false),
-    ("CATEGORY", "category", false),
-    ("OPERATOR", "operator", false),
-    ("REQUESTS", "requests", true),
-    ("ALLOWED", "allowed", true),
-    ("VIOLATIONS", "violations", true),
-    ("BLOCKED", "blocked", true),
-    ("ROBOTS.TXT", "robots_txt", true),
-    ("NO-ROBOTS", "without_robots", true),
-    ("BYTES", "bytes_sent", true),
+/// The widest line `top` prints.
+pub const WIDTH: usize = 100;
+
+/// The narrowest the agent column is cut to when the table is too wide.
+const MIN_AGENT: usize = 8;
+
+/// A column: header, JSON key (`None` for a rate), right-aligned.
+struct Column {
+    header: &'static str,
+    key: &'static str,
+    /// A per-second rate of this key rather than its count.
+    rate: bool,
+}
+
+const fn col(header: &'static str, key: &'static str, rate: bool) -> Column {
+    Column { header, key, rate }
+}
+
+/// The columns: the page's vocabulary, with requests per second beside
+/// the requests.
+const COLUMNS: &[Column] = &[
+    col("AGENT", "agent", false),
+    col("REQUESTS", "requests", false),
+    col("REQ/S", "requests", true),
+    col("ALLOWED", "allowed", false),
+    col("VIOLATIONS", "violations", false),
+    col("BLOCKED", "blocked", false),
+    col("SPOOFED", "spoofed", false),
+    col("VERIFIED", "verified", false),
+    col("ROBOTS.TXT", "robots_txt", false),
+    col("BYTES", "bytes_sent", false),
 ];
 
-/// Runs the command.
+/// Where the admin listener is: `ADDR` (`host:port` or
+/// `http://host:port[/prefix]`), else `server.admin` of the policy file.
+pub fn admin_address(admin: Option<&str>, config: &Path) -> anyhow::Result<(String, Option<String>)> {
+    if let Some(a) = admin {
+        return Ok((a.to_string(), None));
+    }
+    let source = crate::config::read_policy_file(config)
+        .context("no admin address given, so top reads server.admin from the policy file")?;
+    let loaded = crawlgate_policy::load(&source, &config.display().to_string()).map_err(|d| {
+        anyhow::anyhow!("{} has errors (see `crawlgate check --config {}`): {d}", config.display(), config.display())
+    })?;
+    let server = &loaded.policy.settings().server;
+    let Some(admin) = server.admin.clone() else {
+        bail!("{} sets no server.admin: pass the admin listener's address (host:port)", config.display());
+    };
+    Ok((admin, server.admin_auth_file.clone()))
+}
+
+/// Runs the command. `--once` takes two samples `interval` apart to
+/// measure the rates.
 pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) -> anyhow::Result<ExitCode> {
     let authorization = match token_file {
         Some(f) => {
@@ -35,56 +73,112 @@ pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) ->
         }
         None => None,
     };
-    let target = Target::parse(admin)?;
-    if once {
-        let agents = target.get("/api/agents", authorization.as_deref())?;
-        out!("{}", table(&agents));
-        return Ok(ExitCode::SUCCESS);
-    }
     if !(interval.is_finite() && interval >= 0.1) {
         bail!("--interval must be at least 0.1 seconds");
     }
+    let target = Target::parse(admin)?;
+    let mut previous = target.get("/api/agents", authorization.as_deref())?;
+    if once {
+        std::thread::sleep(Duration::from_secs_f64(interval));
+        let agents = target.get("/api/agents", authorization.as_deref())?;
+        out!("{}", table(&agents, Some(&previous)));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut first = true;
     loop {
-        let screen = match target.get("/api/agents", authorization.as_deref()) {
-            Ok(agents) => table(&agents),
-            Err(e) => format!("{e:#}\n"),
+        let screen = if first {
+            first = false;
+            table(&previous, None)
+        } else {
+            match target.get("/api/agents", authorization.as_deref()) {
+                Ok(agents) => {
+                    let t = table(&agents, Some(&previous));
+                    previous = agents;
+                    t
+                }
+                Err(e) => format!("{e:#}\n"),
+            }
         };
         // Home, clear screen (ECMA-48 CUP and ED).
         out!(
-            "\x1b[H\x1b[2Jcrawlgate top: {admin}, every {interval}s (Ctrl-C quits); counts since the proxy started\n\n{screen}"
+            "\x1b[H\x1b[2Jcrawlgate top: {}, every {interval}s (Ctrl-C quits); counts since the proxy started\n\n{screen}",
+            target.authority
         );
         std::thread::sleep(Duration::from_secs_f64(interval));
     }
 }
 
-/// The table for an `/api/agents` document, with a total line.
-pub fn table(agents: &Value) -> String {
-    let mut rows: Vec<Vec<String>> = vec![COLUMNS.iter().map(|c| c.0.to_string()).collect()];
+/// The table for an `/api/agents` document, with a total line; rates
+/// per second against `previous` (by the documents' `now_ms`), `-`
+/// without one. At most [`WIDTH`] columns: a long agent name is cut.
+pub fn table(agents: &Value, previous: Option<&Value>) -> String {
+    let elapsed_ms = previous.and_then(|p| agents["now_ms"].as_u64()?.checked_sub(p["now_ms"].as_u64()?));
+    let rate = |now: &Value, before: Option<&Value>, key: &str| -> String {
+        match elapsed_ms.filter(|ms| *ms > 0) {
+            Some(ms) => {
+                let delta =
+                    now[key].as_u64().unwrap_or(0).saturating_sub(before.and_then(|b| b[key].as_u64()).unwrap_or(0));
+                format!("{:.1}", delta as f64 * 1000.0 / ms as f64)
+            }
+            None => "-".to_string(),
+        }
+    };
+    let before_row = |name: &Value| previous.and_then(|p| p["agents"].as_array()?.iter().find(|r| r["agent"] == *name));
+    let mut rows: Vec<Vec<String>> = vec![COLUMNS.iter().map(|c| c.header.to_string()).collect()];
     let list = agents["agents"].as_array().map_or(&[][..], Vec::as_slice);
     for a in list {
-        rows.push(COLUMNS.iter().map(|(_, key, _)| cell(&a[*key])).collect());
+        let before = before_row(&a["agent"]);
+        rows.push(
+            COLUMNS
+                .iter()
+                .map(|c| match (c.rate, c.key) {
+                    (true, key) => rate(a, before, key),
+                    (false, "bytes_sent") => crawlgate_proxy::human_bytes(&a["bytes_sent"]),
+                    (false, key) => cell(&a[key]),
+                })
+                .collect(),
+        );
     }
     let total = &agents["total"];
-    let mut last = vec!["TOTAL".to_string(), String::new(), String::new()];
-    last.extend(COLUMNS[3..].iter().map(|(_, key, _)| match *key {
-        "without_robots" => list.iter().filter_map(|a| a[*key].as_u64()).sum::<u64>().to_string(),
-        k => cell(&total[k]),
-    }));
-    rows.push(last);
-    let widths: Vec<usize> =
+    let before_total = previous.map(|p| &p["total"]);
+    rows.push(
+        COLUMNS
+            .iter()
+            .map(|c| match (c.rate, c.key) {
+                (_, "agent") => "TOTAL".to_string(),
+                (true, key) => rate(total, before_total, key),
+                (false, "bytes_sent") => crawlgate_proxy::human_bytes(&total["bytes_sent"]),
+                (false, key) => cell(&total[key]),
+            })
+            .collect(),
+    );
+    let mut widths: Vec<usize> =
         (0..COLUMNS.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+    let rest: usize = widths[1..].iter().sum::<usize>() + 2 * (COLUMNS.len() - 1);
+    widths[0] = widths[0].min(WIDTH.saturating_sub(rest).max(MIN_AGENT));
     let mut out = String::new();
     for r in &rows {
         let cells: Vec<String> = r
             .iter()
             .zip(COLUMNS)
             .zip(&widths)
-            .map(|((v, c), w)| if c.2 { format!("{v:>w$}") } else { format!("{v:<w$}") })
+            .enumerate()
+            .map(|(i, ((v, _), w))| if i == 0 { format!("{:<w$}", fit(v, *w)) } else { format!("{v:>w$}") })
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
     out
+}
+
+/// `s` cut to `width` characters, its last one `…` when cut.
+fn fit(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// A value as terminal-safe text (control characters replaced).
@@ -97,7 +191,7 @@ fn cell(v: &Value) -> String {
     s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
 }
 
-/// An `http://host:port[/prefix]` admin address.
+/// An admin address: `host:port` or `http://host:port[/prefix]`.
 struct Target {
     authority: String,
     prefix: String,
@@ -105,8 +199,10 @@ struct Target {
 
 impl Target {
     fn parse(url: &str) -> anyhow::Result<Target> {
-        let Some(rest) = url.strip_prefix("http://") else {
-            bail!("--admin must be an http:// URL (the admin listener speaks plain HTTP), found {url}");
+        let rest = match url.split_once("://") {
+            Some(("http", rest)) => rest,
+            Some(_) => bail!("the admin address must be host:port or an http:// URL (the admin listener speaks plain HTTP), found {url}"),
+            None => url,
         };
         let (authority, prefix) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
         if authority.is_empty() {
@@ -117,6 +213,13 @@ impl Target {
             authority.to_string()
         } else {
             format!("{authority}:80")
+        };
+        // A listener on every address (server.admin = "0.0.0.0:9090") is
+        // reached on loopback.
+        let authority = match authority.rsplit_once(':') {
+            Some(("0.0.0.0", port)) => format!("127.0.0.1:{port}"),
+            Some(("[::]", port)) => format!("[::1]:{port}"),
+            _ => authority,
         };
         Ok(Target { authority, prefix: prefix.trim_end_matches('/').to_string() })
     }
@@ -155,23 +258,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_aligns_and_totals() {
-        let v = json!({
+    fn table_aligns_totals_rates_and_fits_100_columns() {
+        let before = json!({
+            "now_ms": 1_000_000,
             "agents": [
-                {"agent": "GPTBot", "category": "ai-training", "operator": "OpenAI", "requests": 12, "allowed": 11,
-                 "violations": 1, "blocked": 0, "robots_txt": 1, "without_robots": 0, "bytes_sent": 5120},
-                {"agent": "other\u{1b}[2J", "category": null, "operator": null, "requests": 3, "allowed": 3,
-                 "violations": 0, "blocked": 0, "robots_txt": 0, "without_robots": 3, "bytes_sent": 10}
+                {"agent": "GPTBot", "requests": 2, "blocked": 0},
             ],
-            "total": {"requests": 15, "allowed": 14, "violations": 1, "blocked": 0, "robots_txt": 1, "bytes_sent": 5130}
+            "total": {"requests": 2, "blocked": 0}
         });
+        let v = json!({
+            "now_ms": 1_002_000,
+            "agents": [
+                {"agent": "GPTBot", "category": "ai-training", "operator": "OpenAI", "requests": 12, "allowed": 9,
+                 "violations": 1, "blocked": 0, "spoofed": 1, "verified": 10, "robots_txt": 1, "bytes_sent": 5120},
+                {"agent": "meta-externalagent-with-a-very-long-name\u{1b}[2J", "requests": 3, "allowed": 0,
+                 "violations": 0, "blocked": 3, "spoofed": 3, "verified": 0, "robots_txt": 0, "bytes_sent": 123_456_789}
+            ],
+            "total": {"requests": 15, "allowed": 9, "violations": 1, "blocked": 3, "spoofed": 4, "verified": 10,
+                      "robots_txt": 1, "bytes_sent": 123_461_909}
+        });
+        let t = table(&v, Some(&before));
         assert_eq!(
-            table(&v),
-            "AGENT      CATEGORY     OPERATOR  REQUESTS  ALLOWED  VIOLATIONS  BLOCKED  ROBOTS.TXT  NO-ROBOTS  BYTES\n\
-             GPTBot     ai-training  OpenAI          12       11           1        0           1          0   5120\n\
-             other?[2J  -            -                3        3           0        0           0          3     10\n\
-             TOTAL                                   15       14           1        0           1          3   5130\n"
+            t,
+            "AGENT           REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT   BYTES\n\
+             GPTBot                12    5.0        9           1        0        1        10           1    5120\n\
+             meta-external…         3    1.5        0           0        3        3         0           0  117.7M\n\
+             TOTAL                 15    6.5        9           1        3        4        10           1  117.7M\n"
         );
+        assert_eq!(t.lines().map(|l| l.chars().count()).max(), Some(WIDTH));
+        // Without a previous sample there is no rate.
+        assert!(table(&v, None).contains("\nGPTBot                12      -        9"), "{}", table(&v, None));
     }
 
     #[test]
@@ -181,5 +297,13 @@ mod tests {
         let t = Target::parse("http://admin.internal/crawlgate").unwrap();
         assert_eq!((t.authority.as_str(), t.prefix.as_str()), ("admin.internal:80", "crawlgate"));
         assert!(Target::parse("https://x").is_err());
+        let t = Target::parse("127.0.0.1:9090").unwrap();
+        assert_eq!((t.authority.as_str(), t.prefix.as_str()), ("127.0.0.1:9090", ""));
+        let t = Target::parse("0.0.0.0:9090").unwrap();
+        assert_eq!(t.authority, "127.0.0.1:9090");
+        let t = Target::parse("[::]:9090").unwrap();
+        assert_eq!(t.authority, "[::1]:9090");
+        let t = Target::parse("[::1]:9091").unwrap();
+        assert_eq!(t.authority, "[::1]:9091");
     }
 }

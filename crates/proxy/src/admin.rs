@@ -11,6 +11,7 @@ use http::{Response, StatusCode};
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 
+use crate::activity::Window;
 use crate::admin_auth::AdminAuth;
 use crate::dashboard;
 use crate::metrics::unix_seconds;
@@ -37,7 +38,7 @@ impl Admin {
     fn api(&self, name: &str, query: Option<&str>) -> Option<serde_json::Value> {
         let activity = &self.shared.activity;
         Some(match name {
-            "agents" => activity.agents_json(),
+            "agents" => activity.agents_json(query_window(query).unwrap_or(Window::All)),
             "timeline" => activity.timeline_json(query_usize(query, "minutes").unwrap_or(dashboard::CHART_MINUTES)),
             "violations" => activity.violations_json(query_usize(query, "limit").unwrap_or(50)),
             "compliance" => activity.compliance_json(query_usize(query, "limit").unwrap_or(50)),
@@ -46,13 +47,14 @@ impl Admin {
         })
     }
 
-    /// The dashboard page.
-    fn page(&self) -> String {
+    /// The dashboard page over `window`.
+    fn page(&self, window: Window) -> String {
         let api = |name| self.api(name, None).unwrap_or_default();
+        let activity = &self.shared.activity;
         dashboard::page(&dashboard::Data {
             status: &self.status_json(),
-            agents: &api("agents"),
-            timeline: &api("timeline"),
+            agents: &activity.agents_json(window),
+            timeline: &activity.timeline_json(dashboard::chart_minutes(window)),
             violations: &api("violations"),
             compliance: &api("compliance"),
             referrals: &api("referrals"),
@@ -109,6 +111,18 @@ impl Admin {
             })
             .collect()
     }
+}
+
+/// The `window=` query parameter: `Some(Ok(_))` for a known window,
+/// `Some(Err(()))` for an unknown one, `None` without one.
+fn window_param(query: Option<&str>) -> Option<Result<Window, ()>> {
+    let value = query?.split('&').find_map(|kv| kv.strip_prefix("window="))?;
+    Some(Window::parse(value).ok_or(()))
+}
+
+/// The window a query asks for (unknown values were refused before).
+fn query_window(query: Option<&str>) -> Option<Window> {
+    window_param(query).and_then(Result::ok)
 }
 
 /// A `name=<number>` query parameter.
@@ -176,8 +190,15 @@ impl ServeHttp for Admin {
                 return resp;
             }
         }
+        let query = session.req_header().uri.query();
+        if let Some(Err(())) = window_param(query) {
+            return text(
+                StatusCode::BAD_REQUEST,
+                "text/plain; charset=utf-8",
+                b"bad request: window= takes all, 1h, 6h or 24h\n".to_vec(),
+            );
+        }
         if let Some(name) = path.strip_prefix("/api/") {
-            let query = session.req_header().uri.query();
             return match self.api(name, query) {
                 Some(v) => json(&v),
                 None => text(
@@ -189,7 +210,11 @@ impl ServeHttp for Admin {
             };
         }
         match path.as_str() {
-            "/" => text(StatusCode::OK, "text/html; charset=utf-8", self.page().into_bytes()),
+            "/" => text(
+                StatusCode::OK,
+                "text/html; charset=utf-8",
+                self.page(query_window(query).unwrap_or(Window::All)).into_bytes(),
+            ),
             "/metrics" => {
                 let snap = self.shared.snapshot.load();
                 self.shared.metrics.upstream_health(&snap.upstream.health());

@@ -10,7 +10,7 @@ use crawlgate_policy::client::ClientAddr;
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{AccessLogFormat, Action, AgentId, LocalFile};
 
-use crate::activity::{Activity, Hit};
+use crate::activity::{Activity, BlockReason, Hit};
 
 use crate::metrics::{Metrics, OTHER_AGENT};
 
@@ -398,8 +398,28 @@ impl RequestDone<'_> {
             referer: self.referer,
             client: self.client.map(|c| c.ip),
             verification: self.verification,
+            reason: self.block_reason(),
             now: crate::activity::unix_now(),
         });
+    }
+
+    /// Why the proxy refused the request, for the activity model. A
+    /// block of a spoofed or unverified claim is told apart from a
+    /// robots.txt block by its verification (a stand-in until decisions
+    /// carry their reason).
+    fn block_reason(&self) -> Option<BlockReason> {
+        match (self.local, self.outcome) {
+            (Some(Local::BadRequest), _) => Some(BlockReason::BadRequest),
+            (Some(Local::LoopDetected), _) => Some(BlockReason::Loop),
+            (Some(Local::Replayed), _) => Some(BlockReason::Replayed),
+            (Some(Local::File(_)), _) => None,
+            (_, Action::Block) => Some(match self.verification {
+                Verification::Spoofed(_) => BlockReason::Spoofed,
+                Verification::Unverified if self.rule.is_none() => BlockReason::Unverified,
+                _ => BlockReason::Robots,
+            }),
+            _ => None,
+        }
     }
 
     /// The access log's `decision`: what the proxy did with the request.

@@ -44,6 +44,7 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 pub use admin_auth::authorization as admin_authorization;
+pub use dashboard::bytes as human_bytes;
 pub use metrics::ReloadOutcome;
 pub use reload::early_sighup;
 pub use state::LoadError;

@@ -40,6 +40,8 @@ pub use topk::{Counted, SpaceSaving};
 pub const TOP_K: usize = 20;
 /// Agent-network pairs the compliance table keeps.
 pub const COMPLIANCE_CAPACITY: usize = 10_000;
+/// Minutes of a row's sparkline (`per_minute` in `/api/agents`).
+pub const SPARKLINE_MINUTES: usize = 60;
 /// Longest path kept in a top-k entry (longer ones are cut, with `…`).
 const MAX_PATH: usize = 256;
 
@@ -75,8 +77,142 @@ pub struct Hit<'a> {
     pub client: Option<IpAddr>,
     /// The verification outcome of the request's claim.
     pub verification: crawlgate_policy::verification::Verification,
+    /// Why crawlgate answered the request itself with a refusal (a block,
+    /// a 400, a 508, a 429), `None` when it did not.
+    pub reason: Option<BlockReason>,
     /// Unix seconds.
     pub now: u64,
+}
+
+/// Why a request was refused: one vocabulary for the page, `/api/agents`
+/// and `crawlgate top`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockReason {
+    /// A disallow rule of the agent's group, enforced.
+    Robots,
+    /// The request claims an agent and is proven not to be it.
+    Spoofed,
+    /// The claim could not be verified and the group blocks on that.
+    Unverified,
+    /// A malformed request (400).
+    BadRequest,
+    /// A request that came back to this proxy (508).
+    Loop,
+    /// A replayed Web Bot Auth signature (429).
+    Replayed,
+}
+
+impl BlockReason {
+    /// Every reason, in the order of [`AgentStats`]'s counters.
+    pub const ALL: [BlockReason; 6] = [
+        BlockReason::Robots,
+        BlockReason::Spoofed,
+        BlockReason::Unverified,
+        BlockReason::BadRequest,
+        BlockReason::Loop,
+        BlockReason::Replayed,
+    ];
+
+    /// Its name in the JSON documents.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BlockReason::Robots => "robots",
+            BlockReason::Spoofed => "spoofed",
+            BlockReason::Unverified => "unverified",
+            BlockReason::BadRequest => "bad-request",
+            BlockReason::Loop => "loop",
+            BlockReason::Replayed => "replayed",
+        }
+    }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The counters kept per minute as well as in total, so that a window
+/// (the last hour, 6 hours, 24 hours) can be read back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// Every request.
+    Requests,
+    /// Page requests passed to the origin with no violation (locally
+    /// served files are not page requests).
+    Allowed,
+    /// Requests for a path the agent's group disallows, enforced or not.
+    Violations,
+    /// Requests refused, whatever the [`BlockReason`].
+    Blocked,
+    /// Claims proven false.
+    Spoofed,
+    /// Claims proven true.
+    Verified,
+    /// Fetches of `/robots.txt`.
+    RobotsTxt,
+    /// Page requests with no robots.txt fetch in the preceding 24 hours.
+    WithoutRobots,
+}
+
+impl Count {
+    /// Every counter, in storage order.
+    pub const ALL: [Count; 8] = [
+        Count::Requests,
+        Count::Allowed,
+        Count::Violations,
+        Count::Blocked,
+        Count::Spoofed,
+        Count::Verified,
+        Count::RobotsTxt,
+        Count::WithoutRobots,
+    ];
+
+    /// Its key in `/api/agents`.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Count::Requests => "requests",
+            Count::Allowed => "allowed",
+            Count::Violations => "violations",
+            Count::Blocked => "blocked",
+            Count::Spoofed => "spoofed",
+            Count::Verified => "verified",
+            Count::RobotsTxt => "robots_txt",
+            Count::WithoutRobots => "without_robots",
+        }
+    }
+
+    const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The span `/api/agents` counts over: since the process started, or the
+/// last hour, 6 hours or 24 hours (the timeline ring's reach).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Since the process started.
+    All,
+    /// The last `n` minutes, this one included.
+    Minutes(usize),
+}
+
+impl Window {
+    /// The windows the page offers, with their query values.
+    pub const CHOICES: [(&'static str, Window); 4] = [
+        ("all", Window::All),
+        ("1h", Window::Minutes(60)),
+        ("6h", Window::Minutes(360)),
+        ("24h", Window::Minutes(MINUTES)),
+    ];
+
+    /// The window of a `window=` query value.
+    pub fn parse(s: &str) -> Option<Window> {
+        Window::CHOICES.iter().find(|(name, _)| *name == s).map(|(_, w)| *w)
+    }
+
+    /// Its query value.
+    pub fn name(self) -> &'static str {
+        Window::CHOICES.iter().find(|(_, w)| *w == self).map_or("all", |(name, _)| name)
+    }
 }
 
 /// A disallowed path with its deciding rule.
@@ -108,7 +244,10 @@ pub struct AgentStats {
     verified: AtomicU64,
     unverified: AtomicU64,
     spoofed: AtomicU64,
-    timeline: Timeline,
+    /// Refusals by [`BlockReason`], in [`BlockReason::ALL`] order.
+    blocked_by: [AtomicU64; BlockReason::ALL.len()],
+    /// Per-minute counts of the [`Count`]s, in [`Count::ALL`] order.
+    timelines: [Timeline; Count::ALL.len()],
     top: Mutex<SpaceSaving<ViolationKey>>,
 }
 
@@ -129,7 +268,8 @@ impl AgentStats {
             verified: AtomicU64::new(0),
             unverified: AtomicU64::new(0),
             spoofed: AtomicU64::new(0),
-            timeline: Timeline::default(),
+            blocked_by: std::array::from_fn(|_| AtomicU64::new(0)),
+            timelines: std::array::from_fn(|_| Timeline::default()),
             top: Mutex::new(SpaceSaving::new(TOP_K)),
         }
     }
@@ -138,35 +278,74 @@ impl AgentStats {
         c.load(Ordering::Relaxed)
     }
 
-    /// The agent's row in `/api/agents`.
-    fn row(&self) -> Value {
+    /// A counter's total since the process started.
+    fn total(&self, c: Count) -> u64 {
+        Self::get(match c {
+            Count::Requests => &self.requests,
+            Count::Allowed => &self.allowed,
+            Count::Violations => &self.violations,
+            Count::Blocked => &self.blocked,
+            Count::Spoofed => &self.spoofed,
+            Count::Verified => &self.verified,
+            Count::RobotsTxt => &self.robots_txt,
+            Count::WithoutRobots => &self.without_robots,
+        })
+    }
+
+    /// A counter over `window`, which ends with minute `end`.
+    fn count(&self, c: Count, window: Window, end: u64) -> u64 {
+        match window {
+            Window::All => self.total(c),
+            Window::Minutes(n) => self.timelines[c.index()].sum(end, n),
+        }
+    }
+
+    /// Requests per minute over the last hour, oldest first.
+    fn sparkline(&self, end: u64) -> Vec<u64> {
+        self.timelines[Count::Requests.index()].window(end, SPARKLINE_MINUTES)
+    }
+
+    /// The agent's row in `/api/agents`: the [`Count`]s over `window`
+    /// (ending with minute `end`), the rest since the process started.
+    fn row(&self, window: Window, end: u64) -> Value {
         let g = Self::get;
         let entry = catalog::lookup(&self.name);
         let kind = match &*self.name {
             OTHER_BOT | BROWSER => &*self.name,
             _ => "token",
         };
-        json!({
-            "agent": &*self.name,
-            "kind": kind,
-            "category": entry.and_then(|e| e.categories.first()).map(String::as_str),
-            "operator": entry.map(|e| e.operator.as_str()),
-            "requests": g(&self.requests),
-            "allowed": g(&self.allowed),
-            "violations": g(&self.violations),
-            "blocked": g(&self.blocked),
-            "robots_txt": g(&self.robots_txt),
-            "agents_txt": g(&self.agents_txt),
-            "bytes_sent": g(&self.bytes),
-            "without_robots": g(&self.without_robots),
-            "first_seen": g(&self.first_seen),
-            "last_seen": g(&self.last_seen),
-            "verification": {
+        let mut row = serde_json::Map::new();
+        row.insert("agent".into(), json!(&*self.name));
+        row.insert("kind".into(), json!(kind));
+        row.insert("category".into(), json!(entry.and_then(|e| e.categories.first()).map(String::as_str)));
+        row.insert("operator".into(), json!(entry.map(|e| e.operator.as_str())));
+        for c in Count::ALL {
+            row.insert(c.key().into(), json!(self.count(c, window, end)));
+        }
+        row.insert(
+            "blocked_by".into(),
+            Value::Object(
+                BlockReason::ALL
+                    .iter()
+                    .zip(&self.blocked_by)
+                    .map(|(r, n)| (r.as_str().to_string(), json!(g(n))))
+                    .collect(),
+            ),
+        );
+        row.insert("agents_txt".into(), json!(g(&self.agents_txt)));
+        row.insert("bytes_sent".into(), json!(g(&self.bytes)));
+        row.insert("first_seen".into(), json!(g(&self.first_seen)));
+        row.insert("last_seen".into(), json!(g(&self.last_seen)));
+        row.insert(
+            "verification".into(),
+            json!({
                 "verified": g(&self.verified),
                 "unverified": g(&self.unverified),
                 "spoofed": g(&self.spoofed),
-            },
-        })
+            }),
+        );
+        row.insert("per_minute".into(), json!(self.sparkline(end)));
+        Value::Object(row)
     }
 }
 
@@ -271,31 +450,61 @@ impl Activity {
         let inc = |c: &AtomicU64| {
             c.fetch_add(1, Ordering::Relaxed);
         };
-        inc(&s.requests);
-        inc(match hit.outcome {
-            Action::Pass => &s.allowed,
-            Action::LogViolation => &s.violations,
-            Action::Block => &s.blocked,
-        });
+        let minute = hit.now / 60;
+        // One counter and its per-minute ring.
+        let count = |c: Count| {
+            let total = match c {
+                Count::Requests => &s.requests,
+                Count::Allowed => &s.allowed,
+                Count::Violations => &s.violations,
+                Count::Blocked => &s.blocked,
+                Count::Spoofed => &s.spoofed,
+                Count::Verified => &s.verified,
+                Count::RobotsTxt => &s.robots_txt,
+                Count::WithoutRobots => &s.without_robots,
+            };
+            inc(total);
+            s.timelines[c.index()].add(minute);
+        };
+        count(Count::Requests);
+        // A refusal is one whatever its reason; a violation is a request
+        // for a disallowed path, logged or refused for that path (a spoof
+        // refused on an allowed path is none).
+        let reason = match (hit.reason, hit.outcome) {
+            (Some(r), _) => Some(r),
+            (None, Action::Block) => Some(BlockReason::Robots),
+            (None, _) => None,
+        };
+        let violation = hit.outcome == Action::LogViolation || reason == Some(BlockReason::Robots);
+        if let Some(r) = reason {
+            count(Count::Blocked);
+            if let Some(c) = s.blocked_by.get(r.index()) {
+                inc(c);
+            }
+        }
+        if violation {
+            count(Count::Violations);
+        }
+        if reason.is_none() && !violation && hit.file.is_none() {
+            count(Count::Allowed);
+        }
         {
             use crawlgate_policy::verification::Verification;
             match hit.verification {
-                Verification::Verified(_) => inc(&s.verified),
+                Verification::Verified(_) => count(Count::Verified),
                 Verification::Unverified => inc(&s.unverified),
-                Verification::Spoofed(_) => inc(&s.spoofed),
+                Verification::Spoofed(_) => count(Count::Spoofed),
                 Verification::NotApplicable => {}
             }
         }
         s.bytes.fetch_add(hit.bytes, Ordering::Relaxed);
         let _ = s.first_seen.compare_exchange(0, hit.now, Ordering::Relaxed, Ordering::Relaxed);
         s.last_seen.fetch_max(hit.now, Ordering::Relaxed);
-        let minute = hit.now / 60;
-        s.timeline.add(minute);
         self.total.add(minute);
         let is_browser = Arc::ptr_eq(&slot, &self.browser);
         match hit.file {
             Some(LocalFile::RobotsTxt) => {
-                inc(&s.robots_txt);
+                count(Count::RobotsTxt);
                 if !is_browser {
                     self.compliance.robots(&s.name, Net::of(hit.client), hit.now);
                 }
@@ -305,11 +514,11 @@ impl Activity {
             Some(LocalFile::TdmRep | LocalFile::Rsl) => {}
             None => {
                 if !is_browser && self.compliance.page(&s.name, Net::of(hit.client), hit.now) {
-                    inc(&s.without_robots);
+                    count(Count::WithoutRobots);
                 }
             }
         }
-        if hit.outcome != Action::Pass {
+        if violation {
             if let Some((rule, line)) = hit.rule {
                 let path = cut(hit.path);
                 let mut top = match s.top.lock() {
@@ -344,24 +553,50 @@ impl Activity {
         v
     }
 
-    /// `/api/agents`.
-    pub fn agents_json(&self) -> Value {
-        let seen = self.seen();
-        let sum = |f: fn(&AgentStats) -> &AtomicU64| seen.iter().map(|s| f(s).load(Ordering::Relaxed)).sum::<u64>();
+    /// `/api/agents` over `window`.
+    pub fn agents_json(&self, window: Window) -> Value {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let mut v = self.agents_json_at(window, now.as_secs());
+        if let Value::Object(m) = &mut v {
+            // For rates between two reads (`crawlgate top`).
+            m.insert("now_ms".into(), json!(u64::try_from(now.as_millis()).unwrap_or(u64::MAX)));
+        }
+        v
+    }
+
+    /// `/api/agents` over `window` ending at `now` (Unix seconds): agents
+    /// with requests in the window, most first, and their totals.
+    pub fn agents_json_at(&self, window: Window, now: u64) -> Value {
+        let end = now / 60;
+        let mut rows: Vec<(u64, Value)> = self
+            .seen()
+            .iter()
+            .map(|s| (s.count(Count::Requests, window, end), s.row(window, end)))
+            .filter(|(n, _)| *n > 0)
+            .collect();
+        // `seen` sorted by name among equals; a stable sort keeps that.
+        rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+        let rows: Vec<Value> = rows.into_iter().map(|(_, r)| r).collect();
+        let mut total = serde_json::Map::new();
+        for key in Count::ALL.iter().map(|c| c.key()).chain(["agents_txt", "bytes_sent"]) {
+            total.insert(key.into(), json!(rows.iter().filter_map(|r| r[key].as_u64()).sum::<u64>()));
+        }
+        let mut by_reason = serde_json::Map::new();
+        for r in BlockReason::ALL {
+            let n: u64 = rows.iter().filter_map(|row| row["blocked_by"][r.as_str()].as_u64()).sum();
+            by_reason.insert(r.as_str().into(), json!(n));
+        }
+        total.insert("blocked_by".into(), Value::Object(by_reason));
         json!({
             "started_at": self.started,
-            "now": unix_now(),
-            "note": "Counts are kept in memory since the process started: a restart resets them, a policy reload keeps them.",
-            "agents": seen.iter().map(|s| s.row()).collect::<Vec<_>>(),
-            "total": {
-                "requests": sum(|s| &s.requests),
-                "allowed": sum(|s| &s.allowed),
-                "violations": sum(|s| &s.violations),
-                "blocked": sum(|s| &s.blocked),
-                "robots_txt": sum(|s| &s.robots_txt),
-                "agents_txt": sum(|s| &s.agents_txt),
-                "bytes_sent": sum(|s| &s.bytes),
-            },
+            "now": now,
+            "window": window.name(),
+            "window_minutes": match window { Window::All => None, Window::Minutes(n) => Some(n) },
+            "note": "Counts are kept in memory since the process started: a restart resets them, a policy reload keeps them. \
+                     With a window, requests, allowed, violations, blocked, spoofed, verified, robots_txt and \
+                     without_robots count that window; the other fields count since the start.",
+            "agents": rows,
+            "total": Value::Object(total),
         })
     }
 
@@ -372,7 +607,7 @@ impl Activity {
         let end = unix_now() / 60;
         let mut agents = serde_json::Map::new();
         for s in self.seen() {
-            let w = s.timeline.window(end, minutes);
+            let w = s.timelines[Count::Requests.index()].window(end, minutes);
             if w.iter().any(|&c| c > 0) {
                 agents.insert(s.name.to_string(), json!(w));
             }
@@ -405,6 +640,7 @@ impl Activity {
             all.extend(top.into_iter().map(|c| (s.name.clone(), c)));
         }
         all.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(&b.0)).then(a.1.key.path.cmp(&b.1.key.path)));
+        let groups = violation_groups(&all);
         all.truncate(limit);
         json!({
             "k": TOP_K,
@@ -416,6 +652,7 @@ impl Activity {
                 v
             }).collect::<Vec<_>>(),
             "agents": per_agent,
+            "groups": groups,
         })
     }
 
@@ -493,6 +730,42 @@ impl Activity {
             "operators": operators,
         })
     }
+}
+
+/// The kept violations grouped by agent and rule (most counted first),
+/// each with its paths (most counted first).
+fn violation_groups(all: &[(Arc<str>, Counted<ViolationKey>)]) -> Vec<Value> {
+    /// One agent and rule, its total and its paths.
+    struct Group<'a> {
+        agent: &'a str,
+        rule: &'a str,
+        line: usize,
+        count: u64,
+        paths: Vec<&'a Counted<ViolationKey>>,
+    }
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for (agent, c) in all {
+        match groups.iter_mut().find(|g| g.agent == &**agent && g.rule == &*c.key.rule && g.line == c.key.line) {
+            Some(g) => {
+                g.count += c.count;
+                g.paths.push(c);
+            }
+            None => groups.push(Group { agent, rule: &c.key.rule, line: c.key.line, count: c.count, paths: vec![c] }),
+        }
+    }
+    groups.sort_by(|a, b| b.count.cmp(&a.count).then(a.agent.cmp(b.agent)).then(a.line.cmp(&b.line)));
+    groups
+        .iter()
+        .map(|g| {
+            json!({
+                "agent": g.agent,
+                "rule": g.rule,
+                "line": g.line,
+                "count": g.count,
+                "paths": g.paths.iter().map(|c| json!({"path": &*c.key.path, "count": c.count, "error": c.error})).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 fn entry_json(c: &Counted<ViolationKey>) -> Value {

@@ -39,6 +39,7 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         referer: None,
         client: Some("192.0.2.1".parse().unwrap()),
         verification: d.verification,
+        reason: None,
         now: 1_000_000,
     }
 }
@@ -71,7 +72,7 @@ fn exact_counts_under_concurrent_updates() {
     for t in threads {
         t.join().unwrap();
     }
-    let v = a.agents_json();
+    let v = a.agents_json_at(Window::All, 1_000_000);
     let g = row(&v, "GPTBot");
     assert_eq!(
         (g["requests"].as_u64(), g["allowed"].as_u64(), g["violations"].as_u64(), g["bytes_sent"].as_u64()),
@@ -116,7 +117,7 @@ user_agents = ["GPTBot"]
     a.hit(&hit(&p2, 2, "CCBot/2.0", "/"));
     // A request decided on the old generation finds its slot by name.
     a.hit(&hit(&p1, 1, "GPTBot/1.0", "/"));
-    let v = a.agents_json();
+    let v = a.agents_json_at(Window::All, 1_000_000);
     assert_eq!(row(&v, "GPTBot")["requests"], 3);
     assert_eq!(row(&v, "CCBot")["requests"], 1);
     assert!(v["agents"].as_array().unwrap().iter().all(|r| r["agent"] != "ClaudeBot"));
@@ -136,7 +137,7 @@ fn verification_outcomes_are_counted_per_agent() {
     ] {
         a.hit(&Hit { verification: v, ..hit(&p, 1, "GPTBot/1.0", "/") });
     }
-    let v = a.agents_json();
+    let v = a.agents_json_at(Window::All, 1_000_000);
     let r = row(&v, "GPTBot");
     assert_eq!(r["requests"], 5);
     assert_eq!(r["verification"], json!({"verified": 1, "unverified": 1, "spoofed": 2}));
@@ -157,7 +158,7 @@ fn compliance_and_referrals() {
     assert_eq!(c["agents"], json!([{"agent": "ClaudeBot", "networks": 1, "requests_without_robots": 2}]));
     assert_eq!(c["clients"][0]["network"], "192.0.2.0/24");
     assert_eq!(c["clients"][0]["robots_fetched_at"], Value::Null);
-    let v = a.agents_json();
+    let v = a.agents_json_at(Window::All, 1_000_000);
     assert_eq!(row(&v, "GPTBot")["robots_txt"], 1);
     assert_eq!(row(&v, "GPTBot")["without_robots"], 0);
     assert_eq!(row(&v, "ClaudeBot")["blocked"], 2);
@@ -208,17 +209,144 @@ fn rotating_origin_tokens_keep_series_and_slots_flat() {
         let ua = "Mozilla/5.0 (compatible; CCBot/2.0)";
         a.hit(&hit(&merged, 1, ua, "/x/page"));
         metrics.request("CCBot", Action::LogViolation, "none", std::time::Duration::ZERO);
-        let rows = a.agents_json()["agents"].as_array().map_or(0, Vec::len);
+        let rows = a.agents_json(Window::All)["agents"].as_array().map_or(0, Vec::len);
         counts.push((series(&metrics), a.slot_count(), rows, metrics.agent_labels()));
     }
     assert!(counts.iter().all(|c| *c == counts[0]), "{counts:?}");
     // GPTBot, ClaudeBot and the origin's catalog crawler CCBot.
     assert_eq!((counts[0].1, counts[0].3), (3, 3), "{counts:?}");
-    let v = a.agents_json();
+    let v = a.agents_json(Window::All);
     assert_eq!(row(&v, OTHER_BOT)["requests"], 3000);
     assert_eq!(row(&v, "CCBot")["requests"], 10);
     let text = String::from_utf8(metrics.encode().0).unwrap();
     assert!(text.contains("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"} 3000"), "{text}");
     assert!(text.contains("crawlgate_violations_total{agent=\"other\",group=\"origin\"} 3000"), "{text}");
     assert!(!text.contains("Rot"), "{text}");
+}
+
+/// The page's vocabulary: robots.txt fetches are not Allowed, an enforced
+/// disallow is both a violation and a block (reason `robots`), a spoof
+/// refused on an allowed path is a block (reason `spoofed`) and no
+/// violation, and a 400 is a block of its own reason.
+#[test]
+fn one_vocabulary_for_allowed_violations_and_blocks() {
+    use crawlgate_policy::verification::{Method, Verification};
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    a.hit(&hit(&p, 1, "ClaudeBot/1.0", "/robots.txt"));
+    a.hit(&hit(&p, 1, "ClaudeBot/1.0", "/members/a"));
+    a.hit(&hit(&p, 1, "GPTBot/1.0", "/robots.txt"));
+    a.hit(&hit(&p, 1, "GPTBot/1.0", "/page"));
+    a.hit(&hit(&p, 1, "GPTBot/1.0", "/private/a"));
+    // A spoofed GPTBot refused on an allowed path.
+    a.hit(&Hit {
+        verification: Verification::Spoofed(Method::Ip),
+        outcome: Action::Block,
+        reason: Some(BlockReason::Spoofed),
+        ..hit(&p, 1, "GPTBot/1.0", "/page")
+    });
+    a.hit(&Hit { reason: Some(BlockReason::BadRequest), ..hit(&p, 1, "GPTBot/1.0", "/x") });
+    let v = a.agents_json_at(Window::All, 1_000_000);
+    let pick = |r: &Value| {
+        json!([
+            r["requests"],
+            r["allowed"],
+            r["violations"],
+            r["blocked"],
+            r["spoofed"],
+            r["verified"],
+            r["robots_txt"]
+        ])
+    };
+    assert_eq!(pick(row(&v, "ClaudeBot")), json!([2, 0, 1, 1, 0, 0, 1]));
+    assert_eq!(pick(row(&v, "GPTBot")), json!([5, 1, 1, 2, 1, 0, 1]));
+    assert_eq!(
+        row(&v, "GPTBot")["blocked_by"],
+        json!({"robots": 0, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0})
+    );
+    assert_eq!(row(&v, "ClaudeBot")["blocked_by"]["robots"], 1);
+    assert_eq!(
+        v["total"],
+        json!({
+            "requests": 7, "allowed": 1, "violations": 2, "blocked": 3, "spoofed": 1, "verified": 0,
+            "robots_txt": 2, "without_robots": 0, "agents_txt": 0, "bytes_sent": 70,
+            "blocked_by": {"robots": 1, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0},
+        })
+    );
+    // Only the two disallowed paths are violations.
+    let viol = a.violations_json(10);
+    let paths: Vec<&Value> = viol["top"].as_array().unwrap().iter().map(|t| &t["path"]).collect();
+    assert_eq!(paths, [&json!("/members/a"), &json!("/private/a")]);
+}
+
+/// `window=1h|6h|24h` counts the requests of that span from the per-minute
+/// rings; `per_minute` is the last hour of requests, oldest first.
+#[test]
+fn windows_and_the_sparkline() {
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    let now = 1_000_000 * 60 + 30;
+    let at = |secs_ago: u64, path: &'static str| Hit { now: now - secs_ago, ..hit(&p, 1, "GPTBot/1.0", path) };
+    a.hit(&at(0, "/page"));
+    a.hit(&at(0, "/page"));
+    a.hit(&at(120, "/private/a"));
+    a.hit(&at(2 * 3600, "/page"));
+    a.hit(&at(20 * 3600, "/private/b"));
+    a.hit(&at(30 * 3600, "/page"));
+    a.hit(&Hit { now: now - 2 * 3600, ..hit(&p, 1, "ClaudeBot/1.0", "/a") });
+    let counts = |w: Window| {
+        let v = a.agents_json_at(w, now);
+        let rows: Vec<Value> = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| json!([r["agent"], r["requests"], r["allowed"], r["violations"], r["blocked"]]))
+            .collect();
+        (v["window"].clone(), json!(rows), v["total"]["requests"].clone())
+    };
+    assert_eq!(counts(Window::Minutes(60)), (json!("1h"), json!([["GPTBot", 3, 2, 1, 0]]), json!(3)));
+    assert_eq!(
+        counts(Window::Minutes(360)),
+        (json!("6h"), json!([["GPTBot", 4, 3, 1, 0], ["ClaudeBot", 1, 0, 1, 1]]), json!(5))
+    );
+    assert_eq!(
+        counts(Window::Minutes(MINUTES)),
+        (json!("24h"), json!([["GPTBot", 5, 3, 2, 0], ["ClaudeBot", 1, 0, 1, 1]]), json!(6))
+    );
+    assert_eq!(
+        counts(Window::All),
+        (json!("all"), json!([["GPTBot", 6, 4, 2, 0], ["ClaudeBot", 1, 0, 1, 1]]), json!(7))
+    );
+    let v = a.agents_json_at(Window::Minutes(60), now);
+    let mut spark = vec![0u64; SPARKLINE_MINUTES];
+    spark[59] = 2;
+    spark[57] = 1;
+    assert_eq!(v["agents"][0]["per_minute"], json!(spark));
+    assert_eq!(Window::parse("6h"), Some(Window::Minutes(360)));
+    assert_eq!(Window::parse("7h"), None);
+}
+
+/// The violations grouped by agent and rule, most first, the paths under
+/// each.
+#[test]
+fn violations_grouped_by_agent_and_rule() {
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    for path in ["/private/a", "/private/b", "/private/b"] {
+        a.hit(&hit(&p, 1, "GPTBot/1.0", path));
+    }
+    a.hit(&hit(&p, 1, "ClaudeBot/1.0", "/x"));
+    let groups = &a.violations_json(10)["groups"];
+    assert_eq!(
+        groups,
+        &json!([
+            {"agent": "GPTBot", "rule": "/private/", "line": 7, "count": 3, "paths": [
+                {"path": "/private/b", "count": 2, "error": 0},
+                {"path": "/private/a", "count": 1, "error": 0},
+            ]},
+            {"agent": "ClaudeBot", "rule": "/", "line": 12, "count": 1, "paths": [
+                {"path": "/x", "count": 1, "error": 0},
+            ]},
+        ])
+    );
 }

@@ -63,6 +63,16 @@ impl Timeline {
     }
 }
 
+impl Timeline {
+    /// The sum of the `n` minutes ending with `end` (inclusive).
+    pub fn sum(&self, end: u64, n: usize) -> u64 {
+        if self.slots.get().is_none() {
+            return 0;
+        }
+        self.window(end, n).iter().sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
