@@ -88,7 +88,8 @@ fn check_names_each_groups_methods() {
     let dir = TempDir::new("cli-check-methods");
     dir.write(
         "p.toml",
-        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n\
+        "allow_warnings = [\"block-without-trusted-proxies\"]\n\
+         [upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n\
          [[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"YandexBot\"]\n\n\
          [[group]]\nuser_agents = [\"Googlebot\"]\non_unverified = \"block\"\n\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n",
     );

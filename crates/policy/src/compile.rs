@@ -186,6 +186,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
     let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
+    if verification.enabled && server.client_address.trusted_proxies.is_empty() {
+        block_without_trusted_proxies(&mut cx, &group);
+    }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
 
@@ -1893,6 +1896,26 @@ fn compile_verify(cx: &mut Ctx<'_>, v: Option<&Spanned<String>>) -> Option<(Veri
         None => {
             cx.err(v, format!("group.verify must be none, ip, rdns, signature or any, found `{}`", v.get_ref()));
             None
+        }
+    }
+}
+
+/// Warns at each `on_spoofed = "block"` / `on_unverified = "block"` when no
+/// proxy is trusted: behind a load balancer every request comes from its
+/// address, so every real crawler's claim fails and is blocked.
+fn block_without_trusted_proxies(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) {
+    for g in raw {
+        let g = g.get_ref();
+        for (key, v) in [("on_spoofed", &g.on_spoofed), ("on_unverified", &g.on_unverified)] {
+            if let Some(v) = v.as_ref().filter(|v| v.get_ref() == "block") {
+                cx.warn(
+                    v,
+                    Warning::BlockWithoutTrustedProxies,
+                    format!(
+                        "group.{key} = \"block\" while server.trusted_proxies is empty: behind a load balancer or CDN every request comes from its address, so every real crawler fails verification and gets a 403 (a deindexing trap); list the balancer's addresses in server.trusted_proxies, or acknowledge this warning if clients connect directly"
+                    ),
+                );
+            }
         }
     }
 }

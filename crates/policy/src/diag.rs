@@ -71,11 +71,14 @@ pub enum Warning {
     UnboundSignatures,
     /// A key in its old place, still read (the message says where it moved).
     DeprecatedKey,
+    /// A group blocks failed claims while no proxy in front is trusted, so
+    /// behind a load balancer every real crawler fails verification.
+    BlockWithoutTrustedProxies,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 19] = [
+    pub const ALL: [Warning; 20] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -95,6 +98,7 @@ impl Warning {
         Warning::AnyDirectoryHost,
         Warning::UnboundSignatures,
         Warning::DeprecatedKey,
+        Warning::BlockWithoutTrustedProxies,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -120,6 +124,7 @@ impl Warning {
             Warning::AnyDirectoryHost => "any-directory-host",
             Warning::UnboundSignatures => "unbound-signatures",
             Warning::DeprecatedKey => "deprecated-key",
+            Warning::BlockWithoutTrustedProxies => "block-without-trusted-proxies",
         }
     }
 
