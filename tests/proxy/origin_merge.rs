@@ -31,7 +31,12 @@ struct SwitchOrigin {
 
 impl SwitchOrigin {
     fn start(robots: &str) -> SwitchOrigin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        SwitchOrigin::start_on("127.0.0.1:0", robots)
+    }
+
+    /// The origin on `addr` (`127.0.0.1:0`: any free port).
+    fn start_on(addr: &str, robots: &str) -> SwitchOrigin {
+        let listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
         listener.set_nonblocking(true).unwrap_or_else(|e| panic!("nonblocking: {e}"));
         let robots = Arc::new(Mutex::new(robots.to_string()));
@@ -256,6 +261,30 @@ fn origin_robots_txt_is_merged_followed_and_kept_when_the_origin_goes_down() {
     let status = admin_status(&proxy);
     assert_eq!(status["generation"], 2);
     assert_eq!(status["origin_robots"]["origin_groups"], 2);
+}
+
+/// A proxy started before its origin (systemd, a pod): without a copy it
+/// retries after 1 s, doubling, not after `origin_refresh` (10 minutes
+/// here), so the origin's groups are served soon after it comes up.
+#[test]
+fn an_origin_that_comes_up_after_the_proxy_is_merged_within_seconds() {
+    let origin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let rules = RULES.replace("origin_refresh = \"1s\"", "origin_refresh = \"10m\"");
+    let proxy = Proxy::start_with(addr, admin, &(base_policy(addr, admin, origin_addr) + &rules));
+    wait_for("a failed first fetch", Duration::from_secs(5), || {
+        (origin_status(&proxy)["last_fetch"] == "error").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let _origin = SwitchOrigin::start_on(&origin_addr.to_string(), ORIGIN_V1);
+    let started = std::time::Instant::now();
+    let v1 = format!("{POLICY_PART}{MERGED_V1}");
+    wait_for("the merge after the origin came up", Duration::from_secs(5), || {
+        (robots_txt(&proxy).0 == v1).then_some(())
+    });
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(status_of(&proxy, EXAMPLE_UA, "/v1-only/page").0, 403);
 }
 
 #[test]
