@@ -285,6 +285,17 @@ fn an_origin_that_comes_up_after_the_proxy_is_merged_within_seconds() {
     });
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert_eq!(status_of(&proxy, EXAMPLE_UA, "/v1-only/page").0, 403);
+    // `render --origin` previews the bytes the proxy serves.
+    let out = crawlgate_e2e::crawlgate(&[
+        "render",
+        "robots.txt",
+        "-c",
+        crawlgate_e2e::arg(&proxy.policy_path),
+        "--origin",
+        &format!("http://{origin_addr}"),
+    ]);
+    assert_eq!(crawlgate_e2e::stdout(&out), v1);
+    assert!(!crawlgate_e2e::stderr(&out).contains("note:"), "{}", crawlgate_e2e::stderr(&out));
 }
 
 #[test]

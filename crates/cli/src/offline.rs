@@ -1,5 +1,6 @@
 //! `crawlgate check`, `render` and `explain`: the offline questions about a
-//! policy, answered from the policy file alone (no proxy, no origin).
+//! policy, answered from the policy file (and the origin's robots.txt when
+//! `--origin` or `--origin-file` gives it), without a proxy.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use crawlgate_policy::robotstxt::path_of;
 use crawlgate_policy::{load, Diagnostic};
 
 use crate::config::{load_or_report, read_policy_file};
+use crate::origin::OriginSource;
 
 /// `crawlgate check --json`: the diagnostics as one JSON object on stdout,
 /// `{"file", "errors", "warnings", "acknowledged"}`, each diagnostic
@@ -105,22 +107,24 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// `crawlgate render robots.txt|agents.txt`: the exact bytes served.
-pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> {
+/// `crawlgate render robots.txt|agents.txt`: the exact bytes served, the
+/// origin's robots.txt merged in when `origin` gives it.
+pub fn render(what: &str, config: &Path, origin: Option<OriginSource<'_>>) -> anyhow::Result<ExitCode> {
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
+    let policy = if what == "robots.txt" { crate::origin::as_served(loaded.policy, origin)? } else { loaded.policy };
     let text = match what {
-        "robots.txt" => loaded.policy.robots_txt(),
-        "tdmrep.json" => match loaded.policy.tdmrep_json() {
+        "robots.txt" => policy.robots_txt(),
+        "tdmrep.json" => match policy.tdmrep_json() {
             Some(t) => t,
             None => {
                 eprintln!("{}: tdmrep.json is not published (no [tdmrep] table)", config.display());
                 return Ok(ExitCode::from(1));
             }
         },
-        _ => match loaded.policy.agents_txt() {
+        _ => match policy.agents_txt() {
             Some(t) => t,
             None => {
                 eprintln!("{}: agents.txt is disabled (no [agents_txt] table, or enabled = false)", config.display());
@@ -140,12 +144,13 @@ pub fn explain(
     urls: &[String],
     client_ip: Option<&str>,
     live: bool,
+    origin: Option<OriginSource<'_>>,
 ) -> anyhow::Result<ExitCode> {
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
-    let policy = &loaded.policy;
+    let policy = &crate::origin::as_served(loaded.policy, origin)?;
     let verified = match client_ip {
         None => None,
         Some(ip) => {
