@@ -105,3 +105,26 @@ fn check_names_each_groups_methods() {
         ]
     );
 }
+
+/// Offline, `explain --client-ip` says which methods it could not run
+/// instead of reading their absence as `unverified`: reverse DNS needs a
+/// lookup, and the built-in IP lists need a fetch (no copy without a
+/// state_dir).
+#[test]
+fn explain_offline_names_the_methods_it_could_not_run() {
+    let dir = TempDir::new("cli-explain-offline");
+    let p = dir.write(
+        "p.toml",
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n[[group]]\nuser_agents = [\"Googlebot\"]\n",
+    );
+    let (status, out, err) =
+        run(&["explain", "-c", arg(&p), "-A", "Googlebot/2.1", "--client-ip", "66.249.66.1", "/x"]);
+    assert_eq!((status, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "/x\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   66.249.66.1\n  verify:   unverified -> on failure: log\n  \
+         ip:       not checked offline (lists: no cached copy, no state_dir); --live fetches them\n  \
+         rdns:     not checked offline; --live checks it\n  group:    Googlebot (line 6)\n  rule:     none matched\n  \
+         verdict:  allowed\n  enforce:  off -> pass\n"
+    );
+}

@@ -157,7 +157,11 @@ pub fn explain(
             let ip: std::net::IpAddr = ip.parse().map_err(|_| anyhow::anyhow!("`{ip}` is not an IP address"))?;
             let claims: Vec<_> = policy.claim(user_agent).into_iter().collect();
             let report = crate::verify::check(policy, &claims, ip, live)?.pop();
-            Some((ip, report))
+            let methods = match (claims.first(), &report) {
+                (Some(c), Some(r)) => method_lines(policy, c, r, live),
+                _ => Vec::new(),
+            };
+            Some((ip, report.map(|r| (r, methods))))
         }
     };
     let mut out = Vec::new();
@@ -168,7 +172,7 @@ pub fn explain(
             Err(e) => anyhow::bail!("{url}: {e}"),
         };
         let mut d = policy.decide(user_agent, &path);
-        if let Some((_, Some(r))) = &verified {
+        if let Some((_, Some((r, _)))) = &verified {
             let identity =
                 crawlgate_policy::Identity { verification: r.verdict.verification, proven: None, replayed: false };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
@@ -219,14 +223,11 @@ pub fn explain(
             entry["client_ip"] = ip.to_string().into();
             entry["verification"] = match report {
                 None => serde_json::json!({"outcome": "none", "methods": []}),
-                Some(r) => serde_json::json!({
+                Some((r, methods)) => serde_json::json!({
                     "outcome": r.verdict.verification.to_string(),
                     "evidence": r.verdict.evidence.to_string(),
                     "on_failure": d.on_failure.map(|f| f.as_str()),
-                    "methods": r.findings.iter().map(|(m, f)| serde_json::json!({
-                        "method": m.as_str(),
-                        "finding": crate::verify::finding_text(f),
-                    })).collect::<Vec<_>>(),
+                    "methods": methods,
                 }),
             };
         }
@@ -303,4 +304,42 @@ pub fn explain(
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each verification method of `claim` and what it found, as `explain`
+/// lists them. Offline, a method that could not run says so instead of
+/// reading as a finding: reverse DNS needs a lookup (`--live` makes it),
+/// and an IP list without a cached copy needs a fetch.
+fn method_lines(
+    policy: &crawlgate_policy::Policy,
+    claim: &crawlgate_policy::Claim<'_>,
+    report: &crate::verify::Report,
+    live: bool,
+) -> Vec<serde_json::Value> {
+    use crawlgate_identity::{Evidence, Finding};
+    use crawlgate_policy::verification::Method;
+    let v = &policy.settings().verification;
+    let line = |m: Method, text: String| serde_json::json!({"method": m.as_str(), "finding": text});
+    let mut out: Vec<serde_json::Value> = report
+        .findings
+        .iter()
+        .map(|(m, f)| match f {
+            Finding::Unknown(Evidence::ListsNotLoaded) if !live => {
+                let why = match &v.state_dir {
+                    None => "lists: no cached copy, no state_dir".to_string(),
+                    Some(dir) => format!("lists: no cached copy in {dir}"),
+                };
+                line(*m, format!("not checked offline ({why}); --live fetches them"))
+            }
+            f => line(*m, crate::verify::finding_text(f)),
+        })
+        .collect();
+    if !live {
+        for m in v.methods_for(std::iter::once(claim.agent), claim.verify) {
+            if m == Method::Rdns && !report.findings.iter().any(|(f, _)| *f == Method::Rdns) {
+                out.push(line(m, "not checked offline; --live checks it".to_string()));
+            }
+        }
+    }
+    out
 }
