@@ -117,7 +117,7 @@ fn check_invalid_policy_lists_every_error() {
     assert_eq!(code(&out), 1);
     assert_eq!(
         stdout(&out),
-        format!("{}:3:1: unknown field `bogus`, expected one of `servers`, `tls`, `sni`, `verify_cert`, `connect_timeout`, `read_timeout`, `health_check_interval`, `content_usage`\n", p.display())
+        format!("{}:3:1: upstream.bogus: unknown key (valid here: servers, tls, sni, verify_cert, connect_timeout, read_timeout, health_check_interval, content_usage)\n", p.display())
     );
     assert_eq!(stderr(&out), format!("{}: 1 error\n", p.display()));
 

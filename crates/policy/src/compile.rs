@@ -152,7 +152,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         Err(e) => {
             let offset = e.span().map_or(0, |s| s.start);
             let msg = e.message().trim();
-            let msg = crate::type_error::describe(source, offset, msg).unwrap_or_else(|| msg.to_string());
+            let msg = crate::type_error::describe(source, offset, msg)
+                .or_else(|| crate::type_error::describe_unknown(source, offset, msg))
+                .unwrap_or_else(|| msg.to_string());
             return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
         }
     };
