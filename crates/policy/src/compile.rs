@@ -657,6 +657,30 @@ mod client_address_tests {
     }
 }
 
+/// For a server written as a URL (`http://host:port`, `https://host`):
+/// what to write instead, as a sentence to append to the error.
+fn scheme_hint(server: &str) -> String {
+    let lower = server.to_ascii_lowercase();
+    let (rest, tls) = if lower.starts_with("http://") {
+        (&server[7..], false)
+    } else if lower.starts_with("https://") {
+        (&server[8..], true)
+    } else {
+        return String::new();
+    };
+    let host_port = rest.split('/').next().unwrap_or(rest);
+    let host_port = if valid_host_port(host_port) {
+        host_port.to_string()
+    } else {
+        format!("{host_port}:{}", if tls { 443 } else { 80 })
+    };
+    if tls {
+        format!(": drop the scheme (`{host_port}`) and set upstream.tls = true for HTTPS to the origin")
+    } else {
+        format!(": drop the scheme (`{host_port}`); plain HTTP is the default (upstream.tls = true for HTTPS)")
+    }
+}
+
 fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server: &ServerSettings) -> UpstreamSettings {
     let mut u = UpstreamSettings {
         servers: Vec::new(),
@@ -692,7 +716,10 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
                 } else if valid_host_port(s.get_ref()) {
                     u.servers.push(s.get_ref().clone());
                 } else {
-                    cx.err(s, format!("upstream.servers: `{}` is not host:port", s.get_ref()));
+                    cx.err(
+                        s,
+                        format!("upstream.servers: `{}` is not host:port{}", s.get_ref(), scheme_hint(s.get_ref())),
+                    );
                 }
             }
         }
@@ -772,6 +799,14 @@ fn compile_robots_txt(
         } else {
             match validate::content_signal(cs.get_ref()) {
                 Ok(v) => signal = SignalSource::Written(v, cs.span().start),
+                Err(e)
+                    if !cs.get_ref().contains('=') && validate::edit_distance(cs.get_ref().trim(), "derive") <= 2 =>
+                {
+                    cx.err(
+                        cs,
+                        format!("{e}; did you mean \"derive\" (the line derived from the `*` group's Content-Usage)?"),
+                    )
+                }
                 Err(e) => cx.err(cs, e),
             }
         }
