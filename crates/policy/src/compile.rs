@@ -1260,6 +1260,12 @@ fn add_user_agents(
                 continue;
             }
         }
+        if t != "*" && catalog::lookup(t).is_none() {
+            let max = if t.len() >= 6 { 2 } else { 1 };
+            if let Some(near) = validate::closest(t, catalog::entries().iter().map(|e| e.token.as_str()), max) {
+                cx.warn(ua, Warning::TokenTypo, format!("group.user_agents: `{t}` is not in the crawler catalog; did you mean `{near}`? (a misspelt token matches no crawler)"));
+            }
+        }
         if tokens.in_group.contains(&t.to_ascii_lowercase()) {
             cx.warn(ua, Warning::RepeatedToken, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
             continue;
@@ -1379,6 +1385,21 @@ fn compile_rules(
                 }
                 Err(e) => cx.err(p, e),
             }
+        }
+    }
+    // The same pattern in both lists: RFC 9309 section 2.2.2 lets the
+    // allow win (equal length, the least restrictive rule).
+    for d in disallow {
+        if let Some(a) = allow.iter().find(|a| a.get_ref() == d.get_ref()) {
+            cx.warn(
+                d,
+                Warning::AllowDisallowSame,
+                format!(
+                    "group: `{}` is both allowed (line {}) and disallowed here; the allow wins (RFC 9309 section 2.2.2: of equally long rules the least restrictive applies), so this disallow has no effect",
+                    d.get_ref(),
+                    cx.line(a)
+                ),
+            );
         }
     }
     // File order for rendering: sort by line, stable.

@@ -74,11 +74,15 @@ pub enum Warning {
     /// A group blocks failed claims while no proxy in front is trusted, so
     /// behind a load balancer every real crawler fails verification.
     BlockWithoutTrustedProxies,
+    /// A pattern in both `allow` and `disallow` of one group.
+    AllowDisallowSame,
+    /// A token not in the catalog, a few edits from one that is.
+    TokenTypo,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 20] = [
+    pub const ALL: [Warning; 22] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -99,6 +103,8 @@ impl Warning {
         Warning::UnboundSignatures,
         Warning::DeprecatedKey,
         Warning::BlockWithoutTrustedProxies,
+        Warning::AllowDisallowSame,
+        Warning::TokenTypo,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -125,6 +131,8 @@ impl Warning {
             Warning::UnboundSignatures => "unbound-signatures",
             Warning::DeprecatedKey => "deprecated-key",
             Warning::BlockWithoutTrustedProxies => "block-without-trusted-proxies",
+            Warning::AllowDisallowSame => "allow-disallow-same",
+            Warning::TokenTypo => "token-typo",
         }
     }
 
