@@ -1089,11 +1089,12 @@ fn explicit_tokens(raw: &[Spanned<RawGroup>]) -> HashMap<String, Explicit> {
         let uas = g.get_ref().user_agents.iter().flatten();
         let name = g.get_ref().name.as_ref().map(|n| n.get_ref().clone());
         let first = g.get_ref().user_agents.iter().flatten().next().map(|t| t.get_ref().clone());
+        let rules = RulesWritten::of(g.get_ref());
         for t in uas {
             let lower = t.get_ref().to_ascii_lowercase();
             if lower != "*" {
                 let group = name.clone().or_else(|| first.clone()).unwrap_or_default();
-                out.entry(lower).or_insert(Explicit { group, at: g.span().start });
+                out.entry(lower).or_insert(Explicit { group, at: g.span().start, rules: rules.clone() });
             }
         }
     }
@@ -1106,6 +1107,32 @@ struct Explicit {
     group: String,
     /// The offset of its `[[group]]` header.
     at: usize,
+    /// Its rules as written.
+    rules: RulesWritten,
+}
+
+/// A group's `allow` and `disallow` patterns as written.
+#[derive(Clone, Default)]
+struct RulesWritten {
+    allow: Vec<String>,
+    disallow: Vec<String>,
+}
+
+impl RulesWritten {
+    fn of(g: &RawGroup) -> RulesWritten {
+        let list = |v: &Option<Vec<Spanned<String>>>| v.iter().flatten().map(|p| p.get_ref().clone()).collect();
+        RulesWritten { allow: list(&g.allow), disallow: list(&g.disallow) }
+    }
+
+    /// Whether these rules keep a crawler out of at least everything
+    /// `other` keeps it out of, judged from the patterns as written: a
+    /// disallow of everything with no allow, or every disallow of `other`
+    /// and no allow `other` lacks.
+    fn same_or_stricter_than(&self, other: &RulesWritten) -> bool {
+        let all = self.allow.is_empty() && self.disallow.iter().any(|d| d == "/" || d == "/*");
+        all || (other.disallow.iter().all(|d| self.disallow.contains(d))
+            && self.allow.iter().all(|a| other.allow.contains(a)))
+    }
 }
 
 /// Compiles one group, reporting its errors and warnings in the order of
@@ -1143,6 +1170,7 @@ fn compile_group(
         &mut tokens,
         categories.as_deref().unwrap_or_default(),
         name.as_ref().map(|n| n.get_ref().as_str()),
+        &RulesWritten::of(g.get_ref()),
     );
     let GroupTokens { tokens, in_group: _ } = tokens;
     if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
@@ -1286,6 +1314,7 @@ fn expand_categories(
     tokens: &mut GroupTokens,
     categories: &[Spanned<String>],
     group_name: Option<&str>,
+    own: &RulesWritten,
 ) -> usize {
     let mut overridden = 0;
     for cat in categories {
@@ -1327,6 +1356,10 @@ fn expand_categories(
             }
         }
         for (joins, list) in leaving {
+            // Moving to a group at least as strict loses no restriction.
+            if joins.rules.same_or_stricter_than(own) {
+                continue;
+            }
             let at = cx.loc.at(joins.at, "");
             let this = group_name.map_or("this group".to_string(), |n| format!("this group (`{n}`)"));
             let (leave, follow) = if list.len() == 1 { ("leaves", "follows") } else { ("leave", "follow") };
