@@ -401,10 +401,19 @@ fn check_json_lists_errors_with_exit_1() {
              }}\n  ],\n  \"file\": \"{p}\",\n  \"warnings\": []\n}}\n"
         )
     );
-    // A file that cannot be read is still exit 2 with a message, not JSON.
-    let out = crawlgate(&["check", "--json", "--config", "tests/data/invalid/no-such-file.toml"]);
-    assert_eq!(code(&out), 2);
-    assert_eq!(stdout(&out), "");
+    // A file that cannot be read is exit 2, and still JSON: one error
+    // without a position.
+    let p = "tests/data/invalid/no-such-file.toml";
+    let out = crawlgate(&["check", "--json", "--config", p]);
+    assert_eq!((code(&out), stderr(&out)), (2, String::new()));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{{\n  \"acknowledged\": 0,\n  \"errors\": [\n    {{\n      \"col\": 0,\n      \"id\": null,\n      \"line\": 0,\n      \
+             \"message\": \"cannot read policy file {p}: No such file or directory (os error 2)\"\n    }}\n  ],\n  \"file\": \"{p}\",\n  \
+             \"warnings\": []\n}}\n"
+        )
+    );
 }
 
 // `enforce` on `*` applies to the origin's groups, which name crawlers.

@@ -109,7 +109,8 @@ FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the argume
         #[command(flatten)]
         config: ConfigArg,
         /// Print the diagnostics as JSON: {"file", "errors", "warnings", "acknowledged"}, each diagnostic
-        /// {"line", "col", "id", "message"} (`id`: the warning's id for allow_warnings, null for an error).
+        /// {"line", "col", "id", "message"} (`id`: the warning's id for allow_warnings, null for an error);
+        /// an unreadable file too (one error at line 0, exit 2).
         #[arg(long)]
         json: bool,
         /// Also fetch this origin's robots.txt and list what merging it keeps and its conflicts.

@@ -17,8 +17,22 @@ use crate::origin::OriginSource;
 /// `{"line", "col", "id", "message"}` (`id` is the warning's stable id,
 /// null for an error); the exit codes are those of [`check`].
 fn check_json(config: &Path) -> anyhow::Result<ExitCode> {
-    let source = read_policy_file(config)?;
     let file = config.display().to_string();
+    let source = match read_policy_file(config) {
+        Ok(s) => s,
+        Err(e) => {
+            // Still JSON, so that a tool reading it needs no second parser:
+            // one error without a position (line and column 0), exit 2.
+            let out = serde_json::json!({
+                "file": file,
+                "errors": [{"line": 0, "col": 0, "id": null, "message": format!("{e:#}")}],
+                "warnings": [],
+                "acknowledged": 0,
+            });
+            outln!("{}", serde_json::to_string_pretty(&out)?);
+            return Ok(ExitCode::from(2));
+        }
+    };
     let (errors, warnings, acknowledged) = match load(&source, &file) {
         Ok(l) => (Vec::new(), l.warnings, l.acknowledged),
         Err(e) => (e.0, Vec::new(), 0),
