@@ -34,7 +34,7 @@ fn check_json(config: &Path) -> anyhow::Result<ExitCode> {
         }
     };
     let (errors, warnings, acknowledged) = match load(&source, &file) {
-        Ok(l) => (Vec::new(), l.warnings, l.acknowledged),
+        Ok(l) => (crate::config::host_errors(&l.policy, &source, &file), l.warnings, l.acknowledged),
         Err(e) => (e.0, Vec::new(), 0),
     };
     let list = |ds: &[Diagnostic]| {
@@ -71,6 +71,16 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
+    // What the policy names on this host (`check` and `run` only: previews
+    // of a production policy work on any machine).
+    let errors = crate::config::host_errors(&loaded.policy, &read_policy_file(config)?, &config.display().to_string());
+    if !errors.is_empty() {
+        for e in &errors {
+            outln!("{e}");
+        }
+        eprintln!("{}: {} error{}", config.display(), errors.len(), plural(errors.len()));
+        return Ok(ExitCode::from(1));
+    }
     let p = &loaded.policy;
     let s = p.stats();
     let acknowledged = match loaded.acknowledged {

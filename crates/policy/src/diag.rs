@@ -28,6 +28,15 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// An error about the value of the key at `path` in `source` (e.g.
+/// `["verification", "state_dir"]`), located at that value (line 1, column
+/// 1 when it is not written): for checks the pure policy cannot make, such
+/// as whether a directory exists.
+pub fn error_at_key(source: &str, file: &str, path: &[&str], message: impl Into<String>) -> Diagnostic {
+    let offset = crate::type_error::value_offset(source, path).unwrap_or(0);
+    Locator::new(file, source).at(offset, message)
+}
+
 /// The kinds of warning, each with a stable id that `allow_warnings`
 /// names to acknowledge it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

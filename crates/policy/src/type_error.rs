@@ -145,6 +145,21 @@ pub(crate) fn describe_unknown(source: &str, offset: usize, message: &str) -> Op
     })
 }
 
+/// The offset of the value of the key at `path` (table keys, e.g.
+/// `["verification", "state_dir"]`); `None` when it is not written.
+pub(crate) fn value_offset(source: &str, path: &[&str]) -> Option<usize> {
+    let Ok(Node::Table(mut entries)) = toml::from_str::<Node>(source) else { return None };
+    let (last, tables) = path.split_last()?;
+    for key in tables {
+        let (_, node) = entries.into_iter().find(|(k, _)| k == key)?;
+        match node.into_inner() {
+            Node::Table(t) => entries = t,
+            _ => return None,
+        }
+    }
+    entries.into_iter().find(|(k, _)| k == last).map(|(_, n)| n.span().start)
+}
+
 /// What the key at `path` holds and an example, for the keys of the policy.
 fn expected(path: &str) -> Option<(&'static str, &'static str)> {
     const STRINGS: &str = "an array of strings";
