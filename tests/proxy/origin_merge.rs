@@ -285,6 +285,13 @@ fn an_origin_that_comes_up_after_the_proxy_is_merged_within_seconds() {
     });
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     assert_eq!(status_of(&proxy, EXAMPLE_UA, "/v1-only/page").0, 403);
+    // One count everywhere: /status and the page say what `check --origin`
+    // says.
+    let status = admin_status(&proxy);
+    assert_eq!((status["groups"].clone(), status["origin_groups"].clone()), (2.into(), 1.into()));
+    assert_eq!(status["groups_text"], "2 policy groups + 1 origin group");
+    let page = client().get(proxy.admin_url("/")).send().and_then(|r| r.text()).unwrap_or_default();
+    assert!(page.contains("<dt>Groups</dt><dd>2 policy groups + 1 origin group</dd>"), "{page}");
     // `render --origin` previews the bytes the proxy serves.
     let out = crawlgate_e2e::crawlgate(&[
         "render",
@@ -329,12 +336,15 @@ fn check_origin_lists_what_is_kept_and_the_conflicts() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].starts_with(&format!("OK {}: 2 groups, 2 rules,", policy_path.display())), "{stdout}");
+    assert!(lines[0].starts_with(&format!("OK {}: 2 policy groups, 2 rules,", policy_path.display())), "{stdout}");
     let robots = format!("http://{}/robots.txt", origin.addr);
     assert_eq!(
         lines[1..],
         [
-            format!("origin {robots}: 200, {} bytes; 1 group and 1 sitemap kept, 2 conflicts", ORIGIN_V1.len()),
+            format!(
+                "origin {robots}: 200, {} bytes: 2 policy groups + 1 origin group, 1 origin sitemap kept, 2 conflicts",
+                ORIGIN_V1.len()
+            ),
             format!("{robots}: line 1: user-agent `*` is named by the policy (group `*` at line 14); the policy's group applies"),
             format!("{robots}: line 4: user-agent `GPTBot` is named by the policy (group `GPTBot` at line 9); the policy's group applies"),
         ]

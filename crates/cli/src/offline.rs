@@ -87,11 +87,16 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
         0 => String::new(),
         n => format!(", {n} acknowledged"),
     };
+    // Under `origin = "merge"` the policy's groups are `policy groups`;
+    // `--origin` adds the origin's (`2 policy groups + 1 origin group`, as
+    // /status and the page say it).
+    let groups = match p.settings().origin_robots.mode {
+        crawlgate_policy::OriginRobotsMode::Merge => format!("{} policy group{}", s.groups, plural(s.groups)),
+        _ => s.groups_text(false),
+    };
     outln!(
-        "OK {}: {} group{}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{}{} (sha256 {})",
+        "OK {}: {groups}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{}{} (sha256 {})",
         config.display(),
-        s.groups,
-        plural(s.groups),
         s.rules,
         plural(s.rules),
         s.robots_tags,

@@ -111,10 +111,9 @@ pub fn check_origin(policy: &Policy, origin: &str) -> anyhow::Result<ExitCode> {
     let merged = policy.merge_origin(&body).with_context(|| format!("cannot merge {url}"))?;
     let n = merged.conflicts.len();
     outln!(
-        "origin {url}: {status}, {} bytes; {} group{} and {} sitemap{} kept, {n} conflict{}",
+        "origin {url}: {status}, {} bytes: {}, {} origin sitemap{} kept, {n} conflict{}",
         body.len(),
-        merged.origin_groups,
-        if merged.origin_groups == 1 { "" } else { "s" },
+        merged.policy.stats().groups_text(true),
         merged.origin_sitemaps,
         if merged.origin_sitemaps == 1 { "" } else { "s" },
         if n == 1 { "" } else { "s" },
