@@ -248,6 +248,12 @@ pub fn explain(
                 "head": h.head.iter().map(|e| e.html.as_str()).collect::<Vec<_>>(),
             })),
         });
+        // A block is the proxy's own 403: none of the page's headers or
+        // HTML changes.
+        if d.action() == crawlgate_policy::Action::Block {
+            entry["headers"] = serde_json::json!({});
+            entry["html"] = serde_json::Value::Null;
+        }
         if let Some((ip, report)) = &verified {
             entry["client_ip"] = ip.to_string().into();
             entry["verification"] = match report {
@@ -266,73 +272,89 @@ pub fn explain(
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for (i, o) in out.iter().enumerate() {
-        if i > 0 {
-            outln!();
-        }
-        let s = |v: &serde_json::Value| v.as_str().map(str::to_string).unwrap_or_else(|| "-".into());
-        outln!("{}", s(&o["url"]));
-        let agent = match (&o["agent"], &o["catalog"]) {
-            (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
-            (a, serde_json::Value::Null) => s(a),
-            (a, c) => format!(
-                "{} (catalog: {}, {})",
-                s(a),
-                s(&c["operator"]),
-                c["categories"].as_array().map(|v| v.iter().map(&s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
-            ),
-        };
-        outln!("  agent:    {agent}");
-        if let Some(ip) = o["client_ip"].as_str() {
-            let v = &o["verification"];
-            let then = v["on_failure"].as_str().map(|f| format!(" -> on failure: {f}")).unwrap_or_default();
-            outln!("  client:   {ip}");
-            outln!("  verify:   {}{then}", s(&v["outcome"]));
-            for m in v["methods"].as_array().into_iter().flatten() {
-                outln!("  {:<9} {}", format!("{}:", s(&m["method"])), s(&m["finding"]));
-            }
-        }
-        match &o["group"] {
-            serde_json::Value::Null => outln!("  group:    none (no group applies: everything allowed)"),
-            g => outln!("  group:    {} (line {})", s(&g["name"]), g["line"]),
-        }
-        match &o["rule"] {
-            serde_json::Value::Null => outln!("  rule:     none matched"),
-            r => outln!(
-                "  rule:     {}: {} (line {})",
-                if r["allow"] == true { "Allow" } else { "Disallow" },
-                s(&r["pattern"]),
-                r["line"]
-            ),
-        }
-        outln!("  verdict:  {}", if o["allowed"] == true { "allowed" } else { "disallowed" });
-        let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
-        outln!("  enforce:  {} -> {}{status}", s(&o["enforce"]), s(&o["action"]));
-        if let Some(v) = o["headers"]["robots-tag"].as_str() {
-            outln!("  header:   Robots-Tag: {v}");
-        }
-        for v in o["headers"]["x-robots-tag"].as_array().into_iter().flatten() {
-            outln!("  header:   X-Robots-Tag: {}", s(v));
-        }
-        if let Some(v) = o["headers"]["content-usage"].as_str() {
-            outln!("  header:   Content-Usage: {v}");
-        }
-        if let Some(v) = o["robots.txt"]["content-signal"].as_str() {
-            outln!("  robots:   Content-Signal: {v}");
-        }
-        if let Some(v) = o["headers"]["tdm-reservation"].as_u64() {
-            outln!("  header:   tdm-reservation: {v}");
-        }
-        if let Some(v) = o["headers"]["tdm-policy"].as_str() {
-            outln!("  header:   tdm-policy: {v}");
-        }
-        if let Some(h) = o["html"].as_object() {
-            for m in h["meta"].as_array().into_iter().chain(h["head"].as_array()).flatten() {
-                outln!("  html:     {} {}", s(&h["mode"]), s(m));
-            }
-        }
+    let s = |v: &serde_json::Value| v.as_str().map(str::to_string).unwrap_or_else(|| "-".into());
+    // What is the same for every URL (the agent, its verification and
+    // group), once; then one line per URL, with the headers of the
+    // outcomes that carry them.
+    if let Some(o) = out.first() {
+        explain_header(o, &s);
+    }
+    for o in &out {
+        explain_url(o, &s);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The block `explain` prints once: agent, client and verification, group
+/// and enforcement, and the robots.txt Content-Signal line.
+fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String) {
+    let agent = match (&o["agent"], &o["catalog"]) {
+        (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
+        (a, serde_json::Value::Null) => s(a),
+        (a, c) => format!(
+            "{} (catalog: {}, {})",
+            s(a),
+            s(&c["operator"]),
+            c["categories"].as_array().map(|v| v.iter().map(s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+        ),
+    };
+    outln!("agent:    {agent}");
+    if let Some(ip) = o["client_ip"].as_str() {
+        let v = &o["verification"];
+        let then = v["on_failure"].as_str().map(|f| format!(" -> on failure: {f}")).unwrap_or_default();
+        outln!("client:   {ip}");
+        outln!("verify:   {}{then}", s(&v["outcome"]));
+        for m in v["methods"].as_array().into_iter().flatten() {
+            outln!("  {:<9} {}", format!("{}:", s(&m["method"])), s(&m["finding"]));
+        }
+    }
+    match &o["group"] {
+        serde_json::Value::Null => outln!("group:    none (no group applies: everything allowed)"),
+        g => outln!("group:    {} (line {})", s(&g["name"]), g["line"]),
+    }
+    outln!("enforce:  {}", s(&o["enforce"]));
+    if let Some(v) = o["robots.txt"]["content-signal"].as_str() {
+        outln!("robots:   Content-Signal: {v}");
+    }
+    outln!();
+}
+
+/// One URL: `URL: verdict (rule) -> action`, then the headers and HTML
+/// changes its response carries (none for a block: the 403 is the
+/// proxy's, not the page).
+fn explain_url(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String) {
+    let verdict = if o["allowed"] == true { "allowed" } else { "disallowed" };
+    let rule = match &o["rule"] {
+        serde_json::Value::Null => "no rule matched".to_string(),
+        r => format!(
+            "{}: {} at line {}",
+            if r["allow"] == true { "Allow" } else { "Disallow" },
+            s(&r["pattern"]),
+            r["line"]
+        ),
+    };
+    let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
+    outln!("{}: {verdict} ({rule}) -> {}{status}", s(&o["url"]), s(&o["action"]));
+    if let Some(v) = o["headers"]["robots-tag"].as_str() {
+        outln!("  header:   Robots-Tag: {v}");
+    }
+    for v in o["headers"]["x-robots-tag"].as_array().into_iter().flatten() {
+        outln!("  header:   X-Robots-Tag: {}", s(v));
+    }
+    if let Some(v) = o["headers"]["content-usage"].as_str() {
+        outln!("  header:   Content-Usage: {v}");
+    }
+    if let Some(v) = o["headers"]["tdm-reservation"].as_u64() {
+        outln!("  header:   tdm-reservation: {v}");
+    }
+    if let Some(v) = o["headers"]["tdm-policy"].as_str() {
+        outln!("  header:   tdm-policy: {v}");
+    }
+    if let Some(h) = o["html"].as_object() {
+        for m in h["meta"].as_array().into_iter().chain(h["head"].as_array()).flatten() {
+            outln!("  html:     {} {}", s(&h["mode"]), s(m));
+        }
+    }
 }
 
 /// Each verification method of `claim` and what it found, as `explain`
