@@ -1289,7 +1289,9 @@ fn add_user_agents(
             }
         }
         if t != "*" && catalog::lookup(t).is_none() {
-            let max = if t.len() >= 6 { 2 } else { 1 };
+            // Short tokens are a few edits from many others (`foobot`,
+            // `DotBot`): two edits only from eight characters on.
+            let max = if t.len() >= 8 { 2 } else { 1 };
             if let Some(near) = validate::closest(t, catalog::entries().iter().map(|e| e.token.as_str()), max) {
                 cx.warn(ua, Warning::TokenTypo, format!("group.user_agents: `{t}` is not in the crawler catalog; did you mean `{near}`? (a misspelt token matches no crawler)"));
             }
