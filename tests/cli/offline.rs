@@ -117,7 +117,7 @@ fn check_invalid_policy_lists_every_error() {
     assert_eq!(code(&out), 1);
     assert_eq!(
         stdout(&out),
-        format!("{}:3:1: unknown field `bogus`, expected one of `servers`, `tls`, `sni`, `verify_cert`, `connect_timeout`, `read_timeout`, `health_check_interval`, `content_usage`\n", p.display())
+        format!("{}:3:1: upstream.bogus: unknown key (valid here: servers, tls, sni, verify_cert, connect_timeout, read_timeout, health_check_interval, content_usage)\n", p.display())
     );
     assert_eq!(stderr(&out), format!("{}: 1 error\n", p.display()));
 
@@ -228,37 +228,32 @@ fn explain_text() {
     let out =
         crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/drafts/x", "https://example.com/public/a?b"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // The agent's block once, then one line per URL; the blocked URL's
+    // 403 carries none of the page's headers.
     assert_eq!(
         stdout(&out),
-        "/drafts/x\n\
-         \x20 agent:    GPTBot (catalog: OpenAI, ai-training)\n\
-         \x20 group:    ai (line 14)\n\
-         \x20 rule:     Disallow: / (line 17)\n\
-         \x20 verdict:  disallowed\n\
-         \x20 enforce:  block -> block (403)\n\
-         \x20 header:   Robots-Tag: *;noindex\n\
-         \x20 header:   X-Robots-Tag: noindex\n\
-         \x20 header:   Content-Usage: train-ai=n\n\
+        "agent:    GPTBot (catalog: OpenAI, ai-training)\n\
+         group:    ai (line 14)\n\
+         enforce:  block\n\
          \n\
-         https://example.com/public/a?b\n\
-         \x20 agent:    GPTBot (catalog: OpenAI, ai-training)\n\
-         \x20 group:    ai (line 14)\n\
-         \x20 rule:     Allow: /public/ (line 18)\n\
-         \x20 verdict:  allowed\n\
-         \x20 enforce:  block -> pass\n\
+         /drafts/x: disallowed (Disallow: / at line 17) -> block (403)\n\
+         https://example.com/public/a?b: allowed (Allow: /public/ at line 18) -> pass\n\
          \x20 header:   Content-Usage: train-ai=n\n"
     );
     // A browser is never blocked nor recorded as a violation.
-    let out = crawlgate(&["explain", "--config", arg(&p), "--user-agent", BROWSER_UA, "/private/x"]);
+    let out = crawlgate(&["explain", "--config", arg(&p), "--user-agent", BROWSER_UA, "/private/x", "/drafts/y"]);
     assert_eq!(code(&out), 0);
     assert_eq!(
         stdout(&out),
-        "/private/x\n\
-         \x20 agent:    none (no policy token in the User-Agent)\n\
-         \x20 group:    * (line 8)\n\
-         \x20 rule:     Disallow: /private/ (line 10)\n\
-         \x20 verdict:  disallowed\n\
-         \x20 enforce:  off -> pass\n"
+        "agent:    none (no policy token in the User-Agent)\n\
+         group:    * (line 8)\n\
+         enforce:  off\n\
+         \n\
+         /private/x: disallowed (Disallow: /private/ at line 10) -> pass\n\
+         /drafts/y: allowed (no rule matched) -> pass\n\
+         \x20 header:   Robots-Tag: *;noindex\n\
+         \x20 header:   X-Robots-Tag: noindex\n\
+         \x20 header:   Content-Usage: train-ai=n\n"
     );
     // A target that cannot be decided on.
     let out = crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/a%zz"]);
@@ -298,16 +293,8 @@ fn explain_json() {
     assert_eq!(d["enforce"], "block");
     assert_eq!(d["action"], "block");
     assert_eq!(d["block_status"], 403);
-    assert_eq!(
-        d["headers"],
-        serde_json::json!({
-            "robots-tag": "*;noindex",
-            "x-robots-tag": ["noindex"],
-            "content-usage": "train-ai=n",
-            "tdm-reservation": null,
-            "tdm-policy": null,
-        })
-    );
+    // A block is the proxy's 403: none of the page's headers.
+    assert_eq!(d["headers"], serde_json::json!({}));
     assert_eq!(d["html"], serde_json::Value::Null);
 
     let v = json(BROWSER_UA, &["/private/x", "/elsewhere"]);
@@ -370,7 +357,7 @@ fn explain_into_a_closed_pipe_ends_quietly() {
         std::io::BufRead::read_line(&mut std::io::BufReader::new(out), &mut first).expect("first line");
     }
     let done = child.wait_with_output().expect("wait");
-    assert_eq!(first, "/p0\n");
+    assert_eq!(first, "agent:    GPTBot (catalog: OpenAI, ai-training)\n");
     assert_eq!(done.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&done.stderr));
     assert_eq!(String::from_utf8_lossy(&done.stderr), "");
 }
@@ -383,7 +370,7 @@ fn explain_shows_content_usage_content_signal_and_tdmrep() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(
         stdout(&out),
-        "/open/a\n  agent:    none (no policy token in the User-Agent)\n  group:    * (line 17)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  off -> pass\n  header:   Content-Usage: train-ai=y\n  robots:   Content-Signal: search=yes, ai-input=no, ai-train=no\n  header:   tdm-reservation: 0\n  html:     inject <meta name=\"tdm-reservation\" content=\"0\">\n  html:     inject <link rel=\"license\" type=\"application/rsl+xml\" href=\"https://www.example.com/license.xml\">\n"
+        "agent:    none (no policy token in the User-Agent)\ngroup:    * (line 17)\nenforce:  off\nrobots:   Content-Signal: search=yes, ai-input=no, ai-train=no\n\n/open/a: allowed (no rule matched) -> pass\n  header:   Content-Usage: train-ai=y\n  header:   tdm-reservation: 0\n  html:     inject <meta name=\"tdm-reservation\" content=\"0\">\n  html:     inject <link rel=\"license\" type=\"application/rsl+xml\" href=\"https://www.example.com/license.xml\">\n"
     );
 }
 
@@ -401,8 +388,77 @@ fn check_json_lists_errors_with_exit_1() {
              }}\n  ],\n  \"file\": \"{p}\",\n  \"warnings\": []\n}}\n"
         )
     );
-    // A file that cannot be read is still exit 2 with a message, not JSON.
-    let out = crawlgate(&["check", "--json", "--config", "tests/data/invalid/no-such-file.toml"]);
-    assert_eq!(code(&out), 2);
-    assert_eq!(stdout(&out), "");
+    // A file that cannot be read is exit 2, and still JSON: one error
+    // without a position.
+    let p = "tests/data/invalid/no-such-file.toml";
+    let out = crawlgate(&["check", "--json", "--config", p]);
+    assert_eq!((code(&out), stderr(&out)), (2, String::new()));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "{{\n  \"acknowledged\": 0,\n  \"errors\": [\n    {{\n      \"col\": 0,\n      \"id\": null,\n      \"line\": 0,\n      \
+             \"message\": \"cannot read policy file {p}: No such file or directory (os error 2)\"\n    }}\n  ],\n  \"file\": \"{p}\",\n  \
+             \"warnings\": []\n}}\n"
+        )
+    );
+}
+
+// `enforce` on `*` applies to the origin's groups, which name crawlers.
+const MERGE_POLICY: &str = r#"allow_warnings = ["enforce-on-star"]
+
+[upstream]
+servers = ["127.0.0.1:8000"]
+
+[robots_txt]
+origin = "merge"
+
+[[group]]
+user_agents = ["*"]
+disallow = ["/private/"]
+enforce = "block"
+"#;
+
+const ORIGIN_ROBOTS: &str = "User-agent: *\nDisallow: /cgi-bin/\n\nUser-agent: ExampleBot\nDisallow: /v1-only/\n";
+
+const MERGE_NOTE: &str = "note: robots_txt.origin is \"merge\": the origin's robots.txt groups are not included (the proxy serves and enforces them too); pass --origin URL or --origin-file PATH to include them\n";
+
+/// With `origin = "merge"`, `render` and `explain` say that the origin's
+/// groups are missing, and with `--origin-file` (or `--origin URL`) merge
+/// them as the proxy does (`Policy::merge_origin`).
+#[test]
+fn render_and_explain_merge_the_origin_as_the_proxy_does() {
+    let dir = TempDir::new("render-origin");
+    let p = dir.write("policy.toml", MERGE_POLICY);
+    let o = dir.write("origin.txt", ORIGIN_ROBOTS);
+    let policy_part = "# robots.txt generated by crawlgate from policy.toml; edit the policy, not this file.\n\n\
+                       User-agent: *\nDisallow: /private/\n";
+    let out = crawlgate(&["render", "robots.txt", "-c", arg(&p)]);
+    assert_eq!((code(&out), stdout(&out), stderr(&out)), (0, policy_part.to_string(), MERGE_NOTE.to_string()));
+    let merged = format!(
+        "{policy_part}\n# The origin's own groups, for crawlers this policy does not name.\n\n\
+         User-agent: ExampleBot\nDisallow: /v1-only/\n"
+    );
+    let out = crawlgate(&["render", "robots.txt", "-c", arg(&p), "--origin-file", arg(&o)]);
+    assert_eq!((code(&out), stdout(&out), stderr(&out)), (0, merged.clone(), String::new()));
+    // The same file from a real origin.
+    let origin = crawlgate_e2e::origin::Origin::start(vec![(
+        "/robots.txt",
+        crawlgate_e2e::origin::Route::ok("text/plain", ORIGIN_ROBOTS),
+    )]);
+    let url = format!("http://{}", origin.addr);
+    let out = crawlgate(&["render", "robots.txt", "-c", arg(&p), "--origin", &url]);
+    assert_eq!((code(&out), stdout(&out), stderr(&out)), (0, merged, String::new()));
+
+    // explain: the origin's group decides for ExampleBot only when merged.
+    let ua = "Mozilla/5.0 (compatible; ExampleBot/1.0)";
+    let out = crawlgate(&["explain", "-c", arg(&p), "-A", ua, "/v1-only/x"]);
+    assert_eq!(stderr(&out), MERGE_NOTE);
+    assert!(stdout(&out).ends_with("\n/v1-only/x: allowed (no rule matched) -> pass\n"), "{}", stdout(&out));
+    let out = crawlgate(&["explain", "-c", arg(&p), "-A", ua, "--origin-file", arg(&o), "--json", "/v1-only/x"]);
+    assert_eq!(stderr(&out), "");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_eq!(v[0]["agent"], "ExampleBot");
+    assert_eq!(v[0]["allowed"], false);
+    assert_eq!(v[0]["rule"]["pattern"], "/v1-only/");
+    assert_eq!(v[0]["action"], "block");
 }

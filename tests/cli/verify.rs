@@ -64,12 +64,12 @@ fn explain_with_client_ip_applies_the_outcome() {
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.2", "/nogoogle/x"]).1,
         format!(
-            "/nogoogle/x\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.2\n  verify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\n  group:    Googlebot (line 12)\n  rule:     Disallow: /nogoogle/ (line 14)\n  verdict:  disallowed\n  enforce:  block -> block (403)\n"
+            "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.2\nverify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/nogoogle/x: disallowed (Disallow: /nogoogle/ at line 14) -> block (403)\n"
         )
     );
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
-        "/a\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.3\n  verify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\n  group:    Googlebot (line 12)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  block -> block (403)\n"
+        "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.3\nverify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/a: allowed (no rule matched) -> block (403)\n"
     );
     let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
@@ -88,7 +88,8 @@ fn check_names_each_groups_methods() {
     let dir = TempDir::new("cli-check-methods");
     dir.write(
         "p.toml",
-        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n\
+        "allow_warnings = [\"block-without-trusted-proxies\"]\n\
+         [upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n\
          [[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"YandexBot\"]\n\n\
          [[group]]\nuser_agents = [\"Googlebot\"]\non_unverified = \"block\"\n\n[[group]]\nuser_agents = [\"ClaudeBot\"]\n",
     );
@@ -102,5 +103,28 @@ fn check_names_each_groups_methods() {
             "  verify YandexBot: rdns; on_spoofed = anonymous, on_unverified = anonymous",
             "  verify Googlebot: ip, rdns; on_spoofed = anonymous, on_unverified = block",
         ]
+    );
+}
+
+/// Offline, `explain --client-ip` says which methods it could not run
+/// instead of reading their absence as `unverified`: reverse DNS needs a
+/// lookup, and the built-in IP lists need a fetch (no copy without a
+/// state_dir).
+#[test]
+fn explain_offline_names_the_methods_it_could_not_run() {
+    let dir = TempDir::new("cli-explain-offline");
+    let p = dir.write(
+        "p.toml",
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n[[group]]\nuser_agents = [\"Googlebot\"]\n",
+    );
+    let (status, out, err) =
+        run(&["explain", "-c", arg(&p), "-A", "Googlebot/2.1", "--client-ip", "66.249.66.1", "/x"]);
+    assert_eq!((status, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "agent:    Googlebot (catalog: Google, search-engine)\nclient:   66.249.66.1\nverify:   unverified -> on failure: log\n  \
+         ip:       not checked offline (lists: no cached copy, no state_dir); --live fetches them\n  \
+         rdns:     not checked offline; --live checks it\ngroup:    Googlebot (line 6)\nenforce:  off\n\n\
+         /x: allowed (no rule matched) -> pass\n"
     );
 }

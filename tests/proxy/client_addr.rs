@@ -192,3 +192,43 @@ fn with_proxy_protocol_chosen_no_header_is_read() {
     });
     assert!(line.contains(" client_ip=192.0.2.1 method="), "{line}");
 }
+
+/// Behind a balancer that `trusted_proxies` does not list, every claim is
+/// verified against the balancer's address: claims from a private or
+/// loopback peer carrying `X-Forwarded-For` or `Forwarded` are counted in
+/// `crawlgate_untrusted_forwarded_total` and logged once a minute.
+#[test]
+fn claims_through_an_untrusted_balancer_are_counted_and_logged_once() {
+    const UA: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    let dir = crawlgate_testkit::temp::TempDir::new("untrusted-forwarder");
+    let list = dir.write("google.txt", "66.249.66.0/24\n");
+    let origin = origin();
+    let verification = format!(
+        "[verification]\n\n[verification.lists]\nGooglebot = [\"{}\"]\n\n[[group]]\nuser_agents = [\"Googlebot\"]\nallow = [\"/\"]\n",
+        list.display()
+    );
+    let proxy = start(&origin, "", &verification);
+    let mut balancer = Conn::from_source(ip("127.0.0.5"), proxy.addr);
+    for fields in [
+        [("User-Agent", UA), ("X-Forwarded-For", "66.249.66.1")],
+        [("User-Agent", UA), ("Forwarded", "for=66.249.66.1")],
+    ] {
+        assert_eq!(balancer.request("GET", "/", &fields).status, 200);
+    }
+    // Not counted: a claim without a forwarded header, a forwarded request
+    // that claims nothing.
+    assert_eq!(balancer.request("GET", "/", &[("User-Agent", UA)]).status, 200);
+    assert_eq!(
+        balancer.request("GET", "/", &[("User-Agent", "curl/8"), ("X-Forwarded-For", "66.249.66.1")]).status,
+        200
+    );
+    assert_eq!(proxy.metric("crawlgate_untrusted_forwarded_total"), Some("2".into()));
+    let warned: Vec<String> = proxy
+        .log()
+        .lines()
+        .filter(|l| l.contains("Identity claims arrive from 127.0.0.5 with X-Forwarded-For or Forwarded"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert!(warned[0].contains("list the proxy in server.trusted_proxies"), "{}", warned[0]);
+}

@@ -198,6 +198,17 @@ fn restart_only_settings_are_reported_and_the_rest_applies() {
     std::fs::write(&proxy.policy_path, version(&moved, 7)).unwrap();
     assert_live(&proxy, 7, 2);
     assert_eq!(status(&proxy)["restart_required"], serde_json::json!(["server.listen"]));
+    // Changed back: the file's restart-only settings are those the process
+    // started with again (compared with the start, not with generation 2).
+    std::fs::write(&proxy.policy_path, version(&base, 8)).unwrap();
+    assert_live(&proxy, 8, 3);
+    assert_eq!(status(&proxy)["restart_required"], serde_json::json!([]));
+    // Another change from the start is reported on its own.
+    let threads = base.replacen("threads = 2", "threads = 3", 1);
+    assert_ne!(threads, base);
+    std::fs::write(&proxy.policy_path, version(&threads, 9)).unwrap();
+    assert_live(&proxy, 9, 4);
+    assert_eq!(status(&proxy)["restart_required"], serde_json::json!(["server.threads"]));
 }
 
 /// 50 alternating good and bad policy writes under continuous load: no

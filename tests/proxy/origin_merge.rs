@@ -31,7 +31,12 @@ struct SwitchOrigin {
 
 impl SwitchOrigin {
     fn start(robots: &str) -> SwitchOrigin {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        SwitchOrigin::start_on("127.0.0.1:0", robots)
+    }
+
+    /// The origin on `addr` (`127.0.0.1:0`: any free port).
+    fn start_on(addr: &str, robots: &str) -> SwitchOrigin {
+        let listener = TcpListener::bind(addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
         listener.set_nonblocking(true).unwrap_or_else(|e| panic!("nonblocking: {e}"));
         let robots = Arc::new(Mutex::new(robots.to_string()));
@@ -258,6 +263,48 @@ fn origin_robots_txt_is_merged_followed_and_kept_when_the_origin_goes_down() {
     assert_eq!(status["origin_robots"]["origin_groups"], 2);
 }
 
+/// A proxy started before its origin (systemd, a pod): without a copy it
+/// retries after 1 s, doubling, not after `origin_refresh` (10 minutes
+/// here), so the origin's groups are served soon after it comes up.
+#[test]
+fn an_origin_that_comes_up_after_the_proxy_is_merged_within_seconds() {
+    let origin_addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let rules = RULES.replace("origin_refresh = \"1s\"", "origin_refresh = \"10m\"");
+    let proxy = Proxy::start_with(addr, admin, &(base_policy(addr, admin, origin_addr) + &rules));
+    wait_for("a failed first fetch", Duration::from_secs(5), || {
+        (origin_status(&proxy)["last_fetch"] == "error").then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let _origin = SwitchOrigin::start_on(&origin_addr.to_string(), ORIGIN_V1);
+    let started = std::time::Instant::now();
+    let v1 = format!("{POLICY_PART}{MERGED_V1}");
+    wait_for("the merge after the origin came up", Duration::from_secs(5), || {
+        (robots_txt(&proxy).0 == v1).then_some(())
+    });
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(status_of(&proxy, EXAMPLE_UA, "/v1-only/page").0, 403);
+    // One count everywhere: /status and the page say what `check --origin`
+    // says.
+    let status = admin_status(&proxy);
+    assert_eq!((status["groups"].clone(), status["origin_groups"].clone()), (2.into(), 1.into()));
+    assert_eq!(status["groups_text"], "2 policy groups + 1 origin group");
+    let page = client().get(proxy.admin_url("/")).send().and_then(|r| r.text()).unwrap_or_default();
+    assert!(page.contains("<dt>Groups</dt><dd>2 policy groups + 1 origin group</dd>"), "{page}");
+    // `render --origin` previews the bytes the proxy serves.
+    let out = crawlgate_e2e::crawlgate(&[
+        "render",
+        "robots.txt",
+        "-c",
+        crawlgate_e2e::arg(&proxy.policy_path),
+        "--origin",
+        &format!("http://{origin_addr}"),
+    ]);
+    assert_eq!(crawlgate_e2e::stdout(&out), v1);
+    assert!(!crawlgate_e2e::stderr(&out).contains("note:"), "{}", crawlgate_e2e::stderr(&out));
+}
+
 #[test]
 fn an_origin_without_robots_txt_leaves_the_policy_file_alone() {
     let origin = Origin::start(vec![("/page", Route::ok("text/plain", "page\n"))]);
@@ -289,12 +336,15 @@ fn check_origin_lists_what_is_kept_and_the_conflicts() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(lines[0].starts_with(&format!("OK {}: 2 groups, 2 rules,", policy_path.display())), "{stdout}");
+    assert!(lines[0].starts_with(&format!("OK {}: 2 policy groups, 2 rules,", policy_path.display())), "{stdout}");
     let robots = format!("http://{}/robots.txt", origin.addr);
     assert_eq!(
         lines[1..],
         [
-            format!("origin {robots}: 200, {} bytes; 1 group and 1 sitemap kept, 2 conflicts", ORIGIN_V1.len()),
+            format!(
+                "origin {robots}: 200, {} bytes: 2 policy groups + 1 origin group, 1 origin sitemap kept, 2 conflicts",
+                ORIGIN_V1.len()
+            ),
             format!("{robots}: line 1: user-agent `*` is named by the policy (group `*` at line 14); the policy's group applies"),
             format!("{robots}: line 4: user-agent `GPTBot` is named by the policy (group `GPTBot` at line 9); the policy's group applies"),
         ]

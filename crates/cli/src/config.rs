@@ -5,17 +5,45 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use crawlgate_policy::{load, Loaded};
+use crawlgate_policy::{error_at_key, load, Diagnostic, Loaded, Policy};
 
 /// Reads a policy file, with an error that names the path.
 pub fn read_policy_file(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read policy file {}", path.display()))
 }
 
+/// What the policy names on this host that must exist before the proxy
+/// starts: `verification.state_dir`, a writable directory (the IP lists'
+/// cached copies are written there, and a proxy that cannot keep them
+/// starts without lists after each restart).
+pub fn host_errors(policy: &Policy, source: &str, file: &str) -> Vec<Diagnostic> {
+    let Some(dir) = &policy.settings().verification.state_dir else { return Vec::new() };
+    let key = ["verification", "state_dir"];
+    let problem = match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Some(format!("`{dir}` does not exist (create it, writable by the user crawlgate runs as)"))
+        }
+        Err(e) => Some(format!("`{dir}`: {e}")),
+        Ok(m) if !m.is_dir() => Some(format!("`{dir}` is not a directory")),
+        Ok(_) => {
+            let probe = Path::new(dir).join(format!(".crawlgate-check-{}", std::process::id()));
+            match std::fs::File::create(&probe) {
+                Ok(_) => {
+                    let _ = std::fs::remove_file(&probe);
+                    None
+                }
+                Err(e) => Some(format!("`{dir}` is not writable by this user: {e}")),
+            }
+        }
+    };
+    problem.map(|p| error_at_key(source, file, &key, format!("verification.state_dir: {p}"))).into_iter().collect()
+}
+
 /// Loads a policy; on errors prints them (stdout) and returns exit 1.
 pub(crate) fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
     let source = read_policy_file(config)?;
-    match load(&source, &config.display().to_string()) {
+    let file = config.display().to_string();
+    match load(&source, &file) {
         Ok(loaded) => {
             for w in &loaded.warnings {
                 eprintln!("{w}");

@@ -74,6 +74,30 @@ pub struct ConfigArg {
     pub config: PathBuf,
 }
 
+/// The origin's robots.txt to merge, as the proxy does under
+/// `origin = "merge"`.
+#[derive(Debug, clap::Args)]
+pub struct OriginArgs {
+    /// Fetch this origin's robots.txt (`https://example.com` or its
+    /// `/robots.txt` URL) and merge it as the proxy does.
+    #[arg(long, value_name = "URL", conflicts_with = "origin_file")]
+    pub origin: Option<String>,
+    /// Merge this file as the origin's robots.txt, as the proxy does.
+    #[arg(long, value_name = "PATH")]
+    pub origin_file: Option<PathBuf>,
+}
+
+impl OriginArgs {
+    /// The source given, if any.
+    fn source(&self) -> Option<origin::OriginSource<'_>> {
+        match (&self.origin, &self.origin_file) {
+            (Some(url), _) => Some(origin::OriginSource::Url(url)),
+            (None, Some(path)) => Some(origin::OriginSource::File(path)),
+            (None, None) => None,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Validate a policy: exit 0 with a summary, or 1 with every error.
@@ -85,7 +109,8 @@ FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the argume
         #[command(flatten)]
         config: ConfigArg,
         /// Print the diagnostics as JSON: {"file", "errors", "warnings", "acknowledged"}, each diagnostic
-        /// {"line", "col", "id", "message"} (`id`: the warning's id for allow_warnings, null for an error).
+        /// {"line", "col", "id", "message"} (`id`: the warning's id for allow_warnings, null for an error);
+        /// an unreadable file too (one error at line 0, exit 2).
         #[arg(long)]
         json: bool,
         /// Also fetch this origin's robots.txt and list what merging it keeps and its conflicts.
@@ -93,7 +118,8 @@ FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the argume
         origin: Option<String>,
     },
     /// Print the exact bytes the proxy serves at /robots.txt, /agents.txt
-    /// or /.well-known/tdmrep.json.
+    /// or /.well-known/tdmrep.json (with `origin = "merge"`, pass --origin
+    /// or --origin-file to include the origin's groups).
     #[command(after_help = "Exit status: 0 printed, 1 the policy has errors (on stdout) or agents.txt is disabled, \
 2 the file cannot be read or the arguments are wrong.")]
     Render {
@@ -102,6 +128,8 @@ FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the argume
         what: String,
         #[command(flatten)]
         config: ConfigArg,
+        #[command(flatten)]
+        origin: OriginArgs,
     },
     /// Show how the policy treats a User-Agent on one or more URLs.
     #[command(after_help = "Exit status: 0 explained (whatever the decision: read `action`), 1 the policy has \
@@ -125,6 +153,8 @@ errors (on stdout), 2 the file cannot be read, a URL is not a valid request targ
         /// With --client-ip: fetch missing lists and ask the resolver.
         #[arg(long, requires = "client_ip")]
         live: bool,
+        #[command(flatten)]
+        origin: OriginArgs,
     },
     /// Verify a claimed crawler identity from an address, live: IP lists
     /// (from the state directory, else fetched) and reverse DNS.
@@ -234,9 +264,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { config, json, origin } => offline::check(&config.config, json, origin.as_deref()),
-        Command::Render { what, config } => offline::render(&what, &config.config),
-        Command::Explain { config, json, user_agent, urls, client_ip, live } => {
-            offline::explain(&config.config, json, &user_agent, &urls, client_ip.as_deref(), live)
+        Command::Render { what, config, origin } => offline::render(&what, &config.config, origin.source()),
+        Command::Explain { config, json, user_agent, urls, client_ip, live, origin } => {
+            offline::explain(&config.config, json, &user_agent, &urls, client_ip.as_deref(), live, origin.source())
         }
         Command::VerifyIp { config, ip, user_agent } => verify::verify(&config.config, &ip, user_agent.as_deref()),
         Command::RobotsTest { robots_file, user_agent, url } => {

@@ -1,5 +1,6 @@
 //! `crawlgate check`, `render` and `explain`: the offline questions about a
-//! policy, answered from the policy file alone (no proxy, no origin).
+//! policy, answered from the policy file (and the origin's robots.txt when
+//! `--origin` or `--origin-file` gives it), without a proxy.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,16 +10,31 @@ use crawlgate_policy::robotstxt::path_of;
 use crawlgate_policy::{load, Diagnostic};
 
 use crate::config::{load_or_report, read_policy_file};
+use crate::origin::OriginSource;
 
 /// `crawlgate check --json`: the diagnostics as one JSON object on stdout,
 /// `{"file", "errors", "warnings", "acknowledged"}`, each diagnostic
 /// `{"line", "col", "id", "message"}` (`id` is the warning's stable id,
 /// null for an error); the exit codes are those of [`check`].
 fn check_json(config: &Path) -> anyhow::Result<ExitCode> {
-    let source = read_policy_file(config)?;
     let file = config.display().to_string();
+    let source = match read_policy_file(config) {
+        Ok(s) => s,
+        Err(e) => {
+            // Still JSON, so that a tool reading it needs no second parser:
+            // one error without a position (line and column 0), exit 2.
+            let out = serde_json::json!({
+                "file": file,
+                "errors": [{"line": 0, "col": 0, "id": null, "message": format!("{e:#}")}],
+                "warnings": [],
+                "acknowledged": 0,
+            });
+            outln!("{}", serde_json::to_string_pretty(&out)?);
+            return Ok(ExitCode::from(2));
+        }
+    };
     let (errors, warnings, acknowledged) = match load(&source, &file) {
-        Ok(l) => (Vec::new(), l.warnings, l.acknowledged),
+        Ok(l) => (crate::config::host_errors(&l.policy, &source, &file), l.warnings, l.acknowledged),
         Err(e) => (e.0, Vec::new(), 0),
     };
     let list = |ds: &[Diagnostic]| {
@@ -55,17 +71,32 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
+    // What the policy names on this host (`check` and `run` only: previews
+    // of a production policy work on any machine).
+    let errors = crate::config::host_errors(&loaded.policy, &read_policy_file(config)?, &config.display().to_string());
+    if !errors.is_empty() {
+        for e in &errors {
+            outln!("{e}");
+        }
+        eprintln!("{}: {} error{}", config.display(), errors.len(), plural(errors.len()));
+        return Ok(ExitCode::from(1));
+    }
     let p = &loaded.policy;
     let s = p.stats();
     let acknowledged = match loaded.acknowledged {
         0 => String::new(),
         n => format!(", {n} acknowledged"),
     };
+    // Under `origin = "merge"` the policy's groups are `policy groups`;
+    // `--origin` adds the origin's (`2 policy groups + 1 origin group`, as
+    // /status and the page say it).
+    let groups = match p.settings().origin_robots.mode {
+        crawlgate_policy::OriginRobotsMode::Merge => format!("{} policy group{}", s.groups, plural(s.groups)),
+        _ => s.groups_text(false),
+    };
     outln!(
-        "OK {}: {} group{}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{}{} (sha256 {})",
+        "OK {}: {groups}, {} rule{}, {} robots_tag{}, agents.txt {}, {} warning{}{} (sha256 {})",
         config.display(),
-        s.groups,
-        plural(s.groups),
         s.rules,
         plural(s.rules),
         s.robots_tags,
@@ -105,22 +136,24 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// `crawlgate render robots.txt|agents.txt`: the exact bytes served.
-pub fn render(what: &str, config: &Path) -> anyhow::Result<ExitCode> {
+/// `crawlgate render robots.txt|agents.txt`: the exact bytes served, the
+/// origin's robots.txt merged in when `origin` gives it.
+pub fn render(what: &str, config: &Path, origin: Option<OriginSource<'_>>) -> anyhow::Result<ExitCode> {
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
+    let policy = if what == "robots.txt" { crate::origin::as_served(loaded.policy, origin)? } else { loaded.policy };
     let text = match what {
-        "robots.txt" => loaded.policy.robots_txt(),
-        "tdmrep.json" => match loaded.policy.tdmrep_json() {
+        "robots.txt" => policy.robots_txt(),
+        "tdmrep.json" => match policy.tdmrep_json() {
             Some(t) => t,
             None => {
                 eprintln!("{}: tdmrep.json is not published (no [tdmrep] table)", config.display());
                 return Ok(ExitCode::from(1));
             }
         },
-        _ => match loaded.policy.agents_txt() {
+        _ => match policy.agents_txt() {
             Some(t) => t,
             None => {
                 eprintln!("{}: agents.txt is disabled (no [agents_txt] table, or enabled = false)", config.display());
@@ -140,19 +173,24 @@ pub fn explain(
     urls: &[String],
     client_ip: Option<&str>,
     live: bool,
+    origin: Option<OriginSource<'_>>,
 ) -> anyhow::Result<ExitCode> {
     let loaded = match load_or_report(config)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
-    let policy = &loaded.policy;
+    let policy = &crate::origin::as_served(loaded.policy, origin)?;
     let verified = match client_ip {
         None => None,
         Some(ip) => {
             let ip: std::net::IpAddr = ip.parse().map_err(|_| anyhow::anyhow!("`{ip}` is not an IP address"))?;
             let claims: Vec<_> = policy.claim(user_agent).into_iter().collect();
             let report = crate::verify::check(policy, &claims, ip, live)?.pop();
-            Some((ip, report))
+            let methods = match (claims.first(), &report) {
+                (Some(c), Some(r)) => method_lines(policy, c, r, live),
+                _ => Vec::new(),
+            };
+            Some((ip, report.map(|r| (r, methods))))
         }
     };
     let mut out = Vec::new();
@@ -163,7 +201,7 @@ pub fn explain(
             Err(e) => anyhow::bail!("{url}: {e}"),
         };
         let mut d = policy.decide(user_agent, &path);
-        if let Some((_, Some(r))) = &verified {
+        if let Some((_, Some((r, _)))) = &verified {
             let identity =
                 crawlgate_policy::Identity { verification: r.verdict.verification, proven: None, replayed: false };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
@@ -210,18 +248,21 @@ pub fn explain(
                 "head": h.head.iter().map(|e| e.html.as_str()).collect::<Vec<_>>(),
             })),
         });
+        // A block is the proxy's own 403: none of the page's headers or
+        // HTML changes.
+        if d.action() == crawlgate_policy::Action::Block {
+            entry["headers"] = serde_json::json!({});
+            entry["html"] = serde_json::Value::Null;
+        }
         if let Some((ip, report)) = &verified {
             entry["client_ip"] = ip.to_string().into();
             entry["verification"] = match report {
                 None => serde_json::json!({"outcome": "none", "methods": []}),
-                Some(r) => serde_json::json!({
+                Some((r, methods)) => serde_json::json!({
                     "outcome": r.verdict.verification.to_string(),
                     "evidence": r.verdict.evidence.to_string(),
                     "on_failure": d.on_failure.map(|f| f.as_str()),
-                    "methods": r.findings.iter().map(|(m, f)| serde_json::json!({
-                        "method": m.as_str(),
-                        "finding": crate::verify::finding_text(f),
-                    })).collect::<Vec<_>>(),
+                    "methods": methods,
                 }),
             };
         }
@@ -231,71 +272,125 @@ pub fn explain(
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    for (i, o) in out.iter().enumerate() {
-        if i > 0 {
-            outln!();
+    let s = |v: &serde_json::Value| v.as_str().map(str::to_string).unwrap_or_else(|| "-".into());
+    // What is the same for every URL (the agent, its verification and
+    // group), once; then one line per URL, with the headers of the
+    // outcomes that carry them.
+    if let Some(o) = out.first() {
+        explain_header(o, &s);
+    }
+    for o in &out {
+        explain_url(o, &s);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The block `explain` prints once: agent, client and verification, group
+/// and enforcement, and the robots.txt Content-Signal line.
+fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String) {
+    let agent = match (&o["agent"], &o["catalog"]) {
+        (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
+        (a, serde_json::Value::Null) => s(a),
+        (a, c) => format!(
+            "{} (catalog: {}, {})",
+            s(a),
+            s(&c["operator"]),
+            c["categories"].as_array().map(|v| v.iter().map(s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+        ),
+    };
+    outln!("agent:    {agent}");
+    if let Some(ip) = o["client_ip"].as_str() {
+        let v = &o["verification"];
+        let then = v["on_failure"].as_str().map(|f| format!(" -> on failure: {f}")).unwrap_or_default();
+        outln!("client:   {ip}");
+        outln!("verify:   {}{then}", s(&v["outcome"]));
+        for m in v["methods"].as_array().into_iter().flatten() {
+            outln!("  {:<9} {}", format!("{}:", s(&m["method"])), s(&m["finding"]));
         }
-        let s = |v: &serde_json::Value| v.as_str().map(str::to_string).unwrap_or_else(|| "-".into());
-        outln!("{}", s(&o["url"]));
-        let agent = match (&o["agent"], &o["catalog"]) {
-            (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
-            (a, serde_json::Value::Null) => s(a),
-            (a, c) => format!(
-                "{} (catalog: {}, {})",
-                s(a),
-                s(&c["operator"]),
-                c["categories"].as_array().map(|v| v.iter().map(&s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
-            ),
-        };
-        outln!("  agent:    {agent}");
-        if let Some(ip) = o["client_ip"].as_str() {
-            let v = &o["verification"];
-            let then = v["on_failure"].as_str().map(|f| format!(" -> on failure: {f}")).unwrap_or_default();
-            outln!("  client:   {ip}");
-            outln!("  verify:   {}{then}", s(&v["outcome"]));
-            for m in v["methods"].as_array().into_iter().flatten() {
-                outln!("  {:<9} {}", format!("{}:", s(&m["method"])), s(&m["finding"]));
+    }
+    match &o["group"] {
+        serde_json::Value::Null => outln!("group:    none (no group applies: everything allowed)"),
+        g => outln!("group:    {} (line {})", s(&g["name"]), g["line"]),
+    }
+    outln!("enforce:  {}", s(&o["enforce"]));
+    if let Some(v) = o["robots.txt"]["content-signal"].as_str() {
+        outln!("robots:   Content-Signal: {v}");
+    }
+    outln!();
+}
+
+/// One URL: `URL: verdict (rule) -> action`, then the headers and HTML
+/// changes its response carries (none for a block: the 403 is the
+/// proxy's, not the page).
+fn explain_url(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String) {
+    let verdict = if o["allowed"] == true { "allowed" } else { "disallowed" };
+    let rule = match &o["rule"] {
+        serde_json::Value::Null => "no rule matched".to_string(),
+        r => format!(
+            "{}: {} at line {}",
+            if r["allow"] == true { "Allow" } else { "Disallow" },
+            s(&r["pattern"]),
+            r["line"]
+        ),
+    };
+    let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
+    outln!("{}: {verdict} ({rule}) -> {}{status}", s(&o["url"]), s(&o["action"]));
+    if let Some(v) = o["headers"]["robots-tag"].as_str() {
+        outln!("  header:   Robots-Tag: {v}");
+    }
+    for v in o["headers"]["x-robots-tag"].as_array().into_iter().flatten() {
+        outln!("  header:   X-Robots-Tag: {}", s(v));
+    }
+    if let Some(v) = o["headers"]["content-usage"].as_str() {
+        outln!("  header:   Content-Usage: {v}");
+    }
+    if let Some(v) = o["headers"]["tdm-reservation"].as_u64() {
+        outln!("  header:   tdm-reservation: {v}");
+    }
+    if let Some(v) = o["headers"]["tdm-policy"].as_str() {
+        outln!("  header:   tdm-policy: {v}");
+    }
+    if let Some(h) = o["html"].as_object() {
+        for m in h["meta"].as_array().into_iter().chain(h["head"].as_array()).flatten() {
+            outln!("  html:     {} {}", s(&h["mode"]), s(m));
+        }
+    }
+}
+
+/// Each verification method of `claim` and what it found, as `explain`
+/// lists them. Offline, a method that could not run says so instead of
+/// reading as a finding: reverse DNS needs a lookup (`--live` makes it),
+/// and an IP list without a cached copy needs a fetch.
+fn method_lines(
+    policy: &crawlgate_policy::Policy,
+    claim: &crawlgate_policy::Claim<'_>,
+    report: &crate::verify::Report,
+    live: bool,
+) -> Vec<serde_json::Value> {
+    use crawlgate_identity::{Evidence, Finding};
+    use crawlgate_policy::verification::Method;
+    let v = &policy.settings().verification;
+    let line = |m: Method, text: String| serde_json::json!({"method": m.as_str(), "finding": text});
+    let mut out: Vec<serde_json::Value> = report
+        .findings
+        .iter()
+        .map(|(m, f)| match f {
+            Finding::Unknown(Evidence::ListsNotLoaded) if !live => {
+                let why = match &v.state_dir {
+                    None => "lists: no cached copy, no state_dir".to_string(),
+                    Some(dir) => format!("lists: no cached copy in {dir}"),
+                };
+                line(*m, format!("not checked offline ({why}); --live fetches them"))
             }
-        }
-        match &o["group"] {
-            serde_json::Value::Null => outln!("  group:    none (no group applies: everything allowed)"),
-            g => outln!("  group:    {} (line {})", s(&g["name"]), g["line"]),
-        }
-        match &o["rule"] {
-            serde_json::Value::Null => outln!("  rule:     none matched"),
-            r => outln!(
-                "  rule:     {}: {} (line {})",
-                if r["allow"] == true { "Allow" } else { "Disallow" },
-                s(&r["pattern"]),
-                r["line"]
-            ),
-        }
-        outln!("  verdict:  {}", if o["allowed"] == true { "allowed" } else { "disallowed" });
-        let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
-        outln!("  enforce:  {} -> {}{status}", s(&o["enforce"]), s(&o["action"]));
-        if let Some(v) = o["headers"]["robots-tag"].as_str() {
-            outln!("  header:   Robots-Tag: {v}");
-        }
-        for v in o["headers"]["x-robots-tag"].as_array().into_iter().flatten() {
-            outln!("  header:   X-Robots-Tag: {}", s(v));
-        }
-        if let Some(v) = o["headers"]["content-usage"].as_str() {
-            outln!("  header:   Content-Usage: {v}");
-        }
-        if let Some(v) = o["robots.txt"]["content-signal"].as_str() {
-            outln!("  robots:   Content-Signal: {v}");
-        }
-        if let Some(v) = o["headers"]["tdm-reservation"].as_u64() {
-            outln!("  header:   tdm-reservation: {v}");
-        }
-        if let Some(v) = o["headers"]["tdm-policy"].as_str() {
-            outln!("  header:   tdm-policy: {v}");
-        }
-        if let Some(h) = o["html"].as_object() {
-            for m in h["meta"].as_array().into_iter().chain(h["head"].as_array()).flatten() {
-                outln!("  html:     {} {}", s(&h["mode"]), s(m));
+            f => line(*m, crate::verify::finding_text(f)),
+        })
+        .collect();
+    if !live {
+        for m in v.methods_for(std::iter::once(claim.agent), claim.verify) {
+            if m == Method::Rdns && !report.findings.iter().any(|(f, _)| *f == Method::Rdns) {
+                out.push(line(m, "not checked offline; --live checks it".to_string()));
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    out
 }

@@ -19,6 +19,14 @@ pub fn run(config: &Path) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    let errors = crate::config::host_errors(&loaded.policy, &source, &name);
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("{e}");
+        }
+        eprintln!("crawlgate: {} is invalid; not starting", config.display());
+        return Ok(ExitCode::from(1));
+    }
     // The proxy runs on this compilation: the file is not read again (a
     // change made since is picked up by the watcher).
     crawlgate_proxy::run(loaded, &name, Some(config.to_path_buf()))?;

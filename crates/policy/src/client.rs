@@ -92,6 +92,19 @@ impl ClientAddressSettings {
     pub fn is_trusted_proxy(&self, peer: IpAddr) -> bool {
         self.trusted_proxies.iter().any(|c| c.contains(peer))
     }
+
+    /// Whether a request from `peer` that carries `X-Forwarded-For` or
+    /// `Forwarded` (`forwarded`) looks like it came through a proxy the
+    /// policy does not trust: a private (RFC 1918, RFC 4193) or loopback
+    /// peer, where load balancers and sidecars sit. Its claims are verified
+    /// against the balancer's address, so real crawlers fail verification.
+    pub fn untrusted_forwarder(&self, peer: IpAddr, forwarded: bool) -> bool {
+        let internal = match unmap(peer) {
+            IpAddr::V4(v4) => v4.is_private() || v4.is_loopback(),
+            IpAddr::V6(v6) => v6.is_loopback() || v6.is_unique_local(),
+        };
+        forwarded && internal && !self.is_trusted_proxy(peer)
+    }
 }
 
 /// Request fields that carry a client address and that origins (or their
@@ -521,5 +534,29 @@ mod tests {
         // 32 trusted hops read, none untrusted: the leftmost hop read.
         assert_eq!(r.0, "10.1.1.1");
         assert_eq!(r.2.len(), MAX_HOPS);
+    }
+
+    #[test]
+    fn untrusted_forwarders_are_internal_peers_with_forwarded_headers() {
+        let s = settings(&["10.0.0.1"], AddressHeader::XForwardedFor);
+        let cases: &[(&str, bool, bool)] = &[
+            ("127.0.0.1", true, true),
+            ("10.0.0.2", true, true),
+            ("172.16.5.5", true, true),
+            ("192.168.1.1", true, true),
+            ("::1", true, true),
+            ("fd00::1", true, true),
+            ("::ffff:192.168.1.1", true, true),
+            // Trusted: its header is read, nothing to warn about.
+            ("10.0.0.1", true, false),
+            // No forwarded header: a direct client.
+            ("10.0.0.2", false, false),
+            // A public peer: a client on the internet, not a balancer.
+            ("66.249.66.1", true, false),
+            ("2001:db8::1", true, false),
+        ];
+        for &(peer, forwarded, want) in cases {
+            assert_eq!(s.untrusted_forwarder(ip(peer), forwarded), want, "{peer} forwarded={forwarded}");
+        }
     }
 }

@@ -152,7 +152,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         Err(e) => {
             let offset = e.span().map_or(0, |s| s.start);
             let msg = e.message().trim();
-            let msg = crate::type_error::describe(source, offset, msg).unwrap_or_else(|| msg.to_string());
+            let msg = crate::type_error::describe(source, offset, msg)
+                .or_else(|| crate::type_error::describe_unknown(source, offset, msg))
+                .unwrap_or_else(|| msg.to_string());
             return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
         }
     };
@@ -186,6 +188,9 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
     let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
+    if verification.enabled && server.client_address.trusted_proxies.is_empty() {
+        block_without_trusted_proxies(&mut cx, &group);
+    }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
 
@@ -652,6 +657,30 @@ mod client_address_tests {
     }
 }
 
+/// For a server written as a URL (`http://host:port`, `https://host`):
+/// what to write instead, as a sentence to append to the error.
+fn scheme_hint(server: &str) -> String {
+    let lower = server.to_ascii_lowercase();
+    let (rest, tls) = if lower.starts_with("http://") {
+        (&server[7..], false)
+    } else if lower.starts_with("https://") {
+        (&server[8..], true)
+    } else {
+        return String::new();
+    };
+    let host_port = rest.split('/').next().unwrap_or(rest);
+    let host_port = if valid_host_port(host_port) {
+        host_port.to_string()
+    } else {
+        format!("{host_port}:{}", if tls { 443 } else { 80 })
+    };
+    if tls {
+        format!(": drop the scheme (`{host_port}`) and set upstream.tls = true for HTTPS to the origin")
+    } else {
+        format!(": drop the scheme (`{host_port}`); plain HTTP is the default (upstream.tls = true for HTTPS)")
+    }
+}
+
 fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server: &ServerSettings) -> UpstreamSettings {
     let mut u = UpstreamSettings {
         servers: Vec::new(),
@@ -687,7 +716,10 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
                 } else if valid_host_port(s.get_ref()) {
                     u.servers.push(s.get_ref().clone());
                 } else {
-                    cx.err(s, format!("upstream.servers: `{}` is not host:port", s.get_ref()));
+                    cx.err(
+                        s,
+                        format!("upstream.servers: `{}` is not host:port{}", s.get_ref(), scheme_hint(s.get_ref())),
+                    );
                 }
             }
         }
@@ -768,6 +800,14 @@ fn compile_robots_txt(
         } else {
             match validate::content_signal(cs.get_ref()) {
                 Ok(v) => signal = SignalSource::Written(v, cs.span().start),
+                Err(e)
+                    if !cs.get_ref().contains('=') && validate::edit_distance(cs.get_ref().trim(), "derive") <= 2 =>
+                {
+                    cx.err(
+                        cs,
+                        format!("{e}; did you mean \"derive\" (the line derived from the `*` group's Content-Usage)?"),
+                    )
+                }
                 Err(e) => cx.err(cs, e),
             }
         }
@@ -1057,11 +1097,12 @@ fn explicit_tokens(raw: &[Spanned<RawGroup>]) -> HashMap<String, Explicit> {
         let uas = g.get_ref().user_agents.iter().flatten();
         let name = g.get_ref().name.as_ref().map(|n| n.get_ref().clone());
         let first = g.get_ref().user_agents.iter().flatten().next().map(|t| t.get_ref().clone());
+        let rules = RulesWritten::of(g.get_ref());
         for t in uas {
             let lower = t.get_ref().to_ascii_lowercase();
             if lower != "*" {
                 let group = name.clone().or_else(|| first.clone()).unwrap_or_default();
-                out.entry(lower).or_insert(Explicit { group, at: g.span().start });
+                out.entry(lower).or_insert(Explicit { group, at: g.span().start, rules: rules.clone() });
             }
         }
     }
@@ -1074,6 +1115,32 @@ struct Explicit {
     group: String,
     /// The offset of its `[[group]]` header.
     at: usize,
+    /// Its rules as written.
+    rules: RulesWritten,
+}
+
+/// A group's `allow` and `disallow` patterns as written.
+#[derive(Clone, Default)]
+struct RulesWritten {
+    allow: Vec<String>,
+    disallow: Vec<String>,
+}
+
+impl RulesWritten {
+    fn of(g: &RawGroup) -> RulesWritten {
+        let list = |v: &Option<Vec<Spanned<String>>>| v.iter().flatten().map(|p| p.get_ref().clone()).collect();
+        RulesWritten { allow: list(&g.allow), disallow: list(&g.disallow) }
+    }
+
+    /// Whether these rules keep a crawler out of at least everything
+    /// `other` keeps it out of, judged from the patterns as written: a
+    /// disallow of everything with no allow, or every disallow of `other`
+    /// and no allow `other` lacks.
+    fn same_or_stricter_than(&self, other: &RulesWritten) -> bool {
+        let all = self.allow.is_empty() && self.disallow.iter().any(|d| d == "/" || d == "/*");
+        all || (other.disallow.iter().all(|d| self.disallow.contains(d))
+            && self.allow.iter().all(|a| other.allow.contains(a)))
+    }
 }
 
 /// Compiles one group, reporting its errors and warnings in the order of
@@ -1111,6 +1178,7 @@ fn compile_group(
         &mut tokens,
         categories.as_deref().unwrap_or_default(),
         name.as_ref().map(|n| n.get_ref().as_str()),
+        &RulesWritten::of(g.get_ref()),
     );
     let GroupTokens { tokens, in_group: _ } = tokens;
     if user_agents.as_ref().is_none_or(Vec::is_empty) && categories.as_ref().is_none_or(Vec::is_empty) {
@@ -1228,6 +1296,14 @@ fn add_user_agents(
                 continue;
             }
         }
+        if t != "*" && catalog::lookup(t).is_none() {
+            // Short tokens are a few edits from many others (`foobot`,
+            // `DotBot`): two edits only from eight characters on.
+            let max = if t.len() >= 8 { 2 } else { 1 };
+            if let Some(near) = validate::closest(t, catalog::entries().iter().map(|e| e.token.as_str()), max) {
+                cx.warn(ua, Warning::TokenTypo, format!("group.user_agents: `{t}` is not in the crawler catalog; did you mean `{near}`? (a misspelt token matches no crawler)"));
+            }
+        }
         if tokens.in_group.contains(&t.to_ascii_lowercase()) {
             cx.warn(ua, Warning::RepeatedToken, format!("group.user_agents: `{t}` is listed twice in this group (tokens are case-insensitive); the repeat is ignored"));
             continue;
@@ -1248,6 +1324,7 @@ fn expand_categories(
     tokens: &mut GroupTokens,
     categories: &[Spanned<String>],
     group_name: Option<&str>,
+    own: &RulesWritten,
 ) -> usize {
     let mut overridden = 0;
     for cat in categories {
@@ -1289,6 +1366,10 @@ fn expand_categories(
             }
         }
         for (joins, list) in leaving {
+            // Moving to a group at least as strict loses no restriction.
+            if joins.rules.same_or_stricter_than(own) {
+                continue;
+            }
             let at = cx.loc.at(joins.at, "");
             let this = group_name.map_or("this group".to_string(), |n| format!("this group (`{n}`)"));
             let (leave, follow) = if list.len() == 1 { ("leaves", "follows") } else { ("leave", "follow") };
@@ -1347,6 +1428,21 @@ fn compile_rules(
                 }
                 Err(e) => cx.err(p, e),
             }
+        }
+    }
+    // The same pattern in both lists: RFC 9309 section 2.2.2 lets the
+    // allow win (equal length, the least restrictive rule).
+    for d in disallow {
+        if let Some(a) = allow.iter().find(|a| a.get_ref() == d.get_ref()) {
+            cx.warn(
+                d,
+                Warning::AllowDisallowSame,
+                format!(
+                    "group: `{}` is both allowed (line {}) and disallowed here; the allow wins (RFC 9309 section 2.2.2: of equally long rules the least restrictive applies), so this disallow has no effect",
+                    d.get_ref(),
+                    cx.line(a)
+                ),
+            );
         }
     }
     // File order for rendering: sort by line, stable.
@@ -1901,6 +1997,26 @@ fn compile_verify(cx: &mut Ctx<'_>, v: Option<&Spanned<String>>) -> Option<(Veri
         None => {
             cx.err(v, format!("group.verify must be none, ip, rdns, signature or any, found `{}`", v.get_ref()));
             None
+        }
+    }
+}
+
+/// Warns at each `on_spoofed = "block"` / `on_unverified = "block"` when no
+/// proxy is trusted: behind a load balancer every request comes from its
+/// address, so every real crawler's claim fails and is blocked.
+fn block_without_trusted_proxies(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) {
+    for g in raw {
+        let g = g.get_ref();
+        for (key, v) in [("on_spoofed", &g.on_spoofed), ("on_unverified", &g.on_unverified)] {
+            if let Some(v) = v.as_ref().filter(|v| v.get_ref() == "block") {
+                cx.warn(
+                    v,
+                    Warning::BlockWithoutTrustedProxies,
+                    format!(
+                        "group.{key} = \"block\" while server.trusted_proxies is empty: behind a load balancer or CDN every request comes from its address, so every real crawler fails verification and gets a 403 (a deindexing trap); list the balancer's addresses in server.trusted_proxies, or acknowledge this warning if clients connect directly"
+                    ),
+                );
+            }
         }
     }
 }

@@ -28,6 +28,15 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// An error about the value of the key at `path` in `source` (e.g.
+/// `["verification", "state_dir"]`), located at that value (line 1, column
+/// 1 when it is not written): for checks the pure policy cannot make, such
+/// as whether a directory exists.
+pub fn error_at_key(source: &str, file: &str, path: &[&str], message: impl Into<String>) -> Diagnostic {
+    let offset = crate::type_error::value_offset(source, path).unwrap_or(0);
+    Locator::new(file, source).at(offset, message)
+}
+
 /// The kinds of warning, each with a stable id that `allow_warnings`
 /// names to acknowledge it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,11 +80,18 @@ pub enum Warning {
     UnboundSignatures,
     /// A key in its old place, still read (the message says where it moved).
     DeprecatedKey,
+    /// A group blocks failed claims while no proxy in front is trusted, so
+    /// behind a load balancer every real crawler fails verification.
+    BlockWithoutTrustedProxies,
+    /// A pattern in both `allow` and `disallow` of one group.
+    AllowDisallowSame,
+    /// A token not in the catalog, a few edits from one that is.
+    TokenTypo,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 19] = [
+    pub const ALL: [Warning; 22] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -95,6 +111,9 @@ impl Warning {
         Warning::AnyDirectoryHost,
         Warning::UnboundSignatures,
         Warning::DeprecatedKey,
+        Warning::BlockWithoutTrustedProxies,
+        Warning::AllowDisallowSame,
+        Warning::TokenTypo,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -120,6 +139,9 @@ impl Warning {
             Warning::AnyDirectoryHost => "any-directory-host",
             Warning::UnboundSignatures => "unbound-signatures",
             Warning::DeprecatedKey => "deprecated-key",
+            Warning::BlockWithoutTrustedProxies => "block-without-trusted-proxies",
+            Warning::AllowDisallowSame => "allow-disallow-same",
+            Warning::TokenTypo => "token-typo",
         }
     }
 

@@ -30,7 +30,7 @@ pub mod validate;
 pub mod verification;
 
 pub use compile::{load, Loaded, ADMIN_CONNECTIONS, MAX_ROBOTS_TXT};
-pub use diag::{parse_duration, Diagnostic, Diagnostics, Warning};
+pub use diag::{error_at_key, parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::Claim;

@@ -253,14 +253,30 @@ pub(crate) struct RobotsTxtExtras {
 /// Sizes of a policy, for `/status` and `check`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
-    /// `[[group]]` count.
+    /// The policy's own `[[group]]` count.
     pub groups: usize,
+    /// Groups merged from the origin's robots.txt (`origin = "merge"`).
+    pub origin_groups: usize,
     /// Allow/Disallow rules.
     pub rules: usize,
     /// `[[robots_tag]]` entries.
     pub robots_tags: usize,
     /// agents.txt directives.
     pub agents_rules: usize,
+}
+
+impl Stats {
+    /// The group count as `check`, `/status` and the page say it: `4
+    /// groups`, or under `origin = "merge"` (`merging`) `4 policy groups +
+    /// 2 origin groups`.
+    pub fn groups_text(&self, merging: bool) -> String {
+        let n = |n: usize, what: &str| format!("{n} {what}group{}", if n == 1 { "" } else { "s" });
+        if merging {
+            format!("{} + {}", n(self.groups, "policy "), n(self.origin_groups, "origin "))
+        } else {
+            n(self.groups, "")
+        }
+    }
 }
 
 /// The group that applied.
@@ -613,7 +629,8 @@ impl Policy {
     /// Sizes.
     pub fn stats(&self) -> Stats {
         Stats {
-            groups: self.groups.len(),
+            groups: self.groups.iter().filter(|g| !g.origin).count(),
+            origin_groups: self.groups.iter().filter(|g| g.origin).count(),
             rules: self.groups.iter().map(|g| g.rules.len()).sum(),
             robots_tags: self.tags.len(),
             agents_rules: self.agents_rules,

@@ -90,6 +90,76 @@ fn key_at(source: &str, offset: usize) -> Option<(String, bool)> {
     (!path.is_empty()).then(|| (path.join("."), in_array))
 }
 
+/// The table holding the key at `offset`, as a path with 1-based indices
+/// for arrays of tables (`group[2]`, the second `[[group]]`); empty for the
+/// top level. `None` when the file does not parse as TOML.
+fn table_at(source: &str, offset: usize) -> Option<String> {
+    let Ok(Node::Table(mut entries)) = toml::from_str::<Node>(source) else { return None };
+    let mut path: Vec<String> = Vec::new();
+    loop {
+        let contains = |n: &Spanned<Node>| n.span().start <= offset && offset < n.span().end;
+        let Some((key, node)) = entries.into_iter().find(|(_, n)| contains(n)) else { break };
+        let mut key = key;
+        let mut node = node.into_inner();
+        while let Node::Array(items) = node {
+            match items.into_iter().enumerate().find(|(_, n)| contains(n)) {
+                Some((i, n)) => {
+                    key = format!("{key}[{}]", i + 1);
+                    node = n.into_inner();
+                }
+                None => {
+                    node = Node::Scalar;
+                    break;
+                }
+            }
+        }
+        path.push(key);
+        match node {
+            Node::Table(t) => entries = t,
+            _ => break,
+        }
+    }
+    Some(path.join("."))
+}
+
+/// The message for serde's `unknown field `x`, expected one of `a`, `b``
+/// at `offset`: the key's table path (`group[2].dissallow`), the closest
+/// valid key, and for `allow_warnings` inside a table, that it is a
+/// top-level key. `None` when `message` is not about an unknown field.
+pub(crate) fn describe_unknown(source: &str, offset: usize, message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (key, rest) = rest.split_once('`')?;
+    let valid: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let table = table_at(source, offset)?;
+    let at = if table.is_empty() { key.to_string() } else { format!("{table}.{key}") };
+    if key == "allow_warnings" && !table.is_empty() {
+        return Some(format!(
+            "{at}: allow_warnings is a top-level key, but here it is read as a key of [{}]: move it above the file's first table header",
+            table.split(['.', '[']).next().unwrap_or(&table)
+        ));
+    }
+    let keys = valid.join(", ");
+    Some(match crate::validate::closest(key, valid.iter().copied(), 3) {
+        Some(near) => format!("{at}: unknown key; did you mean `{near}`? (valid here: {keys})"),
+        None => format!("{at}: unknown key (valid here: {keys})"),
+    })
+}
+
+/// The offset of the value of the key at `path` (table keys, e.g.
+/// `["verification", "state_dir"]`); `None` when it is not written.
+pub(crate) fn value_offset(source: &str, path: &[&str]) -> Option<usize> {
+    let Ok(Node::Table(mut entries)) = toml::from_str::<Node>(source) else { return None };
+    let (last, tables) = path.split_last()?;
+    for key in tables {
+        let (_, node) = entries.into_iter().find(|(k, _)| k == key)?;
+        match node.into_inner() {
+            Node::Table(t) => entries = t,
+            _ => return None,
+        }
+    }
+    entries.into_iter().find(|(k, _)| k == last).map(|(_, n)| n.span().start)
+}
+
 /// What the key at `path` holds and an example, for the keys of the policy.
 fn expected(path: &str) -> Option<(&'static str, &'static str)> {
     const STRINGS: &str = "an array of strings";
@@ -192,6 +262,34 @@ mod tests {
             Ok(_) => String::from("loaded"),
             Err(e) => e.0.first().map(ToString::to_string).unwrap_or_default(),
         }
+    }
+
+    #[test]
+    fn unknown_keys_name_their_table_and_the_closest_key() {
+        let up = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+        assert_eq!(
+            first_error(&format!(
+                "{up}[[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"a\"]\ndissallow = [\"/\"]\n"
+            )),
+            "p.toml:8:1: group[2].dissallow: unknown key; did you mean `disallow`? (valid here: name, user_agents, \
+             categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status, verify, \
+             on_spoofed, on_unverified)"
+        );
+        assert_eq!(
+            first_error(&format!("{up}allow_warnings = [\"weaker-than-star\"]\n")),
+            "p.toml:3:1: upstream.allow_warnings: allow_warnings is a top-level key, but here it is read as a key \
+             of [upstream]: move it above the file's first table header"
+        );
+        assert_eq!(
+            first_error(&format!("{up}tmeout = \"1s\"\n")),
+            "p.toml:3:1: upstream.tmeout: unknown key (valid here: servers, tls, sni, verify_cert, connect_timeout, \
+             read_timeout, health_check_interval, content_usage)"
+        );
+        assert_eq!(
+            first_error(&format!("sever = 1\n{up}")),
+            "p.toml:1:1: sever: unknown key; did you mean `server`? (valid here: server, upstream, robots_txt, \
+             group, robots_tag, agents_txt, verification, tdmrep, rsl, allow_warnings)"
+        );
     }
 
     #[test]

@@ -416,3 +416,53 @@ mod tests {
         assert_eq!(rsl_document("  ").unwrap_err(), "rsl.document is empty");
     }
 }
+
+/// The Levenshtein distance between `a` and `b`, ASCII case-insensitive,
+/// counting characters; used to suggest the key or token meant.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let b: Vec<char> = b.chars().map(|c| c.to_ascii_lowercase()).collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let swap = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + swap).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The candidate closest to `word` within `max` edits (the first of equals),
+/// `None` when none is that close or `word` is one of them.
+pub(crate) fn closest<'c>(word: &str, candidates: impl IntoIterator<Item = &'c str>, max: usize) -> Option<&'c str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(word, c);
+        if d == 0 {
+            return None;
+        }
+        if d <= max && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod distance_tests {
+    use super::*;
+
+    #[test]
+    fn distances_and_suggestions() {
+        assert_eq!(edit_distance("dissallow", "disallow"), 1);
+        assert_eq!(edit_distance("Googlebott", "Googlebot"), 1);
+        assert_eq!(edit_distance("GoogleBot", "Googlebot"), 0);
+        assert_eq!(edit_distance("Gogglebt", "Googlebot"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(closest("dissallow", ["allow", "disallow"], 2), Some("disallow"));
+        assert_eq!(closest("disallow", ["allow", "disallow"], 2), None);
+        assert_eq!(closest("zzz", ["allow", "disallow"], 2), None);
+    }
+}

@@ -184,7 +184,6 @@ fn signal_keys_are_validated_where_written() {
         errors("[rsl]\npath = \"/l/%7e.xml\"\ndocument = \"<rsl/>\"\n"),
         "p.toml:4:8: rsl.path: `/l/%7e.xml` is not in canonical form (write it as `/l/~.xml`)"
     );
-    assert!(
-        errors("[tdmrep]\nrules = [{ path = \"/\", reservation = 1, extra = 1 }]\n").contains("unknown field `extra`")
-    );
+    assert!(errors("[tdmrep]\nrules = [{ path = \"/\", reservation = 1, extra = 1 }]\n")
+        .contains("tdmrep.rules[1].extra: unknown key (valid here: path, reservation, policy)"));
 }

@@ -81,6 +81,8 @@ impl Admin {
             "last_error_at": status.last_error_at.map(unix_seconds),
             "restart_required": status.restart_required,
             "groups": stats.groups,
+            "origin_groups": stats.origin_groups,
+            "groups_text": stats.groups_text(snap.policy.settings().origin_robots.mode == crawlgate_policy::OriginRobotsMode::Merge),
             "rules": stats.rules,
             "robots_tags": stats.robots_tags,
             "agents_txt_rules": stats.agents_rules,

@@ -348,14 +348,14 @@ fn policy_block(status: &Value) -> String {
     }
     format!(
         "<dl id=\"policy\"><dt>File</dt><dd><code>{}</code></dd><dt>SHA-256</dt><dd><code title=\"{}\">{}</code></dd>\
-         <dt>Generation</dt><dd>{}</dd><dt>Loaded</dt><dd>{}</dd><dt>Groups / rules</dt><dd>{} / {}</dd></dl>{error}\
+         <dt>Generation</dt><dd>{}</dd><dt>Loaded</dt><dd>{}</dd><dt>Groups</dt><dd>{}</dd><dt>Rules</dt><dd>{}</dd></dl>{error}\
          <h3>Upstream</h3><ul id=\"upstreams\">{upstreams}</ul>",
         status["policy_file"].as_str().map_or("(embedded)".to_string(), esc),
         esc(sha),
         esc(sha.get(..12).unwrap_or(sha)),
         text(&status["generation"]),
         utc(&status["loaded_at"]),
-        text(&status["groups"]),
+        text(&status["groups_text"]),
         text(&status["rules"]),
     )
 }

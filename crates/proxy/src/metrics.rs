@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
@@ -231,6 +232,9 @@ pub struct VerificationMetrics {
     list_failures: IntCounterVec,
     dns_lookup: Histogram,
     dns_cache: IntGauge,
+    untrusted_forwarded: IntCounter,
+    /// Unix second of the last "untrusted forwarder" log line (0: never).
+    untrusted_logged: AtomicU64,
 }
 
 /// The bounded `verification` label of `crawlgate_requests_total`.
@@ -261,6 +265,11 @@ impl VerificationMetrics {
         r.register(Box::new(dns_lookup.clone()))?;
         let dns_cache = IntGauge::new("crawlgate_dns_cache_entries", "Addresses in the reverse DNS cache.")?;
         r.register(Box::new(dns_cache.clone()))?;
+        let untrusted_forwarded = IntCounter::new(
+            "crawlgate_untrusted_forwarded_total",
+            "Identity claims from private or loopback peers that carry X-Forwarded-For or Forwarded but are not in server.trusted_proxies (a load balancer whose address is verified instead of the crawler's).",
+        )?;
+        r.register(Box::new(untrusted_forwarded.clone()))?;
         Ok(VerificationMetrics {
             verifications: counter(
                 r,
@@ -278,6 +287,8 @@ impl VerificationMetrics {
             )?,
             dns_lookup,
             dns_cache,
+            untrusted_forwarded,
+            untrusted_logged: AtomicU64::new(0),
         })
     }
 
@@ -300,6 +311,16 @@ impl VerificationMetrics {
         if failures > seen {
             c.inc_by(failures - seen);
         }
+    }
+
+    /// Counts one claim through an untrusted forwarder; true when it is the
+    /// first in a minute, so the caller logs at most one line a minute.
+    pub fn untrusted_forwarded(&self, now: SystemTime) -> bool {
+        self.untrusted_forwarded.inc();
+        let now = unix_seconds(now);
+        let last = self.untrusted_logged.load(Ordering::Relaxed);
+        (last == 0 || now >= last.saturating_add(60))
+            && self.untrusted_logged.compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
 
     /// Observes one uncached reverse DNS check.

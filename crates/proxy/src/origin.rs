@@ -7,7 +7,8 @@
 //! snapshot, so the file served and the rules enforced change together.
 //!
 //! A fetch that fails (timeout, refused connection, 3xx or 5xx, a body too
-//! large) keeps the last good copy; a 4xx means the origin has no
+//! large) keeps the last good copy; while there is none, the next fetch
+//! comes after 1 s, doubling up to `origin_refresh` ([`next_wait`]); a 4xx means the origin has no
 //! robots.txt (RFC 9309 section 2.3.1.3), and the policy's file is served
 //! alone. A policy reload merges the new policy with the last good copy
 //! ([`install`]).
@@ -110,6 +111,22 @@ pub fn copy_age(shared: &Shared) -> Option<Duration> {
     }
     let state = lock(&shared.origin);
     state.copy.as_ref().map(|c| SystemTime::now().duration_since(c.fetched_at).unwrap_or_default())
+}
+
+/// The first retry after a failed fetch while there is no copy yet.
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+
+/// The wait before the next fetch and the backoff after it. With a copy,
+/// `refresh`. Without one (a proxy started before its origin, as under
+/// systemd or in a pod), `backoff` (1 s, doubling, at most `refresh`), so
+/// the origin's groups are served and enforced soon after it comes up.
+fn next_wait(have_copy: bool, backoff: Duration, refresh: Duration) -> (Duration, Duration) {
+    if have_copy {
+        (refresh, FIRST_RETRY)
+    } else {
+        let wait = backoff.min(refresh);
+        (wait, wait.saturating_mul(2).min(refresh))
+    }
 }
 
 /// How one fetch ended.
@@ -251,6 +268,7 @@ fn apply(shared: &Shared, fetched: Fetched) {
 #[async_trait]
 impl BackgroundService for OriginFetcher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
+        let mut backoff = FIRST_RETRY;
         loop {
             let snap = self.shared.snapshot.load_full();
             let settings = snap.policy.settings().origin_robots.clone();
@@ -261,7 +279,10 @@ impl BackgroundService for OriginFetcher {
                 if let Err(e) = tokio::task::spawn_blocking(move || apply(&shared, fetched)).await {
                     tracing::error!(error = %e, "Origin robots.txt merge task failed");
                 }
-                settings.refresh
+                let have_copy = lock(&self.shared.origin).copy.is_some();
+                let (wait, next) = next_wait(have_copy, backoff, settings.refresh);
+                backoff = next;
+                wait
             } else {
                 // Checked again each second: a reload may turn merging on.
                 Duration::from_secs(1)
@@ -271,5 +292,28 @@ impl BackgroundService for OriginFetcher {
                 _ = tokio::time::sleep(wait) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_copy_fetches_back_off_from_one_second_to_refresh() {
+        let refresh = Duration::from_secs(10);
+        let mut backoff = FIRST_RETRY;
+        let mut waits = Vec::new();
+        for _ in 0..6 {
+            let (wait, next) = next_wait(false, backoff, refresh);
+            waits.push(wait.as_secs());
+            backoff = next;
+        }
+        assert_eq!(waits, [1, 2, 4, 8, 10, 10]);
+        // A copy: the refresh interval, and the backoff starts over.
+        assert_eq!(next_wait(true, backoff, refresh), (refresh, FIRST_RETRY));
+        // A refresh under a second caps the first retry too.
+        let short = Duration::from_millis(300);
+        assert_eq!(next_wait(false, FIRST_RETRY, short), (short, short));
     }
 }

@@ -44,6 +44,22 @@ impl Trigger {
 pub struct Reloader {
     shared: Arc<Shared>,
     path: PathBuf,
+    /// The restart-only settings the process started with: what a reload
+    /// compares with, so changing one and changing it back needs no restart.
+    started: Vec<(&'static str, String)>,
+}
+
+/// Every restart-only setting of `policy`: the server's and verification's.
+fn restart_settings(policy: &crawlgate_policy::Policy) -> Vec<(&'static str, String)> {
+    let mut all = restart_only(&policy.settings().server);
+    all.push(crate::verify::restart_only(policy));
+    all
+}
+
+/// The keys whose value in `file` differs from the value the process
+/// `started` with.
+fn restart_required(started: &[(&'static str, String)], file: &[(&'static str, String)]) -> Vec<String> {
+    started.iter().zip(file).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string()).collect()
 }
 
 /// Settings that only a restart applies, as `(key, value)` for comparison.
@@ -70,8 +86,11 @@ fn restart_only(s: &ServerSettings) -> Vec<(&'static str, String)> {
 
 impl Reloader {
     /// A reloader for the policy at `path`.
+    /// Call at start: the running policy's restart-only settings are those
+    /// the process applied.
     pub fn new(shared: Arc<Shared>, path: PathBuf) -> Reloader {
-        Reloader { shared, path }
+        let started = restart_settings(&shared.snapshot.load().policy);
+        Reloader { shared, path, started }
     }
 
     /// Reads, compiles and (if it changed and is valid) swaps in the policy.
@@ -112,12 +131,7 @@ impl Reloader {
                 for w in &warnings {
                     tracing::warn!(target: "crawlgate::policy", "{w}");
                 }
-                let mut old = restart_only(&current.policy.settings().server);
-                old.push(crate::verify::restart_only(&current.policy));
-                let mut new = restart_only(&snap.policy.settings().server);
-                new.push(crate::verify::restart_only(&snap.policy));
-                let restart: Vec<String> =
-                    old.iter().zip(new.iter()).filter(|(a, b)| a.1 != b.1).map(|(a, _)| a.0.to_string()).collect();
+                let restart = restart_required(&self.started, &restart_settings(&snap.policy));
                 let generation = snap.generation;
                 // Merged with the last good copy of the origin's robots.txt
                 // when the policy asks for it.
@@ -418,6 +432,14 @@ impl BackgroundService for HealthChecker {
 mod tests {
     use super::*;
     use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+
+    #[test]
+    fn restart_is_required_for_what_differs_from_the_start() {
+        let started = vec![("server.listen", "a".to_string()), ("server.threads", "2".to_string())];
+        assert!(restart_required(&started, &started).is_empty());
+        let changed = vec![("server.listen", "a".to_string()), ("server.threads", "4".to_string())];
+        assert_eq!(restart_required(&started, &changed), ["server.threads"]);
+    }
 
     #[test]
     fn status_errors_are_bounded() {

@@ -277,6 +277,9 @@ impl ProxyHttp for Gate {
         // The token the User-Agent claims, found once for the verifier and
         // its counter (only when something is verified at all).
         let claim = if self.shared.verifier.get().is_some() { snap.policy.claim(&ua) } else { None };
+        if claim.is_some() {
+            self.note_untrusted_forwarder(session, &snap);
+        }
         // An upgrade the policy does not allow is refused before anything
         // is verified or decided: after a 101 the connection is the origin's.
         let upgrade = snap.policy.check_upgrade(req.headers.get_all(header::UPGRADE).iter().map(|v| v.as_bytes()));
@@ -646,6 +649,25 @@ impl Gate {
             }
         }
         Ok(())
+    }
+
+    /// Counts, and logs at most once a minute, a claim from a private or
+    /// loopback peer that forwards a client address but is not a trusted
+    /// proxy: behind such a balancer every claim is verified against the
+    /// balancer's address, so real crawlers fail verification.
+    fn note_untrusted_forwarder(&self, session: &Session, snap: &Snapshot) {
+        let Some(peer) = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip()) else { return };
+        let headers = &session.req_header().headers;
+        let forwarded = headers.contains_key("x-forwarded-for") || headers.contains_key(header::FORWARDED);
+        if !snap.policy.settings().server.client_address.untrusted_forwarder(peer, forwarded) {
+            return;
+        }
+        if self.shared.metrics.verification().untrusted_forwarded(SystemTime::now()) {
+            tracing::warn!(
+                %peer,
+                "Identity claims arrive from {peer} with X-Forwarded-For or Forwarded, but server.trusted_proxies does not list it: they are verified against its address, so real crawlers fail verification; list the proxy in server.trusted_proxies (logged at most once a minute, crawlgate_untrusted_forwarded_total counts every such claim)"
+            );
+        }
     }
 
     /// Counts a verification outcome under the claimed (or signed) token,
