@@ -1,10 +1,11 @@
 //! [`Rewriter`]: one response's body through lol_html, in chunks.
 
-use std::sync::{Arc, Mutex};
+use std::borrow::Cow;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use bytes::Bytes;
-use lol_html::send::{Element, HtmlRewriter, Settings};
-use lol_html::{element, AsciiCompatibleEncoding, MemorySettings};
+use lol_html::send::{Element, ElementContentHandlers, HtmlRewriter, Settings};
+use lol_html::{AsciiCompatibleEncoding, MemorySettings, Selector};
 
 use crate::handlers::{is_head_over, on_element, HeadOver};
 use crate::plan::{PlanInner, RewritePlan};
@@ -14,6 +15,13 @@ use crate::{Config, DroppedFindings, Finding, Mode, Unsupported};
 /// Bytes fed to lol_html at a time while the head is open (inject,
 /// enforce).
 const HEAD_SLICE: usize = 1024;
+
+/// The handler's selector, `*`, parsed once per process: lol_html's
+/// `element!` parses its selector string anew for every rewriter, and a
+/// borrowed `Selector` is what its settings take instead. (`None` cannot
+/// happen: `*` is a valid selector; the rewriter then passes the body
+/// through unchanged.)
+static EVERY_ELEMENT: LazyLock<Option<Selector>> = LazyLock::new(|| "*".parse().ok());
 
 /// Why a rewriter stopped rewriting; the rest of the body passes through
 /// unchanged.
@@ -98,7 +106,7 @@ impl Rewriter {
         };
         let state = Arc::new(Mutex::new(State::new()));
         let (s, p) = (state.clone(), plan.clone());
-        let handler = element!("*", move |el: &mut Element<'_, '_>| {
+        let handler = move |el: &mut Element<'_, '_>| -> lol_html::HandlerResult {
             let mut st = lock(&s);
             let (phase, placed) = (st.phase, st.placed);
             on_element(&mut st, &p, el, &s);
@@ -111,7 +119,7 @@ impl Rewriter {
                 return Err(Box::new(HeadOver));
             }
             Ok(())
-        });
+        };
         let mut settings = Settings::new_send()
             .with_strict(false)
             .with_memory_settings(
@@ -120,8 +128,13 @@ impl Rewriter {
                     .with_preallocated_parsing_buffer_size(1024.min(max_memory))
                     .with_graceful_bail_out_on_memory_limit_exceeded(true),
             )
-            .with_graceful_bail_out_on_content_handler_error(true)
-            .append_element_content_handler(handler);
+            .with_graceful_bail_out_on_content_handler_error(true);
+        if let Some(every) = EVERY_ELEMENT.as_ref() {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(every),
+                ElementContentHandlers::default().element(handler),
+            ));
+        }
         settings = match encoding {
             Some(e) => settings.with_encoding(e),
             None => settings.with_adjust_charset_on_meta_tag(true),
