@@ -172,9 +172,11 @@ fn bench(c: &mut Criterion) {
     // all three modes.
     let enforce = RewritePlan::new(&config(Mode::Enforce));
     let mut g = c.benchmark_group("response/1.5KB");
-    let page = Bytes::from(small.clone());
+    let small_body = Bytes::from(small.clone());
     let metas5 = Bytes::from(metas5_page());
-    g.bench_with_input(BenchmarkId::from_parameter("inject"), &page, |b, i| b.iter(|| response(&inject, black_box(i))));
+    g.bench_with_input(BenchmarkId::from_parameter("inject"), &small_body, |b, i| {
+        b.iter(|| response(&inject, black_box(i)))
+    });
     for (label, plan) in [("5-metas/inject", &inject), ("5-metas/audit", &audit), ("5-metas/enforce", &enforce)] {
         g.bench_with_input(BenchmarkId::from_parameter(label), &metas5, |b, i| b.iter(|| response(plan, black_box(i))));
     }
