@@ -225,6 +225,13 @@ impl Rewriter {
         // it cannot, and the slices bound how far parsing runs on past it
         // (lol_html with a `*` handler is several times slower than a copy).
         let step = if self.plan.mode == Mode::Audit { chunk.len() } else { HEAD_SLICE };
+        if self.inner.is_some() {
+            // The output of this chunk is about its size, plus the metas:
+            // one allocation instead of the sink's vector doubling from
+            // lol_html's first small pieces on.
+            let extra = self.growth.unwrap_or(0).max(256);
+            lock(&self.state).out.reserve(chunk.len().saturating_add(extra));
+        }
         let mut pos = 0;
         while pos < chunk.len() {
             let Some(rw) = self.inner.as_mut() else { break };
@@ -251,8 +258,7 @@ impl Rewriter {
                 }
             }
         }
-        let mut out = lock(&self.state).take_output(&self.plan, self.inner.is_none());
-        out.extend_from_slice(&chunk[pos..]);
+        let out = lock(&self.state).take_output(&self.plan, self.inner.is_none(), &chunk[pos..]);
         Bytes::from(out)
     }
 
@@ -263,12 +269,11 @@ impl Rewriter {
         if self.inner.is_some() || !self.sniffed {
             return self.write(&chunk);
         }
-        let mut held = lock(&self.state).take_output(&self.plan, true);
-        if held.is_empty() {
+        let mut st = lock(&self.state);
+        if !st.holds_output() {
             return chunk;
         }
-        held.extend_from_slice(&chunk);
-        Bytes::from(held)
+        Bytes::from(st.take_output(&self.plan, true, &chunk))
     }
 
     /// End of input; returns the rest.
@@ -286,7 +291,7 @@ impl Rewriter {
         }
         let mut st = lock(&self.state);
         st.close_head(&self.plan);
-        out.extend_from_slice(&st.take_output(&self.plan, true));
+        out.extend_from_slice(&st.take_output(&self.plan, true, &[]));
         if let Some(n) = self.growth {
             // At most `n` went in: one insertion point gets the metas.
             debug_assert!(st.grown <= n, "inserted {} bytes, promised {n}", st.grown);
