@@ -1,11 +1,13 @@
 //! Throughput of the robots meta rewriter on realistic pages fed in 16 KiB
-//! chunks, as the proxy feeds it, against a plain copy of the same chunks.
+//! chunks, as the proxy feeds it, against a plain copy of the same chunks;
+//! and one whole response as the proxy drives the rewriter (`response/`).
 //!
 //! `cargo bench -p crawlgate-html --bench rewrite`
 
 // `criterion_group!` defines an undocumented public function.
 #![allow(missing_docs)]
 
+use bytes::Bytes;
 use crawlgate_html::{Config, Mode, RewritePlan, Rewriter};
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
@@ -83,6 +85,32 @@ fn small_page() -> Vec<u8> {
     s.into_bytes()
 }
 
+/// The small page with five robots metas in its head (conflicts, extras, a
+/// crawler's meta), for audit and enforce: bench/origin.sh's metas5.html.
+fn metas5_page() -> Vec<u8> {
+    let metas = "<meta name=\"robots\" content=\"index, follow\">\n<meta name=\"robots\" content=\"noarchive\">\n\
+                 <meta name=\"googlebot\" content=\"max-snippet:-1, max-image-preview:large\">\n\
+                 <meta name=\"bingbot\" content=\"nosnippet\">\n<meta name=\"gptbot\" content=\"noai, noimageai\">\n";
+    let small = String::from_utf8_lossy(&small_page()).into_owned();
+    small.replacen("<title>", &format!("{metas}<title>"), 1).into_bytes()
+}
+
+/// One response the way the proxy's `crawlgate_proxy::html` drives it:
+/// a rewriter on the snapshot's prepared plan for a `charset=utf-8`
+/// response, its growth fixed for a Content-Length response (inject), the
+/// body as one owned chunk (an origin's small page arrives in one read),
+/// the end, and the findings and bail-out drained as the body filter
+/// drains them.
+fn response(plan: &RewritePlan, body: &Bytes) -> usize {
+    let Ok(mut rw) = Rewriter::with_plan(plan, Some("utf-8")) else { return 0 };
+    let growth = rw.fix_growth().unwrap_or(0);
+    let mut n = rw.write_bytes(body.clone()).len();
+    n += rw.finish().len();
+    n += rw.take_findings().len();
+    n += rw.take_dropped_findings().total() as usize + rw.dropped_findings().total() as usize;
+    n + growth + usize::from(rw.bail().is_some())
+}
+
 fn config(mode: Mode) -> Config {
     Config {
         mode,
@@ -137,6 +165,21 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(small.len() as u64));
     g.bench_with_input(BenchmarkId::from_parameter("copy"), &small, |b, i| b.iter(|| copy(black_box(i))));
     g.bench_with_input(BenchmarkId::from_parameter("inject"), &small, |b, i| b.iter(|| rewrite(&inject, black_box(i))));
+    g.finish();
+    // The whole per-response setup and run as the proxy does it (issue 23:
+    // what the proxy spent around the rewriter was ten times the rewriter):
+    // the load test's page for inject, the page with five robots metas for
+    // all three modes.
+    let enforce = RewritePlan::new(&config(Mode::Enforce));
+    let mut g = c.benchmark_group("response/1.5KB");
+    let small_body = Bytes::from(small.clone());
+    let metas5 = Bytes::from(metas5_page());
+    g.bench_with_input(BenchmarkId::from_parameter("inject"), &small_body, |b, i| {
+        b.iter(|| response(&inject, black_box(i)))
+    });
+    for (label, plan) in [("5-metas/inject", &inject), ("5-metas/audit", &audit), ("5-metas/enforce", &enforce)] {
+        g.bench_with_input(BenchmarkId::from_parameter(label), &metas5, |b, i| b.iter(|| response(plan, black_box(i))));
+    }
     g.finish();
     for (label, size) in [("20KB", 20 * 1024), ("500KB", 500 * 1024)] {
         let input = page(size);

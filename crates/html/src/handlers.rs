@@ -164,6 +164,10 @@ fn outside_head(st: &mut State, plan: &PlanInner, el: &Element<'_, '_>) {
 /// A `<link>` in the head: each of its `rel` keywords that makes a head
 /// element redundant is remembered.
 fn head_link(st: &mut State, plan: &PlanInner, el: &Element<'_, '_>) {
+    // Without head elements to insert no link can make one redundant.
+    if plan.head.is_empty() {
+        return;
+    }
     let Some(rel) = el.get_attribute("rel") else { return };
     for kw in rel.split_ascii_whitespace() {
         let key = format!("link:{}", kw.to_ascii_lowercase());

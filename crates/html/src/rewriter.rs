@@ -1,10 +1,11 @@
 //! [`Rewriter`]: one response's body through lol_html, in chunks.
 
-use std::sync::{Arc, Mutex};
+use std::borrow::Cow;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use bytes::Bytes;
-use lol_html::send::{Element, HtmlRewriter, Settings};
-use lol_html::{element, AsciiCompatibleEncoding, MemorySettings};
+use lol_html::send::{Element, ElementContentHandlers, HtmlRewriter, Settings};
+use lol_html::{AsciiCompatibleEncoding, MemorySettings, Selector};
 
 use crate::handlers::{is_head_over, on_element, HeadOver};
 use crate::plan::{PlanInner, RewritePlan};
@@ -14,6 +15,13 @@ use crate::{Config, DroppedFindings, Finding, Mode, Unsupported};
 /// Bytes fed to lol_html at a time while the head is open (inject,
 /// enforce).
 const HEAD_SLICE: usize = 1024;
+
+/// The handler's selector, `*`, parsed once per process: lol_html's
+/// `element!` parses its selector string anew for every rewriter, and a
+/// borrowed `Selector` is what its settings take instead. (`None` cannot
+/// happen: `*` is a valid selector; the rewriter then passes the body
+/// through unchanged.)
+static EVERY_ELEMENT: LazyLock<Option<Selector>> = LazyLock::new(|| "*".parse().ok());
 
 /// Why a rewriter stopped rewriting; the rest of the body passes through
 /// unchanged.
@@ -98,7 +106,7 @@ impl Rewriter {
         };
         let state = Arc::new(Mutex::new(State::new()));
         let (s, p) = (state.clone(), plan.clone());
-        let handler = element!("*", move |el: &mut Element<'_, '_>| {
+        let handler = move |el: &mut Element<'_, '_>| -> lol_html::HandlerResult {
             let mut st = lock(&s);
             let (phase, placed) = (st.phase, st.placed);
             on_element(&mut st, &p, el, &s);
@@ -111,7 +119,7 @@ impl Rewriter {
                 return Err(Box::new(HeadOver));
             }
             Ok(())
-        });
+        };
         let mut settings = Settings::new_send()
             .with_strict(false)
             .with_memory_settings(
@@ -120,8 +128,13 @@ impl Rewriter {
                     .with_preallocated_parsing_buffer_size(1024.min(max_memory))
                     .with_graceful_bail_out_on_memory_limit_exceeded(true),
             )
-            .with_graceful_bail_out_on_content_handler_error(true)
-            .append_element_content_handler(handler);
+            .with_graceful_bail_out_on_content_handler_error(true);
+        if let Some(every) = EVERY_ELEMENT.as_ref() {
+            settings = settings.append_element_content_handler((
+                Cow::Borrowed(every),
+                ElementContentHandlers::default().element(handler),
+            ));
+        }
         settings = match encoding {
             Some(e) => settings.with_encoding(e),
             None => settings.with_adjust_charset_on_meta_tag(true),
@@ -212,6 +225,13 @@ impl Rewriter {
         // it cannot, and the slices bound how far parsing runs on past it
         // (lol_html with a `*` handler is several times slower than a copy).
         let step = if self.plan.mode == Mode::Audit { chunk.len() } else { HEAD_SLICE };
+        if self.inner.is_some() {
+            // The output of this chunk is about its size, plus the metas:
+            // one allocation instead of the sink's vector doubling from
+            // lol_html's first small pieces on.
+            let extra = self.growth.unwrap_or(0).max(256);
+            lock(&self.state).out.reserve(chunk.len().saturating_add(extra));
+        }
         let mut pos = 0;
         while pos < chunk.len() {
             let Some(rw) = self.inner.as_mut() else { break };
@@ -238,8 +258,7 @@ impl Rewriter {
                 }
             }
         }
-        let mut out = lock(&self.state).take_output(&self.plan, self.inner.is_none());
-        out.extend_from_slice(&chunk[pos..]);
+        let out = lock(&self.state).take_output(&self.plan, self.inner.is_none(), &chunk[pos..]);
         Bytes::from(out)
     }
 
@@ -250,12 +269,11 @@ impl Rewriter {
         if self.inner.is_some() || !self.sniffed {
             return self.write(&chunk);
         }
-        let mut held = lock(&self.state).take_output(&self.plan, true);
-        if held.is_empty() {
+        let mut st = lock(&self.state);
+        if !st.holds_output() {
             return chunk;
         }
-        held.extend_from_slice(&chunk);
-        Bytes::from(held)
+        Bytes::from(st.take_output(&self.plan, true, &chunk))
     }
 
     /// End of input; returns the rest.
@@ -273,7 +291,7 @@ impl Rewriter {
         }
         let mut st = lock(&self.state);
         st.close_head(&self.plan);
-        out.extend_from_slice(&st.take_output(&self.plan, true));
+        out.extend_from_slice(&st.take_output(&self.plan, true, &[]));
         if let Some(n) = self.growth {
             // At most `n` went in: one insertion point gets the metas.
             debug_assert!(st.grown <= n, "inserted {} bytes, promised {n}", st.grown);

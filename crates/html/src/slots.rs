@@ -218,10 +218,24 @@ impl State {
         }
     }
 
-    /// Hands out the output that is ready: everything, or, while a marker
+    /// Whether output is waiting to be handed out.
+    pub(crate) fn holds_output(&self) -> bool {
+        !self.out.is_empty() || !self.slots.is_empty()
+    }
+
+    /// Hands out the output that is ready, followed by `tail` (input the
+    /// caller passes through as it is): everything, or, while a marker
     /// is undecided, what precedes the first marker. `force` decides and
     /// releases everything (end of input, bail-out).
-    pub(crate) fn take_output(&mut self, plan: &PlanInner, force: bool) -> Vec<u8> {
+    pub(crate) fn take_output(&mut self, plan: &PlanInner, force: bool, tail: &[u8]) -> Vec<u8> {
+        let mut out = self.ready_output(plan, force, tail.len());
+        out.extend_from_slice(tail);
+        out
+    }
+
+    /// [`State::take_output`] without the tail; `room` is how many bytes
+    /// the caller appends.
+    fn ready_output(&mut self, plan: &PlanInner, force: bool, room: usize) -> Vec<u8> {
         if self.slots.is_empty() {
             return std::mem::take(&mut self.out);
         }
@@ -242,7 +256,7 @@ impl State {
             let mut slots = std::mem::take(&mut self.slots);
             slots.sort_by_key(|s| s.at);
             let out = std::mem::take(&mut self.out);
-            let mut result = Vec::with_capacity(out.len() + self.metas_html.len() + 16);
+            let mut result = Vec::with_capacity(out.len() + self.metas_html.len() + 16 + room);
             let mut pos = 0;
             for slot in slots {
                 let Some(at) = slot.at else { continue };

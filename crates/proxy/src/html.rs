@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::{Bytes, BytesMut};
 use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
-use http::header;
+use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use pingora::{Error, ErrorSource, ErrorType, Result};
@@ -60,7 +60,12 @@ pub const DECODE_ABORTED: ErrorType = ErrorType::Custom("decompression aborted")
 
 /// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
 /// dropped from a rewritten response, whose bytes they no longer describe.
-const DIGEST_HEADERS: [&str; 4] = ["content-digest", "repr-digest", "digest", "content-md5"];
+const DIGEST_HEADERS: [HeaderName; 4] = [
+    HeaderName::from_static("content-digest"),
+    HeaderName::from_static("repr-digest"),
+    HeaderName::from_static("digest"),
+    HeaderName::from_static("content-md5"),
+];
 
 /// One response being rewritten.
 pub struct HtmlStream {
@@ -90,16 +95,16 @@ fn content_length(resp: &ResponseHeader) -> Option<usize> {
 }
 
 /// `(media type is HTML, charset label)` of a Content-Type value.
-fn html_content_type(value: &str) -> (bool, Option<String>) {
+fn html_content_type(value: &str) -> (bool, Option<&str>) {
     let mut parts = value.split(';');
-    let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let media = parts.next().unwrap_or("").trim();
     // XHTML is XML: lol_html parses it as HTML and the injected void
     // `<meta>` (and any inserted `<head>`) would break well-formedness, so
     // XHTML passes through untouched (the Robots-Tag header still applies).
-    let is_html = media == "text/html";
+    let is_html = media.eq_ignore_ascii_case("text/html");
     let charset = parts.find_map(|p| {
         let (k, v) = p.split_once('=')?;
-        k.trim().eq_ignore_ascii_case("charset").then(|| v.trim().trim_matches('"').to_owned())
+        k.trim().eq_ignore_ascii_case("charset").then(|| v.trim().trim_matches('"'))
     });
     (is_html, charset)
 }
@@ -150,15 +155,12 @@ pub fn start(
     if !resp.status.is_success() || matches!(resp.status.as_u16(), 204 | 206) {
         return Ok(None);
     }
-    let ct = resp
-        .headers
-        .get(header::CONTENT_TYPE)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        .unwrap_or_default();
+    let ct = resp.headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or_default();
     let (is_html, charset) = html_content_type(&ct);
     if !is_html {
         return Ok(None);
     }
+    let has_charset = charset.is_some();
     let encoding = match content_coding(resp) {
         Ok(e) => e,
         Err(()) => {
@@ -173,7 +175,7 @@ pub fn start(
             return Ok(None);
         }
     };
-    let mut rewriter = match Rewriter::with_plan(&plans.get(plan), charset.as_deref()) {
+    let mut rewriter = match Rewriter::with_plan(&plans.get(plan), charset) {
         Ok(r) => r,
         Err(e) => {
             metrics.html_passthrough(Passthrough::Charset);
@@ -197,8 +199,8 @@ pub fn start(
         // rewriter passes through untouched: padding it to a promised length
         // would add bytes to a page it must not change, so such a response
         // is sent chunked.
-        let length = match (&encoding, &charset) {
-            (None, Some(_)) => content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64)),
+        let length = match (&encoding, has_charset) {
+            (None, true) => content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64)),
             _ => None,
         };
         match length {
@@ -210,7 +212,7 @@ pub fn start(
         }
         resp.remove_header(&header::ACCEPT_RANGES);
         // Digests of the origin's bytes no longer match the body.
-        for name in DIGEST_HEADERS {
+        for name in &DIGEST_HEADERS {
             resp.remove_header(name);
         }
         if let Some(etag) = resp.headers.get(header::ETAG) {
@@ -429,10 +431,10 @@ mod tests {
 
     #[test]
     fn content_type_parsing() {
-        assert_eq!(html_content_type("text/html; charset=UTF-8"), (true, Some("UTF-8".into())));
+        assert_eq!(html_content_type("text/html; charset=UTF-8"), (true, Some("UTF-8")));
         assert_eq!(html_content_type("Text/HTML"), (true, None));
-        assert_eq!(html_content_type("text/html;charset=\"iso-8859-1\""), (true, Some("iso-8859-1".into())));
-        assert_eq!(html_content_type("application/xhtml+xml; charset=utf-8"), (false, Some("utf-8".into())));
+        assert_eq!(html_content_type("text/html;charset=\"iso-8859-1\""), (true, Some("iso-8859-1")));
+        assert_eq!(html_content_type("application/xhtml+xml; charset=utf-8"), (false, Some("utf-8")));
         assert!(!html_content_type("text/plain; charset=utf-8").0);
         assert!(!html_content_type("").0);
     }

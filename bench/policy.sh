@@ -1,0 +1,18 @@
+# Sourced by bench/instructions and bench/paired-compare: the crawlgate
+# policy of a row. `write_policy KIND LISTEN ADMIN` prints it for a KIND
+# `cg` (the realistic policy of bench/gen-realistic-policy.py) or
+# `cg+MODE`, the same policy plus the load test's `[[robots_tag]]` rule on
+# `/` (`noindex, nosnippet`): MODE `tag` sends it as headers only
+# (Robots-Tag, X-Robots-Tag), `inject`, `audit` or `enforce` also rewrite
+# the HTML with that `html` mode.
+write_policy() {
+  local kind=$1 listen=$2 admin=$3
+  python3 bench/gen-realistic-policy.py "$listen" "$admin" 127.0.0.1:38081
+  case $kind in
+    cg) ;;
+    cg+tag|cg+inject|cg+audit|cg+enforce)
+      printf '\n[[robots_tag]]\npath = "/"\nrules = ["noindex", "nosnippet"]\n'
+      [ "$kind" = cg+tag ] || printf 'html = "%s"\n' "${kind#cg+}" ;;
+    *) echo "unknown kind $kind (cg, cg+tag, cg+inject, cg+audit, cg+enforce)" >&2; return 1 ;;
+  esac
+}
