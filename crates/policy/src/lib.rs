@@ -35,7 +35,7 @@ pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::Claim;
 pub use policy::{
-    AccessLogFormat, Action, AgentId, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan, OriginHeaderMode,
+    AccessLogFormat, Action, AgentId, BlockReason, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan, OriginHeaderMode,
     OriginRobotsMode, OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats, UpstreamSettings,
     UrlControls,
 };
