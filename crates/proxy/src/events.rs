@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crawlgate_policy::client::ClientAddr;
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{AccessLogFormat, Action, AgentId, LocalFile};
+use crawlgate_policy::{AccessLogFormat, Action, AgentId, BlockReason, LocalFile};
 
 use crate::activity::{Activity, Hit};
 
@@ -245,6 +245,8 @@ pub struct RequestDone<'a> {
     pub evidence: Option<&'a crawlgate_identity::Evidence>,
     /// It broke a robots.txt rule (`violation=true` in the access line).
     pub violation: bool,
+    /// Why the proxy refused it (`reason=` in the access line).
+    pub reason: Option<BlockReason>,
 }
 
 /// A value of an access log field.
@@ -376,6 +378,9 @@ impl RequestDone<'_> {
     pub fn count(&self, metrics: &Metrics) {
         metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.verification.label(), self.elapsed);
         metrics.response(self.status);
+        if let Some(reason) = self.reason {
+            metrics.block(self.agent.unwrap_or(OTHER_AGENT), reason);
+        }
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -441,6 +446,9 @@ impl RequestDone<'_> {
         }
         l.str("group", self.group);
         l.field("decision", Value::Str(self.decision()));
+        if let Some(reason) = self.reason {
+            l.field("reason", Value::Str(reason.as_str()));
+        }
         if let Some(local) = self.local.filter(|l| *l != Local::Blocked) {
             l.field("local", Value::Str(local.as_str()));
         }
@@ -532,6 +540,7 @@ mod tests {
             verification: Verification::NotApplicable,
             evidence: None,
             violation: false,
+            reason: None,
         }
     }
 
@@ -625,6 +634,7 @@ mod tests {
         d.violation = true;
         d.local = Some(Local::Blocked);
         d.rule = Some(("/", 30));
+        d.reason = Some(BlockReason::Robots);
         d.status = 403;
         d.bytes_sent = 61;
         d.upstream = None;
@@ -634,10 +644,40 @@ mod tests {
             d.line(AccessLogFormat::Logfmt),
             format!(
                 "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=403 bytes_sent=61 \
-                 user_agent=GPTBot/1.2 agent=GPTBot group=ai decision=block violation=true rule=/ line=30 \
-                 duration_ms=0.042"
+                 user_agent=GPTBot/1.2 agent=GPTBot group=ai decision=block reason=robots violation=true rule=/ \
+                 line=30 duration_ms=0.042"
             )
         );
+    }
+
+    #[test]
+    fn spoofed_block_names_its_reason_and_no_rule() {
+        let c = client("203.0.113.7", &[]);
+        let mut d = done(&c);
+        d.user_agent = Some("bingbot/2.0");
+        d.agent = Some("bingbot");
+        d.group = Some("search");
+        d.outcome = Action::Block;
+        d.local = Some(Local::Blocked);
+        d.verification = Verification::Spoofed(crawlgate_policy::verification::Method::Ip);
+        d.reason = Some(BlockReason::Spoofed);
+        d.status = 403;
+        d.bytes_sent = 61;
+        d.upstream = None;
+        d.upstream_status = None;
+        d.elapsed = Duration::from_nanos(42_000);
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=403 bytes_sent=61 \
+                 user_agent=bingbot/2.0 agent=bingbot verification=spoofed(ip) group=search decision=block \
+                 reason=spoofed duration_ms=0.042"
+            )
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&d.line(AccessLogFormat::Json)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["reason"], "spoofed");
+        assert!(json.get("violation").is_none() && json.get("rule").is_none());
     }
 
     #[test]
@@ -669,6 +709,7 @@ mod tests {
         d.user_agent = None;
         d.group = None;
         d.local = Some(Local::BadRequest);
+        d.reason = Some(BlockReason::BadRequest);
         d.status = 400;
         d.bytes_sent = 40;
         d.upstream = None;
@@ -678,7 +719,7 @@ mod tests {
             d.line(AccessLogFormat::Logfmt),
             format!(
                 "{PREFIX} method=GET path=\"http://x y/\\\"a\\\"\\\\b\" protocol=HTTP/1.1 status=400 bytes_sent=40 \
-                 decision=reject local=bad-request duration_ms=0.080"
+                 decision=reject reason=bad-request local=bad-request duration_ms=0.080"
             )
         );
         let json: serde_json::Value =

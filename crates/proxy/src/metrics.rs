@@ -16,7 +16,7 @@ use prometheus::{
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crawlgate_policy::{Action, HtmlMode, LocalFile, Policy};
+use crawlgate_policy::{Action, BlockReason, HtmlMode, LocalFile, Policy};
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
@@ -160,6 +160,8 @@ pub struct Metrics {
     requests: IntCounterVec,
     robots_fetches: IntCounterVec,
     violations: IntCounterVec,
+    /// `crawlgate_blocks_total{agent,reason}`.
+    blocks: IntCounterVec,
     html_rewrites: IntCounterVec,
     html_findings: IntCounterVec,
     html_passthrough: IntCounterVec,
@@ -548,6 +550,12 @@ impl Metrics {
                 "Requests for paths the agent's robots.txt group disallows.",
                 &["agent", "group"],
             )?,
+            blocks: counter(
+                r,
+                "crawlgate_blocks_total",
+                "Requests the proxy refused, by agent token and reason (robots, spoofed, unverified, bad-request, loop, replayed, rate, payment).",
+                &["agent", "reason"],
+            )?,
             html_rewrites: counter(
                 r,
                 "crawlgate_html_rewrites_total",
@@ -634,6 +642,12 @@ impl Metrics {
         self.violations.with_label_values(&[labels.agent(agent), labels.group(group)]).inc();
     }
 
+    /// Counts a request the proxy refused, by [`BlockReason`].
+    pub fn block(&self, agent: &str, reason: BlockReason) {
+        let agent = self.labels.load().agent(agent);
+        self.blocks.with_label_values(&[agent, reason.as_str()]).inc();
+    }
+
     /// Counts a rewritten HTML response.
     pub fn html_rewrite(&self, mode: &str) {
         self.html_rewrites.with_label_values(&[mode]).inc();
@@ -714,6 +728,9 @@ impl Metrics {
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 self.robots_fetches.with_label_values(&[token, f]);
             }
+            for reason in BlockReason::ALL {
+                self.blocks.with_label_values(&[token, reason.as_str()]);
+            }
         }
         // A token's violations are counted under the group it gets;
         // requests naming no token under `*`'s.
@@ -765,6 +782,9 @@ impl Metrics {
             }
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 let _ = self.robots_fetches.remove_label_values(&[token, f]);
+            }
+            for reason in BlockReason::ALL {
+                let _ = self.blocks.remove_label_values(&[token, reason.as_str()]);
             }
             for group in old.groups.iter().map(String::as_str).chain([ORIGIN_GROUP]) {
                 let _ = self.violations.remove_label_values(&[token, group]);

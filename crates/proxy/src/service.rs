@@ -17,7 +17,9 @@ use bytes::Bytes;
 use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, ClientAddr};
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{Action, AgentId, Claim, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField};
+use crawlgate_policy::{
+    Action, AgentId, BlockReason, Claim, Decision, Identity, LocalFile, Route, UrlControls, UserAgentField,
+};
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::modules::http::compression::ResponseCompression;
@@ -129,6 +131,8 @@ pub struct Ctx {
     /// The request broke a robots.txt rule (a block for a failed
     /// verification alone is none).
     violation: bool,
+    /// Why the proxy refused the request.
+    reason: Option<BlockReason>,
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     browser: bool,
@@ -215,6 +219,7 @@ impl ProxyHttp for Gate {
             verification: Verification::NotApplicable,
             evidence: None,
             violation: false,
+            reason: None,
             browser: false,
         }
     }
@@ -255,6 +260,7 @@ impl ProxyHttp for Gate {
         let req = session.req_header();
         if self.looped(req) {
             ctx.local = Some(Local::LoopDetected);
+            ctx.reason = Some(BlockReason::Loop);
             let body = "508 Loop Detected: this request already passed through this proxy; check upstream.servers\n";
             Box::pin(respond::plain(session, 508, body.to_string())).await?;
             return Ok(true);
@@ -284,6 +290,7 @@ impl ProxyHttp for Gate {
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
+                ctx.reason = Some(BlockReason::BadRequest);
                 if ctx.logged {
                     ctx.path = Cow::Owned(String::from_utf8_lossy(req.raw_path()).into_owned());
                 }
@@ -321,13 +328,18 @@ impl ProxyHttp for Gate {
                 ctx.outcome = Action::Block;
                 ctx.local = Some(Local::Blocked);
                 let agent = decision.agent.unwrap_or(OTHER_AGENT);
-                // A block for a failed verification is no robots.txt
-                // violation; the access log line shows it.
-                if decision.on_failure.is_none() || decision.rule.is_some_and(|r| !r.allow) {
+                let reason = decision.block_reason().unwrap_or(BlockReason::Robots);
+                ctx.reason = Some(reason);
+                // Only a path its group disallows is a robots.txt
+                // violation; a claim blocked on an allowed path names no
+                // rule (the allow rule did not block it).
+                if decision.violation() {
                     violation(&decision).emit(&self.shared.metrics);
                     ctx.violation = true;
+                } else {
+                    ctx.rule = None;
                 }
-                let body = respond::block_body(decision.block_status, agent, target.path());
+                let body = respond::block_body(decision.block_status, reason, agent, target.path(), ctx.verification);
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 Box::pin(respond::plain(session, status, body)).await?;
@@ -563,6 +575,7 @@ impl ProxyHttp for Gate {
             verification: ctx.verification,
             evidence: ctx.evidence.as_ref(),
             violation: ctx.violation,
+            reason: ctx.reason,
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
