@@ -236,6 +236,7 @@ fn explain_text() {
          \x20 rule:     Disallow: / (line 17)\n\
          \x20 verdict:  disallowed\n\
          \x20 enforce:  block -> block (403)\n\
+         \x20 reason:   robots\n\
          \x20 header:   Robots-Tag: *;noindex\n\
          \x20 header:   X-Robots-Tag: noindex\n\
          \x20 header:   Content-Usage: train-ai=n\n\
@@ -298,6 +299,8 @@ fn explain_json() {
     assert_eq!(d["enforce"], "block");
     assert_eq!(d["action"], "block");
     assert_eq!(d["block_status"], 403);
+    assert_eq!(d["reason"], "robots");
+    assert_eq!(d["violation"], true);
     assert_eq!(
         d["headers"],
         serde_json::json!({

@@ -64,13 +64,14 @@ fn explain_with_client_ip_applies_the_outcome() {
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.2", "/nogoogle/x"]).1,
         format!(
-            "/nogoogle/x\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.2\n  verify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\n  group:    Googlebot (line 12)\n  rule:     Disallow: /nogoogle/ (line 14)\n  verdict:  disallowed\n  enforce:  block -> block (403)\n"
+            "/nogoogle/x\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.2\n  verify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\n  group:    Googlebot (line 12)\n  rule:     Disallow: /nogoogle/ (line 14)\n  verdict:  disallowed\n  enforce:  block -> block (403)\n  reason:   robots\n"
         )
     );
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
-        "/a\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.3\n  verify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\n  group:    Googlebot (line 12)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  block -> block (403)\n"
+        "/a\n  agent:    Googlebot (catalog: Google, search-engine)\n  client:   127.0.0.3\n  verify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\n  group:    Googlebot (line 12)\n  rule:     none matched\n  verdict:  allowed\n  enforce:  block -> block (403)\n  reason:   spoofed (not a robots.txt violation)\n"
     );
+    assert_eq!(v_reason(c, ua), (serde_json::json!("spoofed"), serde_json::json!(false)));
     let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
     assert_eq!(
@@ -78,4 +79,12 @@ fn explain_with_client_ip_applies_the_outcome() {
         serde_json::json!({"outcome": "spoofed(ip)", "evidence": "in none of the lists", "on_failure": "block", "methods": [{"method": "ip", "finding": "spoofed (in none of the lists)"}]})
     );
     assert_eq!(v[0]["client_ip"], "127.0.0.3");
+}
+
+/// `explain --json`'s `reason` and `violation` for a spoofed Googlebot
+/// (client 127.0.0.3) on `/a`, a path its group allows.
+fn v_reason(c: &str, ua: &str) -> (serde_json::Value, serde_json::Value) {
+    let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    (v[0]["reason"].clone(), v[0]["violation"].clone())
 }
