@@ -400,6 +400,7 @@ impl RequestDone<'_> {
             referer: self.referer,
             client: self.client.map(|c| c.ip),
             verification: self.verification,
+            reason: self.reason,
             now: crate::activity::unix_now(),
         });
     }

@@ -29,7 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use crawlgate_policy::referrers::{referrers, same_operator};
-use crawlgate_policy::{catalog, Action, AgentId, LocalFile, Policy};
+use crawlgate_policy::{catalog, Action, AgentId, BlockReason, LocalFile, Policy};
 use serde_json::{json, Value};
 
 pub use compliance::{Compliance, Net, WINDOW_SECS};
@@ -75,6 +75,8 @@ pub struct Hit<'a> {
     pub client: Option<IpAddr>,
     /// The verification outcome of the request's claim.
     pub verification: crawlgate_policy::verification::Verification,
+    /// Why the proxy refused it, if it did.
+    pub reason: Option<BlockReason>,
     /// Unix seconds.
     pub now: u64,
 }
@@ -108,6 +110,8 @@ pub struct AgentStats {
     verified: AtomicU64,
     unverified: AtomicU64,
     spoofed: AtomicU64,
+    /// Refused requests by [`BlockReason`] (indexed as [`BlockReason::ALL`]).
+    blocked_by: [AtomicU64; BlockReason::ALL.len()],
     timeline: Timeline,
     top: Mutex<SpaceSaving<ViolationKey>>,
 }
@@ -129,6 +133,7 @@ impl AgentStats {
             verified: AtomicU64::new(0),
             unverified: AtomicU64::new(0),
             spoofed: AtomicU64::new(0),
+            blocked_by: std::array::from_fn(|_| AtomicU64::new(0)),
             timeline: Timeline::default(),
             top: Mutex::new(SpaceSaving::new(TOP_K)),
         }
@@ -161,6 +166,11 @@ impl AgentStats {
             "without_robots": g(&self.without_robots),
             "first_seen": g(&self.first_seen),
             "last_seen": g(&self.last_seen),
+            "blocked_by": BlockReason::ALL
+                .iter()
+                .zip(&self.blocked_by)
+                .map(|(r, c)| (r.as_str().to_owned(), Value::from(g(c))))
+                .collect::<serde_json::Map<String, Value>>(),
             "verification": {
                 "verified": g(&self.verified),
                 "unverified": g(&self.unverified),
@@ -284,6 +294,11 @@ impl Activity {
                 Verification::Unverified => inc(&s.unverified),
                 Verification::Spoofed(_) => inc(&s.spoofed),
                 Verification::NotApplicable => {}
+            }
+        }
+        if let Some(reason) = hit.reason {
+            if let Some(c) = BlockReason::ALL.iter().position(|r| *r == reason).and_then(|i| s.blocked_by.get(i)) {
+                inc(c);
             }
         }
         s.bytes.fetch_add(hit.bytes, Ordering::Relaxed);

@@ -39,6 +39,7 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         referer: None,
         client: Some("192.0.2.1".parse().unwrap()),
         verification: d.verification,
+        reason: d.block_reason(),
         now: 1_000_000,
     }
 }
@@ -140,6 +141,37 @@ fn verification_outcomes_are_counted_per_agent() {
     let r = row(&v, "GPTBot");
     assert_eq!(r["requests"], 5);
     assert_eq!(r["verification"], json!({"verified": 1, "unverified": 1, "spoofed": 2}));
+}
+
+/// Blocks are counted by reason; a claim blocked on an allowed path adds
+/// no row to the top violations (no rule is passed for it).
+#[test]
+fn blocks_are_counted_by_reason() {
+    use crawlgate_policy::verification::{Method, Verification};
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    a.hit(&hit(&p, 1, "ClaudeBot/1.0", "/a"));
+    let spoofed = Hit {
+        outcome: Action::Block,
+        verification: Verification::Spoofed(Method::Ip),
+        reason: Some(BlockReason::Spoofed),
+        rule: None,
+        ..hit(&p, 1, "GPTBot/1.0", "/")
+    };
+    a.hit(&spoofed);
+    let v = a.agents_json();
+    let zero = json!({"robots": 0, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0, "rate": 0, "payment": 0});
+    let mut claude = zero.clone();
+    claude["robots"] = json!(1);
+    let mut gpt = zero;
+    gpt["spoofed"] = json!(1);
+    assert_eq!(row(&v, "ClaudeBot")["blocked_by"], claude);
+    assert_eq!(row(&v, "GPTBot")["blocked_by"], gpt);
+    let violations = a.violations_json(10);
+    assert_eq!(
+        violations["top"],
+        json!([{"agent": "ClaudeBot", "count": 1, "error": 0, "line": 12, "path": "/a", "rule": "/"}])
+    );
 }
 
 #[test]
