@@ -270,4 +270,16 @@ fn spoofed_claim_on_an_allowed_path_is_blocked_for_the_claim_not_for_robots_txt(
     assert_eq!(m("crawlgate_blocks_total{agent=\"bingbot\",reason=\"spoofed\"}"), Some("1".into()));
     assert_eq!(m("crawlgate_blocks_total{agent=\"bingbot\",reason=\"robots\"}"), Some("1".into()));
     assert_eq!(m("crawlgate_violations_total{agent=\"bingbot\",group=\"bingbot\"}"), Some("1".into()));
+    // The page's model: blocks by reason, and one violation row (/private/x).
+    let api = |path: &str| -> serde_json::Value {
+        let text = reqwest::blocking::get(proxy.admin_url(path)).and_then(|r| r.text());
+        serde_json::from_str(&text.unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let agents = api("/api/agents");
+    let row = agents["agents"].as_array().and_then(|a| a.iter().find(|r| r["agent"] == "bingbot")).cloned();
+    let blocked_by = row.map(|r| r["blocked_by"].clone()).unwrap_or_default();
+    assert_eq!((&blocked_by["spoofed"], &blocked_by["robots"]), (&1.into(), &1.into()), "{agents}");
+    let top = api("/api/violations")["top"].clone();
+    let paths: Vec<&str> = top.as_array().into_iter().flatten().filter_map(|r| r["path"].as_str()).collect();
+    assert_eq!(paths, ["/private/x"], "{top}");
 }
