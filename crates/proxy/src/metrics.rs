@@ -39,8 +39,11 @@ impl Labels {
         }
     }
 
+    /// `agent` when it is a label value in use: a policy or merged
+    /// catalog token, or a catalog crawler in its catalog spelling (the
+    /// set stays bounded by the catalog); else `other`.
     fn agent<'a>(&self, agent: &'a str) -> &'a str {
-        if self.agents.contains(agent) {
+        if self.agents.contains(agent) || crawlgate_policy::catalog::lookup(agent).is_some_and(|e| e.token == agent) {
             agent
         } else {
             OTHER_AGENT

@@ -133,6 +133,9 @@ pub struct Ctx {
     violation: bool,
     /// Why the proxy refused the request.
     reason: Option<BlockReason>,
+    /// The catalog crawler a request naming no policy token names, for
+    /// logs and metrics only (`group` stays the one that decided).
+    observed: Option<&'static str>,
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     browser: bool,
@@ -220,6 +223,7 @@ impl ProxyHttp for Gate {
             evidence: None,
             violation: false,
             reason: None,
+            observed: None,
             browser: false,
         }
     }
@@ -287,6 +291,11 @@ impl ProxyHttp for Gate {
         let route = snap.policy.route_with(req.method == http::Method::OPTIONS, req.raw_path(), field, identity);
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
+        // A catalog crawler the policy does not name (nor claimed, so no
+        // verification applies): named for observation only.
+        if ctx.verification == Verification::NotApplicable && ua_lines == 1 {
+            ctx.observed = crawlgate_policy::identify::catalog_crawler(&ua);
+        }
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
@@ -560,7 +569,7 @@ impl ProxyHttp for Gate {
             bytes_sent: session.body_bytes_sent(),
             user_agent: (ua_lines == 1).then_some(&*ua),
             browser: ctx.browser,
-            agent: ctx.agent_name(),
+            agent: ctx.agent_name().or(ctx.observed),
             group: ctx.group_name(),
             outcome: ctx.outcome,
             local: ctx.local,

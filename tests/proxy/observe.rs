@@ -1,0 +1,36 @@
+//! Observation against a real origin: a catalog crawler the policy does not
+//! name is identified in the access line and the metrics' `agent` label,
+//! while the `*` group decides (issue 22, section 1).
+
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{wait_for, Proxy};
+
+const PERPLEXITY_UA: &str =
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
+
+#[test]
+fn unnamed_catalog_crawler_is_named_in_the_access_line_and_metrics() {
+    let origin = Origin::start(vec![("/news", Route::ok("text/plain", "news\n"))]);
+    let policy = "[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n\
+                  [[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\n";
+    let proxy = Proxy::start(origin.addr, policy);
+    let resp = reqwest::blocking::Client::new()
+        .get(proxy.url("/news"))
+        .header("User-Agent", PERPLEXITY_UA)
+        .send()
+        .unwrap_or_else(|e| panic!("GET /news: {e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let line = wait_for("the access line of /news", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(" path=/news ")).map(str::to_owned)
+    });
+    assert!(line.contains(" agent=PerplexityBot group=* decision=allow "), "{line}");
+    assert_eq!(
+        proxy.metric("crawlgate_requests_total{agent=\"PerplexityBot\",decision=\"allowed\"}"),
+        Some("1".into()),
+        "{}",
+        proxy.metrics()
+    );
+    assert_eq!(proxy.metric("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), Some("0".into()));
+}
