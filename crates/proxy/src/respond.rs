@@ -2,12 +2,12 @@
 //! 304 and HEAD), enforcement blocks, bad requests and upstream errors.
 
 use bytes::Bytes;
+use crawlgate_policy::verification::{Method, Verification};
+use crawlgate_policy::BlockReason;
 use http::header;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
 use pingora::Result;
-use crawlgate_policy::verification::{Method, Verification};
-use crawlgate_policy::BlockReason;
 use sha2::{Digest, Sha256};
 
 /// A file the proxy answers itself, rendered once per policy load.
