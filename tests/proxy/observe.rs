@@ -34,3 +34,34 @@ fn unnamed_catalog_crawler_is_named_in_the_access_line_and_metrics() {
     );
     assert_eq!(proxy.metric("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), Some("0".into()));
 }
+
+/// An origin group's disallow under `enforce = "off"` (the `*` group's
+/// default, which origin groups take) is forwarded and recorded as an
+/// observed violation whose rule is a line of the origin's robots.txt.
+#[test]
+fn origin_disallow_not_enforced_is_an_observed_violation() {
+    let origin = Origin::start(vec![
+        ("/robots.txt", Route::ok("text/plain", "User-agent: ExampleBot\nDisallow: /v1-only/\n")),
+        ("/v1-only/page", Route::ok("text/plain", "page\n")),
+    ]);
+    let policy = "[robots_txt]\norigin = \"merge\"\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n";
+    let proxy = Proxy::start(origin.addr, policy);
+    let client = reqwest::blocking::Client::new();
+    wait_for("the merged robots.txt", Duration::from_secs(15), || {
+        let body = client.get(proxy.url("/robots.txt")).send().and_then(|r| r.text()).ok()?;
+        body.contains("User-agent: ExampleBot").then_some(())
+    });
+    let resp = client
+        .get(proxy.url("/v1-only/page"))
+        .header("User-Agent", "Mozilla/5.0 (compatible; ExampleBot/1.0)")
+        .send()
+        .unwrap_or_else(|e| panic!("GET /v1-only/page: {e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let line = wait_for("the access line of /v1-only/page", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(" path=/v1-only/page ")).map(str::to_owned)
+    });
+    assert!(
+        line.contains(" agent=ExampleBot group=ExampleBot decision=allow violation=true rule=/v1-only/ line=2 rule_source=origin "),
+        "{line}"
+    );
+}

@@ -308,8 +308,12 @@ pub struct GroupRef<'p> {
     pub index: usize,
     /// Its name (`name`, else its first user agent).
     pub name: &'p str,
-    /// Line of its `[[group]]` header.
+    /// Line of its `[[group]]` header (for an origin group, of its first
+    /// `User-agent` line in the origin's robots.txt).
     pub line: usize,
+    /// Taken from the origin's robots.txt (`origin = "merge"`): its rules'
+    /// lines are lines of the origin's file.
+    pub origin: bool,
 }
 
 /// The deciding rule.
@@ -373,6 +377,14 @@ impl Decision<'_> {
     /// its group allows is none, even when it is blocked for the claim.
     pub fn violation(&self) -> bool {
         !self.allowed && self.agent.is_some() && self.rule.is_some_and(|r| !r.allow)
+    }
+
+    /// Whether the request's access line records the violation: a logged
+    /// or blocked one, and an origin group's disallow under
+    /// `enforce = "off"` (observed, not enforced: the origin's file asks
+    /// it, the policy chose not to enforce it).
+    pub fn violation_recorded(&self) -> bool {
+        self.violation() && (self.action() != Action::Pass || self.group.is_some_and(|g| g.origin))
     }
 
     /// Why [`Decision::action`] blocks, `None` when it does not. A failed
@@ -730,7 +742,7 @@ impl Policy {
             };
         };
         let g = &self.groups[gi];
-        let group = Some(GroupRef { index: gi, name: &g.name, line: g.line });
+        let group = Some(GroupRef { index: gi, name: &g.name, line: g.line, origin: g.origin });
         let rule = if self.local_file(path).is_some() { None } else { g.rules.evaluate(path) };
         let rule = rule.map(|i| {
             let (pattern, allow, line) = &g.rules_src[i];

@@ -247,6 +247,8 @@ pub struct RequestDone<'a> {
     pub violation: bool,
     /// Why the proxy refused it (`reason=` in the access line).
     pub reason: Option<BlockReason>,
+    /// The rule is a line of the origin's robots.txt (`rule_source=origin`).
+    pub origin_rule: bool,
 }
 
 /// A value of an access log field.
@@ -459,6 +461,9 @@ impl RequestDone<'_> {
         if let Some((pattern, line)) = self.rule {
             l.field("rule", Value::Str(pattern));
             l.field("line", Value::Num(u64::try_from(line).unwrap_or(u64::MAX)));
+            if self.origin_rule {
+                l.field("rule_source", Value::Str("origin"));
+            }
         }
         if let Some(u) = self.upstream {
             l.field("upstream", Value::Str(&u.to_string()));
@@ -542,6 +547,7 @@ mod tests {
             evidence: None,
             violation: false,
             reason: None,
+            origin_rule: false,
         }
     }
 

@@ -133,6 +133,8 @@ pub struct Ctx {
     violation: bool,
     /// Why the proxy refused the request.
     reason: Option<BlockReason>,
+    /// The deciding rule is a line of the origin's robots.txt.
+    origin_rule: bool,
     /// The catalog crawler a request naming no policy token names, for
     /// logs and metrics only (`group` stays the one that decided).
     observed: Option<&'static str>,
@@ -156,8 +158,9 @@ impl Ctx {
         self.group = decision.group.map(|g| g.index);
         // The access log shows the deciding rule; the activity model keeps
         // it for violations and blocks, logged or not.
-        if self.logged || decision.action() != Action::Pass {
+        if self.logged || decision.action() != Action::Pass || decision.violation_recorded() {
             self.rule = decision.rule.map(|r| (r.pattern.to_owned(), r.line));
+            self.origin_rule = decision.group.is_some_and(|g| g.origin);
         }
     }
 }
@@ -224,6 +227,7 @@ impl ProxyHttp for Gate {
             violation: false,
             reason: None,
             observed: None,
+            origin_rule: false,
             browser: false,
         }
     }
@@ -357,7 +361,7 @@ impl ProxyHttp for Gate {
             Route::Forward { decision, target, controls } => {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
-                if ctx.outcome == Action::LogViolation {
+                if decision.violation_recorded() {
                     violation(&decision).emit(&self.shared.metrics);
                     ctx.violation = true;
                 }
@@ -585,6 +589,7 @@ impl ProxyHttp for Gate {
             evidence: ctx.evidence.as_ref(),
             violation: ctx.violation,
             reason: ctx.reason,
+            origin_rule: ctx.origin_rule,
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
