@@ -491,4 +491,29 @@ enforce = "log"
         let names: Vec<&str> = crate::BlockReason::ALL.iter().map(|r| r.as_str()).collect();
         assert_eq!(names, ["robots", "spoofed", "unverified", "bad-request", "loop", "replayed", "rate", "payment"]);
     }
+
+    /// An origin group's disallow under `enforce = "off"` is recorded (an
+    /// observed violation, its rule a line of the origin's file); a policy
+    /// group's under `off` is not, and an allowed path never is.
+    #[test]
+    fn origin_disallow_under_off_is_recorded() {
+        let policy = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\nenforce = \"off\"\n";
+        let loaded = load(policy, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let m = loaded
+            .policy
+            .merge_origin(b"User-agent: ExampleBot\nDisallow: /v1-only/\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let p = &m.policy;
+        let rows: &[(&str, &str, bool, bool, Option<(usize, bool)>)] = &[
+            ("ExampleBot/1.0", "/v1-only/a", true, true, Some((2, true))),
+            ("ExampleBot/1.0", "/other", false, false, None),
+            ("GPTBot/1.0", "/a", true, false, Some((10, false))),
+        ];
+        for (ua, path, violation, recorded, line) in rows {
+            let d = p.decide(ua, path);
+            let got = (d.violation(), d.violation_recorded(), d.rule.map(|r| r.line).zip(d.group.map(|g| g.origin)));
+            assert_eq!(got, (*violation, *recorded, *line), "{ua} {path}");
+            assert_eq!(d.action(), Action::Pass, "{ua} {path}");
+        }
+    }
 }
