@@ -504,7 +504,8 @@ enforce = "log"
             .merge_origin(b"User-agent: ExampleBot\nDisallow: /v1-only/\n")
             .unwrap_or_else(|e| panic!("{e}"));
         let p = &m.policy;
-        let rows: &[(&str, &str, bool, bool, Option<(usize, bool)>)] = &[
+        type Row = (&'static str, &'static str, bool, bool, Option<(usize, bool)>);
+        let rows: &[Row] = &[
             ("ExampleBot/1.0", "/v1-only/a", true, true, Some((2, true))),
             ("ExampleBot/1.0", "/other", false, false, None),
             ("GPTBot/1.0", "/a", true, false, Some((10, false))),
