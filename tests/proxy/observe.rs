@@ -33,6 +33,13 @@ fn unnamed_catalog_crawler_is_named_in_the_access_line_and_metrics() {
         proxy.metrics()
     );
     assert_eq!(proxy.metric("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), Some("0".into()));
+    // The page's model: its own row, under its operator.
+    let text = reqwest::blocking::get(proxy.admin_url("/api/agents")).and_then(|r| r.text());
+    let agents: serde_json::Value =
+        serde_json::from_str(&text.unwrap_or_else(|e| panic!("/api/agents: {e}"))).unwrap_or_else(|e| panic!("{e}"));
+    let row = agents["agents"].as_array().and_then(|a| a.iter().find(|r| r["agent"] == "PerplexityBot")).cloned();
+    let row = row.unwrap_or_else(|| panic!("no PerplexityBot row: {agents}"));
+    assert_eq!((&row["requests"], &row["operator"]), (&1.into(), &"Perplexity".into()), "{row}");
 }
 
 /// An origin group's disallow under `enforce = "off"` (the `*` group's

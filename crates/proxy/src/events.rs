@@ -375,6 +375,12 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     )
 }
 
+/// The catalog spelling of an observed crawler's name (`'static`, for the
+/// activity model's slot).
+fn observed_name(agent: &str) -> Option<&'static str> {
+    crawlgate_policy::catalog::lookup(agent).map(|e| e.token.as_str()).filter(|t| *t == agent)
+}
+
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
@@ -403,6 +409,7 @@ impl RequestDone<'_> {
             client: self.client.map(|c| c.ip),
             verification: self.verification,
             reason: self.reason,
+            observed: if self.agent_id.is_none() { self.agent.and_then(observed_name) } else { None },
             now: crate::activity::unix_now(),
         });
     }

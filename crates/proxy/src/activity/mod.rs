@@ -77,6 +77,10 @@ pub struct Hit<'a> {
     pub verification: crawlgate_policy::verification::Verification,
     /// Why the proxy refused it, if it did.
     pub reason: Option<BlockReason>,
+    /// The catalog crawler a request naming no policy token names
+    /// (`identify::catalog_crawler`): its own row, counted under its
+    /// operator.
+    pub observed: Option<&'static str>,
     /// Unix seconds.
     pub now: u64,
 }
@@ -261,6 +265,19 @@ impl Activity {
         self.named.read().ok().and_then(|n| n.get(name).cloned()).unwrap_or_else(|| self.other_bot.clone())
     }
 
+    /// The slot of a catalog crawler the policy does not name, made on its
+    /// first request (at most one per catalog entry).
+    fn catalog_slot(&self, name: &'static str) -> Arc<AgentStats> {
+        if let Some(s) = self.named.read().ok().and_then(|n| n.get(name).cloned()) {
+            return s;
+        }
+        let mut named = match self.named.write() {
+            Ok(n) => n,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        named.entry(Arc::from(name)).or_insert_with(|| Arc::new(AgentStats::new(name))).clone()
+    }
+
     /// Number of named slots (`other-bot` and `browser` not included).
     #[cfg(test)]
     pub fn slot_count(&self) -> usize {
@@ -274,8 +291,11 @@ impl Activity {
     pub fn hit(&self, hit: &Hit<'_>) {
         let slot = match hit.agent {
             Some((id, name)) => self.token_slot(hit.generation, id, name),
-            None if hit.browser => self.browser.clone(),
-            None => self.other_bot.clone(),
+            None => match hit.observed {
+                Some(name) => self.catalog_slot(name),
+                None if hit.browser => self.browser.clone(),
+                None => self.other_bot.clone(),
+            },
         };
         let s = &*slot;
         let inc = |c: &AtomicU64| {

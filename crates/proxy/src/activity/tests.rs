@@ -40,6 +40,7 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         client: Some("192.0.2.1".parse().unwrap()),
         verification: d.verification,
         reason: d.block_reason(),
+        observed: d.agent.is_none().then(|| crawlgate_policy::identify::catalog_crawler(ua)).flatten(),
         now: 1_000_000,
     }
 }
@@ -253,4 +254,27 @@ fn rotating_origin_tokens_keep_series_and_slots_flat() {
     assert!(text.contains("crawlgate_requests_total{agent=\"other\",decision=\"violation_logged\"} 3000"), "{text}");
     assert!(text.contains("crawlgate_violations_total{agent=\"other\",group=\"origin\"} 3000"), "{text}");
     assert!(!text.contains("Rot"), "{text}");
+}
+
+/// A catalog crawler the policy does not name gets its own row and counts
+/// under its operator in the referral ratio.
+#[test]
+fn unnamed_catalog_crawler_counts_under_its_operator() {
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    let ua = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
+    a.hit(&hit(&p, 1, ua, "/a"));
+    a.hit(&hit(&p, 1, ua, "/b"));
+    let mut h = hit(&p, 1, "Mozilla/5.0 (X11) Firefox/128.0", "/a");
+    h.referer = Some("https://www.perplexity.ai/");
+    a.hit(&h);
+    let v = a.agents_json();
+    assert_eq!(row(&v, "PerplexityBot")["requests"], 2);
+    assert_eq!(row(&v, "PerplexityBot")["operator"], "Perplexity");
+    let ops = a.referrals_json()["operators"].clone();
+    let perplexity = ops.as_array().and_then(|o| o.iter().find(|r| r["operator"] == "Perplexity")).cloned();
+    assert_eq!(
+        perplexity,
+        Some(json!({"operator": "Perplexity", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0}))
+    );
 }
