@@ -293,6 +293,8 @@ fn explain_json() {
     assert_eq!(d["enforce"], "block");
     assert_eq!(d["action"], "block");
     assert_eq!(d["block_status"], 403);
+    assert_eq!(d["reason"], "robots");
+    assert_eq!(d["violation"], true);
     // A block is the proxy's 403: none of the page's headers.
     assert_eq!(d["headers"], serde_json::json!({}));
     assert_eq!(d["html"], serde_json::Value::Null);

@@ -71,6 +71,7 @@ fn explain_with_client_ip_applies_the_outcome() {
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
         "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.3\nverify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/a: allowed (no rule matched) -> block (403)\n"
     );
+    assert_eq!(v_reason(c, ua), (serde_json::json!("spoofed"), serde_json::json!(false)));
     let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
     assert_eq!(
@@ -127,4 +128,12 @@ fn explain_offline_names_the_methods_it_could_not_run() {
          rdns:     not checked offline; --live checks it\ngroup:    Googlebot (line 6)\nenforce:  off\n\n\
          /x: allowed (no rule matched) -> pass\n"
     );
+}
+
+/// `explain --json`'s `reason` and `violation` for a spoofed Googlebot
+/// (client 127.0.0.3) on `/a`, a path its group allows.
+fn v_reason(c: &str, ua: &str) -> (serde_json::Value, serde_json::Value) {
+    let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    (v[0]["reason"].clone(), v[0]["violation"].clone())
 }

@@ -91,7 +91,7 @@ fn listed_address_is_verified_and_spoofer_is_anonymous() {
         "{}",
         nogoogle[0]
     );
-    assert!(nogoogle[0].contains(" decision=block violation=true "), "{}", nogoogle[0]);
+    assert!(nogoogle[0].contains(" decision=block reason=robots violation=true "), "{}", nogoogle[0]);
     assert!(nogoogle[1].contains("client_ip=127.0.0.3 "), "{}", nogoogle[1]);
     assert!(!nogoogle[1].contains(" agent="), "{}", nogoogle[1]);
     assert!(
@@ -316,4 +316,76 @@ fn replayed_signature_gets_429() {
         proxy.metric("crawlgate_requests_total{agent=\"other\",decision=\"blocked\",verification=\"spoofed\"}"),
         Some("1".into())
     );
+}
+
+/// A spoofed bingbot on a path its group allows is blocked for the claim,
+/// and says so: the 403 body names the failed verification, the access line
+/// carries `reason=spoofed` and no `violation` nor the allow rule, and
+/// `crawlgate_blocks_total` counts it under `spoofed`. The same crawler,
+/// verified, on a path its group disallows is a robots.txt block (issue 22,
+/// section 2).
+#[test]
+fn spoofed_claim_on_an_allowed_path_is_blocked_for_the_claim_not_for_robots_txt() {
+    let dir = TempDir::new("identity");
+    let list = dir.write("bing.txt", "# test list\n127.0.0.2/32\n");
+    let policy = format!(
+        "[verification]\n\n[verification.lists]\nbingbot = [\"{}\"]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n\
+         [[group]]\nuser_agents = [\"bingbot\"]\nallow = [\"/search\"]\ndisallow = [\"/private/\"]\n\
+         enforce = \"block\"\nverify = \"ip\"\non_spoofed = \"block\"\n",
+        list.display()
+    );
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, &policy);
+    let bing = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)";
+    assert_eq!(
+        get_from("127.0.0.3", &proxy.url("/search?q=budget"), bing),
+        (
+            403,
+            "403 Forbidden\n\nThis request claims to be bingbot, but its address is not one of bingbot's \
+             (verification: spoofed by ip).\nSee /robots.txt for what bingbot may fetch.\n"
+                .into()
+        )
+    );
+    let search = wait_lines(&proxy, "\"/search?q=budget\"", 1);
+    assert!(
+        search[0].contains(" agent=bingbot verification=spoofed(ip) ")
+            && search[0].contains(" decision=block reason=spoofed duration_ms="),
+        "{}",
+        search[0]
+    );
+    assert!(!search[0].contains(" violation=") && !search[0].contains(" rule="), "{}", search[0]);
+    // Verified, on a disallowed path: the robots.txt rule blocks.
+    let (status, body) = get_from("127.0.0.2", &proxy.url("/private/x"), bing);
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            403,
+            "403 Forbidden\n\nThis site's robots.txt disallows /private/x for bingbot, and the site enforces it.\n\
+             See /robots.txt for what bingbot may fetch.\n"
+        )
+    );
+    let private = wait_lines(&proxy, "/private/x", 1);
+    assert!(
+        private[0].contains(" verification=verified(ip) ")
+            && private[0].contains(" decision=block reason=robots violation=true rule=/private/ line="),
+        "{}",
+        private[0]
+    );
+    let m = |name: &str| proxy.metric(name);
+    assert_eq!(m("crawlgate_blocks_total{agent=\"bingbot\",reason=\"spoofed\"}"), Some("1".into()));
+    assert_eq!(m("crawlgate_blocks_total{agent=\"bingbot\",reason=\"robots\"}"), Some("1".into()));
+    assert_eq!(m("crawlgate_violations_total{agent=\"bingbot\",group=\"bingbot\"}"), Some("1".into()));
+    // The page's model: blocks by reason, and one violation row (/private/x).
+    let api = |path: &str| -> serde_json::Value {
+        let text = reqwest::blocking::get(proxy.admin_url(path)).and_then(|r| r.text());
+        serde_json::from_str(&text.unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let agents = api("/api/agents");
+    let row = agents["agents"].as_array().and_then(|a| a.iter().find(|r| r["agent"] == "bingbot")).cloned();
+    let blocked_by = row.map(|r| r["blocked_by"].clone()).unwrap_or_default();
+    assert_eq!((&blocked_by["spoofed"], &blocked_by["robots"]), (&1.into(), &1.into()), "{agents}");
+    let top = api("/api/violations")["top"].clone();
+    let paths: Vec<&str> = top.as_array().into_iter().flatten().filter_map(|r| r["path"].as_str()).collect();
+    assert_eq!(paths, ["/private/x"], "{top}");
 }

@@ -88,8 +88,8 @@ fn one_access_line_per_request_for_each_decision() {
         nth_line(&proxy, 2, o),
         format!(
             "time=T request_id=ID client_ip=127.0.0.1 method=GET host={host} path=/x protocol=HTTP/1.1 status=403 \
-             bytes_sent={blocked_len} user_agent=GPTBot/1.2 agent=GPTBot group=GPTBot decision=block violation=true \
-             rule=/ line=26 duration_ms=D"
+             bytes_sent={blocked_len} user_agent=GPTBot/1.2 agent=GPTBot group=GPTBot decision=block reason=robots \
+             violation=true rule=/ line=26 duration_ms=D"
         )
     );
 
@@ -116,7 +116,7 @@ fn one_access_line_per_request_for_each_decision() {
         nth_line(&proxy, 4, o),
         format!(
             "time=T request_id=ID client_ip=127.0.0.1 method=GET host=a path=/two-agents protocol=HTTP/1.1 \
-             status=400 bytes_sent={body_len} decision=reject local=bad-request duration_ms=D"
+             status=400 bytes_sent={body_len} decision=reject reason=bad-request local=bad-request duration_ms=D"
         )
     );
 

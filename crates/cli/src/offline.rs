@@ -232,6 +232,8 @@ pub fn explain(
             "enforce": d.enforce.as_str(),
             "action": action,
             "block_status": (d.action() == crawlgate_policy::Action::Block).then_some(d.block_status),
+            "reason": d.block_reason().map(crawlgate_policy::BlockReason::as_str),
+            "violation": d.violation(),
             "headers": {
                 "robots-tag": c.robots_tag,
                 "x-robots-tag": c.x_robots_tag,
@@ -335,6 +337,10 @@ fn explain_url(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String)
     };
     let status = o["block_status"].as_u64().map(|c| format!(" ({c})")).unwrap_or_default();
     outln!("{}: {verdict} ({rule}) -> {}{status}", s(&o["url"]), s(&o["action"]));
+    if let Some(reason) = o["reason"].as_str() {
+        let note = if o["violation"] == true { "" } else { " (not a robots.txt violation)" };
+        outln!("  reason:   {reason}{note}");
+    }
     if let Some(v) = o["headers"]["robots-tag"].as_str() {
         outln!("  header:   Robots-Tag: {v}");
     }

@@ -365,3 +365,39 @@ mod tests {
         assert!(cases.len() > 20_000);
     }
 }
+
+/// The catalog's crawler tokens seen by a request, for observation only.
+static CATALOG: std::sync::LazyLock<(TokenMatcher, Vec<&'static str>)> = std::sync::LazyLock::new(|| {
+    let tokens: Vec<&'static str> =
+        crate::catalog::entries().iter().filter(|e| e.ua_visible).map(|e| e.token.as_str()).collect();
+    (TokenMatcher::new(&tokens), tokens)
+});
+
+/// The catalog crawler a User-Agent names (catalog spelling), whether or
+/// not the policy names it: it identifies the request for logs and
+/// metrics, never for enforcement, which follows the policy's groups.
+pub fn catalog_crawler(user_agent: &str) -> Option<&'static str> {
+    let (matcher, tokens) = &*CATALOG;
+    matcher.find(user_agent).and_then(|i| tokens.get(i).copied())
+}
+
+#[cfg(test)]
+mod catalog_tests {
+    use super::catalog_crawler;
+
+    /// Catalog crawlers are named in their catalog spelling; browsers and
+    /// unknown clients are not.
+    #[test]
+    fn catalog_crawlers_are_observed() {
+        let rows: &[(&str, Option<&str>)] = &[
+            ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)", Some("PerplexityBot")),
+            ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot", Some("OAI-SearchBot")),
+            ("Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot", Some("ChatGPT-User")),
+            ("Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130.0", None),
+            ("curl/8.5.0", None),
+        ];
+        for (ua, want) in rows {
+            assert_eq!(catalog_crawler(ua), *want, "{ua}");
+        }
+    }
+}

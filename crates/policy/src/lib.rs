@@ -35,8 +35,8 @@ pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::Claim;
 pub use policy::{
-    AccessLogFormat, Action, AgentId, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan, OriginHeaderMode,
-    OriginRobotsMode, OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats, UpstreamSettings,
-    UrlControls,
+    AccessLogFormat, Action, AgentId, BlockReason, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan,
+    OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats,
+    UpstreamSettings, UrlControls,
 };
 pub use route::{BadRequest, Identity, OriginPaths, Route, Upgrades, UserAgentField};

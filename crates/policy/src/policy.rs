@@ -58,6 +58,58 @@ impl Action {
     }
 }
 
+/// Why the proxy refused a request: one vocabulary for the access line
+/// (`reason=`), `explain`, the 403 body and `crawlgate_blocks_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BlockReason {
+    /// A robots.txt disallow rule of the agent's group, enforced.
+    Robots,
+    /// The request claims a token and is proven not to be it; its group
+    /// has `on_spoofed = "block"`.
+    Spoofed,
+    /// The claim could not be verified; its group has
+    /// `on_unverified = "block"`.
+    Unverified,
+    /// The request target or its `User-Agent` cannot be decided on (400).
+    BadRequest,
+    /// The request already passed through this proxy (508).
+    Loop,
+    /// A Web Bot Auth signature seen before (429).
+    Replayed,
+    /// Reserved: a rate limit.
+    Rate,
+    /// Reserved: a payment requirement.
+    Payment,
+}
+
+impl BlockReason {
+    /// Every reason, in metric label order.
+    pub const ALL: [BlockReason; 8] = [
+        BlockReason::Robots,
+        BlockReason::Spoofed,
+        BlockReason::Unverified,
+        BlockReason::BadRequest,
+        BlockReason::Loop,
+        BlockReason::Replayed,
+        BlockReason::Rate,
+        BlockReason::Payment,
+    ];
+
+    /// Its name in logs, `explain` and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            BlockReason::Robots => "robots",
+            BlockReason::Spoofed => "spoofed",
+            BlockReason::Unverified => "unverified",
+            BlockReason::BadRequest => "bad-request",
+            BlockReason::Loop => "loop",
+            BlockReason::Replayed => "replayed",
+            BlockReason::Rate => "rate",
+            BlockReason::Payment => "payment",
+        }
+    }
+}
+
 /// A policy token identified in a User-Agent: an index into the policy's
 /// tokens, so a request can keep it without copying the name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -286,8 +338,12 @@ pub struct GroupRef<'p> {
     pub index: usize,
     /// Its name (`name`, else its first user agent).
     pub name: &'p str,
-    /// Line of its `[[group]]` header.
+    /// Line of its `[[group]]` header (for an origin group, of its first
+    /// `User-agent` line in the origin's robots.txt).
     pub line: usize,
+    /// Taken from the origin's robots.txt (`origin = "merge"`): its rules'
+    /// lines are lines of the origin's file.
+    pub origin: bool,
 }
 
 /// The deciding rule.
@@ -344,6 +400,37 @@ impl Decision<'_> {
             Enforce::Log => Action::LogViolation,
             Enforce::Block => Action::Block,
         }
+    }
+
+    /// The request is for a path its agent's group disallows: a robots.txt
+    /// violation, enforced or not. A spoofed or unverified claim on a path
+    /// its group allows is none, even when it is blocked for the claim.
+    pub fn violation(&self) -> bool {
+        !self.allowed && self.agent.is_some() && self.rule.is_some_and(|r| !r.allow)
+    }
+
+    /// Whether the request's access line records the violation: a logged
+    /// or blocked one, and an origin group's disallow under
+    /// `enforce = "off"` (observed, not enforced: the origin's file asks
+    /// it, the policy chose not to enforce it).
+    pub fn violation_recorded(&self) -> bool {
+        self.violation() && (self.action() != Action::Pass || self.group.is_some_and(|g| g.origin))
+    }
+
+    /// Why [`Decision::action`] blocks, `None` when it does not. A failed
+    /// verification its group blocks wins over a disallow rule: the claim
+    /// is refused wherever it goes.
+    pub fn block_reason(&self) -> Option<BlockReason> {
+        if self.action() != Action::Block {
+            return None;
+        }
+        if self.on_failure == Some(crate::verification::OnFailure::Block) {
+            return Some(match self.verification {
+                crate::verification::Verification::Spoofed(_) => BlockReason::Spoofed,
+                _ => BlockReason::Unverified,
+            });
+        }
+        Some(BlockReason::Robots)
     }
 }
 
@@ -707,7 +794,7 @@ impl Policy {
             };
         };
         let g = &self.groups[gi];
-        let group = Some(GroupRef { index: gi, name: &g.name, line: g.line });
+        let group = Some(GroupRef { index: gi, name: &g.name, line: g.line, origin: g.origin });
         let rule = if self.local_file(path).is_some() { None } else { g.rules.evaluate(path) };
         let rule = rule.map(|i| {
             let (pattern, allow, line) = &g.rules_src[i];

@@ -641,6 +641,95 @@ disallow = ["/"]
         let got = summary(&p.route_with(false, b"/a", ua, Identity { replayed: false, ..id }));
         assert_eq!(got.0, "forward allowed");
     }
+
+    /// Why a request is blocked, and whether it is a robots.txt violation:
+    /// a spoofed claim on a path its group allows is blocked for the claim
+    /// and is no violation.
+    #[test]
+    fn block_reasons_and_violations() {
+        let policy = r#"
+[upstream]
+servers = ["127.0.0.1:8000"]
+
+[verification]
+
+[[group]]
+user_agents = ["*"]
+disallow = ["/private/"]
+
+[[group]]
+user_agents = ["bingbot"]
+allow = ["/search"]
+disallow = ["/search/raw"]
+on_spoofed = "block"
+on_unverified = "block"
+enforce = "block"
+
+[[group]]
+user_agents = ["GPTBot"]
+disallow = ["/"]
+enforce = "log"
+"#;
+        let loaded = load(policy, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let sp = Verification::Spoofed(Method::Ip);
+        let un = Verification::Unverified;
+        let ok = Verification::Verified(Method::Ip);
+        type Row = (&'static str, &'static str, Verification, Option<&'static str>, bool);
+        let rows: &[Row] = &[
+            // Spoofed on an allowed path: blocked for the claim, no violation.
+            ("bingbot/2.0", "/search?q=budget", sp, Some("spoofed"), false),
+            ("bingbot/2.0", "/other", sp, Some("spoofed"), false),
+            ("bingbot/2.0", "/search?q=budget", un, Some("unverified"), false),
+            // Spoofed on a disallowed path: the claim decides the reason,
+            // and the request is still a violation.
+            ("bingbot/2.0", "/search/raw", sp, Some("spoofed"), true),
+            // Verified: the disallow rule blocks.
+            ("bingbot/2.0", "/search/raw", ok, Some("robots"), true),
+            ("bingbot/2.0", "/search?q=budget", ok, None, false),
+            // Logged, not blocked: a violation without a reason.
+            ("GPTBot/1.0", "/a", Verification::NotApplicable, None, true),
+            // No token: never a violation.
+            ("Firefox", "/private/a", Verification::NotApplicable, None, false),
+        ];
+        for (ua, target, verification, reason, violation) in rows {
+            let id = Identity { verification: *verification, proven: None, replayed: false };
+            let d = match p.route_with(false, target.as_bytes(), UserAgentField::One(ua), id) {
+                Route::Block { decision, .. } | Route::Forward { decision, .. } => decision,
+                other => panic!("{other:?}"),
+            };
+            let got = (d.block_reason().map(crate::BlockReason::as_str), d.violation());
+            assert_eq!(got, (*reason, *violation), "{ua} {target} {verification:?}");
+        }
+        let names: Vec<&str> = crate::BlockReason::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(names, ["robots", "spoofed", "unverified", "bad-request", "loop", "replayed", "rate", "payment"]);
+    }
+
+    /// An origin group's disallow under `enforce = "off"` is recorded (an
+    /// observed violation, its rule a line of the origin's file); a policy
+    /// group's under `off` is not, and an allowed path never is.
+    #[test]
+    fn origin_disallow_under_off_is_recorded() {
+        let policy = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\nenforce = \"off\"\n";
+        let loaded = load(policy, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let m = loaded
+            .policy
+            .merge_origin(b"User-agent: ExampleBot\nDisallow: /v1-only/\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let p = &m.policy;
+        type Row = (&'static str, &'static str, bool, bool, Option<(usize, bool)>);
+        let rows: &[Row] = &[
+            ("ExampleBot/1.0", "/v1-only/a", true, true, Some((2, true))),
+            ("ExampleBot/1.0", "/other", false, false, None),
+            ("GPTBot/1.0", "/a", true, false, Some((10, false))),
+        ];
+        for (ua, path, violation, recorded, line) in rows {
+            let d = p.decide(ua, path);
+            let got = (d.violation(), d.violation_recorded(), d.rule.map(|r| r.line).zip(d.group.map(|g| g.origin)));
+            assert_eq!(got, (*violation, *recorded, *line), "{ua} {path}");
+            assert_eq!(d.action(), Action::Pass, "{ua} {path}");
+        }
+    }
 }
 
 #[cfg(test)]

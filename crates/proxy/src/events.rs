@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crawlgate_policy::client::ClientAddr;
 use crawlgate_policy::verification::Verification;
-use crawlgate_policy::{AccessLogFormat, Action, AgentId, LocalFile};
+use crawlgate_policy::{AccessLogFormat, Action, AgentId, BlockReason, LocalFile};
 
-use crate::activity::{Activity, BlockReason, Hit};
+use crate::activity::{Activity, Hit};
 
 use crate::metrics::{Metrics, OTHER_AGENT};
 
@@ -248,6 +248,10 @@ pub struct RequestDone<'a> {
     pub evidence: Option<&'a crawlgate_identity::Evidence>,
     /// It broke a robots.txt rule (`violation=true` in the access line).
     pub violation: bool,
+    /// Why the proxy refused it (`reason=` in the access line).
+    pub reason: Option<BlockReason>,
+    /// The rule is a line of the origin's robots.txt (`rule_source=origin`).
+    pub origin_rule: bool,
 }
 
 /// A value of an access log field.
@@ -374,11 +378,20 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     )
 }
 
+/// The catalog spelling of an observed crawler's name (`'static`, for the
+/// activity model's slot).
+fn observed_name(agent: &str) -> Option<&'static str> {
+    crawlgate_policy::catalog::lookup(agent).map(|e| e.token.as_str()).filter(|t| *t == agent)
+}
+
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
         metrics.request(self.agent.unwrap_or(OTHER_AGENT), self.outcome, self.verification.label(), self.elapsed);
         metrics.response(self.status);
+        if let Some(reason) = self.reason {
+            metrics.block(self.agent.unwrap_or(OTHER_AGENT), reason);
+        }
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -398,28 +411,10 @@ impl RequestDone<'_> {
             referer: self.referer,
             client: self.client.map(|c| c.ip),
             verification: self.verification,
-            reason: self.block_reason(),
+            reason: self.reason,
+            observed: if self.agent_id.is_none() { self.agent.and_then(observed_name) } else { None },
             now: crate::activity::unix_now(),
         });
-    }
-
-    /// Why the proxy refused the request, for the activity model. A
-    /// block of a spoofed or unverified claim is told apart from a
-    /// robots.txt block by its verification (a stand-in until decisions
-    /// carry their reason).
-    fn block_reason(&self) -> Option<BlockReason> {
-        match (self.local, self.outcome) {
-            (Some(Local::BadRequest), _) => Some(BlockReason::BadRequest),
-            (Some(Local::LoopDetected), _) => Some(BlockReason::Loop),
-            (Some(Local::Replayed), _) => Some(BlockReason::Replayed),
-            (Some(Local::File(_)), _) => None,
-            (_, Action::Block) => Some(match self.verification {
-                Verification::Spoofed(_) => BlockReason::Spoofed,
-                Verification::Unverified if self.rule.is_none() => BlockReason::Unverified,
-                _ => BlockReason::Robots,
-            }),
-            _ => None,
-        }
     }
 
     /// The access log's `decision`: what the proxy did with the request.
@@ -464,6 +459,9 @@ impl RequestDone<'_> {
         }
         l.str("group", self.group);
         l.field("decision", Value::Str(self.decision()));
+        if let Some(reason) = self.reason {
+            l.field("reason", Value::Str(reason.as_str()));
+        }
         if let Some(local) = self.local.filter(|l| *l != Local::Blocked) {
             l.field("local", Value::Str(local.as_str()));
         }
@@ -473,6 +471,9 @@ impl RequestDone<'_> {
         if let Some((pattern, line)) = self.rule {
             l.field("rule", Value::Str(pattern));
             l.field("line", Value::Num(u64::try_from(line).unwrap_or(u64::MAX)));
+            if self.origin_rule {
+                l.field("rule_source", Value::Str("origin"));
+            }
         }
         if let Some(u) = self.upstream {
             l.field("upstream", Value::Str(&u.to_string()));
@@ -555,6 +556,8 @@ mod tests {
             verification: Verification::NotApplicable,
             evidence: None,
             violation: false,
+            reason: None,
+            origin_rule: false,
         }
     }
 
@@ -648,6 +651,7 @@ mod tests {
         d.violation = true;
         d.local = Some(Local::Blocked);
         d.rule = Some(("/", 30));
+        d.reason = Some(BlockReason::Robots);
         d.status = 403;
         d.bytes_sent = 61;
         d.upstream = None;
@@ -657,10 +661,40 @@ mod tests {
             d.line(AccessLogFormat::Logfmt),
             format!(
                 "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=403 bytes_sent=61 \
-                 user_agent=GPTBot/1.2 agent=GPTBot group=ai decision=block violation=true rule=/ line=30 \
-                 duration_ms=0.042"
+                 user_agent=GPTBot/1.2 agent=GPTBot group=ai decision=block reason=robots violation=true rule=/ \
+                 line=30 duration_ms=0.042"
             )
         );
+    }
+
+    #[test]
+    fn spoofed_block_names_its_reason_and_no_rule() {
+        let c = client("203.0.113.7", &[]);
+        let mut d = done(&c);
+        d.user_agent = Some("bingbot/2.0");
+        d.agent = Some("bingbot");
+        d.group = Some("search");
+        d.outcome = Action::Block;
+        d.local = Some(Local::Blocked);
+        d.verification = Verification::Spoofed(crawlgate_policy::verification::Method::Ip);
+        d.reason = Some(BlockReason::Spoofed);
+        d.status = 403;
+        d.bytes_sent = 61;
+        d.upstream = None;
+        d.upstream_status = None;
+        d.elapsed = Duration::from_nanos(42_000);
+        assert_eq!(
+            d.line(AccessLogFormat::Logfmt),
+            format!(
+                "{PREFIX} method=GET host=example.com path=\"/page?q=1\" protocol=HTTP/1.1 status=403 bytes_sent=61 \
+                 user_agent=bingbot/2.0 agent=bingbot verification=spoofed(ip) group=search decision=block \
+                 reason=spoofed duration_ms=0.042"
+            )
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&d.line(AccessLogFormat::Json)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["reason"], "spoofed");
+        assert!(json.get("violation").is_none() && json.get("rule").is_none());
     }
 
     #[test]
@@ -692,6 +726,7 @@ mod tests {
         d.user_agent = None;
         d.group = None;
         d.local = Some(Local::BadRequest);
+        d.reason = Some(BlockReason::BadRequest);
         d.status = 400;
         d.bytes_sent = 40;
         d.upstream = None;
@@ -701,7 +736,7 @@ mod tests {
             d.line(AccessLogFormat::Logfmt),
             format!(
                 "{PREFIX} method=GET path=\"http://x y/\\\"a\\\"\\\\b\" protocol=HTTP/1.1 status=400 bytes_sent=40 \
-                 decision=reject local=bad-request duration_ms=0.080"
+                 decision=reject reason=bad-request local=bad-request duration_ms=0.080"
             )
         );
         let json: serde_json::Value =

@@ -17,7 +17,7 @@ use prometheus::{
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crawlgate_policy::{Action, HtmlMode, LocalFile, Policy};
+use crawlgate_policy::{Action, BlockReason, HtmlMode, LocalFile, Policy};
 
 /// Label value for requests whose User-Agent names no policy token.
 pub const OTHER_AGENT: &str = "other";
@@ -40,8 +40,11 @@ impl Labels {
         }
     }
 
+    /// `agent` when it is a label value in use: a policy or merged
+    /// catalog token, or a catalog crawler in its catalog spelling (the
+    /// set stays bounded by the catalog); else `other`.
     fn agent<'a>(&self, agent: &'a str) -> &'a str {
-        if self.agents.contains(agent) {
+        if self.agents.contains(agent) || crawlgate_policy::catalog::lookup(agent).is_some_and(|e| e.token == agent) {
             agent
         } else {
             OTHER_AGENT
@@ -161,6 +164,8 @@ pub struct Metrics {
     requests: IntCounterVec,
     robots_fetches: IntCounterVec,
     violations: IntCounterVec,
+    /// `crawlgate_blocks_total{agent,reason}`.
+    blocks: IntCounterVec,
     html_rewrites: IntCounterVec,
     html_findings: IntCounterVec,
     html_passthrough: IntCounterVec,
@@ -583,6 +588,12 @@ impl Metrics {
                 "Requests for paths the agent's robots.txt group disallows.",
                 &["agent", "group"],
             )?,
+            blocks: counter(
+                r,
+                "crawlgate_blocks_total",
+                "Requests the proxy refused, by agent token and reason (robots, spoofed, unverified, bad-request, loop, replayed, rate, payment).",
+                &["agent", "reason"],
+            )?,
             html_rewrites: counter(
                 r,
                 "crawlgate_html_rewrites_total",
@@ -668,6 +679,12 @@ impl Metrics {
     pub fn violation(&self, agent: &str, group: &str) {
         let labels = self.labels.load();
         self.violations.with_label_values(&[labels.agent(agent), labels.group(group)]).inc();
+    }
+
+    /// Counts a request the proxy refused, by [`BlockReason`].
+    pub fn block(&self, agent: &str, reason: BlockReason) {
+        let agent = self.labels.load().agent(agent);
+        self.blocks.with_label_values(&[agent, reason.as_str()]).inc();
     }
 
     /// Counts a rewritten HTML response.
@@ -760,6 +777,9 @@ impl Metrics {
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 self.robots_fetches.with_label_values(&[token, f]);
             }
+            for reason in BlockReason::ALL {
+                self.blocks.with_label_values(&[token, reason.as_str()]);
+            }
         }
         // A token's violations are counted under the group it gets;
         // requests naming no token under `*`'s.
@@ -811,6 +831,9 @@ impl Metrics {
             }
             for f in LocalFile::ALL.map(LocalFile::as_str) {
                 let _ = self.robots_fetches.remove_label_values(&[token, f]);
+            }
+            for reason in BlockReason::ALL {
+                let _ = self.blocks.remove_label_values(&[token, reason.as_str()]);
             }
             for group in old.groups.iter().map(String::as_str).chain([ORIGIN_GROUP]) {
                 let _ = self.violations.remove_label_values(&[token, group]);

@@ -2,6 +2,8 @@
 //! 304 and HEAD), enforcement blocks, bad requests and upstream errors.
 
 use bytes::Bytes;
+use crawlgate_policy::verification::{Method, Verification};
+use crawlgate_policy::BlockReason;
 use http::header;
 use pingora::http::ResponseHeader;
 use pingora::proxy::Session;
@@ -120,13 +122,32 @@ pub async fn plain(session: &mut Session, status: u16, text: String) -> Result<(
     .await
 }
 
-/// The body of an enforcement block: names the agent token and points to
+/// The body of an enforcement block: states the true reason, a robots.txt
+/// rule or a claimed identity that failed verification, and points to
 /// /robots.txt.
-pub fn block_body(status: u16, token: &str, path: &str) -> String {
-    let reason = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Blocked");
-    format!(
-        "{status} {reason}\n\nThis site's robots.txt disallows {path} for {token}, and the site enforces it.\nSee /robots.txt for what {token} may fetch.\n"
-    )
+pub fn block_body(status: u16, reason: BlockReason, token: &str, path: &str, verification: Verification) -> String {
+    let title = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Blocked");
+    let why = match (reason, verification) {
+        (BlockReason::Spoofed, Verification::Spoofed(method)) => format!(
+            "This request claims to be {token}, but {} (verification: spoofed by {method}).",
+            spoof_evidence(method, token)
+        ),
+        (BlockReason::Spoofed, _) => format!("This request claims to be {token}, and the claim is proven false."),
+        (BlockReason::Unverified, _) => format!(
+            "This request claims to be {token}, and the claim could not be verified (verification: unverified); the site blocks unverified claims."
+        ),
+        _ => format!("This site's robots.txt disallows {path} for {token}, and the site enforces it."),
+    };
+    format!("{status} {title}\n\n{why}\nSee /robots.txt for what {token} may fetch.\n")
+}
+
+/// What a failed verification method showed, in words.
+fn spoof_evidence(method: Method, token: &str) -> String {
+    match method {
+        Method::Ip => format!("its address is not one of {token}'s"),
+        Method::Rdns => format!("its address's reverse DNS name does not confirm {token}"),
+        Method::Signature => format!("its Web Bot Auth signature does not prove {token}"),
+    }
 }
 
 #[cfg(test)]
@@ -146,8 +167,16 @@ mod tests {
     #[test]
     fn block_body_names_token_and_robots_txt() {
         assert_eq!(
-            block_body(403, "GPTBot", "/private/x"),
+            block_body(403, BlockReason::Robots, "GPTBot", "/private/x", Verification::NotApplicable),
             "403 Forbidden\n\nThis site's robots.txt disallows /private/x for GPTBot, and the site enforces it.\nSee /robots.txt for what GPTBot may fetch.\n"
+        );
+        assert_eq!(
+            block_body(403, BlockReason::Spoofed, "bingbot", "/search", Verification::Spoofed(Method::Ip)),
+            "403 Forbidden\n\nThis request claims to be bingbot, but its address is not one of bingbot's (verification: spoofed by ip).\nSee /robots.txt for what bingbot may fetch.\n"
+        );
+        assert_eq!(
+            block_body(429, BlockReason::Unverified, "GPTBot", "/a", Verification::Unverified),
+            "429 Too Many Requests\n\nThis request claims to be GPTBot, and the claim could not be verified (verification: unverified); the site blocks unverified claims.\nSee /robots.txt for what GPTBot may fetch.\n"
         );
     }
 }

@@ -18,7 +18,8 @@ use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, origin_field, ClientAddr, ClientAddressSettings, ADDRESS_FIELDS};
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{
-    Action, AgentId, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls, UserAgentField,
+    Action, AgentId, BlockReason, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls,
+    UserAgentField,
 };
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -131,6 +132,13 @@ pub struct Ctx {
     /// The request broke a robots.txt rule (a block for a failed
     /// verification alone is none).
     violation: bool,
+    /// Why the proxy refused the request.
+    reason: Option<BlockReason>,
+    /// The deciding rule is a line of the origin's robots.txt.
+    origin_rule: bool,
+    /// The catalog crawler a request naming no policy token names, for
+    /// logs and metrics only (`group` stays the one that decided).
+    observed: Option<&'static str>,
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     browser: bool,
@@ -151,8 +159,9 @@ impl Ctx {
         self.group = decision.group.map(|g| g.index);
         // The access log shows the deciding rule; the activity model keeps
         // it for violations and blocks, logged or not.
-        if self.logged || decision.action() != Action::Pass {
+        if self.logged || decision.action() != Action::Pass || decision.violation_recorded() {
             self.rule = decision.rule.map(|r| (r.pattern.to_owned(), r.line));
+            self.origin_rule = decision.group.is_some_and(|g| g.origin);
         }
     }
 }
@@ -223,6 +232,9 @@ impl ProxyHttp for Gate {
             verification: Verification::NotApplicable,
             evidence: None,
             violation: false,
+            reason: None,
+            observed: None,
+            origin_rule: false,
             browser: false,
         }
     }
@@ -263,6 +275,7 @@ impl ProxyHttp for Gate {
         let req = session.req_header();
         if self.looped(req) {
             ctx.local = Some(Local::LoopDetected);
+            ctx.reason = Some(BlockReason::Loop);
             let body = "508 Loop Detected: this request already passed through this proxy; check upstream.servers\n";
             Box::pin(respond::plain(session, 508, body.to_string())).await?;
             return Ok(true);
@@ -303,9 +316,15 @@ impl ProxyHttp for Gate {
         };
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
+        // A catalog crawler the policy does not name (nor claimed, so no
+        // verification applies): named for observation only.
+        if ctx.verification == Verification::NotApplicable && ua_lines == 1 {
+            ctx.observed = crawlgate_policy::identify::catalog_crawler(&ua);
+        }
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
+                ctx.reason = Some(BlockReason::BadRequest);
                 if ctx.logged {
                     ctx.path = Cow::Owned(String::from_utf8_lossy(raw_target).into_owned());
                 }
@@ -343,13 +362,18 @@ impl ProxyHttp for Gate {
                 ctx.outcome = Action::Block;
                 ctx.local = Some(Local::Blocked);
                 let agent = decision.agent.unwrap_or(OTHER_AGENT);
-                // A block for a failed verification is no robots.txt
-                // violation; the access log line shows it.
-                if decision.on_failure.is_none() || decision.rule.is_some_and(|r| !r.allow) {
+                let reason = decision.block_reason().unwrap_or(BlockReason::Robots);
+                ctx.reason = Some(reason);
+                // Only a path its group disallows is a robots.txt
+                // violation; a claim blocked on an allowed path names no
+                // rule (the allow rule did not block it).
+                if decision.violation() {
                     violation(&decision).emit(&self.shared.metrics);
                     ctx.violation = true;
+                } else {
+                    ctx.rule = None;
                 }
-                let body = respond::block_body(decision.block_status, agent, target.path());
+                let body = respond::block_body(decision.block_status, reason, agent, target.path(), ctx.verification);
                 let status = decision.block_status;
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 Box::pin(respond::plain(session, status, body)).await?;
@@ -359,6 +383,7 @@ impl ProxyHttp for Gate {
                 ctx.note(&decision);
                 ctx.outcome = Action::Block;
                 ctx.local = Some(Local::Replayed);
+                ctx.reason = Some(BlockReason::Replayed);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 let body =
                     "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n";
@@ -368,7 +393,7 @@ impl ProxyHttp for Gate {
             Route::Forward { decision, target, controls } => {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
-                if ctx.outcome == Action::LogViolation {
+                if decision.violation_recorded() {
                     violation(&decision).emit(&self.shared.metrics);
                     ctx.violation = true;
                 }
@@ -585,7 +610,7 @@ impl ProxyHttp for Gate {
             bytes_sent: session.body_bytes_sent(),
             user_agent: (ua_lines == 1).then_some(&*ua),
             browser: ctx.browser,
-            agent: ctx.agent_name(),
+            agent: ctx.agent_name().or(ctx.observed),
             group: ctx.group_name(),
             outcome: ctx.outcome,
             local: ctx.local,
@@ -600,6 +625,8 @@ impl ProxyHttp for Gate {
             verification: ctx.verification,
             evidence: ctx.evidence.as_ref(),
             violation: ctx.violation,
+            reason: ctx.reason,
+            origin_rule: ctx.origin_rule,
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);

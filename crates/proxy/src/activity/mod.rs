@@ -29,7 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 use crawlgate_policy::referrers::{referrers, same_operator};
-use crawlgate_policy::{catalog, Action, AgentId, LocalFile, Policy};
+use crawlgate_policy::{catalog, Action, AgentId, BlockReason, LocalFile, Policy};
 use serde_json::{json, Value};
 
 pub use compliance::{Compliance, Net, WINDOW_SECS};
@@ -77,57 +77,14 @@ pub struct Hit<'a> {
     pub client: Option<IpAddr>,
     /// The verification outcome of the request's claim.
     pub verification: crawlgate_policy::verification::Verification,
-    /// Why crawlgate answered the request itself with a refusal (a block,
-    /// a 400, a 508, a 429), `None` when it did not.
+    /// Why the proxy refused it, if it did.
     pub reason: Option<BlockReason>,
+    /// The catalog crawler a request naming no policy token names
+    /// (`identify::catalog_crawler`): its own row, counted under its
+    /// operator.
+    pub observed: Option<&'static str>,
     /// Unix seconds.
     pub now: u64,
-}
-
-/// Why a request was refused: one vocabulary for the page, `/api/agents`
-/// and `crawlgate top`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockReason {
-    /// A disallow rule of the agent's group, enforced.
-    Robots,
-    /// The request claims an agent and is proven not to be it.
-    Spoofed,
-    /// The claim could not be verified and the group blocks on that.
-    Unverified,
-    /// A malformed request (400).
-    BadRequest,
-    /// A request that came back to this proxy (508).
-    Loop,
-    /// A replayed Web Bot Auth signature (429).
-    Replayed,
-}
-
-impl BlockReason {
-    /// Every reason, in the order of [`AgentStats`]'s counters.
-    pub const ALL: [BlockReason; 6] = [
-        BlockReason::Robots,
-        BlockReason::Spoofed,
-        BlockReason::Unverified,
-        BlockReason::BadRequest,
-        BlockReason::Loop,
-        BlockReason::Replayed,
-    ];
-
-    /// Its name in the JSON documents.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            BlockReason::Robots => "robots",
-            BlockReason::Spoofed => "spoofed",
-            BlockReason::Unverified => "unverified",
-            BlockReason::BadRequest => "bad-request",
-            BlockReason::Loop => "loop",
-            BlockReason::Replayed => "replayed",
-        }
-    }
-
-    const fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// The counters kept per minute as well as in total, so that a window
@@ -430,6 +387,19 @@ impl Activity {
         self.named.read().ok().and_then(|n| n.get(name).cloned()).unwrap_or_else(|| self.other_bot.clone())
     }
 
+    /// The slot of a catalog crawler the policy does not name, made on its
+    /// first request (at most one per catalog entry).
+    fn catalog_slot(&self, name: &'static str) -> Arc<AgentStats> {
+        if let Some(s) = self.named.read().ok().and_then(|n| n.get(name).cloned()) {
+            return s;
+        }
+        let mut named = match self.named.write() {
+            Ok(n) => n,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        named.entry(Arc::from(name)).or_insert_with(|| Arc::new(AgentStats::new(name))).clone()
+    }
+
     /// Number of named slots (`other-bot` and `browser` not included).
     #[cfg(test)]
     pub fn slot_count(&self) -> usize {
@@ -443,8 +413,11 @@ impl Activity {
     pub fn hit(&self, hit: &Hit<'_>) {
         let slot = match hit.agent {
             Some((id, name)) => self.token_slot(hit.generation, id, name),
-            None if hit.browser => self.browser.clone(),
-            None => self.other_bot.clone(),
+            None => match hit.observed {
+                Some(name) => self.catalog_slot(name),
+                None if hit.browser => self.browser.clone(),
+                None => self.other_bot.clone(),
+            },
         };
         let s = &*slot;
         let inc = |c: &AtomicU64| {
@@ -478,7 +451,7 @@ impl Activity {
         let violation = hit.outcome == Action::LogViolation || reason == Some(BlockReason::Robots);
         if let Some(r) = reason {
             count(Count::Blocked);
-            if let Some(c) = s.blocked_by.get(r.index()) {
+            if let Some(c) = s.blocked_by.get(r as usize) {
                 inc(c);
             }
         }
@@ -495,6 +468,11 @@ impl Activity {
                 Verification::Unverified => inc(&s.unverified),
                 Verification::Spoofed(_) => count(Count::Spoofed),
                 Verification::NotApplicable => {}
+            }
+        }
+        if let Some(reason) = hit.reason {
+            if let Some(c) = BlockReason::ALL.iter().position(|r| *r == reason).and_then(|i| s.blocked_by.get(i)) {
+                inc(c);
             }
         }
         s.bytes.fetch_add(hit.bytes, Ordering::Relaxed);

@@ -39,7 +39,8 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         referer: None,
         client: Some("192.0.2.1".parse().unwrap()),
         verification: d.verification,
-        reason: None,
+        reason: d.block_reason(),
+        observed: d.agent.is_none().then(|| crawlgate_policy::identify::catalog_crawler(ua)).flatten(),
         now: 1_000_000,
     }
 }
@@ -141,6 +142,37 @@ fn verification_outcomes_are_counted_per_agent() {
     let r = row(&v, "GPTBot");
     assert_eq!(r["requests"], 5);
     assert_eq!(r["verification"], json!({"verified": 1, "unverified": 1, "spoofed": 2}));
+}
+
+/// Blocks are counted by reason; a claim blocked on an allowed path adds
+/// no row to the top violations (no rule is passed for it).
+#[test]
+fn blocks_are_counted_by_reason() {
+    use crawlgate_policy::verification::{Method, Verification};
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    a.hit(&hit(&p, 1, "ClaudeBot/1.0", "/a"));
+    let spoofed = Hit {
+        outcome: Action::Block,
+        verification: Verification::Spoofed(Method::Ip),
+        reason: Some(BlockReason::Spoofed),
+        rule: None,
+        ..hit(&p, 1, "GPTBot/1.0", "/")
+    };
+    a.hit(&spoofed);
+    let v = a.agents_json(Window::All);
+    let zero = json!({"robots": 0, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0, "rate": 0, "payment": 0});
+    let mut claude = zero.clone();
+    claude["robots"] = json!(1);
+    let mut gpt = zero;
+    gpt["spoofed"] = json!(1);
+    assert_eq!(row(&v, "ClaudeBot")["blocked_by"], claude);
+    assert_eq!(row(&v, "GPTBot")["blocked_by"], gpt);
+    let violations = a.violations_json(10);
+    assert_eq!(
+        violations["top"],
+        json!([{"agent": "ClaudeBot", "count": 1, "error": 0, "line": 12, "path": "/a", "rule": "/"}])
+    );
 }
 
 #[test]
@@ -262,7 +294,7 @@ fn one_vocabulary_for_allowed_violations_and_blocks() {
     assert_eq!(pick(row(&v, "GPTBot")), json!([5, 1, 1, 2, 1, 0, 1]));
     assert_eq!(
         row(&v, "GPTBot")["blocked_by"],
-        json!({"robots": 0, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0})
+        json!({"robots": 0, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0, "rate": 0, "payment": 0})
     );
     assert_eq!(row(&v, "ClaudeBot")["blocked_by"]["robots"], 1);
     assert_eq!(
@@ -270,7 +302,7 @@ fn one_vocabulary_for_allowed_violations_and_blocks() {
         json!({
             "requests": 7, "allowed": 1, "violations": 2, "blocked": 3, "spoofed": 1, "verified": 0,
             "robots_txt": 2, "without_robots": 0, "agents_txt": 0, "bytes_sent": 70,
-            "blocked_by": {"robots": 1, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0},
+            "blocked_by": {"robots": 1, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0, "rate": 0, "payment": 0},
         })
     );
     // Only the two disallowed paths are violations.
@@ -348,5 +380,28 @@ fn violations_grouped_by_agent_and_rule() {
                 {"path": "/x", "count": 1, "error": 0},
             ]},
         ])
+    );
+}
+
+/// A catalog crawler the policy does not name gets its own row and counts
+/// under its operator in the referral ratio.
+#[test]
+fn unnamed_catalog_crawler_counts_under_its_operator() {
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    let ua = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
+    a.hit(&hit(&p, 1, ua, "/a"));
+    a.hit(&hit(&p, 1, ua, "/b"));
+    let mut h = hit(&p, 1, "Mozilla/5.0 (X11) Firefox/128.0", "/a");
+    h.referer = Some("https://www.perplexity.ai/");
+    a.hit(&h);
+    let v = a.agents_json(Window::All);
+    assert_eq!(row(&v, "PerplexityBot")["requests"], 2);
+    assert_eq!(row(&v, "PerplexityBot")["operator"], "Perplexity");
+    let ops = a.referrals_json()["operators"].clone();
+    let perplexity = ops.as_array().and_then(|o| o.iter().find(|r| r["operator"] == "Perplexity")).cloned();
+    assert_eq!(
+        perplexity,
+        Some(json!({"operator": "Perplexity", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0}))
     );
 }

@@ -1,0 +1,74 @@
+//! Observation against a real origin: a catalog crawler the policy does not
+//! name is identified in the access line and the metrics' `agent` label,
+//! while the `*` group decides (issue 22, section 1).
+
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{wait_for, Proxy};
+
+const PERPLEXITY_UA: &str =
+    "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
+
+#[test]
+fn unnamed_catalog_crawler_is_named_in_the_access_line_and_metrics() {
+    let origin = Origin::start(vec![("/news", Route::ok("text/plain", "news\n"))]);
+    let policy = "[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n\
+                  [[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\n";
+    let proxy = Proxy::start(origin.addr, policy);
+    let resp = reqwest::blocking::Client::new()
+        .get(proxy.url("/news"))
+        .header("User-Agent", PERPLEXITY_UA)
+        .send()
+        .unwrap_or_else(|e| panic!("GET /news: {e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let line = wait_for("the access line of /news", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(" path=/news ")).map(str::to_owned)
+    });
+    assert!(line.contains(" agent=PerplexityBot group=* decision=allow "), "{line}");
+    assert_eq!(
+        proxy.metric("crawlgate_requests_total{agent=\"PerplexityBot\",decision=\"allowed\"}"),
+        Some("1".into()),
+        "{}",
+        proxy.metrics()
+    );
+    assert_eq!(proxy.metric("crawlgate_requests_total{agent=\"other\",decision=\"allowed\"}"), Some("0".into()));
+    // The page's model: its own row, under its operator.
+    let text = reqwest::blocking::get(proxy.admin_url("/api/agents")).and_then(|r| r.text());
+    let agents: serde_json::Value =
+        serde_json::from_str(&text.unwrap_or_else(|e| panic!("/api/agents: {e}"))).unwrap_or_else(|e| panic!("{e}"));
+    let row = agents["agents"].as_array().and_then(|a| a.iter().find(|r| r["agent"] == "PerplexityBot")).cloned();
+    let row = row.unwrap_or_else(|| panic!("no PerplexityBot row: {agents}"));
+    assert_eq!((&row["requests"], &row["operator"]), (&1.into(), &"Perplexity".into()), "{row}");
+}
+
+/// An origin group's disallow under `enforce = "off"` (the `*` group's
+/// default, which origin groups take) is forwarded and recorded as an
+/// observed violation whose rule is a line of the origin's robots.txt.
+#[test]
+fn origin_disallow_not_enforced_is_an_observed_violation() {
+    let origin = Origin::start(vec![
+        ("/robots.txt", Route::ok("text/plain", "User-agent: ExampleBot\nDisallow: /v1-only/\n")),
+        ("/v1-only/page", Route::ok("text/plain", "page\n")),
+    ]);
+    let policy = "[robots_txt]\norigin = \"merge\"\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n";
+    let proxy = Proxy::start(origin.addr, policy);
+    let client = reqwest::blocking::Client::new();
+    wait_for("the merged robots.txt", Duration::from_secs(15), || {
+        let body = client.get(proxy.url("/robots.txt")).send().and_then(|r| r.text()).ok()?;
+        body.contains("User-agent: ExampleBot").then_some(())
+    });
+    let resp = client
+        .get(proxy.url("/v1-only/page"))
+        .header("User-Agent", "Mozilla/5.0 (compatible; ExampleBot/1.0)")
+        .send()
+        .unwrap_or_else(|e| panic!("GET /v1-only/page: {e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let line = wait_for("the access line of /v1-only/page", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(" path=/v1-only/page ")).map(str::to_owned)
+    });
+    assert!(
+        line.contains(" agent=ExampleBot group=ExampleBot decision=allow violation=true rule=/v1-only/ line=2 rule_source=origin "),
+        "{line}"
+    );
+}
