@@ -237,6 +237,7 @@ fn explain_text() {
          enforce:  block\n\
          \n\
          /drafts/x: disallowed (Disallow: / at line 17) -> block (403)\n\
+         \x20 reason:   robots\n\
          https://example.com/public/a?b: allowed (Allow: /public/ at line 18) -> pass\n\
          \x20 header:   Content-Usage: train-ai=n\n"
     );

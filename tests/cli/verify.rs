@@ -64,12 +64,12 @@ fn explain_with_client_ip_applies_the_outcome() {
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.2", "/nogoogle/x"]).1,
         format!(
-            "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.2\nverify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/nogoogle/x: disallowed (Disallow: /nogoogle/ at line 14) -> block (403)\n"
+            "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.2\nverify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/nogoogle/x: disallowed (Disallow: /nogoogle/ at line 14) -> block (403)\n  reason:   robots\n"
         )
     );
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
-        "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.3\nverify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/a: allowed (no rule matched) -> block (403)\n"
+        "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.3\nverify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/a: allowed (no rule matched) -> block (403)\n  reason:   spoofed (not a robots.txt violation)\n"
     );
     assert_eq!(v_reason(c, ua), (serde_json::json!("spoofed"), serde_json::json!(false)));
     let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;

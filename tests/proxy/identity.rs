@@ -301,7 +301,7 @@ fn replayed_signature_gets_429() {
     assert!(lines[1].contains(" status=429 "), "{}", lines[1]);
     assert!(
         lines[1].contains(&format!(
-            " verification=spoofed(signature) evidence=\"replayed signature by keyid {}\" group=* decision=block local=replayed ",
+            " verification=spoofed(signature) evidence=\"replayed signature by keyid {}\" group=* decision=block reason=replayed local=replayed ",
             signer.keyid()
         )),
         "{}",
