@@ -77,6 +77,11 @@ pub fn product_token(s: &str) -> &str {
     s
 }
 
+/// RFC 9309 section 2.2 whitespace: space and horizontal tab.
+fn is_ws(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
 fn same_token(a: &str, b: &str) -> bool {
     a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase))
 }
@@ -147,7 +152,8 @@ impl RobotsTxt {
         // count (RFC 9309 section 2.2.4: they must not interfere).
         let mut in_rules = false;
         for (line_no, raw_line) in lines(&text) {
-            let line = raw_line.split('#').next().unwrap_or("").trim();
+            // RFC 9309 section 2.2: whitespace is space and tab only.
+            let line = raw_line.split('#').next().unwrap_or("").trim_matches(is_ws);
             if line.is_empty() {
                 continue;
             }
@@ -155,8 +161,16 @@ impl RobotsTxt {
                 out.unknown.push((line_no, raw_line.to_string()));
                 continue;
             };
-            let key = key.trim().to_ascii_lowercase();
-            let value = value.trim().to_string();
+            let key = key.trim_matches(is_ws).to_ascii_lowercase();
+            let value = value.trim_matches(is_ws);
+            // A value starting with another space character (U+00A0, ...)
+            // is not one the grammar allows: the line is ignored, as Google
+            // ignores it too.
+            if value.starts_with(char::is_whitespace) {
+                out.unknown.push((line_no, raw_line.to_string()));
+                continue;
+            }
+            let value = value.to_string();
             match key.as_str() {
                 "user-agent" => {
                     if in_rules || current.is_none() {
@@ -318,6 +332,17 @@ mod tests {
         assert!(!r.is_allowed("b", "https://e/x"));
         assert!(r.is_allowed("B/2.0", "/x/y"));
         assert!(r.is_allowed("c", "/nocolon"));
+    }
+
+    #[test]
+    fn only_space_and_tab_are_whitespace() {
+        // `Disallow:` then U+00A0: ignored (RFC 9309 section 2.2), not trimmed.
+        let r = RobotsTxt::parse("User-agent: *\nDisallow:\u{a0}/nbsp\nDisallow: \t/tab\t\n".as_bytes());
+        assert_eq!(r.groups()[0].rules.len(), 1);
+        assert_eq!(r.groups()[0].rules[0].pattern, "/tab");
+        assert_eq!(r.unknown_lines(), [(2, "Disallow:\u{a0}/nbsp".to_string())]);
+        assert!(r.is_allowed("x", "/nbsp"));
+        assert!(!r.is_allowed("x", "/tab"));
     }
 
     #[test]

@@ -39,7 +39,7 @@ fn golden_merged_robots_txt() {
             "line 5: user-agent `*` is named by the policy (group `*` at line 21); the policy's group applies",
             "line 8: user-agent `GPTBot` is named by the policy (group `ai-training` at line 10); the policy's group applies",
             "line 11: user-agent `googlebot` is named by the policy (group `Googlebot` at line 16); the policy's group applies",
-            "line 30: `Disallow /no-colon` is not a record of any group; left out",
+            "line 30: `Disallow /no-colon` read as `Disallow: /no-colon`",
         ]
     );
     assert_eq!((merged.origin_groups, merged.origin_sitemaps), (4, 1));
