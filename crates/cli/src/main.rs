@@ -159,6 +159,11 @@ read or the arguments are wrong.")]
     Import {
         /// The robots.txt file to import.
         robots_file: PathBuf,
+        /// Print the policy even when it would decide differently for some
+        /// crawlers (a repaired typo, a cut user-agent value); they are
+        /// listed in a comment on top.
+        #[arg(long)]
+        force: bool,
     },
     /// The built-in catalog of known crawlers and agents.
     #[command(subcommand)]
@@ -234,7 +239,7 @@ fn main() -> ExitCode {
             robots_test::robots_test(&robots_file, &user_agent, &url)
         }
         Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_txt::verify(&file),
-        Command::Import { robots_file } => import::import(&robots_file),
+        Command::Import { robots_file, force } => import::import(&robots_file, force),
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
