@@ -391,6 +391,52 @@ crawlers:\n  `Googlebot`: lines 2, 3\n  `Bingbot`: lines 5, 6\n  `Sogou`: lines 
     }
 }
 
+/// `robots-test --batch` through stdin and stdout: TSV and JSON lines, a
+/// default file and per-line files, answers in order and agreeing with the
+/// one-question form, a malformed line answered `error` with exit 1.
+#[test]
+fn robots_test_batch_answers_every_line() {
+    let dir = TempDir::new("robots-batch");
+    let a = dir.write("a.txt", "User-agent: *\nDisallow: /private/\n\nUser-agent: FooBot\nDisallow: /\n");
+    let b = dir.write("b.txt", "User-agent: *\nAllow: /\n");
+    let run_batch = |args: &[&str], input: &str| {
+        let mut child = Command::new(crawlgate_bin())
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn: {e}"));
+        if let Some(mut stdin) = child.stdin.take() {
+            std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap_or_else(|e| panic!("stdin: {e}"));
+        }
+        let out = child.wait_with_output().unwrap_or_else(|e| panic!("wait: {e}"));
+        (code(&out), stdout(&out))
+    };
+    let input = format!(
+        "Other\t/private/x\nOther\t/public\nMozilla/5.0 (compatible; FooBot/1.0)\t/public\n{b}\tFooBot\t/private/x\n\
+{{\"user_agent\":\"Other\",\"url\":\"https://e.example/private/\"}}\n{{\"file\":\"{b}\",\"user_agent\":\"x\",\"url\":\"/private/\"}}\n",
+        b = b.display()
+    );
+    let (c, out) = run_batch(&["robots-test", "--batch", arg(&a)], &input);
+    assert_eq!(c, 0, "{out}");
+    assert_eq!(
+        out,
+        format!(
+            "Other\t/private/x\tdisallowed\nOther\t/public\tallowed\nMozilla/5.0 (compatible; FooBot/1.0)\t/public\tdisallowed\n\
+{b}\tFooBot\t/private/x\tallowed\n{{\"allowed\":false,\"url\":\"https://e.example/private/\",\"user_agent\":\"Other\"}}\n\
+{{\"allowed\":true,\"file\":\"{b}\",\"url\":\"/private/\",\"user_agent\":\"x\"}}\n",
+            b = b.display()
+        )
+    );
+    assert!(!verdict(&a, "Other", "/private/x"));
+    // Without a default file a line must name one; a bad line is an error
+    // line, the others are still answered.
+    let (c, out) = run_batch(&["robots-test", "--batch"], &format!("Other\t/x\n{}\tOther\t/x\n", a.display()));
+    assert_eq!(c, 1);
+    assert_eq!(out, format!("error\texpected 3 tab-separated columns\n{}\tOther\t/x\tallowed\n", a.display()));
+}
+
 #[test]
 fn import_edge_cases() {
     let dir = TempDir::new("import-edges");

@@ -142,12 +142,22 @@ errors (on stdout), 2 the file cannot be read, a URL is not a valid request targ
     #[command(after_help = "Exit status: 0 allowed, 1 disallowed, 2 the file cannot be read or the arguments are \
 wrong.")]
     RobotsTest {
-        /// The robots.txt file.
-        robots_file: PathBuf,
+        /// The robots.txt file (with --batch: the file for questions that
+        /// name none).
+        #[arg(required_unless_present = "batch")]
+        robots_file: Option<PathBuf>,
         /// The crawler's product token (or a full User-Agent).
-        user_agent: String,
+        #[arg(required_unless_present = "batch")]
+        user_agent: Option<String>,
         /// The URL or path to check.
-        url: String,
+        #[arg(required_unless_present = "batch")]
+        url: Option<String>,
+        /// Questions on stdin, one a line: TSV `[FILE<TAB>]USER_AGENT<TAB>URL`
+        /// or JSON `{"file", "user_agent", "url"}`; answers on stdout, the
+        /// question with `allowed`/`disallowed` (TSV) or `"allowed": bool`
+        /// (JSON) added.
+        #[arg(long, conflicts_with_all = ["user_agent", "url"])]
+        batch: bool,
     },
     /// agents.txt tools.
     #[command(name = "agents-txt", subcommand)]
@@ -235,9 +245,11 @@ fn main() -> ExitCode {
             offline::explain(&config.config, json, &user_agent, &urls, client_ip.as_deref(), live)
         }
         Command::VerifyIp { config, ip, user_agent } => verify::verify(&config.config, &ip, user_agent.as_deref()),
-        Command::RobotsTest { robots_file, user_agent, url } => {
-            robots_test::robots_test(&robots_file, &user_agent, &url)
-        }
+        Command::RobotsTest { robots_file, user_agent, url, batch } => match (robots_file, user_agent, url) {
+            (file, None, None) if batch => robots_test::batch(file.as_deref()),
+            (Some(file), Some(ua), Some(url)) => robots_test::robots_test(&file, &ua, &url),
+            _ => Err(anyhow::anyhow!("robots-test needs ROBOTS_FILE USER_AGENT URL, or --batch [ROBOTS_FILE]")),
+        },
         Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_txt::verify(&file),
         Command::Import { robots_file, force } => import::import(&robots_file, force),
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),

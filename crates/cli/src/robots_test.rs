@@ -5,9 +5,12 @@
 //! ([`RobotsTxt`]), the one `import` uses, so the two agree with each other
 //! and with the conformance suite.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use crawlgate_policy::robotstxt::RobotsTxt;
 
 /// `crawlgate robots-test ROBOTS_FILE USER_AGENT URL`: prints `allowed`
@@ -40,4 +43,93 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::R
         outln!("disallowed");
         Ok(ExitCode::from(1))
     }
+}
+
+/// `crawlgate robots-test --batch [ROBOTS_FILE]`: one question per stdin
+/// line, one answer per stdout line, in the same order. A line is TSV
+/// (`USER_AGENT<TAB>URL` with a `ROBOTS_FILE` argument, else
+/// `FILE<TAB>USER_AGENT<TAB>URL`), answered `allowed` or `disallowed`
+/// after the question's columns, or a JSON object (`{"file": ...,
+/// "user_agent": ..., "url": ...}`, `file` optional with the argument),
+/// answered as the object with `"allowed": true|false` added. Each file is
+/// read and parsed once. A malformed line is answered `error<TAB>why` (or
+/// `{"error": ...}`) and counted; exit 0 when every line was answered, 1
+/// when some were errors, 2 when stdin cannot be read.
+pub fn batch(robots_file: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let mut files: HashMap<PathBuf, RobotsTxt> = HashMap::new();
+    let stdin = std::io::stdin().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut errors = 0usize;
+    for line in stdin.lines() {
+        let line = line.context("cannot read stdin")?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        let answer = if line.trim_start().starts_with('{') {
+            json_answer(line, robots_file, &mut files)
+        } else {
+            tsv_answer(line, robots_file, &mut files)
+        };
+        let answer = answer.unwrap_or_else(|(json, why)| {
+            errors += 1;
+            if json {
+                serde_json::json!({ "error": why }).to_string()
+            } else {
+                format!("error\t{}", why.replace(['\t', '\n'], " "))
+            }
+        });
+        writeln!(out, "{answer}").context("cannot write stdout")?;
+    }
+    out.flush().context("cannot write stdout")?;
+    Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The parsed file at `path`, read once.
+fn file<'a>(files: &'a mut HashMap<PathBuf, RobotsTxt>, path: &Path) -> Result<&'a RobotsTxt, String> {
+    if !files.contains_key(path) {
+        let f = crate::robots_file::read(path).map_err(|e| format!("{e:#}"))?;
+        files.insert(path.to_path_buf(), RobotsTxt::parse(&f.bytes));
+    }
+    files.get(path).ok_or_else(|| format!("cannot read {}", path.display()))
+}
+
+fn tsv_answer(
+    line: &str,
+    default: Option<&Path>,
+    files: &mut HashMap<PathBuf, RobotsTxt>,
+) -> Result<String, (bool, String)> {
+    let cols: Vec<&str> = line.split('\t').collect();
+    let (path, ua, url) = match (cols.as_slice(), default) {
+        ([ua, url], Some(d)) => (d.to_path_buf(), *ua, *url),
+        ([f, ua, url], _) => (PathBuf::from(f), *ua, *url),
+        _ => {
+            return Err((
+                false,
+                format!("expected {} tab-separated columns", if default.is_some() { "2 or 3" } else { "3" }),
+            ))
+        }
+    };
+    let robots = file(files, &path).map_err(|e| (false, e))?;
+    let verdict = if robots.is_allowed(ua, url) { "allowed" } else { "disallowed" };
+    Ok(format!("{line}\t{verdict}"))
+}
+
+fn json_answer(
+    line: &str,
+    default: Option<&Path>,
+    files: &mut HashMap<PathBuf, RobotsTxt>,
+) -> Result<String, (bool, String)> {
+    let mut v: serde_json::Value = serde_json::from_str(line).map_err(|e| (true, format!("not JSON: {e}")))?;
+    let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    let path = match (field("file"), default) {
+        (Some(f), _) => PathBuf::from(f),
+        (None, Some(d)) => d.to_path_buf(),
+        (None, None) => return Err((true, "no \"file\"".to_string())),
+    };
+    let ua = field("user_agent").ok_or((true, "no \"user_agent\" string".to_string()))?;
+    let url = field("url").ok_or((true, "no \"url\" string".to_string()))?;
+    let robots = file(files, &path).map_err(|e| (true, e))?;
+    let allowed = robots.is_allowed(&ua, &url);
+    if let Some(o) = v.as_object_mut() {
+        o.insert("allowed".to_string(), serde_json::Value::Bool(allowed));
+    }
+    Ok(v.to_string())
 }

@@ -60,6 +60,10 @@ pub struct RobotsTxt {
     /// The file's product tokens and their matcher, built on the first
     /// question about a full User-Agent header.
     identify: OnceLock<(Vec<String>, TokenMatcher)>,
+    /// Per group: its non-empty rules compiled, with their indices in
+    /// [`ParsedGroup::rules`]; built on the first decision, so a batch of
+    /// questions (`robots-test --batch`) compiles each pattern once.
+    compiled: OnceLock<Vec<(RuleSet, Vec<usize>)>>,
 }
 
 /// The name a `user-agent:` value or a crawler string stands for: the
@@ -290,12 +294,27 @@ impl RobotsTxt {
     pub fn decide(&self, user_agent: &str, url: &str) -> Option<&ParsedRule> {
         let path = path_of(url);
         let path = canonicalize(&path);
-        let rules: Vec<&ParsedRule> = self
-            .select(user_agent)
-            .into_iter()
-            .flat_map(|g| self.groups[g].rules.iter())
-            .filter(|r| !r.pattern.is_empty())
-            .collect();
+        let selected = self.select(user_agent);
+        if let [g] = selected.as_slice() {
+            let compiled = self.compiled.get_or_init(|| {
+                self.groups
+                    .iter()
+                    .map(|g| {
+                        let idx: Vec<usize> = (0..g.rules.len()).filter(|&i| !g.rules[i].pattern.is_empty()).collect();
+                        let set = RuleSet::new(
+                            idx.iter()
+                                .map(|&i| (Pattern::new_lenient(&g.rules[i].pattern), g.rules[i].allow))
+                                .collect(),
+                        );
+                        (set, idx)
+                    })
+                    .collect()
+            });
+            let (set, idx) = compiled.get(*g)?;
+            return set.evaluate(&path).and_then(|i| idx.get(i)).and_then(|&r| self.groups.get(*g)?.rules.get(r));
+        }
+        let rules: Vec<&ParsedRule> =
+            selected.into_iter().flat_map(|g| self.groups[g].rules.iter()).filter(|r| !r.pattern.is_empty()).collect();
         let set = RuleSet::new(rules.iter().map(|r| (Pattern::new_lenient(&r.pattern), r.allow)).collect());
         set.evaluate(&path).map(|i| rules[i])
     }
