@@ -250,3 +250,24 @@ fn merged_robots_txt_decides_like_the_merged_policy() {
     });
     assert!(loaded.get() > 400, "only {} of 512 generated policies loaded", loaded.get());
 }
+
+/// Issue 27: the real-world line shapes of `tests/data/robots/siteintent.robots.txt`
+/// merged as the site meant them; the golden is the merged file served.
+#[test]
+fn golden_site_intent_merge() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/robots");
+    let policy = load(&read("policy.toml"), "policy.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let origin = std::fs::read(root.join("siteintent.robots.txt")).unwrap_or_else(|e| panic!("{e}"));
+    let merged = policy.merge_origin(&origin).unwrap_or_else(|e| panic!("{e}"));
+    let mut report = merged.policy.robots_txt().to_string();
+    report.push_str("\n# conflicts and repairs:\n");
+    for c in &merged.conflicts {
+        report.push_str(&format!("# {c}\n"));
+    }
+    let path = root.join("siteintent.merged.robots.txt");
+    if let Some(failure) =
+        crawlgate_testkit::golden::check(&path, "siteintent.merged.robots.txt", report.as_bytes(), "merge")
+    {
+        panic!("{failure}");
+    }
+}
