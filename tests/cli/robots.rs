@@ -665,3 +665,33 @@ fn import_refuses_a_policy_that_renders_past_the_limit() {
         )
     );
 }
+
+/// Issue 27: `robots-test --as google` gives Google's verdict and says
+/// when RFC 9309's differs, and why; `--batch --as google` too.
+#[test]
+fn robots_test_as_google_says_where_the_readings_differ() {
+    let dir = TempDir::new("robots-google");
+    let f = dir.write(
+        "g.txt",
+        "User-agent: Googlebot/2.1\nDisalow: /private/\n\nUser-agent: *\nAllow: /d/index.html\nDisallow: /\n",
+    );
+    let run = |args: &[&str]| {
+        let out = crawlgate(args);
+        (code(&out), stdout(&out))
+    };
+    let file = arg(&f);
+    assert_eq!(
+        run(&["robots-test", "--as", "google", file, "Other", "/d/"]),
+        (0, "allowed\nRFC 9309: disallowed; Google: allowed, because Google reads `Allow: /d/index.html` (line 5) as allowing /d/ too\n".to_string())
+    );
+    assert_eq!(
+        run(&["robots-test", "--as", "google", file, "Other", "/robots.txt"]),
+        (1, "disallowed\nRFC 9309: allowed; Google: disallowed, because Google decides /robots.txt like any path (RFC 9309 always allows it)\n".to_string())
+    );
+    assert_eq!(run(&["robots-test", "--as", "google", file, "Other", "/x"]), (1, "disallowed\n".to_string()));
+    assert_eq!(run(&["robots-test", file, "Other", "/d/"]), (1, "disallowed\n".to_string()));
+    let help = stdout(&crawlgate(&["robots-test", "--help"]));
+    for section in ["2.2.1", "2.2 grammar", "2.3.1.2", "2.2.2", "2.5"] {
+        assert!(help.contains(&format!("RFC 9309 section {section}")), "{section}: {help}");
+    }
+}

@@ -81,6 +81,15 @@ pub fn product_token(s: &str) -> &str {
     s
 }
 
+/// The token Google's parser reads in a user-agent value or a crawler
+/// name (robots.cc `ExtractUserAgent`): up to the first character outside
+/// `[A-Za-z_-]`, so `Googlebot/2.1` is `Googlebot` and `MJ12bot` is `MJ`.
+pub fn google_token(s: &str) -> &str {
+    let s = s.trim_matches(is_ws);
+    let end = s.find(|c: char| !(c.is_ascii_alphabetic() || c == '_' || c == '-')).unwrap_or(s.len());
+    &s[..end]
+}
+
 /// RFC 9309 section 2.2 whitespace: space and horizontal tab.
 fn is_ws(c: char) -> bool {
     c == ' ' || c == '\t'
@@ -317,6 +326,39 @@ impl RobotsTxt {
             selected.into_iter().flat_map(|g| self.groups[g].rules.iter()).filter(|r| !r.pattern.is_empty()).collect();
         let set = RuleSet::new(rules.iter().map(|r| (Pattern::new_lenient(&r.pattern), r.allow)).collect());
         set.evaluate(&path).map(|i| rules[i])
+    }
+
+    /// Google's verdict (`robots-test --as google`) on a file read with
+    /// [`crate::siteintent::read_google`]: the crawler is its
+    /// [`google_token`]; `/robots.txt` is decided like any path (RFC 9309
+    /// section 2.3.1.2 allows it always); `Allow: /d/index.html` also
+    /// allows `/d/` (RFC 9309 section 2.2.2 has no such rule).
+    pub fn is_allowed_google(&self, user_agent: &str, url: &str) -> bool {
+        let token = google_token(user_agent);
+        let mut selected: Vec<&ParsedGroup> = if token.is_empty() {
+            Vec::new()
+        } else {
+            self.groups.iter().filter(|g| g.user_agents.iter().any(|v| same_token(google_token(v), token))).collect()
+        };
+        if selected.is_empty() {
+            selected = self.groups.iter().filter(|g| g.user_agents.iter().any(|v| v.trim() == "*")).collect();
+        }
+        let mut rules: Vec<(Pattern, bool)> = Vec::new();
+        for r in selected.iter().flat_map(|g| g.rules.iter()).filter(|r| !r.pattern.is_empty()) {
+            rules.push((Pattern::new_lenient(&r.pattern), r.allow));
+            if r.allow {
+                if let Some(dir) = r.pattern.strip_suffix("index.html").or_else(|| r.pattern.strip_suffix("index.htm"))
+                {
+                    if dir.ends_with('/') {
+                        rules.push((Pattern::new_lenient(&format!("{dir}$")), true));
+                    }
+                }
+            }
+        }
+        let set = RuleSet::new(rules);
+        let path = path_of(url);
+        let path = canonicalize(&path);
+        set.evaluate(&path).is_none_or(|i| set.is_allow(i))
     }
 
     /// RFC 9309's verdict: may `user_agent` fetch `url`?

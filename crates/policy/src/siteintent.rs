@@ -72,11 +72,34 @@ fn is_ws(c: char) -> bool {
 /// Reads `bytes` for its site's intent. `base` (`https://host`) resolves a
 /// relative `Sitemap` value; without it such a value is left as written.
 pub fn read(bytes: &[u8], base: Option<&str>) -> SiteIntent {
+    read_with(bytes, base, false)
+}
+
+/// Reads `bytes` as Google's open-source parser does (`robots-test --as
+/// google`): the same key repairs, but user-agent values cut at the first
+/// character outside `[A-Za-z_-]` (`MJ12bot` is `MJ`), browser words
+/// included, and lines cut at Google's 16,664 bytes.
+pub fn read_google(bytes: &[u8]) -> SiteIntent {
+    read_with(bytes, None, true)
+}
+
+/// Google's line-length cap (robots.cc `kMaxLineLen`, 2083 * 8).
+const GOOGLE_MAX_LINE: usize = 2083 * 8;
+
+fn read_with(bytes: &[u8], base: Option<&str>, google: bool) -> SiteIntent {
     let lines = crate::robotstxt::source_lines(bytes);
     let mut text = String::with_capacity(bytes.len() + 16);
     let mut repairs = Vec::new();
     for (n, raw) in &lines {
-        match repair_line(raw, base) {
+        let mut raw = raw.as_str();
+        if google && raw.len() > GOOGLE_MAX_LINE {
+            let mut end = GOOGLE_MAX_LINE;
+            while !raw.is_char_boundary(end) {
+                end -= 1;
+            }
+            raw = &raw[..end];
+        }
+        match repair_line(raw, base, google) {
             Some((fixed, read)) => {
                 let written = raw.split('#').next().unwrap_or("").trim_matches(is_ws).to_string();
                 repairs.push(Repair { line: *n, written, read });
@@ -91,7 +114,7 @@ pub fn read(bytes: &[u8], base: Option<&str>) -> SiteIntent {
 
 /// The repaired line and how it was read, `None` when the line is left as
 /// written.
-fn repair_line(raw: &str, base: Option<&str>) -> Option<(String, String)> {
+fn repair_line(raw: &str, base: Option<&str>, google: bool) -> Option<(String, String)> {
     let content = raw.split('#').next().unwrap_or("").trim_matches(is_ws);
     let lower = content.to_ascii_lowercase();
     let (key, spelling) = KEYS
@@ -122,7 +145,7 @@ fn repair_line(raw: &str, base: Option<&str>) -> Option<(String, String)> {
     let mut value_out = value.to_string();
     let mut notes = Vec::new();
     match key {
-        "User-agent" => match cut_token(value) {
+        "User-agent" => match if google { cut_google(value) } else { cut_token(value) } {
             Cut::Whole => {}
             Cut::Token(t) => {
                 notes.push(format!("the product token `{t}`"));
@@ -150,6 +173,15 @@ fn repair_line(raw: &str, base: Option<&str>) -> Option<(String, String)> {
         read.push_str(&format!(" ({})", notes.join("; ")));
     }
     Some((fixed, read))
+}
+
+/// Google's cut: at the first character outside `[A-Za-z_-]`.
+fn cut_google(value: &str) -> Cut {
+    let token = crate::robotstxt::google_token(value);
+    if value == "*" || token.is_empty() || token == value {
+        return Cut::Whole;
+    }
+    Cut::Token(token.to_string())
 }
 
 enum Cut {
@@ -184,7 +216,7 @@ mod tests {
     use super::*;
 
     fn reads(line: &str) -> Option<String> {
-        repair_line(line, Some("https://e.example")).map(|(fixed, _)| fixed)
+        repair_line(line, Some("https://e.example"), false).map(|(fixed, _)| fixed)
     }
 
     #[test]
