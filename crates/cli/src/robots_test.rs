@@ -3,7 +3,9 @@
 //!
 //! It reads the file with the policy crate's tolerant parser
 //! ([`RobotsTxt`]), the one `import` uses, so the two agree with each other
-//! and with the conformance suite.
+//! and with the conformance suite. `--as google` reads it as Google's
+//! open-source parser does instead; `--batch` answers many questions per
+//! process.
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
