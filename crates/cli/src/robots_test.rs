@@ -3,12 +3,53 @@
 //!
 //! It reads the file with the policy crate's tolerant parser
 //! ([`RobotsTxt`]), the one `import` uses, so the two agree with each other
-//! and with the conformance suite.
+//! and with the conformance suite. `--as google` reads it as Google's
+//! open-source parser does instead; `--batch` answers many questions per
+//! process.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crawlgate_policy::robotstxt::RobotsTxt;
+use anyhow::Context;
+use crawlgate_policy::robotstxt::{google_token, path_of, RobotsTxt};
+use crawlgate_policy::siteintent::{self, SiteIntent};
+
+fn verdict(allowed: bool) -> &'static str {
+    if allowed {
+        "allowed"
+    } else {
+        "disallowed"
+    }
+}
+
+/// Which of Google's behaviours can explain a difference from RFC 9309.
+fn why(intent: &SiteIntent, user_agent: &str, url: &str) -> String {
+    let path = path_of(url);
+    if path == "/robots.txt" || path.starts_with("/robots.txt?") {
+        return "Google decides /robots.txt like any path (RFC 9309 always allows it)".to_string();
+    }
+    let parsed = intent.parsed();
+    let index = parsed.groups().iter().flat_map(|g| g.rules.iter()).find(|r| {
+        r.allow && path.ends_with('/') && [format!("{path}index.html"), format!("{path}index.htm")].contains(&r.pattern)
+    });
+    if let Some(r) = index {
+        return format!("Google reads `Allow: {}` (line {}) as allowing {path} too", r.pattern, r.line);
+    }
+    let mut reasons: Vec<String> = Vec::new();
+    let token = google_token(user_agent);
+    if token != user_agent.trim() {
+        reasons.push(format!("Google reads the crawler as `{token}`"));
+    }
+    for r in &intent.repairs {
+        reasons.push(format!("Google reads line {} `{}` as {}", r.line, r.written, r.read));
+    }
+    if reasons.is_empty() {
+        reasons.push("Google's matcher reads the file otherwise".to_string());
+    }
+    reasons.join("; ")
+}
 
 /// `crawlgate robots-test ROBOTS_FILE USER_AGENT URL`: prints `allowed`
 /// (exit 0) or `disallowed` (exit 1); a usage or read error exits 2. Only
@@ -27,12 +68,26 @@ use crawlgate_policy::robotstxt::RobotsTxt;
 /// Empty arguments are questions too, as in Google's reference tool
 /// (robots_main): an empty `USER_AGENT` is a crawler that only `*` groups
 /// apply to, an empty `URL` is the path `/`.
-pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::Result<ExitCode> {
+///
+/// With `google`, the verdict is Google's ([`siteintent::read_google`],
+/// [`RobotsTxt::is_allowed_google`]); when RFC 9309 decides otherwise a
+/// second line says so and why.
+pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str, google: bool) -> anyhow::Result<ExitCode> {
     let file = crate::robots_file::read(robots_file)?;
     if let Some(note) = &file.truncated {
         eprintln!("note: {note}");
     }
     let robots = RobotsTxt::parse(&file.bytes);
+    if google {
+        let rfc = robots.is_allowed(user_agent, url);
+        let intent = siteintent::read_google(&file.bytes);
+        let g = intent.parsed().is_allowed_google(user_agent, url);
+        outln!("{}", verdict(g));
+        if rfc != g {
+            outln!("RFC 9309: {}; Google: {}, because {}", verdict(rfc), verdict(g), why(&intent, user_agent, url));
+        }
+        return Ok(if g { ExitCode::SUCCESS } else { ExitCode::from(1) });
+    }
     if robots.is_allowed(user_agent, url) {
         outln!("allowed");
         Ok(ExitCode::SUCCESS)
@@ -40,4 +95,96 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str) -> anyhow::R
         outln!("disallowed");
         Ok(ExitCode::from(1))
     }
+}
+
+/// `crawlgate robots-test --batch [ROBOTS_FILE]`: one question per stdin
+/// line, one answer per stdout line, in the same order. A line is TSV
+/// (`USER_AGENT<TAB>URL` with a `ROBOTS_FILE` argument, else
+/// `FILE<TAB>USER_AGENT<TAB>URL`), answered `allowed` or `disallowed`
+/// after the question's columns, or a JSON object (`{"file": ...,
+/// "user_agent": ..., "url": ...}`, `file` optional with the argument),
+/// answered as the object with `"allowed": true|false` added. Each file is
+/// read and parsed once. A malformed line is answered `error<TAB>why` (or
+/// `{"error": ...}`) and counted; exit 0 when every line was answered, 1
+/// when some were errors, 2 when stdin cannot be read.
+pub fn batch(robots_file: Option<&Path>, google: bool) -> anyhow::Result<ExitCode> {
+    let mut files: HashMap<PathBuf, RobotsTxt> = HashMap::new();
+    let stdin = std::io::stdin().lock();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut errors = 0usize;
+    for line in stdin.lines() {
+        let line = line.context("cannot read stdin")?;
+        let line = line.strip_suffix('\r').unwrap_or(&line);
+        let answer = if line.trim_start().starts_with('{') {
+            json_answer(line, robots_file, &mut files, google)
+        } else {
+            tsv_answer(line, robots_file, &mut files, google)
+        };
+        let answer = answer.unwrap_or_else(|(json, why)| {
+            errors += 1;
+            if json {
+                serde_json::json!({ "error": why }).to_string()
+            } else {
+                format!("error\t{}", why.replace(['\t', '\n'], " "))
+            }
+        });
+        writeln!(out, "{answer}").context("cannot write stdout")?;
+    }
+    out.flush().context("cannot write stdout")?;
+    Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The parsed file at `path`, read once.
+fn file<'a>(files: &'a mut HashMap<PathBuf, RobotsTxt>, path: &Path, google: bool) -> Result<&'a RobotsTxt, String> {
+    if !files.contains_key(path) {
+        let f = crate::robots_file::read(path).map_err(|e| format!("{e:#}"))?;
+        let parsed = if google { siteintent::read_google(&f.bytes).parsed() } else { RobotsTxt::parse(&f.bytes) };
+        files.insert(path.to_path_buf(), parsed);
+    }
+    files.get(path).ok_or_else(|| format!("cannot read {}", path.display()))
+}
+
+fn tsv_answer(
+    line: &str,
+    default: Option<&Path>,
+    files: &mut HashMap<PathBuf, RobotsTxt>,
+    google: bool,
+) -> Result<String, (bool, String)> {
+    let cols: Vec<&str> = line.split('\t').collect();
+    let (path, ua, url) = match (cols.as_slice(), default) {
+        ([ua, url], Some(d)) => (d.to_path_buf(), *ua, *url),
+        ([f, ua, url], _) => (PathBuf::from(f), *ua, *url),
+        _ => {
+            return Err((
+                false,
+                format!("expected {} tab-separated columns", if default.is_some() { "2 or 3" } else { "3" }),
+            ))
+        }
+    };
+    let robots = file(files, &path, google).map_err(|e| (false, e))?;
+    let allowed = if google { robots.is_allowed_google(ua, url) } else { robots.is_allowed(ua, url) };
+    Ok(format!("{line}\t{}", verdict(allowed)))
+}
+
+fn json_answer(
+    line: &str,
+    default: Option<&Path>,
+    files: &mut HashMap<PathBuf, RobotsTxt>,
+    google: bool,
+) -> Result<String, (bool, String)> {
+    let mut v: serde_json::Value = serde_json::from_str(line).map_err(|e| (true, format!("not JSON: {e}")))?;
+    let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    let path = match (field("file"), default) {
+        (Some(f), _) => PathBuf::from(f),
+        (None, Some(d)) => d.to_path_buf(),
+        (None, None) => return Err((true, "no \"file\"".to_string())),
+    };
+    let ua = field("user_agent").ok_or((true, "no \"user_agent\" string".to_string()))?;
+    let url = field("url").ok_or((true, "no \"url\" string".to_string()))?;
+    let robots = file(files, &path, google).map_err(|e| (true, e))?;
+    let allowed = if google { robots.is_allowed_google(&ua, &url) } else { robots.is_allowed(&ua, &url) };
+    if let Some(o) = v.as_object_mut() {
+        o.insert("allowed".to_string(), serde_json::Value::Bool(allowed));
+    }
+    Ok(v.to_string())
 }

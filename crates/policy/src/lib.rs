@@ -25,6 +25,7 @@ pub mod robotstxt;
 mod route;
 pub mod ruleset;
 pub mod sf;
+pub mod siteintent;
 mod type_error;
 pub mod validate;
 pub mod verification;

@@ -17,6 +17,7 @@ use crate::policy::{Enforce, Group, Policy};
 use crate::render;
 use crate::robotstxt::{product_token, RobotsTxt};
 use crate::ruleset::RuleSet;
+use crate::siteintent;
 use crate::validate;
 
 /// What happened to one line of the origin's robots.txt that is not kept
@@ -56,6 +57,15 @@ pub enum ConflictKind {
         /// The origin's spelling.
         token: String,
     },
+    /// A line read for the site's intent ([`crate::siteintent`]): a typo
+    /// key, a missing colon, a decorated user-agent value. The merged file
+    /// carries it in correct form and enforcement follows it.
+    Repaired {
+        /// The line as written.
+        written: String,
+        /// How it was read.
+        read: String,
+    },
     /// Origin groups past `robots_txt.origin_max_groups`, left out (the
     /// line is the first one's).
     TooManyGroups {
@@ -94,6 +104,9 @@ impl fmt::Display for Conflict {
                 f,
                 "origin group for `{token}` dropped: the token appears in browser User-Agents and would identify every browser"
             ),
+            ConflictKind::Repaired { written, read } => {
+                write!(f, "`{}` read as {}", written.escape_debug(), read.escape_debug())
+            }
             ConflictKind::TooManyGroups { max, dropped } => write!(
                 f,
                 "{dropped} origin group(s) from here on dropped: over robots_txt.origin_max_groups ({max})"
@@ -137,7 +150,10 @@ impl Policy {
     /// groups are enforced with the mode and status of the policy's `*`
     /// group (`off` without one).
     pub fn merge_origin(&self, origin: &[u8]) -> Result<Merged, MergeError> {
-        let parsed = RobotsTxt::parse(origin);
+        // Read for the site's intent: repaired lines are merged, served and
+        // enforced in correct form, each one reported.
+        let intent = siteintent::read(origin, None);
+        let parsed = intent.parsed();
         let base: Vec<Group> = self.groups.iter().filter(|g| !g.origin).cloned().collect();
         let mut named: HashMap<String, &Group> = HashMap::new();
         for g in &base {
@@ -145,11 +161,16 @@ impl Policy {
                 named.insert(t.to_ascii_lowercase(), g);
             }
         }
-        let mut conflicts: Vec<Conflict> = parsed
-            .unknown_lines()
-            .iter()
-            .map(|(line, text)| Conflict { line: *line, kind: ConflictKind::Rejected { text: text.clone() } })
-            .collect();
+        let mut conflicts: Vec<Conflict> =
+            parsed
+                .unknown_lines()
+                .iter()
+                .map(|(line, text)| Conflict { line: *line, kind: ConflictKind::Rejected { text: text.clone() } })
+                .chain(intent.repairs.into_iter().map(|r| Conflict {
+                    line: r.line,
+                    kind: ConflictKind::Repaired { written: r.written, read: r.read },
+                }))
+                .collect();
 
         // Origin tokens the policy does not name, in first-seen order, with
         // the origin groups that name each.
@@ -427,13 +448,14 @@ mod tests {
             lines,
             [
                 "line 1: `Disallow: /before-any-group` is not a record of any group; left out",
-                "line 2: user-agent `Foo Bar` is not a product token; left out",
+                "line 2: `User-agent: Foo Bar` read as `User-agent: Foo` (the product token `Foo`)",
                 "line 3: user-agent `ClaudeBot` is named by the policy (group `ai` at line 7); the policy's group applies",
                 "line 5: `no colon here` is not a record of any group; left out",
                 "line 6: sitemap `/relative.xml` is not an absolute http(s) URL; left out",
             ]
         );
-        assert_eq!(m.origin_groups, 0);
+        // `Foo`, cut from `Foo Bar`, is the one origin group.
+        assert_eq!(m.origin_groups, 1);
     }
 
     #[test]
@@ -592,5 +614,34 @@ mod tests {
             origin.push_str("Disallow: /some/long/path/that/repeats\n");
         }
         assert!(matches!(p.merge_origin(origin.as_bytes()), Err(MergeError::TooLarge(_))));
+    }
+
+    /// Lines a site evidently meant are merged in correct form, served,
+    /// enforced and reported; a browser word is not cut out of a value.
+    #[test]
+    fn origin_read_for_the_sites_intent() {
+        let p = policy();
+        let origin = "User-agent: Googlebot/2.1\nDisalow: /private/\nDisallow /nocolon/\n\nUser-agent: Mozilla/5.0\nDisallow: /m/\n\nUser-agent: FooBot\nDisallow:\u{a0}/nbsp/\n";
+        let m = p.merge_origin(origin.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "line 1: `User-agent: Googlebot/2.1` read as `User-agent: Googlebot` (the product token `Googlebot`)",
+                "line 2: `Disalow: /private/` read as `Disallow: /private/`",
+                "line 3: `Disallow /nocolon/` read as `Disallow: /nocolon/`",
+                "line 5: `User-agent: Mozilla/5.0` read as `User-agent: Mozilla/5.0` (not cut to `Mozilla`, a word of browser User-Agents: names no crawler)",
+                "line 5: user-agent `Mozilla/5.0` is not a product token; left out",
+                "line 9: `Disallow:\\u{a0}/nbsp/` is not a record of any group; left out",
+            ]
+        );
+        assert!(
+            m.policy.robots_txt().contains("User-agent: Googlebot\nDisallow: /private/\nDisallow: /nocolon/\n"),
+            "{}",
+            m.policy.robots_txt()
+        );
+        assert!(!m.policy.robots_txt().contains("/nbsp/"));
+        assert_eq!(m.policy.decide("Mozilla/5.0 (compatible; Googlebot/2.1)", "/private/a").agent, Some("Googlebot"));
+        assert_eq!(m.policy.decide("FooBot/1.0", "/nbsp/a").agent, Some("FooBot"));
     }
 }

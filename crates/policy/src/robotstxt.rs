@@ -60,6 +60,10 @@ pub struct RobotsTxt {
     /// The file's product tokens and their matcher, built on the first
     /// question about a full User-Agent header.
     identify: OnceLock<(Vec<String>, TokenMatcher)>,
+    /// Per group: its non-empty rules compiled, with their indices in
+    /// [`ParsedGroup::rules`]; built on the first decision, so a batch of
+    /// questions (`robots-test --batch`) compiles each pattern once.
+    compiled: OnceLock<Vec<(RuleSet, Vec<usize>)>>,
 }
 
 /// The name a `user-agent:` value or a crawler string stands for: the
@@ -75,6 +79,20 @@ pub fn product_token(s: &str) -> &str {
         return "*";
     }
     s
+}
+
+/// The token Google's parser reads in a user-agent value or a crawler
+/// name (robots.cc `ExtractUserAgent`): up to the first character outside
+/// `[A-Za-z_-]`, so `Googlebot/2.1` is `Googlebot` and `MJ12bot` is `MJ`.
+pub fn google_token(s: &str) -> &str {
+    let s = s.trim_matches(is_ws);
+    let end = s.find(|c: char| !(c.is_ascii_alphabetic() || c == '_' || c == '-')).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// RFC 9309 section 2.2 whitespace: space and horizontal tab.
+fn is_ws(c: char) -> bool {
+    c == ' ' || c == '\t'
 }
 
 fn same_token(a: &str, b: &str) -> bool {
@@ -147,7 +165,8 @@ impl RobotsTxt {
         // count (RFC 9309 section 2.2.4: they must not interfere).
         let mut in_rules = false;
         for (line_no, raw_line) in lines(&text) {
-            let line = raw_line.split('#').next().unwrap_or("").trim();
+            // RFC 9309 section 2.2: whitespace is space and tab only.
+            let line = raw_line.split('#').next().unwrap_or("").trim_matches(is_ws);
             if line.is_empty() {
                 continue;
             }
@@ -155,8 +174,16 @@ impl RobotsTxt {
                 out.unknown.push((line_no, raw_line.to_string()));
                 continue;
             };
-            let key = key.trim().to_ascii_lowercase();
-            let value = value.trim().to_string();
+            let key = key.trim_matches(is_ws).to_ascii_lowercase();
+            let value = value.trim_matches(is_ws);
+            // A value starting with another space character (U+00A0, ...)
+            // is not one the grammar allows: the line is ignored, as Google
+            // ignores it too.
+            if value.starts_with(char::is_whitespace) {
+                out.unknown.push((line_no, raw_line.to_string()));
+                continue;
+            }
+            let value = value.to_string();
             match key.as_str() {
                 "user-agent" => {
                     if in_rules || current.is_none() {
@@ -276,14 +303,62 @@ impl RobotsTxt {
     pub fn decide(&self, user_agent: &str, url: &str) -> Option<&ParsedRule> {
         let path = path_of(url);
         let path = canonicalize(&path);
-        let rules: Vec<&ParsedRule> = self
-            .select(user_agent)
-            .into_iter()
-            .flat_map(|g| self.groups[g].rules.iter())
-            .filter(|r| !r.pattern.is_empty())
-            .collect();
+        let selected = self.select(user_agent);
+        if let [g] = selected.as_slice() {
+            let compiled = self.compiled.get_or_init(|| {
+                self.groups
+                    .iter()
+                    .map(|g| {
+                        let idx: Vec<usize> = (0..g.rules.len()).filter(|&i| !g.rules[i].pattern.is_empty()).collect();
+                        let set = RuleSet::new(
+                            idx.iter()
+                                .map(|&i| (Pattern::new_lenient(&g.rules[i].pattern), g.rules[i].allow))
+                                .collect(),
+                        );
+                        (set, idx)
+                    })
+                    .collect()
+            });
+            let (set, idx) = compiled.get(*g)?;
+            return set.evaluate(&path).and_then(|i| idx.get(i)).and_then(|&r| self.groups.get(*g)?.rules.get(r));
+        }
+        let rules: Vec<&ParsedRule> =
+            selected.into_iter().flat_map(|g| self.groups[g].rules.iter()).filter(|r| !r.pattern.is_empty()).collect();
         let set = RuleSet::new(rules.iter().map(|r| (Pattern::new_lenient(&r.pattern), r.allow)).collect());
         set.evaluate(&path).map(|i| rules[i])
+    }
+
+    /// Google's verdict (`robots-test --as google`) on a file read with
+    /// [`crate::siteintent::read_google`]: the crawler is its
+    /// [`google_token`]; `/robots.txt` is decided like any path (RFC 9309
+    /// section 2.3.1.2 allows it always); `Allow: /d/index.html` also
+    /// allows `/d/` (RFC 9309 section 2.2.2 has no such rule).
+    pub fn is_allowed_google(&self, user_agent: &str, url: &str) -> bool {
+        let token = google_token(user_agent);
+        let mut selected: Vec<&ParsedGroup> = if token.is_empty() {
+            Vec::new()
+        } else {
+            self.groups.iter().filter(|g| g.user_agents.iter().any(|v| same_token(google_token(v), token))).collect()
+        };
+        if selected.is_empty() {
+            selected = self.groups.iter().filter(|g| g.user_agents.iter().any(|v| v.trim() == "*")).collect();
+        }
+        let mut rules: Vec<(Pattern, bool)> = Vec::new();
+        for r in selected.iter().flat_map(|g| g.rules.iter()).filter(|r| !r.pattern.is_empty()) {
+            rules.push((Pattern::new_lenient(&r.pattern), r.allow));
+            if r.allow {
+                if let Some(dir) = r.pattern.strip_suffix("index.html").or_else(|| r.pattern.strip_suffix("index.htm"))
+                {
+                    if dir.ends_with('/') {
+                        rules.push((Pattern::new_lenient(&format!("{dir}$")), true));
+                    }
+                }
+            }
+        }
+        let set = RuleSet::new(rules);
+        let path = path_of(url);
+        let path = canonicalize(&path);
+        set.evaluate(&path).is_none_or(|i| set.is_allow(i))
     }
 
     /// RFC 9309's verdict: may `user_agent` fetch `url`?
@@ -318,6 +393,17 @@ mod tests {
         assert!(!r.is_allowed("b", "https://e/x"));
         assert!(r.is_allowed("B/2.0", "/x/y"));
         assert!(r.is_allowed("c", "/nocolon"));
+    }
+
+    #[test]
+    fn only_space_and_tab_are_whitespace() {
+        // `Disallow:` then U+00A0: ignored (RFC 9309 section 2.2), not trimmed.
+        let r = RobotsTxt::parse("User-agent: *\nDisallow:\u{a0}/nbsp\nDisallow: \t/tab\t\n".as_bytes());
+        assert_eq!(r.groups()[0].rules.len(), 1);
+        assert_eq!(r.groups()[0].rules[0].pattern, "/tab");
+        assert_eq!(r.unknown_lines(), [(2, "Disallow:\u{a0}/nbsp".to_string())]);
+        assert!(r.is_allowed("x", "/nbsp"));
+        assert!(!r.is_allowed("x", "/tab"));
     }
 
     #[test]

@@ -52,3 +52,21 @@ fn ambiguous_cases_match_the_documented_choices() {
     assert_eq!(t.total, 80);
     assert_eq!(t.passed(), 47);
 }
+
+/// Issue 27: `robots-test --as google` (the file read by
+/// `siteintent::read_google`, decided by `is_allowed_google`) gives Google's
+/// verdict on every `google_specific` case.
+#[test]
+fn google_specific_cases_pass_as_google() {
+    let cases: Vec<_> = public_suite().into_iter().filter(|c| c.google_specific).collect();
+    assert_eq!(cases.len(), 33);
+    let failed: Vec<String> = cases
+        .iter()
+        .filter(|c| {
+            let r = crawlgate_policy::siteintent::read_google(c.robots.as_bytes()).parsed();
+            r.is_allowed_google(&c.user_agent, &c.url) != c.google_allowed
+        })
+        .map(|c| format!("{} ({:?} {:?}): Google {}", c.id, c.user_agent, c.url, c.google_allowed))
+        .collect();
+    assert!(failed.is_empty(), "{} of 33 failed:\n{}", failed.len(), failed.join("\n"));
+}

@@ -39,7 +39,7 @@ fn golden_merged_robots_txt() {
             "line 5: user-agent `*` is named by the policy (group `*` at line 21); the policy's group applies",
             "line 8: user-agent `GPTBot` is named by the policy (group `ai-training` at line 10); the policy's group applies",
             "line 11: user-agent `googlebot` is named by the policy (group `Googlebot` at line 16); the policy's group applies",
-            "line 30: `Disallow /no-colon` is not a record of any group; left out",
+            "line 30: `Disallow /no-colon` read as `Disallow: /no-colon`",
         ]
     );
     assert_eq!((merged.origin_groups, merged.origin_sitemaps), (4, 1));
@@ -249,4 +249,25 @@ fn merged_robots_txt_decides_like_the_merged_policy() {
         Ok(())
     });
     assert!(loaded.get() > 400, "only {} of 512 generated policies loaded", loaded.get());
+}
+
+/// Issue 27: the real-world line shapes of `tests/data/robots/siteintent.robots.txt`
+/// merged as the site meant them; the golden is the merged file served.
+#[test]
+fn golden_site_intent_merge() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/robots");
+    let policy = load(&read("policy.toml"), "policy.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let origin = std::fs::read(root.join("siteintent.robots.txt")).unwrap_or_else(|e| panic!("{e}"));
+    let merged = policy.merge_origin(&origin).unwrap_or_else(|e| panic!("{e}"));
+    let mut report = merged.policy.robots_txt().to_string();
+    report.push_str("\n# conflicts and repairs:\n");
+    for c in &merged.conflicts {
+        report.push_str(&format!("# {c}\n"));
+    }
+    let path = root.join("siteintent.merged.robots.txt");
+    if let Some(failure) =
+        crawlgate_testkit::golden::check(&path, "siteintent.merged.robots.txt", report.as_bytes(), "merge")
+    {
+        panic!("{failure}");
+    }
 }

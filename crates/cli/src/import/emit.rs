@@ -29,6 +29,7 @@ pub(super) fn toml(plan: &Plan, source_name: &str) -> String {
         warnings: _,
         kept_lines: _,
         unfaithful: _,
+        repairs,
     } = plan;
     let (empty_start, moved) = (*empty_start, *moved);
     let kept_comment = |out: &mut String, k: &Kept| kept_comment(out, text, k);
@@ -53,6 +54,12 @@ pub(super) fn toml(plan: &Plan, source_name: &str) -> String {
          # as `# kept from line N` comments with the reason; the original's own\n\
          # comments are not carried over.\n",
     );
+    if !repairs.is_empty() {
+        out.push_str("#\n# Lines read for the site's evident intent (RFC 9309 alone would drop them):\n");
+        for r in repairs {
+            let _ = writeln!(out, "#   {}", comment_text(&r.to_string()));
+        }
+    }
     out.push_str("\n[upstream]\n# The origin the proxy forwards to: set it before `crawlgate run`.\n");
     let _ = writeln!(out, "servers = [\"{UPSTREAM_PLACEHOLDER}\"]");
 

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crawlgate_policy::robotstxt::{product_token, source_lines, ParsedGroup, RobotsTxt};
+use crawlgate_policy::siteintent::{self, Repair};
 use crawlgate_policy::validate::{self, Seconds};
 use crawlgate_policy::MAX_ROBOTS_TXT;
 
@@ -45,6 +46,9 @@ pub(super) struct Plan {
     /// faithful for them): spelling and the source lines responsible, in
     /// order of first appearance.
     pub unfaithful: Vec<(String, Vec<usize>)>,
+    /// Lines read for the site's intent (`Disalow`, `Googlebot/2.1`, ...),
+    /// written as comments in the TOML.
+    pub repairs: Vec<Repair>,
 }
 
 /// One `[[group]]` of the output.
@@ -127,7 +131,11 @@ impl Notes<'_> {
 
 /// Parses `bytes` and plans the policy.
 pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
-    let robots = RobotsTxt::parse(bytes);
+    // Read for the site's intent: a repaired line is imported in correct
+    // form, reported, and counts as a change for the crawlers of its group
+    // (RFC 9309 alone would drop it).
+    let intent = siteintent::read(bytes, None);
+    let robots = intent.parsed();
     let text = source_lines(bytes).into_iter().map(|(_, l)| l).collect();
     let mut notes = Notes {
         source_name,
@@ -253,8 +261,14 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
     let mut outside = Vec::new();
     let unknown: Vec<(usize, String)> = robots.unknown_lines().to_vec();
     for (line, text) in unknown {
-        let has_colon = text.split('#').next().unwrap_or("").contains(':');
-        let reason = if has_colon {
+        let content = text.split('#').next().unwrap_or("");
+        let has_colon = content.contains(':');
+        let odd_space = content
+            .split_once(':')
+            .is_some_and(|(_, v)| v.trim_start_matches([' ', '\t']).starts_with(char::is_whitespace));
+        let reason = if odd_space {
+            "the value starts with a space character other than space or tab: RFC 9309 ignores the line"
+        } else if has_colon {
             "before any User-agent line: RFC 9309 ignores it"
         } else {
             "no colon, so not a robots.txt field: RFC 9309 ignores it"
@@ -271,6 +285,24 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
     let empty_start = ordered.len();
     ordered.extend(empty);
 
+    for r in &intent.repairs {
+        notes.warn(r.line, &format!("`{}` read as {}", r.written, r.read));
+        let changes = !r.read.contains("names no crawler");
+        if let Some(g) = groups
+            .iter()
+            .find(|g| g.user_agent_lines.contains(&r.line) || g.rules.iter().any(|rule| rule.line == r.line))
+        {
+            // A cut user-agent value changes its own crawler's decisions; a
+            // repaired rule those of every crawler of its group.
+            let tokens: Vec<String> = match g.user_agent_lines.iter().position(|&l| l == r.line) {
+                Some(k) => g.user_agents.get(k).map(|v| product_token(v).to_string()).into_iter().collect(),
+                None => g.user_agents.iter().map(|v| product_token(v).to_string()).collect(),
+            };
+            if changes {
+                notes.unfaithful(&tokens, r.line);
+            }
+        }
+    }
     let mut warnings = notes.warnings;
     warnings.sort_by_key(|(line, _)| *line);
     let mut unfaithful = notes.unfaithful;
@@ -294,6 +326,7 @@ pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
         warnings,
         kept_lines: notes.kept_lines.len(),
         unfaithful,
+        repairs: intent.repairs,
     }
 }
 

@@ -25,8 +25,10 @@ mod groups;
 /// when the policy would decide differently for some crawler (each is
 /// named, with the lines responsible) or would not pass `crawlgate check`
 /// (such as a rendered robots.txt over the 500 KiB limit, when merging
-/// groups repeats their rules); 2 when the file cannot be read.
-pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
+/// groups repeats their rules); 2 when the file cannot be read. With
+/// `force`, a policy that decides differently is printed anyway, the
+/// changed crawlers listed in a comment on top.
+pub fn import(robots_file: &Path, force: bool) -> anyhow::Result<ExitCode> {
     let file = crate::robots_file::read(robots_file)?;
     let source_name = robots_file.display().to_string();
     let plan = groups::plan(&file.bytes, &source_name);
@@ -41,8 +43,13 @@ pub fn import(robots_file: &Path) -> anyhow::Result<ExitCode> {
     let faithful = plan.unfaithful.is_empty();
     if checked.is_ok() && faithful {
         out!("{toml}");
+    } else if checked.is_ok() && force {
+        out!("{}{toml}", forced_comment(&plan.unfaithful, &source_name));
     }
     eprintln!("{}", summary(&plan, &source_name));
+    if !faithful && checked.is_ok() && force {
+        return Ok(ExitCode::SUCCESS);
+    }
     if !faithful {
         eprintln!("{}", unfaithful_error(&plan.unfaithful, &source_name));
         return Ok(ExitCode::from(1));
@@ -81,6 +88,21 @@ fn unfaithful_error(unfaithful: &[(String, Vec<usize>)], source_name: &str) -> S
         let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
         let _ = write!(out, "\n  {who}: line{} {}", plural(lines.len()), lines.join(", "));
     }
+    out
+}
+
+/// The comment on top of a policy printed with `--force` although it
+/// decides differently from the source for some crawlers.
+fn forced_comment(unfaithful: &[(String, Vec<usize>)], source_name: &str) -> String {
+    let mut out = format!(
+        "# Written with --force: this policy does not decide as {} read by RFC 9309 does for:\n",
+        comment_text(source_name)
+    );
+    for (token, lines) in unfaithful {
+        let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
+        let _ = writeln!(out, "#   {} (line{} {})", comment_text(token), plural(lines.len()), lines.join(", "));
+    }
+    out.push_str("#\n");
     out
 }
 
