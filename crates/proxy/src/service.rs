@@ -18,8 +18,7 @@ use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, origin_field, ClientAddr, ClientAddressSettings, ADDRESS_FIELDS};
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{
-    Action, AgentId, BlockReason, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls,
-    UserAgentField,
+    Action, AgentId, BlockReason, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls, UserAgentField,
 };
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
