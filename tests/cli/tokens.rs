@@ -157,6 +157,8 @@ fn import_keeps_crawler_tokens_and_rfc_9309_groups() {
 
 /// Where the policy cannot decide as the file does, `import` prints no
 /// policy, exits 1 and names every crawler affected with the lines.
+/// `Googlebot/2.1` is read for the site's intent (the token `Googlebot`),
+/// which RFC 9309's strict reading would not, so Googlebot is among them.
 #[test]
 fn import_refuses_a_file_it_cannot_keep() {
     let dir = TempDir::new("import-unfaithful");
@@ -180,14 +182,14 @@ fn import_refuses_a_file_it_cannot_keep() {
              warning: {f}:7: group.allow: pattern `/x\\u0001y` contains whitespace or a control character; decisions on paths it matches may differ; kept as a comment\n\
              warning: {f}:9: group.user_agents: `Botxxxxxxxxxxxxx...` is 133 bytes long; a product token may have at most 128; a crawler named `{long}` gets the `*` group instead; kept as a comment\n\
              warning: {f}:10: in a group whose User-agent values the policy cannot express; kept as a comment\n\
-             warning: {f}:12: group.user_agents: `Googlebot/2.1` is not a product token (letters, digits, '_', '-' and '.' only, or \"*\"); under RFC 9309 it names no crawler, so no decision changes; kept as a comment\n\
-             warning: {f}:13: in a group whose User-agent values the policy cannot express; kept as a comment\n\
-             imported {f}: 2 groups, 1 rule, 0 sitemaps; 6 lines kept as comments\n\
-             crawlgate: error: the imported policy is not printed: its robots.txt would not decide as {f} does for 4 crawlers:\n  \
+             warning: {f}:12: `User-agent: Googlebot/2.1` read as `User-agent: Googlebot` (the product token `Googlebot`)\n\
+             imported {f}: 3 groups, 2 rules, 0 sitemaps; 4 lines kept as comments\n\
+             crawlgate: error: the imported policy is not printed: its robots.txt would not decide as {f} does for 5 crawlers:\n  \
              `*` (every crawler without a group of its own): line 2\n  \
              `FooBot`: line 7\n  \
              `AI2Bot`: line 7\n  \
-             `{long}`: line 9\n"
+             `{long}`: line 9\n  \
+             `Googlebot`: line 12\n"
         )
     );
     // The file's decisions that the policy would have changed.
