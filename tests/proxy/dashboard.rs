@@ -147,7 +147,7 @@ fn row(agent: &str, kind: &str, catalog: Option<(&str, &str)>, n: [u64; 7], byte
         "requests": requests, "allowed": allowed, "violations": violations, "blocked": blocked,
         "spoofed": 0, "verified": 0,
         "robots_txt": robots_txt, "agents_txt": agents_txt, "bytes_sent": bytes, "without_robots": without_robots,
-        "blocked_by": {"robots": blocked, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0},
+        "blocked_by": {"robots": blocked, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0, "rate": 0, "payment": 0},
         "verification": {"verified": 0, "unverified": 0, "spoofed": 0},
     })
 }
@@ -182,7 +182,7 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
         json!({
             "requests": 11, "allowed": 8, "violations": 2, "blocked": 1, "spoofed": 0, "verified": 0,
             "robots_txt": 1, "without_robots": 4, "agents_txt": 0, "bytes_sent": total,
-            "blocked_by": {"robots": 1, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0},
+            "blocked_by": {"robots": 1, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0, "rate": 0, "payment": 0},
         })
     );
     assert_eq!(agents["window"], "all");
@@ -407,7 +407,7 @@ fn refusals_are_blocked_with_their_reason_and_files_are_not_allowed() {
         let r = agents["agents"].as_array().unwrap().iter().find(|r| r["agent"] == name).unwrap();
         json!([r["requests"], r["allowed"], r["violations"], r["blocked"], r["robots_txt"], r["blocked_by"]])
     };
-    let by = |robots: u64, bad: u64| json!({"robots": robots, "spoofed": 0, "unverified": 0, "bad-request": bad, "loop": 0, "replayed": 0});
+    let by = |robots: u64, bad: u64| json!({"robots": robots, "spoofed": 0, "unverified": 0, "bad-request": bad, "loop": 0, "replayed": 0, "rate": 0, "payment": 0});
     assert_eq!(pick("other-bot"), json!([3, 1, 0, 1, 1, by(0, 1)]));
     assert_eq!(pick("CCBot"), json!([1, 0, 1, 1, 0, by(1, 0)]));
     assert_eq!(agents["total"]["blocked_by"], by(1, 1));

@@ -448,7 +448,11 @@ impl Activity {
             (None, Action::Block) => Some(BlockReason::Robots),
             (None, _) => None,
         };
-        let violation = hit.outcome == Action::LogViolation || reason == Some(BlockReason::Robots);
+        // A failed claim refused on a disallowed path is one too: the
+        // decision keeps the disallow rule only there.
+        let violation = hit.outcome == Action::LogViolation
+            || reason == Some(BlockReason::Robots)
+            || (matches!(reason, Some(BlockReason::Spoofed | BlockReason::Unverified)) && hit.rule.is_some());
         if let Some(r) = reason {
             count(Count::Blocked);
             if let Some(c) = s.blocked_by.get(r as usize) {
@@ -468,11 +472,6 @@ impl Activity {
                 Verification::Unverified => inc(&s.unverified),
                 Verification::Spoofed(_) => count(Count::Spoofed),
                 Verification::NotApplicable => {}
-            }
-        }
-        if let Some(reason) = hit.reason {
-            if let Some(c) = BlockReason::ALL.iter().position(|r| *r == reason).and_then(|i| s.blocked_by.get(i)) {
-                inc(c);
             }
         }
         s.bytes.fetch_add(hit.bytes, Ordering::Relaxed);
