@@ -67,7 +67,9 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
     if json {
         return check_json(config);
     }
-    let loaded = match load_or_report(config)? {
+    // Errors and warnings both on stdout (`check`'s output is its
+    // diagnostics): the summary line, then the warnings it counts.
+    let loaded = match crate::config::load_or_report_to(config, false)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
@@ -121,6 +123,9 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
             on_spoofed.as_str(),
             on_unverified.as_str()
         );
+    }
+    for w in &loaded.warnings {
+        outln!("{w}");
     }
     if let Some(origin) = origin {
         return crate::origin::check_origin(p, origin);
