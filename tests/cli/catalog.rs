@@ -189,12 +189,15 @@ fn category_policy_check_warns_about_robots_only_tokens() {
         "{}",
         stdout(&out)
     );
-    assert_eq!(
-        stderr(&out),
-        format!(
-            "{POLICY}:26:11: warning[robots-only-token]: group.enforce: `Applebot-Extended`, `Google-Extended` never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them\n"
-        )
+    // The warning follows the summary on stdout; nothing on stderr.
+    assert!(
+        stdout(&out).ends_with(&format!(
+            ")\n{POLICY}:26:11: warning[robots-only-token]: group.enforce: `Applebot-Extended`, `Google-Extended` never appear in a User-Agent header (robots.txt-only tokens): robots.txt publishes them, but `block` cannot apply to them\n"
+        )),
+        "{}",
+        stdout(&out)
     );
+    assert_eq!(stderr(&out), "");
 }
 
 #[test]

@@ -50,6 +50,7 @@ crawl_delay = -1
 
 const GPTBOT_UA: &str =
     "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+const PERPLEXITY_UA: &str = "Mozilla/5.0 (compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
 const BROWSER_UA: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0";
 
 fn policy(dir: &TempDir) -> std::path::PathBuf {
@@ -71,7 +72,8 @@ fn check_valid_policy() {
     );
     assert_eq!(stderr(&out), "");
 
-    // Warnings go to stderr and are counted; agents.txt is summarised.
+    // Warnings are counted and follow the summary on stdout (errors and
+    // warnings on one stream); agents.txt is summarised.
     let p2 = dir.write(
         "warn.toml",
         "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/x\"]\nenforce = \"block\"\n\n[agents_txt]\nrules = [{ path = \"/a\", action = \"allow\" }]\n",
@@ -83,13 +85,11 @@ fn check_valid_policy() {
         "OK {}: 1 group, 1 rule, 0 robots_tags, agents.txt enabled (1 directive), 1 warning (sha256 ",
         p2.display()
     );
+    let warning = format!("{}:7:11: warning[enforce-on-star]: group.enforce: `block` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them\n", p2.display());
     assert!(line.starts_with(&prefix), "{line}");
-    let sha = line.strip_prefix(&prefix).and_then(|r| r.strip_suffix(")\n")).unwrap_or("");
+    let sha = line.strip_prefix(&prefix).and_then(|r| r.strip_suffix(&format!(")\n{warning}"))).unwrap_or("");
     assert!(sha.len() == 12 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{line}");
-    assert_eq!(
-        stderr(&out),
-        format!("{}:7:11: warning[enforce-on-star]: group.enforce: `block` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them\n", p2.display())
-    );
+    assert_eq!(stderr(&out), "");
 }
 
 #[test]
@@ -256,6 +256,18 @@ fn explain_text() {
          \x20 header:   X-Robots-Tag: noindex\n\
          \x20 header:   Content-Usage: train-ai=n\n"
     );
+    // A catalog crawler the policy does not name: named as the proxy's
+    // access line names it, decided by `*` (observed, not enforced).
+    let out = crawlgate(&["explain", "--config", arg(&p), "-A", PERPLEXITY_UA, "/private/x"]);
+    assert_eq!((code(&out), stderr(&out)), (0, String::new()));
+    assert_eq!(
+        stdout(&out),
+        "agent:    PerplexityBot (catalog: Perplexity, ai-search; not named by the policy: observed only)\n\
+         group:    * (line 8)\n\
+         enforce:  off\n\
+         \n\
+         /private/x: disallowed (Disallow: /private/ at line 10) -> pass\n"
+    );
     // A target that cannot be decided on.
     let out = crawlgate(&["explain", "--config", arg(&p), "-A", GPTBOT_UA, "/a%zz"]);
     assert_eq!(
@@ -284,6 +296,7 @@ fn explain_json() {
     assert_eq!(d["url"], "/private/../drafts/x");
     assert_eq!(d["path"], "/drafts/x");
     assert_eq!(d["agent"], "GPTBot");
+    assert_eq!(d["observed"], serde_json::Value::Null);
     assert_eq!(
         d["catalog"],
         serde_json::json!({"token": "GPTBot", "operator": "OpenAI", "categories": ["ai-training"]})
@@ -306,6 +319,7 @@ fn explain_json() {
     let d = &arr[0];
     assert_eq!(d["path"], "/private/x");
     assert_eq!(d["agent"], serde_json::Value::Null);
+    assert_eq!(d["observed"], serde_json::Value::Null);
     assert_eq!(d["catalog"], serde_json::Value::Null);
     assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
     assert_eq!(d["rule"], serde_json::json!({"pattern": "/private/", "allow": false, "line": 10}));
@@ -338,6 +352,19 @@ fn explain_json() {
             "tdm-policy": null,
         })
     );
+
+    // A catalog crawler the policy does not name: `agent` stays the
+    // policy token (none), `observed` names the crawler.
+    let v = json(PERPLEXITY_UA, &["/private/x"]);
+    let d = &v[0];
+    assert_eq!(d["agent"], serde_json::Value::Null);
+    assert_eq!(d["observed"], "PerplexityBot");
+    assert_eq!(
+        d["catalog"],
+        serde_json::json!({"token": "PerplexityBot", "operator": "Perplexity", "categories": ["ai-search"]})
+    );
+    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
+    assert_eq!(d["action"], "pass");
 }
 
 #[test]

@@ -42,7 +42,9 @@ fn check_warns_for_tokens_with_digits_and_dots() {
         w(28, 16, "archive.org_bot"),
     ]
     .concat();
-    assert_eq!(stderr(&out), want);
+    // The warnings follow the summary line on stdout; nothing on stderr.
+    assert!(stdout(&out).ends_with(&format!(")\n{want}")), "{}", stdout(&out));
+    assert_eq!(stderr(&out), "");
 }
 
 /// For a full User-Agent header, `robots-test` on the published file picks

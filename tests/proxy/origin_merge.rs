@@ -338,9 +338,15 @@ fn check_origin_lists_what_is_kept_and_the_conflicts() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with(&format!("OK {}: 2 policy groups, 2 rules,", policy_path.display())), "{stdout}");
     let robots = format!("http://{}/robots.txt", origin.addr);
+    // The policy's warning follows its summary line (one stream), then
+    // the origin's lines.
     assert_eq!(
         lines[1..],
         [
+            format!(
+                "{}:17:11: warning[enforce-on-star]: group.enforce: `block` on the `*` group has no effect: its requests name no policy token (browsers, unknown clients), and those are never blocked nor recorded as violations; name the crawlers in a group of their own to enforce on them",
+                policy_path.display()
+            ),
             format!(
                 "origin {robots}: 200, {} bytes: 2 policy groups + 1 origin group, 1 origin sitemap kept, 2 conflicts",
                 ORIGIN_V1.len()

@@ -40,12 +40,19 @@ pub fn host_errors(policy: &Policy, source: &str, file: &str) -> Vec<Diagnostic>
 }
 
 /// Loads a policy; on errors prints them (stdout) and returns exit 1.
+/// Warnings go to stderr, out of the way of what the command prints.
 pub(crate) fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
+    load_or_report_to(config, true)
+}
+
+/// [`load_or_report`], leaving the warnings to the caller unless
+/// `print_warnings`: `check` prints them on stdout with its errors.
+pub(crate) fn load_or_report_to(config: &Path, print_warnings: bool) -> anyhow::Result<Result<Loaded, ExitCode>> {
     let source = read_policy_file(config)?;
     let file = config.display().to_string();
     match load(&source, &file) {
         Ok(loaded) => {
-            for w in &loaded.warnings {
+            for w in loaded.warnings.iter().filter(|_| print_warnings) {
                 eprintln!("{w}");
             }
             Ok(Ok(loaded))

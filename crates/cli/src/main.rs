@@ -100,7 +100,7 @@ impl OriginArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Validate a policy: exit 0 with a summary, or 1 with every error.
+    /// Validate a policy: exit 0 with a summary and its warnings, or 1 with every error (both on stdout).
     #[command(
         after_help = "Exit status: 0 the policy is valid (warnings or not), 1 it has errors (each on stdout as \
 FILE:LINE:COL: message, or in the JSON), 2 the file cannot be read or the arguments are wrong."

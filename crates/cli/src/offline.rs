@@ -67,7 +67,9 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
     if json {
         return check_json(config);
     }
-    let loaded = match load_or_report(config)? {
+    // Errors and warnings both on stdout (`check`'s output is its
+    // diagnostics): the summary line, then the warnings it counts.
+    let loaded = match crate::config::load_or_report_to(config, false)? {
         Ok(l) => l,
         Err(code) => return Ok(code),
     };
@@ -121,6 +123,9 @@ pub fn check(config: &Path, json: bool, origin: Option<&str>) -> anyhow::Result<
             on_spoofed.as_str(),
             on_unverified.as_str()
         );
+    }
+    for w in &loaded.warnings {
+        outln!("{w}");
     }
     if let Some(origin) = origin {
         return crate::origin::check_origin(p, origin);
@@ -215,7 +220,13 @@ pub fn explain(
             }
         }
         let c = policy.url_controls(&path);
-        let catalog = d.agent.and_then(crawlgate_policy::catalog::lookup);
+        // A catalog crawler the policy does not name is still named, as
+        // the proxy's access line names it: observed, never enforced on.
+        let observed = match d.agent {
+            None => crawlgate_policy::identify::catalog_crawler(user_agent),
+            Some(_) => None,
+        };
+        let catalog = d.agent.or(observed).and_then(crawlgate_policy::catalog::lookup);
         let action = match d.action() {
             crawlgate_policy::Action::Pass => "pass",
             crawlgate_policy::Action::LogViolation => "log violation",
@@ -225,6 +236,7 @@ pub fn explain(
             "url": url,
             "path": path,
             "agent": d.agent,
+            "observed": observed,
             "catalog": catalog.map(|e| serde_json::json!({"token": e.token, "operator": e.operator, "categories": e.categories})),
             "group": d.group.map(|g| serde_json::json!({"name": g.name, "line": g.line})),
             "rule": d.rule.map(|r| serde_json::json!({"pattern": r.pattern, "allow": r.allow, "line": r.line})),
@@ -290,15 +302,20 @@ pub fn explain(
 /// The block `explain` prints once: agent, client and verification, group
 /// and enforcement, and the robots.txt Content-Signal line.
 fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String) {
-    let agent = match (&o["agent"], &o["catalog"]) {
-        (serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
-        (a, serde_json::Value::Null) => s(a),
-        (a, c) => format!(
-            "{} (catalog: {}, {})",
-            s(a),
+    let catalog = |c: &serde_json::Value| {
+        format!(
+            "catalog: {}, {}",
             s(&c["operator"]),
             c["categories"].as_array().map(|v| v.iter().map(s).collect::<Vec<_>>().join(", ")).unwrap_or_default()
-        ),
+        )
+    };
+    let agent = match (&o["agent"], &o["observed"], &o["catalog"]) {
+        (serde_json::Value::Null, serde_json::Value::Null, _) => "none (no policy token in the User-Agent)".to_string(),
+        (serde_json::Value::Null, seen, c) => {
+            format!("{} ({}; not named by the policy: observed only)", s(seen), catalog(c))
+        }
+        (a, _, serde_json::Value::Null) => s(a),
+        (a, _, c) => format!("{} ({})", s(a), catalog(c)),
     };
     outln!("agent:    {agent}");
     if let Some(ip) = o["client_ip"].as_str() {
