@@ -57,7 +57,7 @@ pub fn install(shared: &Shared, snap: Snapshot) -> Arc<Snapshot> {
 /// state's conflicts updated; `None` (logged) when the merge cannot be
 /// used, and `snap` stays as it is.
 fn merged(state: &mut OriginState, snap: &Snapshot, copy: &OriginCopy) -> Option<Snapshot> {
-    let result = snap.policy.merge_origin(&copy.body).map_err(|e| e.to_string()).and_then(|m| {
+    let result = snap.policy.merge_origin_at(&copy.body, Some(&copy.base)).map_err(|e| e.to_string()).and_then(|m| {
         let conflicts = m.conflicts.iter().map(ToString::to_string).collect();
         let taken = (m.origin_groups, m.origin_sitemaps);
         Snapshot::new(m.policy, snap.generation, Some(snap)).map(|s| (s, conflicts, taken)).map_err(|e| e.to_string())
@@ -165,7 +165,8 @@ impl OriginFetcher {
                 .find(|(_, a, _)| *a == addr)
                 .map_or_else(|| addr.to_string(), |(name, _, _)| name),
         };
-        match tokio::time::timeout(settings.timeout, self.get(&peer, &host)).await {
+        let base = format!("{}://{host}", if upstream.tls { "https" } else { "http" });
+        match tokio::time::timeout(settings.timeout, self.get(&peer, &host, base)).await {
             Err(_) => Fetched::Failed(
                 OriginFetch::Timeout,
                 format!("no complete answer from {addr} within {:?}", settings.timeout),
@@ -180,6 +181,7 @@ impl OriginFetcher {
         &self,
         peer: &pingora::upstreams::peer::HttpPeer,
         host: &str,
+        base: String,
     ) -> Result<OriginCopy, (OriginFetch, String)> {
         let error = |e: Box<pingora::Error>| (OriginFetch::Error, e.to_string());
         let mut req = RequestHeader::build("GET", b"/robots.txt", Some(4)).map_err(error)?;
@@ -200,7 +202,7 @@ impl OriginFetcher {
         let fetched_at = SystemTime::now();
         match status {
             200..=299 => {}
-            400..=499 => return Ok(OriginCopy { body: Arc::from(Vec::new()), status, fetched_at }),
+            400..=499 => return Ok(OriginCopy { body: Arc::from(Vec::new()), status, fetched_at, base }),
             other => return Err((OriginFetch::Status, format!("status {other}"))),
         }
         let too_large = || (OriginFetch::TooLarge, format!("body over {MAX_ROBOTS_TXT} bytes (500 KiB)"));
@@ -219,7 +221,7 @@ impl OriginFetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(OriginCopy { body: Arc::from(body), status, fetched_at: SystemTime::now() })
+        Ok(OriginCopy { body: Arc::from(body), status, fetched_at: SystemTime::now(), base })
     }
 }
 

@@ -204,6 +204,9 @@ pub struct OriginCopy {
     pub status: u16,
     /// When it was fetched.
     pub fetched_at: SystemTime,
+    /// `scheme://host` it was fetched from: relative `Sitemap` values are
+    /// resolved against it.
+    pub base: String,
 }
 
 /// What `/status` reports about the origin's robots.txt, and the last good
