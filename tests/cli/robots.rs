@@ -540,6 +540,56 @@ fn import_edge_cases() {
 
 /// A value's warnings are reported even when a value next to it is
 /// invalid.
+/// Issue 27: `import --base URL` resolves a relative `Sitemap` against the
+/// site's root and reports it; without `--base` the line stays a comment.
+#[test]
+fn import_base_resolves_a_relative_sitemap() {
+    let dir = TempDir::new("import-base");
+    let f = dir.write("robots.txt", "User-agent: *\nDisallow: /x\nSitemap: /sitemap.xml\n");
+    let out = crawlgate(&["import", arg(&f), "--base", "https://www.example.org/blog/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want = format!(
+        "# crawlgate policy imported from {} by `crawlgate import`.\n\
+         # One [[group]] per robots.txt group; groups naming the same crawler are\n\
+         # merged, as RFC 9309 merges them. Lines a policy cannot express are kept\n\
+         # as `# kept from line N` comments with the reason; the original's own\n\
+         # comments are not carried over.\n\
+         #\n\
+         # Lines read for the site's evident intent (RFC 9309 alone would drop them):\n\
+         #   line 3: `Sitemap: /sitemap.xml` read as `Sitemap: https://www.example.org/sitemap.xml` (relative URL resolved against the origin)\n\
+         \n\
+         [upstream]\n\
+         # The origin the proxy forwards to: set it before `crawlgate run`.\n\
+         servers = [\"127.0.0.1:8000\"]\n\
+         \n\
+         [robots_txt]\n\
+         sitemaps = [\n  \"https://www.example.org/sitemap.xml\",\n]\n\
+         \n\
+         [[group]]\n\
+         # robots.txt group at line 1\n\
+         user_agents = [\"*\"]\n\
+         disallow = [\n  \"/x\",\n]\n",
+        f.display()
+    );
+    assert_eq!(stdout(&out), want);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "warning: {0}:3: `Sitemap: /sitemap.xml` read as `Sitemap: https://www.example.org/sitemap.xml` (relative URL resolved against the origin)\n\
+             imported {0}: 1 group, 1 rule, 1 sitemap; 0 lines kept as comments\n",
+            f.display()
+        )
+    );
+    let without = crawlgate(&["import", arg(&f)]);
+    assert!(stdout(&without).contains("# kept from line 3: Sitemap: /sitemap.xml\n"), "{}", stdout(&without));
+    let bad = crawlgate(&["import", arg(&f), "--base", "www.example.org"]);
+    assert_eq!((code(&bad), stdout(&bad)), (2, String::new()));
+    assert_eq!(
+        stderr(&bad),
+        "crawlgate: --base must be an http:// or https:// URL with a host, found `www.example.org`\n"
+    );
+}
+
 #[test]
 fn import_reports_every_warning() {
     let dir = TempDir::new("import-warnings");

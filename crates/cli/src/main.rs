@@ -220,6 +220,11 @@ read or the arguments are wrong.")]
         /// listed in a comment on top.
         #[arg(long)]
         force: bool,
+        /// The site the file is from (`https://www.example.com`): a relative
+        /// `Sitemap` value is resolved against it, as the site meant, and
+        /// reported. Without it such a value is kept as a comment.
+        #[arg(long, value_name = "URL")]
+        base: Option<String>,
     },
     /// The built-in catalog of known crawlers and agents.
     #[command(subcommand)]
@@ -306,7 +311,7 @@ fn main() -> ExitCode {
             _ => Err(anyhow::anyhow!("robots-test needs ROBOTS_FILE USER_AGENT URL, or --batch [ROBOTS_FILE]")),
         },
         Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_txt::verify(&file),
-        Command::Import { robots_file, force } => import::import(&robots_file, force),
+        Command::Import { robots_file, force, base } => import::import(&robots_file, force, base.as_deref()),
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
