@@ -391,6 +391,22 @@ crawlers:\n  `Googlebot`: lines 2, 3\n  `Bingbot`: lines 5, 6\n  `Sogou`: lines 
     }
 }
 
+/// Runs `crawlgate ARGS` with `input` on stdin: (exit code, stdout).
+fn run_batch(args: &[&str], input: &str) -> (i32, String) {
+    let mut child = Command::new(crawlgate_bin())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap_or_else(|e| panic!("stdin: {e}"));
+    }
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("wait: {e}"));
+    (code(&out), stdout(&out))
+}
+
 /// `robots-test --batch` through stdin and stdout: TSV and JSON lines, a
 /// default file and per-line files, answers in order and agreeing with the
 /// one-question form, a malformed line answered `error` with exit 1.
@@ -399,20 +415,6 @@ fn robots_test_batch_answers_every_line() {
     let dir = TempDir::new("robots-batch");
     let a = dir.write("a.txt", "User-agent: *\nDisallow: /private/\n\nUser-agent: FooBot\nDisallow: /\n");
     let b = dir.write("b.txt", "User-agent: *\nAllow: /\n");
-    let run_batch = |args: &[&str], input: &str| {
-        let mut child = Command::new(crawlgate_bin())
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        if let Some(mut stdin) = child.stdin.take() {
-            std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap_or_else(|e| panic!("stdin: {e}"));
-        }
-        let out = child.wait_with_output().unwrap_or_else(|e| panic!("wait: {e}"));
-        (code(&out), stdout(&out))
-    };
     let input = format!(
         "Other\t/private/x\nOther\t/public\nMozilla/5.0 (compatible; FooBot/1.0)\t/public\n{b}\tFooBot\t/private/x\n\
 {{\"user_agent\":\"Other\",\"url\":\"https://e.example/private/\"}}\n{{\"file\":\"{b}\",\"user_agent\":\"x\",\"url\":\"/private/\"}}\n",
@@ -716,6 +718,46 @@ fn import_refuses_a_policy_that_renders_past_the_limit() {
     );
 }
 
+/// Issue 27: `robots-test --as google` does not decode escapes of
+/// unreserved characters (Google compares `%6C` and `l` as different; RFC
+/// 9309 section 2.2.2 decodes them), and says so when the readings differ.
+/// Default reading and enforcement still decode.
+#[test]
+fn robots_test_as_google_keeps_unreserved_escapes() {
+    let dir = TempDir::new("robots-google-escapes");
+    let f = dir.write("e.txt", "User-agent: *\nDisallow: /login\nDisallow: /%61dmin\nDisallow: /tmp\n");
+    let run = |args: &[&str]| {
+        let out = crawlgate(args);
+        (code(&out), stdout(&out), stderr(&out))
+    };
+    let file = arg(&f);
+    let google = |url: &str| run(&["robots-test", "--as", "google", file, "Other", url]);
+    assert_eq!(
+        google("/%6Cogin"),
+        (
+            0,
+            "allowed\nRFC 9309: disallowed; Google: allowed, because Google does not decode percent-escapes of unreserved characters in `/%6Cogin` (RFC 9309 section 2.2.2 decodes them)\n".to_string(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        google("https://e.example/admin"),
+        (
+            0,
+            "allowed\nRFC 9309: disallowed; Google: allowed, because Google does not decode percent-escapes of unreserved characters in line 3 `/%61dmin` (RFC 9309 section 2.2.2 decodes them)\n".to_string(),
+            String::new()
+        )
+    );
+    assert_eq!(google("/%61dmin/x"), (1, "disallowed\n".to_string(), String::new()));
+    assert_eq!(google("/%74mp"), (0, "allowed\nRFC 9309: disallowed; Google: allowed, because Google does not decode percent-escapes of unreserved characters in `/%74mp` (RFC 9309 section 2.2.2 decodes them)\n".to_string(), String::new()));
+    assert_eq!(google("/login"), (1, "disallowed\n".to_string(), String::new()));
+    for url in ["/%6Cogin", "/admin", "/%74mp"] {
+        assert_eq!(run(&["robots-test", file, "Other", url]), (1, "disallowed\n".to_string(), String::new()), "{url}");
+    }
+    let (c, out) = run_batch(&["robots-test", "--batch", "--as", "google", file], "Other\t/%6Cogin\nOther\t/login\n");
+    assert_eq!((c, out.as_str()), (0, "Other\t/%6Cogin\tallowed\nOther\t/login\tdisallowed\n"));
+}
+
 /// Issue 27: `robots-test --as google` gives Google's verdict and says
 /// when RFC 9309's differs, and why; `--batch --as google` too.
 #[test]
@@ -741,6 +783,7 @@ fn robots_test_as_google_says_where_the_readings_differ() {
     assert_eq!(run(&["robots-test", "--as", "google", file, "Other", "/x"]), (1, "disallowed\n".to_string()));
     assert_eq!(run(&["robots-test", file, "Other", "/d/"]), (1, "disallowed\n".to_string()));
     let help = stdout(&crawlgate(&["robots-test", "--help"]));
+    assert!(help.contains("percent-escapes of unreserved characters not decoded"), "{help}");
     for section in ["2.2.1", "2.2 grammar", "2.3.1.2", "2.2.2", "2.5"] {
         assert!(help.contains(&format!("RFC 9309 section {section}")), "{section}: {help}");
     }

@@ -177,9 +177,10 @@ Googlebot, MJ12bot is MJ; RFC 9309 section 2.2.1 compares the whole product toke
 key (RFC 9309 section 2.2 grammar requires the key and a colon);
   - /robots.txt decided like any path (RFC 9309 section 2.3.1.2 allows it always);
   - Allow: /d/index.html also allows /d/ (no such rule in RFC 9309 section 2.2.2);
-  - lines cut at 16,664 bytes (RFC 9309 section 2.5 sets only the 500 KiB floor).
-Not reproduced: Google's handling of percent-escapes of unreserved characters (crawlgate decodes them as RFC 9309 \
-section 2.2.2 asks). When the two readings differ, a second line says so: `RFC 9309: allowed; Google: disallowed, \
+  - lines cut at 16,664 bytes (RFC 9309 section 2.5 sets only the 500 KiB floor);
+  - percent-escapes of unreserved characters not decoded, in rules or the URL: /%6Cogin is not /login (RFC 9309 \
+section 2.2.2 decodes them; enforcement in the proxy always does, or an escape would bypass a rule).
+When the two readings differ, a second line says so: `RFC 9309: allowed; Google: disallowed, \
 because ...`; the verdict and exit status are Google's.
 
 Exit status: 0 allowed, 1 disallowed, 2 the file cannot be read or the arguments are wrong.")]
