@@ -440,9 +440,9 @@ User-agent: Googlebot\nDisallow: /private/\n";
 }
 
 /// Issue 27: a relative `Sitemap` in the origin's robots.txt is resolved
-/// against the origin it was fetched from (`http://` + `origin_host`): the
-/// served file carries the absolute URL and `/status` reports the repair.
-/// Before, the line was left out as not an absolute URL.
+/// against the public site (`http://` + `origin_host`): the served file
+/// carries the absolute URL and `/status` reports the repair. Before, the
+/// line was left out as not an absolute URL.
 #[test]
 fn origin_relative_sitemap_is_served_absolute() {
     const ORIGIN: &str = "User-agent: FooBot\nDisallow: /foo/\n\nSitemap: /sitemap.xml\n";
@@ -463,5 +463,18 @@ User-agent: FooBot\nDisallow: /foo/\n\nSitemap: http://www.example.org/sitemap.x
         serde_json::json!([
             "line 4: `Sitemap: /sitemap.xml` read as `Sitemap: http://www.example.org/sitemap.xml` (relative URL resolved against the origin)",
         ])
+    );
+    drop(proxy);
+    // Without origin_host (or TLS SNI) there is no public name: the line is
+    // left out, never resolved against the upstream's own address.
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let unnamed = RULES.replace("origin_host = \"www.example.org\"\n", "");
+    let proxy = Proxy::start_with(addr, admin, &(base_policy(addr, admin, origin.addr) + &unnamed));
+    let merged = merged.replace("\nSitemap: http://www.example.org/sitemap.xml\n", "");
+    wait_for("the merge", Duration::from_secs(15), || (robots_txt(&proxy).0 == merged).then_some(()));
+    assert_eq!(
+        origin_status(&proxy)["conflicts"],
+        serde_json::json!(["line 4: sitemap `/sitemap.xml` is not an absolute http(s) URL; left out"])
     );
 }
