@@ -391,6 +391,22 @@ crawlers:\n  `Googlebot`: lines 2, 3\n  `Bingbot`: lines 5, 6\n  `Sogou`: lines 
     }
 }
 
+/// Runs `crawlgate ARGS` with `input` on stdin: (exit code, stdout).
+fn run_batch(args: &[&str], input: &str) -> (i32, String) {
+    let mut child = Command::new(crawlgate_bin())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn: {e}"));
+    if let Some(mut stdin) = child.stdin.take() {
+        std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap_or_else(|e| panic!("stdin: {e}"));
+    }
+    let out = child.wait_with_output().unwrap_or_else(|e| panic!("wait: {e}"));
+    (code(&out), stdout(&out))
+}
+
 /// `robots-test --batch` through stdin and stdout: TSV and JSON lines, a
 /// default file and per-line files, answers in order and agreeing with the
 /// one-question form, a malformed line answered `error` with exit 1.
@@ -399,20 +415,6 @@ fn robots_test_batch_answers_every_line() {
     let dir = TempDir::new("robots-batch");
     let a = dir.write("a.txt", "User-agent: *\nDisallow: /private/\n\nUser-agent: FooBot\nDisallow: /\n");
     let b = dir.write("b.txt", "User-agent: *\nAllow: /\n");
-    let run_batch = |args: &[&str], input: &str| {
-        let mut child = Command::new(crawlgate_bin())
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn: {e}"));
-        if let Some(mut stdin) = child.stdin.take() {
-            std::io::Write::write_all(&mut stdin, input.as_bytes()).unwrap_or_else(|e| panic!("stdin: {e}"));
-        }
-        let out = child.wait_with_output().unwrap_or_else(|e| panic!("wait: {e}"));
-        (code(&out), stdout(&out))
-    };
     let input = format!(
         "Other\t/private/x\nOther\t/public\nMozilla/5.0 (compatible; FooBot/1.0)\t/public\n{b}\tFooBot\t/private/x\n\
 {{\"user_agent\":\"Other\",\"url\":\"https://e.example/private/\"}}\n{{\"file\":\"{b}\",\"user_agent\":\"x\",\"url\":\"/private/\"}}\n",
@@ -540,6 +542,56 @@ fn import_edge_cases() {
 
 /// A value's warnings are reported even when a value next to it is
 /// invalid.
+/// Issue 27: `import --base URL` resolves a relative `Sitemap` against the
+/// site's root and reports it; without `--base` the line stays a comment.
+#[test]
+fn import_base_resolves_a_relative_sitemap() {
+    let dir = TempDir::new("import-base");
+    let f = dir.write("robots.txt", "User-agent: *\nDisallow: /x\nSitemap: /sitemap.xml\n");
+    let out = crawlgate(&["import", arg(&f), "--base", "https://www.example.org/blog/"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let want = format!(
+        "# crawlgate policy imported from {} by `crawlgate import`.\n\
+         # One [[group]] per robots.txt group; groups naming the same crawler are\n\
+         # merged, as RFC 9309 merges them. Lines a policy cannot express are kept\n\
+         # as `# kept from line N` comments with the reason; the original's own\n\
+         # comments are not carried over.\n\
+         #\n\
+         # Lines read for the site's evident intent (RFC 9309 alone would drop them):\n\
+         #   line 3: `Sitemap: /sitemap.xml` read as `Sitemap: https://www.example.org/sitemap.xml` (relative URL resolved against the origin)\n\
+         \n\
+         [upstream]\n\
+         # The origin the proxy forwards to: set it before `crawlgate run`.\n\
+         servers = [\"127.0.0.1:8000\"]\n\
+         \n\
+         [robots_txt]\n\
+         sitemaps = [\n  \"https://www.example.org/sitemap.xml\",\n]\n\
+         \n\
+         [[group]]\n\
+         # robots.txt group at line 1\n\
+         user_agents = [\"*\"]\n\
+         disallow = [\n  \"/x\",\n]\n",
+        f.display()
+    );
+    assert_eq!(stdout(&out), want);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "warning: {0}:3: `Sitemap: /sitemap.xml` read as `Sitemap: https://www.example.org/sitemap.xml` (relative URL resolved against the origin)\n\
+             imported {0}: 1 group, 1 rule, 1 sitemap; 0 lines kept as comments\n",
+            f.display()
+        )
+    );
+    let without = crawlgate(&["import", arg(&f)]);
+    assert!(stdout(&without).contains("# kept from line 3: Sitemap: /sitemap.xml\n"), "{}", stdout(&without));
+    let bad = crawlgate(&["import", arg(&f), "--base", "www.example.org"]);
+    assert_eq!((code(&bad), stdout(&bad)), (2, String::new()));
+    assert_eq!(
+        stderr(&bad),
+        "crawlgate: --base must be an http:// or https:// URL with a host, found `www.example.org`\n"
+    );
+}
+
 #[test]
 fn import_reports_every_warning() {
     let dir = TempDir::new("import-warnings");
@@ -666,6 +718,46 @@ fn import_refuses_a_policy_that_renders_past_the_limit() {
     );
 }
 
+/// Issue 27: `robots-test --as google` does not decode escapes of
+/// unreserved characters (Google compares `%6C` and `l` as different; RFC
+/// 9309 section 2.2.2 decodes them), and says so when the readings differ.
+/// Default reading and enforcement still decode.
+#[test]
+fn robots_test_as_google_keeps_unreserved_escapes() {
+    let dir = TempDir::new("robots-google-escapes");
+    let f = dir.write("e.txt", "User-agent: *\nDisallow: /login\nDisallow: /%61dmin\nDisallow: /tmp\n");
+    let run = |args: &[&str]| {
+        let out = crawlgate(args);
+        (code(&out), stdout(&out), stderr(&out))
+    };
+    let file = arg(&f);
+    let google = |url: &str| run(&["robots-test", "--as", "google", file, "Other", url]);
+    assert_eq!(
+        google("/%6Cogin"),
+        (
+            0,
+            "allowed\nRFC 9309: disallowed; Google: allowed, because Google does not decode percent-escapes of unreserved characters in `/%6Cogin` (RFC 9309 section 2.2.2 decodes them)\n".to_string(),
+            String::new()
+        )
+    );
+    assert_eq!(
+        google("https://e.example/admin"),
+        (
+            0,
+            "allowed\nRFC 9309: disallowed; Google: allowed, because Google does not decode percent-escapes of unreserved characters in line 3 `/%61dmin` (RFC 9309 section 2.2.2 decodes them)\n".to_string(),
+            String::new()
+        )
+    );
+    assert_eq!(google("/%61dmin/x"), (1, "disallowed\n".to_string(), String::new()));
+    assert_eq!(google("/%74mp"), (0, "allowed\nRFC 9309: disallowed; Google: allowed, because Google does not decode percent-escapes of unreserved characters in `/%74mp` (RFC 9309 section 2.2.2 decodes them)\n".to_string(), String::new()));
+    assert_eq!(google("/login"), (1, "disallowed\n".to_string(), String::new()));
+    for url in ["/%6Cogin", "/admin", "/%74mp"] {
+        assert_eq!(run(&["robots-test", file, "Other", url]), (1, "disallowed\n".to_string(), String::new()), "{url}");
+    }
+    let (c, out) = run_batch(&["robots-test", "--batch", "--as", "google", file], "Other\t/%6Cogin\nOther\t/login\n");
+    assert_eq!((c, out.as_str()), (0, "Other\t/%6Cogin\tallowed\nOther\t/login\tdisallowed\n"));
+}
+
 /// Issue 27: `robots-test --as google` gives Google's verdict and says
 /// when RFC 9309's differs, and why; `--batch --as google` too.
 #[test]
@@ -691,6 +783,7 @@ fn robots_test_as_google_says_where_the_readings_differ() {
     assert_eq!(run(&["robots-test", "--as", "google", file, "Other", "/x"]), (1, "disallowed\n".to_string()));
     assert_eq!(run(&["robots-test", file, "Other", "/d/"]), (1, "disallowed\n".to_string()));
     let help = stdout(&crawlgate(&["robots-test", "--help"]));
+    assert!(help.contains("percent-escapes of unreserved characters not decoded"), "{help}");
     for section in ["2.2.1", "2.2 grammar", "2.3.1.2", "2.2.2", "2.5"] {
         assert!(help.contains(&format!("RFC 9309 section {section}")), "{section}: {help}");
     }

@@ -68,7 +68,7 @@ pub enum OriginSource<'a> {
 /// origin's groups are not included.
 pub fn as_served(policy: Policy, source: Option<OriginSource<'_>>) -> anyhow::Result<Policy> {
     let merge = policy.settings().origin_robots.mode == OriginRobotsMode::Merge;
-    let (what, body) = match source {
+    let (what, body, base) = match source {
         None => {
             if merge {
                 eprintln!(
@@ -79,20 +79,21 @@ pub fn as_served(policy: Policy, source: Option<OriginSource<'_>>) -> anyhow::Re
         }
         Some(OriginSource::Url(origin)) => {
             let url = robots_url(origin);
-            (url.clone(), fetch(&policy, &url)?.1)
+            let base = url.trim_end_matches("/robots.txt").to_string();
+            (url.clone(), fetch(&policy, &url)?.1, Some(base))
         }
         Some(OriginSource::File(path)) => {
             let file = crate::robots_file::read(path)?;
             if let Some(t) = &file.truncated {
                 eprintln!("note: {t}");
             }
-            (path.display().to_string(), file.bytes)
+            (path.display().to_string(), file.bytes, None)
         }
     };
     if !merge {
         eprintln!("note: robots_txt.origin is \"ignore\": the proxy does not merge the origin's robots.txt; shown merged as asked");
     }
-    Ok(policy.merge_origin(&body).with_context(|| format!("cannot merge {what}"))?.policy)
+    Ok(policy.merge_origin_at(&body, base.as_deref()).with_context(|| format!("cannot merge {what}"))?.policy)
 }
 
 /// Fetches the origin's robots.txt and prints the merge's summary and
@@ -108,7 +109,8 @@ pub fn check_origin(policy: &Policy, origin: &str) -> anyhow::Result<ExitCode> {
         outln!("origin {url}: {status}, no robots.txt (the policy's robots.txt is served alone)");
         return Ok(ExitCode::SUCCESS);
     }
-    let merged = policy.merge_origin(&body).with_context(|| format!("cannot merge {url}"))?;
+    let base = url.trim_end_matches("/robots.txt");
+    let merged = policy.merge_origin_at(&body, Some(base)).with_context(|| format!("cannot merge {url}"))?;
     let n = merged.conflicts.len();
     outln!(
         "origin {url}: {status}, {} bytes: {}, {} origin sitemap{} kept, {n} conflict{}",

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use crawlgate_policy::canonical::canonicalize;
+use crawlgate_policy::pattern::{google_path, has_unreserved_escape, Pattern};
 use crawlgate_policy::robotstxt::{google_token, path_of, RobotsTxt};
 use crawlgate_policy::siteintent::{self, SiteIntent};
 
@@ -38,6 +40,28 @@ fn why(intent: &SiteIntent, user_agent: &str, url: &str) -> String {
         return format!("Google reads `Allow: {}` (line {}) as allowing {path} too", r.pattern, r.line);
     }
     let mut reasons: Vec<String> = Vec::new();
+    // Rules whose match differs only because Google keeps escapes.
+    let escaped: Vec<_> = parsed
+        .groups()
+        .iter()
+        .flat_map(|g| g.rules.iter())
+        .filter(|r| {
+            !r.pattern.is_empty()
+                && Pattern::new_google(&r.pattern).matches(&google_path(&path))
+                    != Pattern::new_lenient(&r.pattern).matches(&canonicalize(&path))
+        })
+        .collect();
+    if has_unreserved_escape(&path) && !escaped.is_empty() {
+        reasons.push(format!(
+            "Google does not decode percent-escapes of unreserved characters in `{path}` (RFC 9309 section 2.2.2 decodes them)"
+        ));
+    }
+    for r in escaped.iter().filter(|r| has_unreserved_escape(&r.pattern)) {
+        reasons.push(format!(
+            "Google does not decode percent-escapes of unreserved characters in line {} `{}` (RFC 9309 section 2.2.2 decodes them)",
+            r.line, r.pattern
+        ));
+    }
     let token = google_token(user_agent);
     if token != user_agent.trim() {
         reasons.push(format!("Google reads the crawler as `{token}`"));

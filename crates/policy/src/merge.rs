@@ -150,9 +150,17 @@ impl Policy {
     /// groups are enforced with the mode and status of the policy's `*`
     /// group (`off` without one).
     pub fn merge_origin(&self, origin: &[u8]) -> Result<Merged, MergeError> {
+        self.merge_origin_at(origin, None)
+    }
+
+    /// [`Policy::merge_origin`] for a file fetched from `base`
+    /// (`scheme://host[:port]`): a relative `Sitemap` value is resolved
+    /// against it (RFC 3986 section 5.2) and reported, as the site meant;
+    /// without a base it is left out as not absolute.
+    pub fn merge_origin_at(&self, origin: &[u8], base: Option<&str>) -> Result<Merged, MergeError> {
         // Read for the site's intent: repaired lines are merged, served and
         // enforced in correct form, each one reported.
-        let intent = siteintent::read(origin, None);
+        let intent = siteintent::read(origin, base);
         let parsed = intent.parsed();
         let base: Vec<Group> = self.groups.iter().filter(|g| !g.origin).cloned().collect();
         let mut named: HashMap<String, &Group> = HashMap::new();
@@ -614,6 +622,32 @@ mod tests {
             origin.push_str("Disallow: /some/long/path/that/repeats\n");
         }
         assert!(matches!(p.merge_origin(origin.as_bytes()), Err(MergeError::TooLarge(_))));
+    }
+
+    /// Issue 27: a relative `Sitemap` in the origin's file is resolved
+    /// against the origin it was fetched from, served absolute and
+    /// reported; without a base it is left out as before.
+    #[test]
+    fn relative_sitemap_resolved_against_the_origin() {
+        let p = policy();
+        let origin = b"User-agent: FooBot\nDisallow: /f\nSitemap: /sitemap.xml\nSitemap: news.xml\nSitemap: https://e.com/c.xml\n";
+        let m = p.merge_origin_at(origin, Some("https://www.example.org")).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "line 3: `Sitemap: /sitemap.xml` read as `Sitemap: https://www.example.org/sitemap.xml` (relative URL resolved against the origin)",
+                "line 4: `Sitemap: news.xml` read as `Sitemap: https://www.example.org/news.xml` (relative URL resolved against the origin)",
+            ]
+        );
+        assert_eq!(m.origin_sitemaps, 3);
+        let text = m.policy.robots_txt();
+        assert!(
+            text.ends_with("Sitemap: https://www.example.org/sitemap.xml\nSitemap: https://www.example.org/news.xml\nSitemap: https://e.com/c.xml\n"),
+            "{text}"
+        );
+        let without = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(without.origin_sitemaps, 1);
     }
 
     /// Lines a site evidently meant are merged in correct form, served,

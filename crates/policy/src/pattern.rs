@@ -86,6 +86,24 @@ impl Pattern {
         Pattern { pieces, anchored, canonical, bytes }
     }
 
+    /// Compiles a pattern as Google's open-source parser reads it
+    /// (`robots-test --as google` only; enforcement is RFC 9309): bytes
+    /// above 0x7F are percent-encoded and the hex digits of an escape
+    /// uppercased, but an escape of an unreserved character is not decoded,
+    /// so `/%6Cogin` does not match `/login` (RFC 9309 section 2.2.2
+    /// decodes it). Compare it with [`google_path`]s.
+    pub fn new_google(raw: &str) -> Pattern {
+        let (body, anchored) = match raw.strip_suffix('$') {
+            Some(b) => (b, true),
+            None => (raw, false),
+        };
+        let body = google_escape(body).replace('$', "%24");
+        let pieces = body.split('*').map(str::to_owned).collect();
+        let bytes = ByteSet::of(body.replace('*', "").as_bytes());
+        let canonical = if anchored { format!("{body}$") } else { body };
+        Pattern { pieces, anchored, canonical, bytes }
+    }
+
     /// This pattern as an origin that resolves paths as IIS does compares
     /// it (`[server] origin_paths = "windows"`): see
     /// [`crate::canonical::fold_windows_target`].
@@ -150,6 +168,55 @@ impl Pattern {
     }
 }
 
+/// A pattern body as Google's parser escapes it (robots.cc
+/// `MaybeEscapePattern`): bytes above 0x7F as `%XX`, existing escapes with
+/// uppercase hex, nothing decoded.
+fn google_escape(body: &str) -> String {
+    let b = body.as_bytes();
+    let mut out = String::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+            && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
+        {
+            out.push('%');
+            out.push(char::from(b[i + 1].to_ascii_uppercase()));
+            out.push(char::from(b[i + 2].to_ascii_uppercase()));
+            i += 3;
+        } else if b[i] >= 0x80 {
+            out.push_str(&format!("%{:02X}", b[i]));
+            i += 1;
+        } else {
+            out.push(char::from(b[i]));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A request path and query as Google's matcher compares it with
+/// [`Pattern::new_google`] patterns: as written, escapes not decoded; `*`
+/// and `$` written `%2A` and `%24` only because in a compiled pattern those
+/// are the wildcard and the anchor.
+pub fn google_path(path: &str) -> String {
+    path.replace('*', "%2A").replace('$', "%24")
+}
+
+/// Whether `s` has a percent-escape of an unreserved character (RFC 3986
+/// section 2.3), which RFC 9309 decodes and Google does not.
+pub fn has_unreserved_escape(s: &str) -> bool {
+    s.as_bytes().windows(3).any(|w| {
+        w[0] == b'%'
+            && w[1].is_ascii_hexdigit()
+            && w[2].is_ascii_hexdigit()
+            && std::str::from_utf8(&w[1..])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .is_some_and(|v| v.is_ascii_alphanumeric() || matches!(v, b'-' | b'.' | b'_' | b'~'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +256,31 @@ mod tests {
         assert!(folded.matches("/private/a/b.php"));
         assert!(!folded.matches("/Private/a/b.PHP"));
         assert_eq!(p("/a$b\\C").folded().as_str(), "/a%24b/c");
+    }
+
+    /// `robots-test --as google`: escapes of unreserved characters stay
+    /// escapes, in the pattern and the path; RFC 9309 decodes both.
+    #[test]
+    fn google_patterns_do_not_decode_unreserved_escapes() {
+        let table: &[(&str, &str, bool, bool)] = &[
+            // pattern, path, Google matches, RFC 9309 matches
+            ("/login", "/%6Cogin", false, true),
+            ("/%6Cogin", "/login", false, true),
+            ("/%6cogin", "/%6Cogin", true, true),
+            ("/%6Cogin", "/%6cogin", false, true),
+            ("/caf\u{e9}", "/caf%C3%A9", true, true),
+            ("/a$", "/a", true, true),
+            ("/a$b", "/a$b", true, true),
+            ("/*.php$", "/x/%2Ephp", false, true),
+        ];
+        for &(pat, path, google, rfc) in table {
+            assert_eq!(Pattern::new_google(pat).matches(&google_path(path)), google, "google {pat} {path}");
+            assert_eq!(p(pat).matches(&canonicalize(path)), rfc, "rfc {pat} {path}");
+        }
+        assert!(has_unreserved_escape("/%6Cogin"));
+        assert!(has_unreserved_escape("/a%7e"));
+        assert!(!has_unreserved_escape("/a%2F%20b"));
+        assert!(!has_unreserved_escape("/a%6"));
     }
 
     #[test]

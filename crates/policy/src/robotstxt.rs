@@ -332,7 +332,9 @@ impl RobotsTxt {
     /// [`crate::siteintent::read_google`]: the crawler is its
     /// [`google_token`]; `/robots.txt` is decided like any path (RFC 9309
     /// section 2.3.1.2 allows it always); `Allow: /d/index.html` also
-    /// allows `/d/` (RFC 9309 section 2.2.2 has no such rule).
+    /// allows `/d/` (RFC 9309 section 2.2.2 has no such rule); escapes of
+    /// unreserved characters are not decoded, in rules or the URL (`%6C`
+    /// is not `l`; RFC 9309 section 2.2.2 decodes them).
     pub fn is_allowed_google(&self, user_agent: &str, url: &str) -> bool {
         let token = google_token(user_agent);
         let mut selected: Vec<&ParsedGroup> = if token.is_empty() {
@@ -345,19 +347,18 @@ impl RobotsTxt {
         }
         let mut rules: Vec<(Pattern, bool)> = Vec::new();
         for r in selected.iter().flat_map(|g| g.rules.iter()).filter(|r| !r.pattern.is_empty()) {
-            rules.push((Pattern::new_lenient(&r.pattern), r.allow));
+            rules.push((Pattern::new_google(&r.pattern), r.allow));
             if r.allow {
                 if let Some(dir) = r.pattern.strip_suffix("index.html").or_else(|| r.pattern.strip_suffix("index.htm"))
                 {
                     if dir.ends_with('/') {
-                        rules.push((Pattern::new_lenient(&format!("{dir}$")), true));
+                        rules.push((Pattern::new_google(&format!("{dir}$")), true));
                     }
                 }
             }
         }
         let set = RuleSet::new(rules);
-        let path = path_of(url);
-        let path = canonicalize(&path);
+        let path = crate::pattern::google_path(&path_of(url));
         set.evaluate(&path).is_none_or(|i| set.is_allow(i))
     }
 

@@ -57,11 +57,14 @@ pub fn install(shared: &Shared, snap: Snapshot) -> Arc<Snapshot> {
 /// state's conflicts updated; `None` (logged) when the merge cannot be
 /// used, and `snap` stays as it is.
 fn merged(state: &mut OriginState, snap: &Snapshot, copy: &OriginCopy) -> Option<Snapshot> {
-    let result = snap.policy.merge_origin(&copy.body).map_err(|e| e.to_string()).and_then(|m| {
-        let conflicts = m.conflicts.iter().map(ToString::to_string).collect();
-        let taken = (m.origin_groups, m.origin_sitemaps);
-        Snapshot::new(m.policy, snap.generation, Some(snap)).map(|s| (s, conflicts, taken)).map_err(|e| e.to_string())
-    });
+    let result =
+        snap.policy.merge_origin_at(&copy.body, copy.base.as_deref()).map_err(|e| e.to_string()).and_then(|m| {
+            let conflicts = m.conflicts.iter().map(ToString::to_string).collect();
+            let taken = (m.origin_groups, m.origin_sitemaps);
+            Snapshot::new(m.policy, snap.generation, Some(snap))
+                .map(|s| (s, conflicts, taken))
+                .map_err(|e| e.to_string())
+        });
     match result {
         Ok((merged, conflicts, taken)) => {
             state.conflicts = conflicts;
@@ -165,7 +168,8 @@ impl OriginFetcher {
                 .find(|(_, a, _)| *a == addr)
                 .map_or_else(|| addr.to_string(), |(name, _, _)| name),
         };
-        match tokio::time::timeout(settings.timeout, self.get(&peer, &host)).await {
+        let base = sitemap_base(settings.host.as_deref(), upstream);
+        match tokio::time::timeout(settings.timeout, self.get(&peer, &host, base)).await {
             Err(_) => Fetched::Failed(
                 OriginFetch::Timeout,
                 format!("no complete answer from {addr} within {:?}", settings.timeout),
@@ -180,6 +184,7 @@ impl OriginFetcher {
         &self,
         peer: &pingora::upstreams::peer::HttpPeer,
         host: &str,
+        base: Option<String>,
     ) -> Result<OriginCopy, (OriginFetch, String)> {
         let error = |e: Box<pingora::Error>| (OriginFetch::Error, e.to_string());
         let mut req = RequestHeader::build("GET", b"/robots.txt", Some(4)).map_err(error)?;
@@ -200,7 +205,7 @@ impl OriginFetcher {
         let fetched_at = SystemTime::now();
         match status {
             200..=299 => {}
-            400..=499 => return Ok(OriginCopy { body: Arc::from(Vec::new()), status, fetched_at }),
+            400..=499 => return Ok(OriginCopy { body: Arc::from(Vec::new()), status, fetched_at, base }),
             other => return Err((OriginFetch::Status, format!("status {other}"))),
         }
         let too_large = || (OriginFetch::TooLarge, format!("body over {MAX_ROBOTS_TXT} bytes (500 KiB)"));
@@ -219,7 +224,7 @@ impl OriginFetcher {
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(OriginCopy { body: Arc::from(body), status, fetched_at: SystemTime::now() })
+        Ok(OriginCopy { body: Arc::from(body), status, fetched_at: SystemTime::now(), base })
     }
 }
 
@@ -295,9 +300,35 @@ impl BackgroundService for OriginFetcher {
     }
 }
 
+/// The site a relative `Sitemap` in the origin's file is resolved against:
+/// `origin_host`, else `upstream.sni` under TLS, the names the operator
+/// gave for the public site. Never the upstream server address, which would
+/// publish an internal address in the served robots.txt; without a name
+/// such a line is left out and reported, as before.
+fn sitemap_base(origin_host: Option<&str>, upstream: &crawlgate_policy::UpstreamSettings) -> Option<String> {
+    let scheme = if upstream.tls { "https" } else { "http" };
+    let host = origin_host.or((upstream.tls && !upstream.sni.is_empty()).then_some(upstream.sni.as_str()))?;
+    Some(format!("{scheme}://{host}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_sitemaps_resolve_only_against_a_named_host() {
+        let upstream = |tls: bool, sni: &str| {
+            let src = format!("[upstream]\nservers = [\"10.0.0.5:8443\"]\ntls = {tls}\nsni = \"{sni}\"\n");
+            crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy.settings().upstream.clone()
+        };
+        assert_eq!(sitemap_base(None, &upstream(false, "")), None);
+        assert_eq!(sitemap_base(None, &upstream(true, "www.example.org")).as_deref(), Some("https://www.example.org"));
+        assert_eq!(
+            sitemap_base(Some("site.example:8080"), &upstream(false, "")).as_deref(),
+            Some("http://site.example:8080")
+        );
+        assert_eq!(sitemap_base(Some("a.example"), &upstream(true, "b.example")).as_deref(), Some("https://a.example"));
+    }
 
     #[test]
     fn without_a_copy_fetches_back_off_from_one_second_to_refresh() {

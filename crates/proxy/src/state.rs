@@ -204,6 +204,9 @@ pub struct OriginCopy {
     pub status: u16,
     /// When it was fetched.
     pub fetched_at: SystemTime,
+    /// `scheme://host` of the public site (`origin_host`, or `upstream.sni`
+    /// under TLS) that relative `Sitemap` values are resolved against.
+    pub base: Option<String>,
 }
 
 /// What `/status` reports about the origin's robots.txt, and the last good

@@ -35,7 +35,7 @@ fn robots_dir() -> PathBuf {
 
 /// Imports `bytes` as `crawlgate import` does; `None` when it refuses.
 fn import(bytes: &[u8], name: &str) -> Option<Sample> {
-    let plan = groups::plan(bytes, name);
+    let plan = groups::plan(bytes, name, None);
     // Changes that come only from lines read for the site's intent are
     // what `import --force` prints: compared with that reading.
     let repaired: Vec<usize> = plan.repairs.iter().map(|r| r.line).collect();

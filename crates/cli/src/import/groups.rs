@@ -129,12 +129,13 @@ impl Notes<'_> {
     }
 }
 
-/// Parses `bytes` and plans the policy.
-pub(super) fn plan(bytes: &[u8], source_name: &str) -> Plan {
+/// Parses `bytes` and plans the policy; `base` (`scheme://host`) resolves
+/// a relative `Sitemap` value.
+pub(super) fn plan(bytes: &[u8], source_name: &str, base: Option<&str>) -> Plan {
     // Read for the site's intent: a repaired line is imported in correct
     // form, reported, and counts as a change for the crawlers of its group
     // (RFC 9309 alone would drop it).
-    let intent = siteintent::read(bytes, None);
+    let intent = siteintent::read(bytes, base);
     let robots = intent.parsed();
     let text = source_lines(bytes).into_iter().map(|(_, l)| l).collect();
     let mut notes = Notes {

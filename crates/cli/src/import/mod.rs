@@ -27,11 +27,14 @@ mod groups;
 /// (such as a rendered robots.txt over the 500 KiB limit, when merging
 /// groups repeats their rules); 2 when the file cannot be read. With
 /// `force`, a policy that decides differently is printed anyway, the
-/// changed crawlers listed in a comment on top.
-pub fn import(robots_file: &Path, force: bool) -> anyhow::Result<ExitCode> {
+/// changed crawlers listed in a comment on top. `base`, the site's URL,
+/// resolves a relative `Sitemap` value (an `http(s)` URL other than that is
+/// an argument error, exit 2).
+pub fn import(robots_file: &Path, force: bool, base: Option<&str>) -> anyhow::Result<ExitCode> {
+    let base = base.map(site_root).transpose()?;
     let file = crate::robots_file::read(robots_file)?;
     let source_name = robots_file.display().to_string();
-    let plan = groups::plan(&file.bytes, &source_name);
+    let plan = groups::plan(&file.bytes, &source_name, base.as_deref());
     let toml = emit::toml(&plan, &source_name);
     if let Some(note) = &file.truncated {
         eprintln!("warning: {note}; later lines are not imported");
@@ -66,6 +69,19 @@ pub fn import(robots_file: &Path, force: bool) -> anyhow::Result<ExitCode> {
         ),
     }
     Ok(ExitCode::from(1))
+}
+
+/// `scheme://host[:port]` of the site URL `url` (its path dropped): what a
+/// relative `Sitemap` value is resolved against.
+fn site_root(url: &str) -> anyhow::Result<String> {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    match host {
+        Some(h) if !h.is_empty() && !h.contains(|c: char| c.is_whitespace() || c.is_control() || c == '@') => {
+            Ok(format!("{}{h}", &url[..url.len() - rest.map_or(0, str::len)]))
+        }
+        _ => anyhow::bail!("--base must be an http:// or https:// URL with a host, found `{}`", url.escape_debug()),
+    }
 }
 
 /// The error naming every crawler whose decisions the imported policy
@@ -157,5 +173,19 @@ mod tests {
     #[test]
     fn comments_escape_control_characters() {
         assert_eq!(comment_text("a\u{0}b\tc"), "a\\u0000b\tc");
+    }
+
+    #[test]
+    fn import_base_is_the_sites_root() {
+        let ok = |u: &str| site_root(u).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ok("https://www.example.org"), "https://www.example.org");
+        assert_eq!(ok("http://e.org:8080/a/b?q"), "http://e.org:8080");
+        for bad in ["www.example.org", "ftp://e.org", "https://", "https:///x", "https://a b"] {
+            assert_eq!(
+                site_root(bad).map_err(|e| e.to_string()),
+                Err(format!("--base must be an http:// or https:// URL with a host, found `{bad}`")),
+                "{bad}"
+            );
+        }
     }
 }
