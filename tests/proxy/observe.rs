@@ -72,3 +72,99 @@ fn origin_disallow_not_enforced_is_an_observed_violation() {
         "{line}"
     );
 }
+
+/// A GET of `url` as PerplexityBot from source address `from`; the status.
+fn get_as_perplexity_from(from: &str, url: &str) -> u16 {
+    let local: std::net::IpAddr = from.parse().unwrap_or_else(|e| panic!("{from}: {e}"));
+    let client = reqwest::blocking::Client::builder()
+        .local_address(local)
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    let resp = client
+        .get(url)
+        .header("User-Agent", PERPLEXITY_UA)
+        .send()
+        .unwrap_or_else(|e| panic!("GET {url} from {from}: {e}"));
+    resp.status().as_u16()
+}
+
+/// The policy of the observed-verification tests: PerplexityBot (a catalog
+/// crawler the policy does not name) has a list holding 127.0.0.2; the `*`
+/// group disallows /private/ under `enforce = "log"`.
+fn observed_policy(list: &std::path::Path, extra: &str) -> String {
+    format!(
+        "[verification]\n{extra}\n[verification.lists]\nPerplexityBot = [\"{}\"]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n",
+        list.display()
+    )
+}
+
+/// The access line of the request for `path`.
+fn access_line(proxy: &Proxy, path: &str) -> String {
+    let needle = format!(" path={path} ");
+    wait_for(&format!("the access line of {path}"), Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(&needle)).map(str::to_owned)
+    })
+}
+
+/// `observe_catalog = "verify"` (the default): an unnamed catalog crawler
+/// is verified with its list for the access line, the verification counter
+/// and the activity model, and the `*` group decides whatever the outcome.
+#[test]
+fn unnamed_catalog_crawler_is_verified_but_never_decided_on() {
+    let dir = crawlgate_testkit::temp::TempDir::new("observe-verify");
+    let list = dir.write("perplexity.txt", "# test list\n127.0.0.2/32\n");
+    let origin = Origin::start(vec![
+        ("/news", Route::ok("text/plain", "news\n")),
+        ("/spoofed", Route::ok("text/plain", "spoofed\n")),
+        ("/private/x", Route::ok("text/plain", "private x\n")),
+    ]);
+    let proxy = Proxy::start(origin.addr, &observed_policy(&list, ""));
+    assert_eq!(get_as_perplexity_from("127.0.0.2", &proxy.url("/news")), 200);
+    assert_eq!(get_as_perplexity_from("127.0.0.3", &proxy.url("/spoofed")), 200);
+    assert_eq!(get_as_perplexity_from("127.0.0.3", &proxy.url("/private/x")), 200);
+    let news = access_line(&proxy, "/news");
+    let evidence = format!("evidence=\"list {} prefix 127.0.0.2/32\"", list.display());
+    assert!(
+        news.contains(&format!(" agent=PerplexityBot verification=verified(ip) {evidence} group=* decision=allow ")),
+        "{news}"
+    );
+    let spoofed = access_line(&proxy, "/spoofed");
+    let spoofed_fields =
+        " agent=PerplexityBot verification=spoofed(ip) evidence=\"in none of the lists\" group=* decision=allow ";
+    assert!(spoofed.contains(spoofed_fields), "{spoofed}");
+    let private = access_line(&proxy, "/private/x");
+    assert!(private.contains(&format!("{spoofed_fields}rule=/private/ ")), "{private}");
+    let metric = |result: &str| {
+        proxy.metric(&format!(
+            "crawlgate_verifications_total{{agent=\"PerplexityBot\",method=\"ip\",result=\"{result}\"}}"
+        ))
+    };
+    assert_eq!((metric("verified"), metric("spoofed")), (Some("1".into()), Some("2".into())), "{}", proxy.metrics());
+    let text = reqwest::blocking::get(proxy.admin_url("/api/agents")).and_then(|r| r.text());
+    let agents: serde_json::Value =
+        serde_json::from_str(&text.unwrap_or_else(|e| panic!("/api/agents: {e}"))).unwrap_or_else(|e| panic!("{e}"));
+    let row = agents["agents"].as_array().and_then(|a| a.iter().find(|r| r["agent"] == "PerplexityBot")).cloned();
+    let row = row.unwrap_or_else(|| panic!("no PerplexityBot row: {agents}"));
+    let v = &row["verification"];
+    assert_eq!(
+        (&v["verified"], &v["spoofed"], &row["allowed"], &row["blocked"]),
+        (&1.into(), &2.into(), &3.into(), &0.into()),
+        "{row}"
+    );
+}
+
+/// `observe_catalog = "off"`: an unnamed catalog crawler is not verified
+/// (no `verification` field), as before the key existed.
+#[test]
+fn observe_catalog_off_verifies_no_unnamed_catalog_crawler() {
+    let dir = crawlgate_testkit::temp::TempDir::new("observe-off");
+    let list = dir.write("perplexity.txt", "# test list\n127.0.0.2/32\n");
+    let origin = Origin::start(vec![("/news", Route::ok("text/plain", "news\n"))]);
+    let proxy = Proxy::start(origin.addr, &observed_policy(&list, "observe_catalog = \"off\"\n"));
+    assert_eq!(get_as_perplexity_from("127.0.0.3", &proxy.url("/news")), 200);
+    let news = access_line(&proxy, "/news");
+    assert!(news.contains(" agent=PerplexityBot group=* decision=allow "), "{news}");
+    assert!(!news.contains("verification="), "{news}");
+}

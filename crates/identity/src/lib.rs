@@ -151,8 +151,12 @@ impl VerifierConfig {
     /// The configuration for `policy`: its `[verification]` table and every
     /// token with its group's `verify` mode.
     pub fn for_policy(policy: &crawlgate_policy::Policy) -> VerifierConfig {
-        let tokens: Vec<_> =
+        let mut tokens: Vec<_> =
             policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify)).collect();
+        // Catalog crawlers the policy does not name, verified for the counts
+        // when `observe_catalog` says so.
+        let observed = crawlgate_policy::identify::catalog_crawlers().filter_map(|t| policy.observed_claim(t));
+        tokens.extend(observed.map(|c| (c.agent, c.verify)));
         VerifierConfig::from_settings(&policy.settings().verification, tokens)
     }
 

@@ -1799,7 +1799,24 @@ fn compile_verification(
     let Some(raw) = raw else { return v };
     v.enabled = true;
     // `trusted_proxies` is read by `compile_server`, its new place.
-    let RawVerification { trusted_proxies: _, refresh, fetch_timeout, state_dir, lists, dns, signatures, keys } = raw;
+    let RawVerification {
+        trusted_proxies: _,
+        refresh,
+        fetch_timeout,
+        state_dir,
+        lists,
+        dns,
+        signatures,
+        keys,
+        observe_catalog,
+    } = raw;
+    if let Some(o) = observe_catalog {
+        match o.get_ref().as_str() {
+            "verify" => v.observe_catalog = true,
+            "off" => v.observe_catalog = false,
+            other => cx.err(o, format!("verification.observe_catalog must be \"verify\" or \"off\", found `{other}`")),
+        }
+    }
     v.refresh = cx.positive_duration("verification.refresh", refresh, v.refresh);
     v.fetch_timeout = cx.positive_duration("verification.fetch_timeout", fetch_timeout, v.fetch_timeout);
     if let Some(d) = state_dir {

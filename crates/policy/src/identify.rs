@@ -381,6 +381,11 @@ pub fn catalog_crawler(user_agent: &str) -> Option<&'static str> {
     matcher.find(user_agent).and_then(|i| tokens.get(i).copied())
 }
 
+/// Every catalog crawler a User-Agent can name (catalog spelling).
+pub fn catalog_crawlers() -> impl Iterator<Item = &'static str> {
+    CATALOG.1.iter().copied()
+}
+
 #[cfg(test)]
 mod catalog_tests {
     use super::catalog_crawler;

@@ -759,6 +759,19 @@ impl Policy {
         self.claim_of(t)
     }
 
+    /// The claim to verify for a catalog crawler the policy does not name
+    /// (`identify::catalog_crawler`), when `[verification]` is present and
+    /// its `observe_catalog` is `"verify"`: the catalog's methods
+    /// (`verify = "any"`). The outcome is counted, never decided on; its
+    /// `agent_id` indexes no policy token.
+    pub fn observed_claim(&self, token: &'static str) -> Option<Claim<'static>> {
+        let v = &self.settings().verification;
+        if !v.enabled || !v.observe_catalog || self.token_index(token).is_some() {
+            return None;
+        }
+        Some(Claim { agent: token, agent_id: AgentId(u32::MAX), verify: crate::verification::VerifyMode::Any })
+    }
+
     fn claim_of(&self, t: usize) -> Option<Claim<'_>> {
         let agent_id = AgentId(u32::try_from(t).ok()?);
         let verify = self.groups.get(*self.token_group.get(t)?)?.verify;

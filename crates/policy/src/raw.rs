@@ -139,6 +139,7 @@ pub(crate) struct RawVerification {
     pub dns: Option<S<RawDns>>,
     pub signatures: Option<S<RawSignatures>>,
     pub keys: Option<Vec<S<RawKey>>>,
+    pub observe_catalog: Option<S<String>>,
 }
 
 #[derive(Debug, Deserialize)]

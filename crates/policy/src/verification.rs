@@ -89,6 +89,10 @@ pub struct VerificationSettings {
     pub signatures: SignatureSettings,
     /// `[[verification.keys]]`: Web Bot Auth keys pinned in the policy.
     pub keys: Vec<PinnedJwk>,
+    /// `observe_catalog`: whether a catalog crawler the policy does not
+    /// name is verified with the catalog's methods, for the counts only
+    /// (`"verify"`, the default) or not at all (`"off"`).
+    pub observe_catalog: bool,
 }
 
 /// The resolver used for forward-confirmed reverse DNS.
@@ -175,6 +179,7 @@ impl Default for VerificationSettings {
                 replay_cache_size: 100_000,
             },
             keys: Vec::new(),
+            observe_catalog: true,
         }
     }
 }

@@ -309,6 +309,7 @@ impl ProxyHttp for Gate {
         // line still has it, and a target with `#` is refused.
         let wire = client_target_with_fragment(session);
         let raw_target = wire.as_deref().unwrap_or(req.raw_path());
+        let upgrade_ok = upgrade.is_ok();
         let route = match upgrade {
             Err(why) => Route::BadRequest(why),
             Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
@@ -319,6 +320,17 @@ impl ProxyHttp for Gate {
         // verification applies): named for observation only.
         if ctx.verification == Verification::NotApplicable && ua_lines == 1 {
             ctx.observed = crawlgate_policy::identify::catalog_crawler(&ua);
+        }
+        // Verified with the catalog's methods when `[verification]
+        // observe_catalog` says so: after routing, so the outcome reaches
+        // the access line and the counts and never the decision.
+        if let (Some(token), Some(ip), true) = (ctx.observed, client, upgrade_ok) {
+            if let Some(claim) = snap.policy.observed_claim(token) {
+                let verdict = crate::verify::verify(&self.shared, &snap.policy, req, Some(claim), ip).await;
+                self.count_verification(&snap, Some(claim), &verdict);
+                ctx.verification = verdict.verification;
+                ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+            }
         }
         match route {
             Route::BadRequest(why) => {

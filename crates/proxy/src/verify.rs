@@ -46,8 +46,8 @@ pub fn restart_only(policy: &Policy) -> (&'static str, String) {
     let lists: Vec<&str> = c.lists.agents.iter().map(|(t, _)| t.as_str()).collect();
     let domains: Vec<&str> = c.rdns_domains.iter().map(|(t, _)| t.as_str()).collect();
     let key = format!(
-        "{} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {lists:?} {domains:?}",
-        v.enabled, v.refresh, v.fetch_timeout, v.state_dir, v.lists, v.dns, v.signatures, v.keys
+        "{} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {lists:?} {domains:?}",
+        v.enabled, v.observe_catalog, v.refresh, v.fetch_timeout, v.state_dir, v.lists, v.dns, v.signatures, v.keys
     );
     ("verification", key)
 }
