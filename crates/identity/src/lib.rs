@@ -148,16 +148,25 @@ pub struct VerifierConfig {
 }
 
 impl VerifierConfig {
-    /// The configuration for `policy`: its `[verification]` table and every
-    /// token with its group's `verify` mode.
+    /// The configuration for `policy`: its `[verification]` table, every
+    /// token with its group's `verify` mode and, when `observe_catalog`
+    /// says so, the catalog crawlers the policy does not name (verified
+    /// for the counts only, with `verify = "any"`).
     pub fn for_policy(policy: &crawlgate_policy::Policy) -> VerifierConfig {
-        let mut tokens: Vec<_> =
-            policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify)).collect();
-        // Catalog crawlers the policy does not name, verified for the counts
-        // when `observe_catalog` says so.
         let observed = crawlgate_policy::identify::catalog_crawlers().filter_map(|t| policy.observed_claim(t));
-        tokens.extend(observed.map(|c| (c.agent, c.verify)));
+        let tokens = Self::policy_tokens(policy).chain(observed.map(|c| (c.agent, c.verify)));
         VerifierConfig::from_settings(&policy.settings().verification, tokens)
+    }
+
+    /// The configuration for the policy's own tokens only (what `crawlgate
+    /// verify` and `explain` check): no list of an unnamed catalog crawler
+    /// is loaded.
+    pub fn for_policy_tokens(policy: &crawlgate_policy::Policy) -> VerifierConfig {
+        VerifierConfig::from_settings(&policy.settings().verification, Self::policy_tokens(policy))
+    }
+
+    fn policy_tokens(policy: &crawlgate_policy::Policy) -> impl Iterator<Item = (&str, VerifyMode)> {
+        policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify))
     }
 
     /// The configuration for the policy's `[verification]` table and its

@@ -2167,6 +2167,34 @@ mod verification_tests {
         }
     }
 
+    /// `observe_catalog`: which catalog crawlers the policy does not name
+    /// get a claim to verify (with the catalog's methods), per setting.
+    #[test]
+    fn observe_catalog_names_the_claims_of_unnamed_catalog_crawlers() {
+        let group = "[[group]]\nuser_agents = [\"GPTBot\"]\n";
+        let rows: &[(&str, Option<VerifyMode>, Option<VerifyMode>)] = &[
+            // No [verification]: nothing is verified.
+            ("", None, None),
+            // The default: PerplexityBot (unnamed) with "any"; GPTBot is the
+            // policy's, verified as its group says, never as observed.
+            ("[verification]\n", Some(VerifyMode::Any), None),
+            ("[verification]\nobserve_catalog = \"verify\"\n", Some(VerifyMode::Any), None),
+            ("[verification]\nobserve_catalog = \"off\"\n", None, None),
+        ];
+        for (table, perplexity, gptbot) in rows {
+            let loaded = load(&format!("{BASE}{table}{group}"), "v.toml").unwrap_or_else(|e| panic!("{e}"));
+            let p = &loaded.policy;
+            let got =
+                (p.observed_claim("PerplexityBot").map(|c| c.verify), p.observed_claim("GPTBot").map(|c| c.verify));
+            assert_eq!(got, (*perplexity, *gptbot), "{table}");
+            assert_eq!(p.observed_claim("PerplexityBot").map(|c| c.agent), perplexity.map(|_| "PerplexityBot"));
+        }
+        assert_eq!(
+            errors(&format!("{BASE}[verification]\nobserve_catalog = \"block\"\n{group}")),
+            "v.toml:4:19: verification.observe_catalog must be \"verify\" or \"off\", found `block`"
+        );
+    }
+
     #[test]
     fn http_directories_warn() {
         let src = format!("{BASE}[verification]\n[verification.signatures]\nallow_http_directories = true\n[[group]]\nuser_agents = [\"*\"]\n");
