@@ -412,6 +412,7 @@ impl RequestDone<'_> {
             client: self.client.map(|c| c.ip),
             verification: self.verification,
             reason: self.reason,
+            violation: self.violation,
             observed: if self.agent_id.is_none() { self.agent.and_then(observed_name) } else { None },
             now: crate::activity::unix_now(),
         });

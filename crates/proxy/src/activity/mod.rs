@@ -79,6 +79,9 @@ pub struct Hit<'a> {
     pub verification: crawlgate_policy::verification::Verification,
     /// Why the proxy refused it, if it did.
     pub reason: Option<BlockReason>,
+    /// A request for a path its group disallows, enforced or not (the
+    /// access line's `violation=true`, origin groups under `off` included).
+    pub violation: bool,
     /// The catalog crawler a request naming no policy token names
     /// (`identify::catalog_crawler`): its own row, counted under its
     /// operator.
@@ -450,7 +453,8 @@ impl Activity {
         };
         // A failed claim refused on a disallowed path is one too: the
         // decision keeps the disallow rule only there.
-        let violation = hit.outcome == Action::LogViolation
+        let violation = hit.violation
+            || hit.outcome == Action::LogViolation
             || reason == Some(BlockReason::Robots)
             || (matches!(reason, Some(BlockReason::Spoofed | BlockReason::Unverified)) && hit.rule.is_some());
         if let Some(r) = reason {

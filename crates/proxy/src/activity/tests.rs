@@ -40,6 +40,7 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         client: Some("192.0.2.1".parse().unwrap()),
         verification: d.verification,
         reason: d.block_reason(),
+        violation: d.violation_recorded(),
         observed: d.agent.is_none().then(|| crawlgate_policy::identify::catalog_crawler(ua)).flatten(),
         now: 1_000_000,
     }
@@ -403,5 +404,25 @@ fn unnamed_catalog_crawler_counts_under_its_operator() {
     assert_eq!(
         perplexity,
         Some(json!({"operator": "Perplexity", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0}))
+    );
+}
+
+/// An origin group's disallow under `enforce = "off"` is forwarded and is
+/// a violation on the page as in the access line (issue 22: Violations are
+/// every request to a disallowed path, enforced or not), not an Allowed one.
+#[test]
+fn origin_disallow_under_off_is_a_violation_not_allowed() {
+    let p = policy(POLICY);
+    let merged = p.merge_origin(b"User-agent: ExampleBot\nDisallow: /v1-only/\n").unwrap().policy;
+    let a = Activity::new(&merged, 1);
+    let h = hit(&merged, 1, "ExampleBot/1.0", "/v1-only/a");
+    assert!(h.violation && h.outcome == Action::Pass, "{:?}", h.outcome);
+    a.hit(&h);
+    a.hit(&hit(&merged, 1, "ExampleBot/1.0", "/other"));
+    let v = a.agents_json(Window::All);
+    let r = row(&v, OTHER_BOT);
+    assert_eq!(
+        (&r["requests"], &r["allowed"], &r["violations"], &r["blocked"]),
+        (&json!(2), &json!(1), &json!(1), &json!(0))
     );
 }
