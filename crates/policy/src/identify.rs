@@ -65,11 +65,14 @@ thread_local! {
 /// Numbers the matchers of this process (0 is never used).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A fast non-cryptographic hash of the header (FxHash's mixing step over
-/// 8-byte words); it only picks a slot, the header itself is compared.
-fn slot_of(bytes: &[u8]) -> usize {
+/// A fast non-cryptographic hash of the matcher and the header (FxHash's
+/// mixing step over 8-byte words); it only picks a slot, the header itself
+/// is compared. The matcher is hashed too: the proxy asks the policy's
+/// matcher and the catalog's of every request, and with the header alone
+/// both would take the same slot and evict each other every time.
+fn slot_of(matcher: u64, bytes: &[u8]) -> usize {
     const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h = bytes.len() as u64;
+    let mut h = (bytes.len() as u64) ^ matcher.wrapping_mul(K);
     let mut chunks = bytes.chunks_exact(8);
     for c in &mut chunks {
         let mut w = [0u8; 8];
@@ -150,7 +153,7 @@ impl TokenMatcher {
             if recent.is_empty() {
                 recent.resize_with(RECENT, Recent::default);
             }
-            let r = &mut recent[slot_of(hay)];
+            let r = &mut recent[slot_of(self.id, hay)];
             if r.matcher != self.id || r.user_agent != hay {
                 r.answer = fresh();
                 r.matcher = self.id;
@@ -228,6 +231,21 @@ pub fn looks_like_browser(user_agent: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two matchers asked about one header (the policy's and the
+    /// catalog's, as the proxy does for every request) remember their
+    /// answers in different slots, so neither evicts the other.
+    #[test]
+    fn two_matchers_remember_one_header_in_different_slots() {
+        let same = (0..200)
+            .filter(|i| {
+                let ua = format!("Mozilla/5.0 (X11; Linux x86_64) Firefox/{i}.0");
+                slot_of(7, ua.as_bytes()) == slot_of(8, ua.as_bytes())
+            })
+            .count();
+        // Chance alone puts about one in 256 in the same slot.
+        assert!(same <= 5, "{same} of 200 headers share a slot across two matchers");
+    }
 
     #[test]
     fn whole_words_longest_first() {
