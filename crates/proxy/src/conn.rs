@@ -161,6 +161,11 @@ enum ProbeLine {
 /// `HEAD` of one of `paths`, with or without a query.
 fn probe_line(head: &[u8], paths: &[&str]) -> ProbeLine {
     let start = head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len());
+    // Empty lines count against the bound too: a client sending nothing
+    // but CRLF would otherwise grow the buffer until the deadline.
+    if start > PROBE_LINE_MAX {
+        return ProbeLine::Other;
+    }
     let head = &head[start..];
     let Some(lf) = memchr::memchr(b'\n', head) else {
         return if head.len() > PROBE_LINE_MAX { ProbeLine::Other } else { ProbeLine::Partial };
@@ -1024,6 +1029,8 @@ mod tests {
         }
         let long = [b"GET /".as_slice(), &[b'a'; PROBE_LINE_MAX]].concat();
         assert_eq!(probe_line(&long, paths), ProbeLine::Other);
+        let blank = b"\r\n".repeat(PROBE_LINE_MAX);
+        assert_eq!(probe_line(&blank, paths), ProbeLine::Other);
     }
 
     /// The line-at-a-time search agrees with the byte-at-a-time definition
