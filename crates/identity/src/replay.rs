@@ -5,7 +5,11 @@
 //! `nonce`).
 //!
 //! Only signatures that verified are recorded: a forger cannot fill the
-//! cache with signatures it made up, nor evict a genuine one. An entry is
+//! cache with signatures it made up, nor evict a genuine one. A client
+//! that holds a key the verifier accepts can fill it with its own valid
+//! signatures; with the default settings only pinned keys and the
+//! catalog's directories are accepted, but with `any_directory_host` any
+//! client can host a key (docs/security.md, "Replay cache"). An entry is
 //! keyed by a SHA-256 of the keyid and the signature bytes (32 bytes) and
 //! costs about 100 bytes with the map and the expiry index: 100,000 entries
 //! take about 10 MB.
