@@ -218,8 +218,11 @@ pub struct RequestDone<'a> {
     pub user_agent: Option<&'a str>,
     /// The User-Agent looks like a browser's (for the activity model).
     pub browser: bool,
-    /// The identified token.
+    /// The identified token, or the observed catalog crawler.
     pub agent: Option<&'a str>,
+    /// The catalog crawler a request naming no policy token names
+    /// (already in `agent`; kept apart for the activity model's slot).
+    pub observed: Option<&'static str>,
     /// The group applied.
     pub group: Option<&'a str>,
     /// The outcome.
@@ -378,12 +381,6 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     )
 }
 
-/// The catalog spelling of an observed crawler's name (`'static`, for the
-/// activity model's slot).
-fn observed_name(agent: &str) -> Option<&'static str> {
-    crawlgate_policy::catalog::lookup(agent).map(|e| e.token.as_str()).filter(|t| *t == agent)
-}
-
 impl RequestDone<'_> {
     /// Counts the request.
     pub fn count(&self, metrics: &Metrics) {
@@ -413,7 +410,7 @@ impl RequestDone<'_> {
             verification: self.verification,
             reason: self.reason,
             violation: self.violation,
-            observed: if self.agent_id.is_none() { self.agent.and_then(observed_name) } else { None },
+            observed: self.observed,
             now: crate::activity::unix_now(),
         });
     }
@@ -531,6 +528,7 @@ mod tests {
     /// A finished request with the time, id and duration fixed.
     fn done<'a>(c: &'a ClientAddr) -> RequestDone<'a> {
         RequestDone {
+            observed: None,
             time: UNIX_EPOCH + Duration::from_millis(1_795_973_337_123),
             id: RequestId { prefix: 0x5f3a_9c1e, n: 42 },
             client: Some(c),

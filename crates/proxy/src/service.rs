@@ -622,6 +622,7 @@ impl ProxyHttp for Gate {
             user_agent: (ua_lines == 1).then_some(&*ua),
             browser: ctx.browser,
             agent: ctx.agent_name().or(ctx.observed),
+            observed: ctx.observed,
             group: ctx.group_name(),
             outcome: ctx.outcome,
             local: ctx.local,
@@ -665,7 +666,9 @@ impl Gate {
         let mut text = crate::events::IpText::new();
         let field = ctx.client.as_ref().map(|c| {
             let peer = text.write(c.peer);
-            origin_field(c.peer, peer, &address_lines(req, settings), settings)
+            // An untrusted peer's lines are never read: none are gathered.
+            let lines = if settings.is_trusted_proxy(c.peer) { address_lines(req, settings) } else { Vec::new() };
+            origin_field(c.peer, peer, &lines, settings)
         });
         for name in ADDRESS_HEADERS.iter() {
             req.remove_header(name);

@@ -451,12 +451,9 @@ impl Activity {
             (None, Action::Block) => Some(BlockReason::Robots),
             (None, _) => None,
         };
-        // A failed claim refused on a disallowed path is one too: the
-        // decision keeps the disallow rule only there.
-        let violation = hit.violation
-            || hit.outcome == Action::LogViolation
-            || reason == Some(BlockReason::Robots)
-            || (matches!(reason, Some(BlockReason::Spoofed | BlockReason::Unverified)) && hit.rule.is_some());
+        // `hit.violation` covers a failed claim refused on a disallowed
+        // path and an origin group's disallow under `off`.
+        let violation = hit.violation || hit.outcome == Action::LogViolation || reason == Some(BlockReason::Robots);
         if let Some(r) = reason {
             count(Count::Blocked);
             if let Some(c) = s.blocked_by.get(r as usize) {
