@@ -44,6 +44,10 @@ impl Labels {
     /// catalog token, or a catalog crawler in its catalog spelling (the
     /// set stays bounded by the catalog); else `other`.
     fn agent<'a>(&self, agent: &'a str) -> &'a str {
+        // Most requests name no token: no hashing, no catalog search.
+        if agent == OTHER_AGENT {
+            return OTHER_AGENT;
+        }
         if self.agents.contains(agent) || crawlgate_policy::catalog::lookup(agent).is_some_and(|e| e.token == agent) {
             agent
         } else {

@@ -182,10 +182,7 @@ impl CertStore {
     /// reload error.
     pub fn status_json(&self) -> serde_json::Value {
         let pair = self.current.load();
-        let status = match self.status.lock() {
-            Ok(s) => s.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
+        let status = self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
         let secs = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         serde_json::json!({
             "cert_file": self.cert_path.display().to_string(),
@@ -206,10 +203,7 @@ impl CertStore {
     }
 
     fn with_status(&self, f: impl FnOnce(&mut TlsStatus)) {
-        match self.status.lock() {
-            Ok(mut s) => f(&mut s),
-            Err(poisoned) => f(&mut poisoned.into_inner()),
-        }
+        f(&mut self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 }
 
