@@ -332,7 +332,7 @@ impl BackgroundService for Watcher {
         if self.reloader.file_changed() {
             debounce.event(tokio::time::Instant::now());
         }
-        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::error!(error = %e, "Cannot listen for SIGHUP");
@@ -344,27 +344,44 @@ impl BackgroundService for Watcher {
         if self.early_hup.swap(false, Ordering::Relaxed) {
             self.reload(Trigger::Sighup).await;
         }
-        loop {
-            tokio::select! {
-                _ = shutdown.changed() => break,
-                Some(res) = rx.recv() => match res {
-                    Ok(event) => {
-                        if relevant(&event.kind, &event.paths, &file_name) {
-                            debounce.event(tokio::time::Instant::now());
-                        }
+        watch_loop(&mut rx, &[file_name], debounce, hup, &mut shutdown, |t| self.reload(t)).await;
+        drop(watcher);
+    }
+}
+
+/// Reloads on each burst of file events for one of `names` (debounced) and
+/// on each SIGHUP, until shutdown: the loop of the policy watcher and of
+/// the TLS certificate watcher.
+pub(crate) async fn watch_loop<F, Fut>(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
+    names: &[std::ffi::OsString],
+    mut debounce: Debounce,
+    mut hup: Option<tokio::signal::unix::Signal>,
+    shutdown: &mut ShutdownWatch,
+    mut reload: F,
+) where
+    F: FnMut(Trigger) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    loop {
+        tokio::select! {
+            _ = shutdown.changed() => break,
+            Some(res) = rx.recv() => match res {
+                Ok(event) => {
+                    if names.iter().any(|n| relevant(&event.kind, &event.paths, n)) {
+                        debounce.event(tokio::time::Instant::now());
                     }
-                    Err(e) => tracing::warn!(error = %e, "File watcher error"),
-                },
-                () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
-                    debounce = Debounce::default();
-                    self.reload(Trigger::File).await;
                 }
-                Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
-                    self.reload(Trigger::Sighup).await;
-                }
+                Err(e) => tracing::warn!(error = %e, "File watcher error"),
+            },
+            () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
+                debounce = Debounce::default();
+                reload(Trigger::File).await;
+            }
+            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
+                reload(Trigger::Sighup).await;
             }
         }
-        drop(watcher);
     }
 }
 

@@ -24,7 +24,7 @@ use pingora::tls::x509::X509;
 use sha2::{Digest, Sha256};
 
 use crate::metrics::{Metrics, ReloadOutcome as Outcome};
-use crate::reload::{relevant, watch_dir, Debounce, Trigger};
+use crate::reload::{watch_dir, watch_loop, Debounce, Trigger};
 
 /// A loaded certificate chain (leaf first) and its private key.
 pub struct CertPair {
@@ -281,7 +281,7 @@ impl BackgroundService for CertWatcher {
                 }
             }
         }
-        let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::error!(error = %e, "Cannot listen for SIGHUP (TLS certificate reload)");
@@ -289,27 +289,7 @@ impl BackgroundService for CertWatcher {
             }
         };
         self.shared.metrics.tls_not_after(self.store.not_after_unix());
-        let mut debounce = Debounce::default();
-        loop {
-            tokio::select! {
-                _ = shutdown.changed() => break,
-                Some(res) = rx.recv() => match res {
-                    Ok(event) => {
-                        if names.iter().any(|n| relevant(&event.kind, &event.paths, n)) {
-                            debounce.event(tokio::time::Instant::now());
-                        }
-                    }
-                    Err(e) => tracing::warn!(error = %e, "TLS certificate watcher error"),
-                },
-                () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
-                    debounce = Debounce::default();
-                    self.reload(Trigger::File).await;
-                }
-                Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
-                    self.reload(Trigger::Sighup).await;
-                }
-            }
-        }
+        watch_loop(&mut rx, &names, Debounce::default(), hup, &mut shutdown, |t| self.reload(t)).await;
         drop(watcher);
     }
 }
