@@ -76,7 +76,7 @@ fn explain_with_client_ip_applies_the_outcome() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
     assert_eq!(
         v[0]["verification"],
-        serde_json::json!({"outcome": "spoofed(ip)", "evidence": "in none of the lists", "on_failure": "block", "methods": [{"method": "ip", "finding": "spoofed (in none of the lists)"}]})
+        serde_json::json!({"outcome": "spoofed(ip)", "evidence": "in none of the lists", "on_failure": "block", "observed_only": false, "methods": [{"method": "ip", "finding": "spoofed (in none of the lists)"}]})
     );
     assert_eq!(v[0]["client_ip"], "127.0.0.3");
 }
@@ -136,4 +136,54 @@ fn v_reason(c: &str, ua: &str) -> (serde_json::Value, serde_json::Value) {
     let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
     let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"));
     (v[0]["reason"].clone(), v[0]["violation"].clone())
+}
+
+/// A catalog crawler the policy does not name is verified for observation
+/// as the running proxy verifies it (`observe_catalog = "verify"`, the
+/// default): its outcome is shown and never decided on; `"off"` verifies
+/// nothing.
+#[test]
+fn explain_verifies_an_unnamed_catalog_crawler_as_the_proxy_does() {
+    let dir = TempDir::new("cli-explain-observed");
+    let list = dir.write("perplexity.txt", "127.0.0.2/32\n");
+    let policy = |extra: &str| {
+        format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n{extra}[verification.lists]\nPerplexityBot = [\"{}\"]\n\n\
+             [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n",
+            list.display()
+        )
+    };
+    let p = dir.write("p.toml", policy(""));
+    let ua = "Mozilla/5.0 (compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
+    let head = "agent:    PerplexityBot (catalog: Perplexity, ai-search; not named by the policy: observed only)\n";
+    assert_eq!(
+        run(&["explain", "-c", arg(&p), "-A", ua, "--client-ip", "127.0.0.3", "/a", "/private/x"]),
+        (
+            0,
+            format!(
+                "{head}client:   127.0.0.3\nverify:   spoofed(ip) (observed only: never decided on)\n  \
+                 ip:       spoofed (in none of the lists)\ngroup:    * (line 8)\nenforce:  off\n\n\
+                 /a: allowed (no rule matched) -> pass\n\
+                 /private/x: disallowed (Disallow: /private/ at line 10) -> pass\n"
+            ),
+            String::new()
+        )
+    );
+    assert_eq!(
+        run(&["explain", "-c", arg(&p), "-A", ua, "--client-ip", "127.0.0.2", "/a"]).1,
+        format!(
+            "{head}client:   127.0.0.2\nverify:   verified(ip) (observed only: never decided on)\n  \
+             ip:       verified (list {} prefix 127.0.0.2/32)\ngroup:    * (line 8)\nenforce:  off\n\n\
+             /a: allowed (no rule matched) -> pass\n",
+            list.display()
+        )
+    );
+    let off = dir.write("off.toml", policy("observe_catalog = \"off\"\n"));
+    assert_eq!(
+        run(&["explain", "-c", arg(&off), "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
+        format!(
+            "{head}client:   127.0.0.3\nverify:   none\ngroup:    * (line 9)\nenforce:  off\n\n\
+             /a: allowed (no rule matched) -> pass\n"
+        )
+    );
 }

@@ -146,8 +146,10 @@ errors (on stdout), 2 the file cannot be read, a URL is not a valid request targ
         /// URLs or paths (`/a?b`, `https://example.com/a?b`).
         #[arg(required = true)]
         urls: Vec<String>,
-        /// The client address: verify the claimed token from it (offline,
-        /// from the lists in the state directory).
+        /// The client address: verify the claimed token from it, or a
+        /// catalog crawler the policy does not name as the proxy does
+        /// (`observe_catalog`; shown, never decided on); offline, from the
+        /// lists in the state directory.
         #[arg(long = "client-ip")]
         client_ip: Option<String>,
         /// With --client-ip: fetch missing lists and ask the resolver.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crawlgate_policy::robots_tag::meta_element;
 use crawlgate_policy::robotstxt::path_of;
+use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{load, Diagnostic};
 
 use crate::config::{load_or_report, read_policy_file};
@@ -189,13 +190,25 @@ pub fn explain(
         None => None,
         Some(ip) => {
             let ip: std::net::IpAddr = ip.parse().map_err(|_| anyhow::anyhow!("`{ip}` is not an IP address"))?;
-            let claims: Vec<_> = policy.claim(user_agent).into_iter().collect();
-            let report = crate::verify::check(policy, &claims, ip, live)?.pop();
-            let methods = match (claims.first(), &report) {
-                (Some(c), Some(r)) => method_lines(policy, c, r, live),
-                _ => Vec::new(),
+            // The policy's claim decides; without one that verified
+            // anything, a catalog crawler the policy does not name is
+            // verified for observation exactly as the proxy does
+            // (`Policy::observation`), never decided on.
+            let decided = match policy.claim(user_agent) {
+                Some(c) => crate::verify::check(policy, &[c], ip, live)?.pop().map(|r| (c, r)),
+                None => None,
             };
-            Some((ip, report.map(|r| (r, methods))))
+            let verification = decided.as_ref().map_or(Verification::NotApplicable, |(_, r)| r.verdict.verification);
+            let observed = match policy.observation(user_agent, verification) {
+                Some((_, Some(c))) => crate::verify::check(policy, &[c], ip, live)?.pop().map(|r| (c, r)),
+                _ => None,
+            };
+            let observed_only = decided.is_none() && observed.is_some();
+            let report = decided.or(observed).map(|(c, r)| {
+                let methods = method_lines(policy, &c, &r, live);
+                (r, methods)
+            });
+            Some((ip, observed_only, report))
         }
     };
     let mut out = Vec::new();
@@ -206,7 +219,7 @@ pub fn explain(
             Err(e) => anyhow::bail!("{url}: {e}"),
         };
         let mut d = policy.decide(user_agent, &path);
-        if let Some((_, Some((r, _)))) = &verified {
+        if let Some((_, false, Some((r, _)))) = &verified {
             let identity =
                 crawlgate_policy::Identity { verification: r.verdict.verification, proven: None, replayed: false };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
@@ -268,14 +281,15 @@ pub fn explain(
             entry["headers"] = serde_json::json!({});
             entry["html"] = serde_json::Value::Null;
         }
-        if let Some((ip, report)) = &verified {
+        if let Some((ip, observed_only, report)) = &verified {
             entry["client_ip"] = ip.to_string().into();
             entry["verification"] = match report {
                 None => serde_json::json!({"outcome": "none", "methods": []}),
                 Some((r, methods)) => serde_json::json!({
                     "outcome": r.verdict.verification.to_string(),
                     "evidence": r.verdict.evidence.to_string(),
-                    "on_failure": d.on_failure.map(|f| f.as_str()),
+                    "on_failure": if *observed_only { None } else { d.on_failure.map(|f| f.as_str()) },
+                    "observed_only": observed_only,
                     "methods": methods,
                 }),
             };
@@ -320,7 +334,11 @@ fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> Stri
     outln!("agent:    {agent}");
     if let Some(ip) = o["client_ip"].as_str() {
         let v = &o["verification"];
-        let then = v["on_failure"].as_str().map(|f| format!(" -> on failure: {f}")).unwrap_or_default();
+        let then = match v["on_failure"].as_str() {
+            Some(f) => format!(" -> on failure: {f}"),
+            None if v["observed_only"] == true => " (observed only: never decided on)".to_string(),
+            None => String::new(),
+        };
         outln!("client:   {ip}");
         outln!("verify:   {}{then}", s(&v["outcome"]));
         for m in v["methods"].as_array().into_iter().flatten() {

@@ -165,6 +165,18 @@ impl VerifierConfig {
         VerifierConfig::from_settings(&policy.settings().verification, Self::policy_tokens(policy))
     }
 
+    /// The configuration for the policy's own tokens and `claims` (what
+    /// `crawlgate explain` checks: an observed catalog crawler's claim
+    /// brings its own lists, no other unnamed crawler's).
+    pub fn for_policy_tokens_and(
+        policy: &crawlgate_policy::Policy,
+        claims: &[crawlgate_policy::Claim<'_>],
+    ) -> VerifierConfig {
+        let named = Self::policy_tokens(policy);
+        let observed = claims.iter().filter(|c| policy.claim_token(c.agent).is_none()).map(|c| (c.agent, c.verify));
+        VerifierConfig::from_settings(&policy.settings().verification, named.chain(observed))
+    }
+
     fn policy_tokens(policy: &crawlgate_policy::Policy) -> impl Iterator<Item = (&str, VerifyMode)> {
         policy.tokens().filter_map(|t| policy.claim_token(t)).map(|c| (c.agent, c.verify))
     }

@@ -772,6 +772,25 @@ impl Policy {
         Some(Claim { agent: token, agent_id: AgentId(u32::MAX), verify: crate::verification::VerifyMode::Any })
     }
 
+    /// A catalog crawler the policy does not name, observed in a request
+    /// whose own claim verified nothing (`decided` is
+    /// `Verification::NotApplicable`): its token, for the access line and
+    /// the counts, and the claim to verify it by when `observe_catalog`
+    /// says so ([`Policy::observed_claim`]). Its outcome is never decided
+    /// on. The proxy and `crawlgate explain` both ask this, so the preview
+    /// verifies what the proxy verifies.
+    pub fn observation(
+        &self,
+        user_agent: &str,
+        decided: crate::verification::Verification,
+    ) -> Option<(&'static str, Option<Claim<'static>>)> {
+        if decided != crate::verification::Verification::NotApplicable {
+            return None;
+        }
+        let token = crate::identify::catalog_crawler(user_agent)?;
+        Some((token, self.observed_claim(token)))
+    }
+
     fn claim_of(&self, t: usize) -> Option<Claim<'_>> {
         let agent_id = AgentId(u32::try_from(t).ok()?);
         let verify = self.groups.get(*self.token_group.get(t)?)?.verify;

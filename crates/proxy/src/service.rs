@@ -318,19 +318,16 @@ impl ProxyHttp for Gate {
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
         // A catalog crawler the policy does not name (nor claimed, so no
         // verification applies): named for observation only.
-        if ctx.verification == Verification::NotApplicable && ua_lines == 1 {
-            ctx.observed = crawlgate_policy::identify::catalog_crawler(&ua);
-        }
+        let observation = if ua_lines == 1 { snap.policy.observation(&ua, ctx.verification) } else { None };
+        ctx.observed = observation.map(|(token, _)| token);
         // Verified with the catalog's methods when `[verification]
         // observe_catalog` says so: after routing, so the outcome reaches
         // the access line and the counts and never the decision.
-        if let (Some(token), Some(ip), true) = (ctx.observed, client, upgrade_ok) {
-            if let Some(claim) = snap.policy.observed_claim(token) {
-                let verdict = crate::verify::verify(&self.shared, &snap.policy, req, Some(claim), ip).await;
-                self.count_verification(&snap, Some(claim), &verdict);
-                ctx.verification = verdict.verification;
-                ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
-            }
+        if let (Some((_, Some(claim))), Some(ip), true) = (observation, client, upgrade_ok) {
+            let verdict = crate::verify::verify(&self.shared, &snap.policy, req, Some(claim), ip).await;
+            self.count_verification(&snap, Some(claim), &verdict);
+            ctx.verification = verdict.verification;
+            ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
         }
         match route {
             Route::BadRequest(why) => {
