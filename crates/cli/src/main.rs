@@ -244,7 +244,9 @@ cannot be read, the proxy or the sample origin cannot start, or the arguments ar
     /// Show the per-agent activity table of a running proxy, refreshing like top.
     #[command(after_help = "Without ADDRESS or --admin, the admin listener is server.admin of the policy file \
 (--config, $CRAWLGATE_CONFIG, else /etc/crawlgate/crawlgate.toml), and its server.admin_auth_file gives the \
-credentials unless --token-file is set. REQ/S is measured between two refreshes (--once waits one --interval).")]
+credentials unless --token-file is set. REQ/S is measured between two refreshes (--once waits one --interval). \
+No line is wider than $COLUMNS (when at least 40, else 100): long agent names are cut, then large counts \
+abbreviated (12.3M).")]
     Top {
         /// The admin listener: host:port or http://host:port[/prefix].
         #[arg(value_name = "ADDRESS", conflicts_with = "admin")]

@@ -12,11 +12,18 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use serde_json::Value;
 
-/// The widest line `top` prints.
+/// The widest line `top` prints when the terminal's width is not known.
 pub const WIDTH: usize = 100;
 
-/// The narrowest the agent column is cut to when the table is too wide.
+/// The narrowest the agent column is cut to before the counts are
+/// abbreviated (`12.3M`) to make room.
 const MIN_AGENT: usize = 8;
+
+/// The terminal's width: `COLUMNS` when it holds a number of at least 40
+/// (shells set it; `COLUMNS=120 crawlgate top`), else [`WIDTH`].
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()).filter(|w| *w >= 40).unwrap_or(WIDTH)
+}
 
 /// A column: header, JSON key (`None` for a rate), right-aligned.
 struct Column {
@@ -81,37 +88,46 @@ pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) ->
     if once {
         std::thread::sleep(Duration::from_secs_f64(interval));
         let agents = target.get("/api/agents", authorization.as_deref())?;
-        out!("{}", table(&agents, Some(&previous)));
+        out!("{}", table(&agents, Some(&previous), terminal_width()));
         return Ok(ExitCode::SUCCESS);
     }
     let mut first = true;
     loop {
+        let width = terminal_width();
         let screen = if first {
             first = false;
-            table(&previous, None)
+            table(&previous, None, width)
         } else {
             match target.get("/api/agents", authorization.as_deref()) {
                 Ok(agents) => {
-                    let t = table(&agents, Some(&previous));
+                    let t = table(&agents, Some(&previous), width);
                     previous = agents;
                     t
                 }
-                Err(e) => format!("{e:#}\n"),
+                Err(e) => fit_lines(&format!("{e:#}"), width),
             }
         };
         // Home, clear screen (ECMA-48 CUP and ED).
-        out!(
-            "\x1b[H\x1b[2Jcrawlgate top: {}, every {interval}s (Ctrl-C quits); counts since the proxy started\n\n{screen}",
-            target.authority
-        );
+        out!("\x1b[H\x1b[2J{}\n{screen}", fit_lines(&title(&target.authority, interval), width));
         std::thread::sleep(Duration::from_secs_f64(interval));
     }
 }
 
+/// The live screen's title line.
+fn title(authority: &str, interval: f64) -> String {
+    format!("crawlgate top: {authority}, every {interval}s (Ctrl-C quits); counts since the proxy started")
+}
+
+/// Each line of `text` cut to `width` characters, each ending in a newline.
+fn fit_lines(text: &str, width: usize) -> String {
+    text.lines().map(|l| fit(l, width) + "\n").collect()
+}
+
 /// The table for an `/api/agents` document, with a total line; rates
 /// per second against `previous` (by the documents' `now_ms`), `-`
-/// without one. At most [`WIDTH`] columns: a long agent name is cut.
-pub fn table(agents: &Value, previous: Option<&Value>) -> String {
+/// without one. No line is wider than `width`: a long agent name is cut,
+/// then the counts are abbreviated (`12.3M`), then the lines are cut.
+pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
     let elapsed_ms = previous.and_then(|p| agents["now_ms"].as_u64()?.checked_sub(p["now_ms"].as_u64()?));
     let rate = |now: &Value, before: Option<&Value>, key: &str| -> String {
         match elapsed_ms.filter(|ms| *ms > 0) {
@@ -152,10 +168,22 @@ pub fn table(agents: &Value, previous: Option<&Value>) -> String {
             })
             .collect(),
     );
-    let mut widths: Vec<usize> =
-        (0..COLUMNS.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    let rest: usize = widths[1..].iter().sum::<usize>() + 2 * (COLUMNS.len() - 1);
-    widths[0] = widths[0].min(WIDTH.saturating_sub(rest).max(MIN_AGENT));
+    let widths_of = |rows: &[Vec<String>]| -> (Vec<usize>, usize) {
+        let w: Vec<usize> =
+            (0..COLUMNS.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        let rest = w[1..].iter().sum::<usize>() + 2 * (COLUMNS.len() - 1);
+        (w, rest)
+    };
+    let (mut widths, mut rest) = widths_of(&rows);
+    if rest + MIN_AGENT > width {
+        for r in rows.iter_mut().skip(1) {
+            for v in r.iter_mut().skip(1) {
+                *v = compact(v);
+            }
+        }
+        (widths, rest) = widths_of(&rows);
+    }
+    widths[0] = widths[0].min(width.saturating_sub(rest).max(MIN_AGENT));
     let mut out = String::new();
     for r in &rows {
         let cells: Vec<String> = r
@@ -165,10 +193,27 @@ pub fn table(agents: &Value, previous: Option<&Value>) -> String {
             .enumerate()
             .map(|(i, ((v, _), w))| if i == 0 { format!("{:<w$}", fit(v, *w)) } else { format!("{v:>w$}") })
             .collect();
-        out.push_str(cells.join("  ").trim_end());
+        out.push_str(&fit(cells.join("  ").trim_end(), width));
         out.push('\n');
     }
     out
+}
+
+/// A count or rate of more than six characters in at most six: `12.3M`
+/// (SI prefixes, powers of 1000); anything else as it is.
+fn compact(v: &str) -> String {
+    let Ok(n) = v.parse::<f64>() else { return v.to_string() };
+    if v.len() <= 6 || !n.is_finite() {
+        return v.to_string();
+    }
+    let mut n = n;
+    for unit in ["k", "M", "G", "T", "P", "E", "Z", "Y"] {
+        n /= 1000.0;
+        if n < 999.95 {
+            return if n < 99.95 { format!("{n:.1}{unit}") } else { format!("{n:.0}{unit}") };
+        }
+    }
+    format!("{n:.0}Y")
 }
 
 /// `s` cut to `width` characters, its last one `…` when cut.
@@ -277,7 +322,7 @@ mod tests {
             "total": {"requests": 15, "allowed": 9, "violations": 1, "blocked": 3, "spoofed": 4, "verified": 10,
                       "robots_txt": 1, "bytes_sent": 123_461_909}
         });
-        let t = table(&v, Some(&before));
+        let t = table(&v, Some(&before), WIDTH);
         assert_eq!(
             t,
             "AGENT           REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT   BYTES\n\
@@ -287,7 +332,44 @@ mod tests {
         );
         assert_eq!(t.lines().map(|l| l.chars().count()).max(), Some(WIDTH));
         // Without a previous sample there is no rate.
-        assert!(table(&v, None).contains("\nGPTBot                12      -        9"), "{}", table(&v, None));
+        let first = table(&v, None, WIDTH);
+        assert!(first.contains("\nGPTBot                12      -        9"), "{first}");
+    }
+
+    /// Counts too wide for the terminal are abbreviated, the agent name is
+    /// cut, and no line (the live title included) passes the width.
+    #[test]
+    fn huge_counts_and_a_long_title_fit_the_width() {
+        let max = u64::MAX;
+        let row = |agent: &str| {
+            json!({"agent": agent, "requests": max, "allowed": max, "violations": max, "blocked": max,
+                   "spoofed": max, "verified": max, "robots_txt": max, "bytes_sent": max})
+        };
+        let before = json!({"now_ms": 1_000, "agents": [row("GPTBot")], "total": row("")});
+        let mut v = json!({"now_ms": 2_000, "agents": [row("GPTBot"), row(&"x".repeat(300))], "total": row("")});
+        v["agents"][0]["requests"] = json!(0);
+        let t = table(&v, Some(&before), WIDTH);
+        assert_eq!(
+            t,
+            "AGENT            REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT  BYTES\n\
+             GPTBot                  0    0.0    18.4E       18.4E    18.4E    18.4E     18.4E       18.4E  16.0E\n\
+             xxxxxxxxxxxxxx…     18.4E  18.4E    18.4E       18.4E    18.4E    18.4E     18.4E       18.4E  16.0E\n\
+             TOTAL               18.4E    0.0    18.4E       18.4E    18.4E    18.4E     18.4E       18.4E  16.0E\n"
+        );
+        for width in [40, 60, 80, WIDTH, 132] {
+            let t = table(&v, Some(&before), width);
+            let widest = t.lines().map(|l| l.chars().count()).max();
+            assert!(widest <= Some(width), "{width}: {t}");
+        }
+        let long = format!("{}:9090", "admin.".repeat(30));
+        let line = fit_lines(&title(&long, 2.0), WIDTH);
+        assert_eq!(line.chars().count(), WIDTH + 1, "{line}");
+        assert!(line.starts_with("crawlgate top: admin.admin.") && line.ends_with("…\n"), "{line}");
+        assert_eq!(fit_lines("short\nline two", 5), "short\nline…\n");
+        assert_eq!(
+            ["999999", "1000000", "123456789", "99999999999", "18446744073709551615", "-", "12.5"].map(compact),
+            ["999999", "1.0M", "123M", "100G", "18.4E", "-", "12.5"].map(String::from)
+        );
     }
 
     #[test]
