@@ -140,3 +140,28 @@ fn probes_answer_while_half_sent_requests_hold_the_admin_listener() {
     let m = proxy.metrics();
     assert!(m.contains("crawlgate_client_timeouts_total{listener=\"admin\",phase=\"header\"} 65\n"), "{m}");
 }
+
+/// An idle admin connection is closed after `admin_idle_timeout`, not the
+/// proxy's `client_idle_timeout`: a kept-alive dashboard or scraper
+/// connection does not hold one of the 64 slots for a minute.
+#[test]
+fn idle_admin_connections_close_after_the_admin_idle_timeout() {
+    let origin = origin();
+    let (listen, admin) = (addr(), addr());
+    let policy = base_policy(listen, admin, origin.addr).replacen(
+        "[server]\n",
+        "[server]\nclient_idle_timeout = \"60s\"\nadmin_idle_timeout = \"1s\"\n",
+        1,
+    ) + POLICY;
+    let proxy = Proxy::start_with(listen, admin, &policy);
+    let ready = || exchange_from("127.0.0.1", admin, b"GET /readyz HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    wait_for("the proxy to be ready", PATIENCE, || ready().starts_with("HTTP/1.1 200 OK\r\n").then_some(()));
+    let mut c = Conn::from_source(ip("127.0.0.2"), admin);
+    c.stream().set_read_timeout(Some(PATIENCE)).unwrap();
+    let first = c.request("GET", "/healthz", &[]);
+    assert_eq!((first.status, first.body.as_slice()), (200, &b"ok\n"[..]));
+    // Kept alive for the next request, then closed without a byte.
+    assert_eq!(c.read_to_close(), b"");
+    let idle = "crawlgate_client_timeouts_total{listener=\"admin\",phase=\"idle\"}";
+    assert_eq!(proxy.metric(idle).as_deref(), Some("1"), "{}", proxy.metrics());
+}

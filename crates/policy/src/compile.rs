@@ -320,6 +320,7 @@ fn compile_server(
         access_log_format: AccessLogFormat::Logfmt,
         ready_requires_upstream: false,
         admin_header_timeout: Duration::from_secs(5),
+        admin_idle_timeout: Duration::from_secs(10),
         admin_connections_per_client: 16,
         upgrades: Upgrades::Websocket,
         origin_paths: OriginPaths::Standard,
@@ -353,6 +354,7 @@ fn compile_server(
         access_log_format,
         ready_requires_upstream,
         admin_header_timeout,
+        admin_idle_timeout,
         admin_connections_per_client,
         upgrades,
         origin_paths,
@@ -491,6 +493,7 @@ fn compile_server(
     }
     s.admin_header_timeout =
         cx.positive_duration("server.admin_header_timeout", admin_header_timeout, s.admin_header_timeout);
+    s.admin_idle_timeout = cx.positive_duration("server.admin_idle_timeout", admin_idle_timeout, s.admin_idle_timeout);
     if let Some(m) = admin_connections_per_client {
         match usize::try_from(*m.get_ref()) {
             Ok(n) if (1..=ADMIN_CONNECTIONS).contains(&n) => s.admin_connections_per_client = n,
@@ -1721,8 +1724,15 @@ mod tests {
         let s = server("").unwrap();
         assert_eq!(s.admin_header_timeout, Duration::from_secs(5));
         assert_eq!(s.admin_connections_per_client, 16);
-        let s = server("admin_header_timeout = \"800ms\"\nadmin_connections_per_client = 64").unwrap();
+        assert_eq!(s.admin_idle_timeout, Duration::from_secs(10));
+        let s = server("admin_header_timeout = \"800ms\"\nadmin_connections_per_client = 64\nadmin_idle_timeout = \"2s\"")
+            .unwrap();
         assert_eq!(s.admin_header_timeout, Duration::from_millis(800));
+        assert_eq!(s.admin_idle_timeout, Duration::from_secs(2));
+        assert_eq!(
+            server("admin_idle_timeout = \"0s\"").unwrap_err(),
+            "p.toml:2:22: server.admin_idle_timeout must be greater than zero, found `0s`"
+        );
         assert_eq!(s.admin_connections_per_client, 64);
         assert_eq!(
             server("admin_header_timeout = \"0s\"\nadmin_connections_per_client = 65").unwrap_err(),

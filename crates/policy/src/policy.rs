@@ -202,6 +202,10 @@ pub struct ServerSettings {
     /// end of its header (shorter than the proxy's: a probe or a scrape
     /// sends its header at once).
     pub admin_header_timeout: Duration,
+    /// How long an admin connection may wait for its next request (the
+    /// admin listener's keep-alive), shorter than the proxy's idle
+    /// timeout: an idle admin connection holds one of 64 slots.
+    pub admin_idle_timeout: Duration,
     /// Concurrent admin connections from one client address, so that one
     /// client cannot fill the admin listener's cap.
     pub admin_connections_per_client: usize,

@@ -52,6 +52,7 @@ pub(crate) struct RawServer {
     pub access_log_format: Option<S<String>>,
     pub ready_requires_upstream: Option<bool>,
     pub admin_header_timeout: Option<S<String>>,
+    pub admin_idle_timeout: Option<S<String>>,
     pub admin_connections_per_client: Option<S<i64>>,
     pub upgrades: Option<S<String>>,
     pub origin_paths: Option<S<String>>,

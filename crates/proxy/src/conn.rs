@@ -107,16 +107,19 @@ struct Probes {
     paths: &'static [&'static str],
 }
 
-/// Open connections per client address.
+/// Open connections per client: an IPv4 address, or an IPv6 /64 (one
+/// host is usually given a whole /64, RFC 7934 section 6, so counting its
+/// addresses one by one would let it open 2^64 times the limit).
 struct PerClient {
     limit: usize,
     open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
 }
 
 impl PerClient {
-    /// Counts a connection from `ip`, or `None` when `ip` already has
-    /// `limit` open.
+    /// Counts a connection from `ip`, or `None` when its client
+    /// ([`client_key`]) already has `limit` open.
     fn admit(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<ClientSlot> {
+        let ip = client_key(ip);
         let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let n = open.entry(ip).or_insert(0);
         if *n >= self.limit {
@@ -124,6 +127,19 @@ impl PerClient {
         }
         *n += 1;
         Some(ClientSlot { ip, table: self.clone() })
+    }
+}
+
+/// The client a connection from `ip` counts against: an IPv4 address as it
+/// is (an IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address
+/// as its /64 prefix.
+fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
+    match ip {
+        std::net::IpAddr::V4(_) => ip,
+        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => std::net::IpAddr::V4(v4),
+            None => std::net::IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
+        },
     }
 }
 
@@ -987,6 +1003,31 @@ impl GetSocketDigest for Guarded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The admin listener's per-client limit counts IPv4 addresses one by
+    /// one and IPv6 addresses by their /64; an IPv4-mapped address is its
+    /// IPv4 address.
+    #[test]
+    fn per_client_limit_groups_ipv6_by_64() {
+        let ip = |s: &str| -> std::net::IpAddr { s.parse().unwrap_or_else(|e| panic!("{s}: {e}")) };
+        let table = Arc::new(PerClient { limit: 2, open: Default::default() });
+        let a = table.admit(ip("2001:db8:1:2::1"));
+        let b = table.admit(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+        assert!(a.is_some() && b.is_some());
+        assert!(table.admit(ip("2001:db8:1:2:abcd::9")).is_none(), "a third address of the same /64");
+        let other = table.admit(ip("2001:db8:1:3::1"));
+        assert!(other.is_some(), "the next /64 is another client");
+        let v4 = [table.admit(ip("192.0.2.1")), table.admit(ip("::ffff:192.0.2.1"))];
+        assert!(v4.iter().all(Option::is_some));
+        assert!(table.admit(ip("192.0.2.1")).is_none(), "the mapped address counted as the IPv4 one");
+        assert!(table.admit(ip("192.0.2.2")).is_some(), "IPv4 addresses are counted one by one");
+        drop(a);
+        assert!(table.admit(ip("2001:db8:1:2::7")).is_some(), "a closed connection gives its slot back");
+        assert_eq!(
+            ["2001:db8:1:2:3:4:5:6", "::ffff:10.0.0.1", "10.0.0.1", "::1"].map(|s| client_key(ip(s)).to_string()),
+            ["2001:db8:1:2::", "10.0.0.1", "10.0.0.1", "::"]
+        );
+    }
 
     #[test]
     fn header_end() {

@@ -103,8 +103,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         None => None,
     };
     let h2c = server_settings.h2c;
-    let (admin_header_timeout, admin_per_client) =
-        (server_settings.admin_header_timeout, server_settings.admin_connections_per_client);
+    let (admin_header_timeout, admin_idle_timeout, admin_per_client) = (
+        server_settings.admin_header_timeout,
+        server_settings.admin_idle_timeout,
+        server_settings.admin_connections_per_client,
+    );
     let limits = Limits {
         idle: server_settings.client_idle_timeout,
         header: server_settings.client_header_timeout,
@@ -187,7 +190,12 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     }
     server.add_service(proxy);
     if let Some(addr) = admin {
-        let admin_limits = Limits { max_connections: ADMIN_CONNECTIONS, header: admin_header_timeout, ..limits };
+        let admin_limits = Limits {
+            max_connections: ADMIN_CONNECTIONS,
+            header: admin_header_timeout,
+            idle: admin_idle_timeout,
+            ..limits
+        };
         let app =
             ConnApp::new(Admin::new(shared.clone(), admin_auth), admin_limits, shared.metrics.connections("admin"))
                 .with_probe_slots(ADMIN_PROBE_SLOTS, crate::admin::PROBES)

@@ -80,6 +80,7 @@ fn restart_only(s: &ServerSettings) -> Vec<(&'static str, String)> {
         ("server.max_connections", s.max_connections.to_string()),
         ("server.proxy_protocol", s.proxy_protocol.to_string()),
         ("server.admin_header_timeout", format!("{:?}", s.admin_header_timeout)),
+        ("server.admin_idle_timeout", format!("{:?}", s.admin_idle_timeout)),
         ("server.admin_connections_per_client", s.admin_connections_per_client.to_string()),
     ]
 }
