@@ -8,7 +8,7 @@ check in the shell script's format, writes files for the later shell checks
 (the ConfigMap's crawlgate.toml, the dashboard queries as rules) into TMPDIR,
 and ends by writing "PASSED FAILED SKIPPED" counts to TMPDIR/py-counts.
 """
-import json, os, re, sys
+import json, os, re, subprocess, sys
 
 tmp = sys.argv[1]
 have_yaml = os.environ.get("HAVE_YAML") == "1"
@@ -62,7 +62,6 @@ EXPECTED = {
     "pdb.yaml": ("policy/v1", "PodDisruptionBudget"),
     "hpa.yaml": ("autoscaling/v2", "HorizontalPodAutoscaler"),
     "servicemonitor.yaml": ("monitoring.coreos.com/v1", "ServiceMonitor"),
-    "admin-auth-secret.yaml": ("v1", "Secret"),
     "networkpolicy.yaml": ("networking.k8s.io/v1", "NetworkPolicy"),
     "kustomization.yaml": ("kustomize.config.k8s.io/v1beta1", "Kustomization"),
 }
@@ -241,9 +240,30 @@ else:
                     # the Secret mounted at its directory, and Prometheus
                     # sends that key.
                     mounts = {m.get("mountPath"): m for m in c.get("volumeMounts", [])}
-                    secret = by_kind.get("Secret") or {}
-                    secret_name = secret.get("metadata", {}).get("name")
-                    secret_keys = set((secret.get("stringData") or {}).keys()) | set((secret.get("data") or {}).keys())
+                    # The Secret is generated (kustomization.yaml
+                    # secretGenerator) from files kept out of git, never
+                    # written in a manifest with a token everyone knows.
+                    gens = [g for g in (kust.get("secretGenerator") or []) if isinstance(g, dict)]
+                    gen = gens[0] if len(gens) == 1 else {}
+                    secret_name = gen.get("name")
+                    if not gen:
+                        p.append("kustomization.yaml: the admin Secret must come from one secretGenerator")
+                    elif gen.get("literals") or gen.get("envs"):
+                        p.append("kustomization.yaml: the admin Secret's secretGenerator must read files only (no literals or envs)")
+                    elif not (gen.get("options") or {}).get("disableNameSuffixHash"):
+                        p.append("kustomization.yaml: the admin Secret needs disableNameSuffixHash (servicemonitor.yaml names it)")
+                    gen_files = [f.partition("=") if "=" in f else (os.path.basename(f), "=", f) for f in gen.get("files") or []]
+                    secret_keys = {k for k, _, _ in gen_files}
+                    for _, _, src in gen_files:
+                        ignored = subprocess.run(["git", "check-ignore", "-q", os.path.join(K8S, src)]).returncode == 0
+                        tracked = subprocess.run(["git", "ls-files", "--error-unmatch", os.path.join(K8S, src)],
+                                                 capture_output=True).returncode == 0
+                        if not ignored or tracked:
+                            p.append(f"{K8S}/{src}: the admin token file must be git-ignored and untracked")
+                    for path, ds in docs.items():
+                        for d in ds:
+                            if isinstance(d, dict) and d.get("kind") == "Secret" and (d.get("data") or d.get("stringData")):
+                                p.append(f"{path}: a Secret with its data in the repository (generate it from a git-ignored file)")
                     auth = server.get("admin_auth_file")
                     if not auth:
                         p.append("configmap.yaml: server.admin_auth_file is not set (the admin listener is open to the cluster)")
@@ -251,9 +271,9 @@ else:
                         adir, _, akey = auth.rpartition("/")
                         vol = vols.get((mounts.get(adir) or {}).get("name"), {})
                         if vol.get("secret", {}).get("secretName") != secret_name:
-                            p.append(f"deployment.yaml: admin_auth_file {auth}: {adir} is not the Secret {secret_name} (admin-auth-secret.yaml)")
+                            p.append(f"deployment.yaml: admin_auth_file {auth}: {adir} is not the Secret {secret_name} (kustomization.yaml secretGenerator)")
                         if akey not in secret_keys:
-                            p.append(f"admin-auth-secret.yaml: no key `{akey}` (admin_auth_file {auth})")
+                            p.append(f"kustomization.yaml: the secretGenerator {secret_name} has no key `{akey}` (admin_auth_file {auth})")
                         for ep in (sm or {}).get("spec", {}).get("endpoints", []):
                             cred = (ep.get("authorization") or {}).get("credentials") or {}
                             if (cred.get("name"), cred.get("key")) != (secret_name, akey):
