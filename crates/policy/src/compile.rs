@@ -206,6 +206,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     // `*` first so the header reads `*;..., Token;...`.
     tag_tokens.sort_by_key(|t| t != "*");
 
+    let content_signal_derived = matches!(signal, SignalSource::Derive(_));
     extras.content_signal = content_signal(&mut cx, signal, star_group.map(|i| &groups[i]));
     let robots_txt = render::robots_txt(file_name, &groups, star_group, &extras, &tags);
     if robots_txt.len() > MAX_ROBOTS_TXT {
@@ -246,6 +247,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         license_href: extras.license.clone().or_else(|| rsl.as_ref().map(|(p, _)| p.clone())),
         rsl,
         content_signal: extras.content_signal.clone(),
+        content_signal_derived,
         robots_extras: extras,
         file_name: file_name.to_string(),
     };
@@ -873,8 +875,52 @@ fn content_signal(cx: &mut Ctx<'_>, source: SignalSource, star: Option<&Group>) 
                     );
                 }
             }
+            signal_use_conflicts(cx, &value, at, usage.as_ref());
             Some(value)
         }
+    }
+}
+
+/// Warns when a written Content-Signal's `use=` level contradicts what
+/// the same line says with `ai-input` / `ai-train`, or what the `*`
+/// group's site-wide Content-Usage says with `ai-use` / `train-ai`
+/// ([`sf::SignalUse::contradictions`]).
+fn signal_use_conflicts(cx: &mut Ctx<'_>, value: &str, at: usize, usage: Option<&(String, usize)>) {
+    let Some(level) = validate::content_signal_use(value) else { return };
+    let own = validate::content_signal_pairs(value);
+    let own_of = |key: &str| own.iter().find(|(k, _)| *k == key).map(|(_, a)| *a);
+    let mut found: Vec<String> = Vec::new();
+    let own: Vec<String> = level
+        .contradictions(own_of("ai-train"), own_of("ai-input"))
+        .into_iter()
+        .map(|label| {
+            let (l, v) = label.split_once('=').unwrap_or((label, ""));
+            let key = sf::CONTENT_SIGNAL_KEYS.iter().find(|(_, lab)| *lab == l).map_or(l, |(k, _)| *k);
+            format!("{key}={}", if v == "y" { "yes" } else { "no" })
+        })
+        .collect();
+    if !own.is_empty() {
+        found.push(format!("{} (this line)", own.join(", ")));
+    }
+    if let Some((u, line)) = usage {
+        let pairs: Vec<(&str, bool)> =
+            u.split(", ").filter_map(|kv| kv.split_once('=').map(|(k, v)| (k, v == "y"))).collect();
+        let of = |label: &str| pairs.iter().find(|(l, _)| *l == label).map(|(_, a)| *a);
+        let theirs = level.contradictions(of("train-ai"), of("ai-use"));
+        if !theirs.is_empty() {
+            found.push(format!("{} (the `*` group's content_usage, group at line {line})", theirs.join(", ")));
+        }
+    }
+    if !found.is_empty() {
+        cx.warn_at(
+            at,
+            Warning::ContentSignalUseConflict,
+            format!(
+                "robots_txt.content_signal: use={} contradicts {}; use=immediate and use=reference grant AI use without training, use=full grants training too, and no level fits ai-use=n",
+                level.as_str(),
+                found.join(" and ")
+            ),
+        );
     }
 }
 

@@ -585,6 +585,9 @@ pub struct Policy {
     pub(crate) license_href: Option<String>,
     /// The robots.txt `Content-Signal` value, if any.
     pub(crate) content_signal: Option<String>,
+    /// Whether `content_signal` is `"derive"`: a path's value then follows
+    /// that path's Content-Usage.
+    pub(crate) content_signal_derived: bool,
     /// The policy's own robots.txt extras and file name, so that a merge
     /// with the origin's file renders robots.txt again.
     pub(crate) robots_extras: RobotsTxtExtras,
@@ -664,6 +667,23 @@ impl Policy {
     /// Policy), written or derived from the `*` group's Content-Usage.
     pub fn content_signal(&self) -> Option<&str> {
         self.content_signal.as_deref()
+    }
+
+    /// The Content-Signal value for a response at `path_and_query` (the
+    /// header of a response crawlgate makes itself, e.g. a Markdown
+    /// rendering): a written `content_signal` as robots.txt publishes it,
+    /// for every path; with `"derive"`, what the Content-Usage that path's
+    /// responses carry ([`Policy::url_controls`]: the `*` group's most
+    /// specific entry) says, mapped as robots.txt's line is
+    /// ([`crate::sf::content_signal_from_usage`]); `None` without
+    /// `content_signal` or when that Content-Usage states none of
+    /// train-ai, ai-use and search.
+    pub fn content_signal_for(&self, path_and_query: &str) -> Option<std::borrow::Cow<'_, str>> {
+        if !self.content_signal_derived {
+            return self.content_signal.as_deref().map(std::borrow::Cow::Borrowed);
+        }
+        let usage = self.url_controls(path_and_query).content_usage?;
+        crate::sf::content_signal_from_usage(&usage).map(std::borrow::Cow::Owned)
     }
 
     /// The path a locally served file is served at: the fixed path, or the

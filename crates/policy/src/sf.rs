@@ -148,19 +148,91 @@ pub fn combine_content_usage<'a>(statements: impl IntoIterator<Item = &'a str>) 
     Some(combined.iter().map(|(l, a)| format!("{l}={}", if *a { "y" } else { "n" })).collect::<Vec<_>>().join(", "))
 }
 
+/// A Content-Signal `use=` level: how far an AI product may use the
+/// content, narrowest first. `immediate`: only to answer the request at
+/// hand; `reference`: also kept to be referred to and cited later;
+/// `full`: any use, training included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SignalUse {
+    /// `use=immediate`.
+    Immediate,
+    /// `use=reference`.
+    Reference,
+    /// `use=full`.
+    Full,
+}
+
+impl SignalUse {
+    /// The level `value` names, if any.
+    pub fn parse(value: &str) -> Option<SignalUse> {
+        match value {
+            "immediate" => Some(SignalUse::Immediate),
+            "reference" => Some(SignalUse::Reference),
+            "full" => Some(SignalUse::Full),
+            _ => None,
+        }
+    }
+
+    /// As written in a Content-Signal line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SignalUse::Immediate => "immediate",
+            SignalUse::Reference => "reference",
+            SignalUse::Full => "full",
+        }
+    }
+
+    /// What contradicts this level in `train-ai` / `ai-use` preferences
+    /// (Content-Usage labels, `true` for `y`): `ai-use=n` contradicts any
+    /// level (a level grants some use); `train-ai=n` contradicts `full`,
+    /// and `train-ai=y` a level below `full` (it allows training, which
+    /// only `full` covers). The contradicting `label=y|n` statements.
+    pub fn contradictions(self, train_ai: Option<bool>, ai_use: Option<bool>) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if ai_use == Some(false) {
+            out.push("ai-use=n");
+        }
+        match (self, train_ai) {
+            (SignalUse::Full, Some(false)) => out.push("train-ai=n"),
+            (SignalUse::Immediate | SignalUse::Reference, Some(true)) => out.push("train-ai=y"),
+            _ => {}
+        }
+        out
+    }
+}
+
+/// The `use=` level a Content-Usage value implies, where one is
+/// defensible: `full` when `train-ai=y` and `ai-use` is not `n` (training
+/// allowed is every use allowed). Nothing else maps: `ai-use=n` is said by
+/// `ai-input=no` (no level means "none"), and `ai-use=y` without training
+/// does not say whether the content may be kept after the answer, which
+/// is what separates `immediate` from `reference`.
+pub fn signal_use_from_usage(prefs: &str) -> Option<SignalUse> {
+    let prefs = preferences(prefs);
+    let get = |label: &str| prefs.iter().find(|(l, _)| l == label).map(|(_, a)| *a);
+    (get("train-ai") == Some(true) && get("ai-use") != Some(false)).then_some(SignalUse::Full)
+}
+
 /// The `Content-Signal` value (`search=yes, ai-input=no, ai-train=no`)
 /// that says what a Content-Usage value says: `train-ai` is `ai-train`,
-/// `ai-use` is `ai-input`, `search` is `search`; other labels have no
-/// counterpart. `None` when none of the three is stated.
+/// `ai-use` is `ai-input`, `search` is `search`, and `use=` as
+/// [`signal_use_from_usage`] maps it; other labels have no counterpart.
+/// `None` when none of the three is stated.
 pub fn content_signal_from_usage(prefs: &str) -> Option<String> {
-    let prefs = preferences(prefs);
-    let pairs: Vec<String> = CONTENT_SIGNAL_KEYS
+    let parsed = preferences(prefs);
+    let mut pairs: Vec<String> = CONTENT_SIGNAL_KEYS
         .iter()
         .filter_map(|(signal, label)| {
-            prefs.iter().find(|(l, _)| l == label).map(|(_, a)| format!("{signal}={}", if *a { "yes" } else { "no" }))
+            parsed.iter().find(|(l, _)| l == label).map(|(_, a)| format!("{signal}={}", if *a { "yes" } else { "no" }))
         })
         .collect();
-    (!pairs.is_empty()).then(|| pairs.join(", "))
+    if pairs.is_empty() {
+        return None;
+    }
+    if let Some(u) = signal_use_from_usage(prefs) {
+        pairs.push(format!("use={}", u.as_str()));
+    }
+    Some(pairs.join(", "))
 }
 
 #[cfg(test)]
@@ -211,5 +283,26 @@ mod tests {
         );
         assert_eq!(content_signal_from_usage("train-ai=n").as_deref(), Some("ai-train=no"));
         assert_eq!(content_signal_from_usage("foo=n"), None);
+        // use=: full only where training is allowed and AI use is not refused.
+        assert_eq!(
+            content_signal_from_usage("train-ai=y, ai-use=y").as_deref(),
+            Some("ai-input=yes, ai-train=yes, use=full")
+        );
+        assert_eq!(content_signal_from_usage("train-ai=y").as_deref(), Some("ai-train=yes, use=full"));
+        assert_eq!(content_signal_from_usage("train-ai=y, ai-use=n").as_deref(), Some("ai-input=no, ai-train=yes"));
+        assert_eq!(content_signal_from_usage("ai-use=y, train-ai=n").as_deref(), Some("ai-input=yes, ai-train=no"));
+    }
+
+    #[test]
+    fn use_levels_and_their_contradictions() {
+        use SignalUse::{Full, Immediate, Reference};
+        assert!(Immediate < Reference && Reference < Full);
+        assert_eq!(["immediate", "reference", "full", "all"].map(SignalUse::parse), [Some(Immediate), Some(Reference), Some(Full), None]);
+        assert_eq!(Full.contradictions(Some(false), Some(false)), ["ai-use=n", "train-ai=n"]);
+        assert_eq!(Full.contradictions(Some(true), Some(true)), Vec::<&str>::new());
+        assert_eq!(Reference.contradictions(Some(true), None), ["train-ai=y"]);
+        assert_eq!(Reference.contradictions(Some(false), Some(true)), Vec::<&str>::new());
+        assert_eq!(Immediate.contradictions(None, Some(false)), ["ai-use=n"]);
+        assert_eq!(Immediate.contradictions(None, None), Vec::<&str>::new());
     }
 }

@@ -284,27 +284,57 @@ pub fn rsl_document(doc: &str) -> Result<&str, String> {
 }
 
 /// The `key=yes|no` pairs of a `content_signal` value that
-/// [`content_signal`] accepted.
+/// [`content_signal`] accepted (not its `use=`).
 pub(crate) fn content_signal_pairs(value: &str) -> Vec<(&str, bool)> {
-    value.split(',').filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim(), v.trim() == "yes"))).collect()
+    value
+        .split(',')
+        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.trim(), v.trim())))
+        .filter(|(k, _)| *k != "use")
+        .map(|(k, v)| (k, v == "yes"))
+        .collect()
 }
 
-/// `robots_txt.content_signal`: a list of `key=yes|no`; returns it as
-/// robots.txt publishes it (entries joined by `, `).
+/// The `use=` level of a `content_signal` value that [`content_signal`]
+/// accepted.
+pub(crate) fn content_signal_use(value: &str) -> Option<crate::sf::SignalUse> {
+    value.split(',').find_map(|kv| match kv.split_once('=') {
+        Some((k, v)) if k.trim() == "use" => crate::sf::SignalUse::parse(v.trim()),
+        _ => None,
+    })
+}
+
+/// `robots_txt.content_signal`: a list of `key=yes|no`, and at most one
+/// `use=immediate|reference|full`; returns it as robots.txt publishes it
+/// (entries joined by `, `).
 pub fn content_signal(value: &str) -> Result<String, String> {
-    let ok = value.split(',').all(|kv| {
-        kv.split_once('=').is_some_and(|(k, val)| {
-            let (k, val) = (k.trim(), val.trim());
-            !k.is_empty() && k.bytes().all(|b| b.is_ascii_lowercase() || b == b'-') && (val == "yes" || val == "no")
-        })
-    });
-    if ok {
-        Ok(value.split(',').map(str::trim).collect::<Vec<_>>().join(", "))
-    } else {
-        Err(format!(
-            "robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"
-        ))
+    let mut uses = 0;
+    for kv in value.split(',') {
+        let Some((k, val)) = kv.split_once('=') else {
+            return Err(format!(
+                "robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"
+            ));
+        };
+        let (k, val) = (k.trim(), val.trim());
+        if k == "use" {
+            uses += 1;
+            if crate::sf::SignalUse::parse(val).is_none() {
+                return Err(format!(
+                    "robots_txt.content_signal: use must be immediate, reference or full, found `{val}`"
+                ));
+            }
+            if uses > 1 {
+                return Err(format!("robots_txt.content_signal: `{value}` states use more than once"));
+            }
+        } else if k.is_empty()
+            || !k.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+            || !(val == "yes" || val == "no")
+        {
+            return Err(format!(
+                "robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"
+            ));
+        }
     }
+    Ok(value.split(',').map(str::trim).collect::<Vec<_>>().join(", "))
 }
 
 #[cfg(test)]
@@ -391,6 +421,20 @@ mod tests {
         assert!(sitemap("https://e.example/#top").is_err());
         assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));
         assert!(content_signal("x").is_err());
+        assert_eq!(
+            content_signal("search=yes,ai-train=no,use=reference"),
+            Ok("search=yes, ai-train=no, use=reference".into())
+        );
+        assert_eq!(
+            content_signal("use=later"),
+            Err("robots_txt.content_signal: use must be immediate, reference or full, found `later`".into())
+        );
+        assert_eq!(
+            content_signal("use=full, use=immediate"),
+            Err("robots_txt.content_signal: `use=full, use=immediate` states use more than once".into())
+        );
+        assert_eq!(content_signal_use("search=yes, use=immediate"), Some(crate::sf::SignalUse::Immediate));
+        assert_eq!(content_signal_pairs("search=yes, use=full, ai-train=no"), [("search", true), ("ai-train", false)]);
         assert_eq!(license("https://e.example/license.xml"), Ok(()));
         assert_eq!(
             license("https:///x").unwrap_err(),

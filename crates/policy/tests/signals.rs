@@ -81,6 +81,55 @@ fn a_written_content_signal_that_contradicts_content_usage_is_a_warning() {
     );
 }
 
+/// `use=immediate|reference|full` in a written Content-Signal: published,
+/// checked against `ai-use` / `train-ai`; a bad level is an error.
+#[test]
+fn content_signal_use_is_published_and_checked() {
+    let src = format!(
+        "{UPSTREAM}[robots_txt]\ncontent_signal = \"search=yes,ai-train=no,use=reference\"\n[[group]]\nuser_agents = [\"*\"]\n"
+    );
+    let p = load(&src, "p.toml").unwrap().policy;
+    assert_eq!(p.content_signal(), Some("search=yes, ai-train=no, use=reference"));
+    assert!(p.robots_txt().ends_with("Content-Signal: search=yes, ai-train=no, use=reference\n"), "{}", p.robots_txt());
+    assert_eq!(
+        warnings("[robots_txt]\ncontent_signal = \"use=immediate\"\n[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"train-ai=y\"]\n"),
+        ["p.toml:4:18: warning[content-signal-use-conflict]: robots_txt.content_signal: use=immediate contradicts train-ai=y (the `*` group's content_usage, group at line 5); use=immediate and use=reference grant AI use without training, use=full grants training too, and no level fits ai-use=n"]
+    );
+    assert_eq!(
+        warnings("[robots_txt]\ncontent_signal = \"ai-input=no, use=reference\"\n"),
+        ["p.toml:4:18: warning[content-signal-use-conflict]: robots_txt.content_signal: use=reference contradicts ai-input=no (this line); use=immediate and use=reference grant AI use without training, use=full grants training too, and no level fits ai-use=n"]
+    );
+    assert_eq!(
+        warnings("[robots_txt]\ncontent_signal = \"ai-train=yes, use=full\"\n[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"ai-use=y\"]\n"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors("[robots_txt]\ncontent_signal = \"search=yes, use=always\"\n"),
+        "p.toml:4:18: robots_txt.content_signal: use must be immediate, reference or full, found `always`"
+    );
+}
+
+/// The Content-Signal of a path (for responses crawlgate makes itself): a
+/// written value everywhere; a derived one follows the path's Content-Usage,
+/// and says nothing where the path's responses carry none.
+#[test]
+fn content_signal_for_a_path() {
+    let usage = "[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\ncontent_usage = [\"train-ai=n, search=y\", \"/open/ train-ai=y\"]\n";
+    let derived = load(&format!("{UPSTREAM}[robots_txt]\ncontent_signal = \"derive\"\n{usage}"), "p.toml").unwrap().policy;
+    let at = |p: &crawlgate_policy::Policy, path: &str| p.content_signal_for(path).map(|v| v.into_owned());
+    assert_eq!(at(&derived, "/a").as_deref(), Some("search=yes, ai-train=no"));
+    assert_eq!(at(&derived, "/open/x?y=1").as_deref(), Some("ai-train=yes, use=full"));
+    assert_eq!(at(&derived, "/private/x"), None);
+    let written =
+        load(&format!("{UPSTREAM}[robots_txt]\ncontent_signal = \"search=yes, use=immediate\"\n{usage}"), "p.toml")
+            .unwrap()
+            .policy;
+    assert_eq!(at(&written, "/open/x").as_deref(), Some("search=yes, use=immediate"));
+    assert_eq!(at(&written, "/private/x").as_deref(), Some("search=yes, use=immediate"));
+    let none = load(&format!("{UPSTREAM}{usage}"), "p.toml").unwrap().policy;
+    assert_eq!(at(&none, "/a"), None);
+}
+
 const TDM: &str = r#"
 [tdmrep]
 [[tdmrep.rules]]
