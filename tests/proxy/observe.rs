@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crawlgate_e2e::origin::{Origin, Route};
-use crawlgate_e2e::proxy::{wait_for, Proxy};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
 
 const PERPLEXITY_UA: &str =
     "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)";
@@ -167,4 +167,56 @@ fn observe_catalog_off_verifies_no_unnamed_catalog_crawler() {
     let news = access_line(&proxy, "/news");
     assert!(news.contains(" agent=PerplexityBot group=* decision=allow "), "{news}");
     assert!(!news.contains("verification="), "{news}");
+}
+
+/// An unnamed catalog crawler verified by reverse DNS only (YandexBot),
+/// from 192.0.2.5 behind a trusted proxy (the resolver answers loopback
+/// PTRs itself): the lookup runs beside the response, which does not wait
+/// for it (the DNS server answers each query 1 s late), and its outcome
+/// still reaches the request's access line and the verification counter.
+#[test]
+fn an_observed_crawlers_lookup_does_not_hold_its_response() {
+    let ip = |s: &str| -> std::net::IpAddr { s.parse().unwrap_or_else(|e| panic!("{s}: {e}")) };
+    let dns = crawlgate_testkit::dns::DnsServer::start();
+    dns.add_ptr(ip("192.0.2.5"), "spider-192-0-2-5.yandex.com", 300);
+    dns.add_addr("spider-192-0-2-5.yandex.com", ip("192.0.2.5"), 300);
+    dns.set_delay(Duration::from_secs(1));
+    let origin = Origin::start(vec![("/news", Route::ok("text/plain", "news\n"))]);
+    let (listen, admin) = (free_addr(), free_addr());
+    let policy = base_policy(listen, admin, origin.addr)
+        .replacen("[server]\n", "[server]\ntrusted_proxies = [\"127.0.0.1/32\"]\n", 1)
+        + &format!(
+            "\n[verification]\n[verification.dns]\nnameservers = [\"{}\"]\ntimeout = \"30s\"\n\n\
+             [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n",
+            dns.addr()
+        );
+    let proxy = Proxy::start_with(listen, admin, &policy);
+    let resp = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .and_then(|c| {
+            c.get(proxy.url("/news"))
+                .header("User-Agent", "Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)")
+                .header("X-Forwarded-For", "192.0.2.5")
+                .send()
+        })
+        .unwrap_or_else(|e| panic!("GET /news: {e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.text().ok().as_deref(), Some("news\n"));
+    // The response is in, the lookup is not: no line for it yet.
+    assert!(!proxy.log().contains(" path=/news "), "logged before the lookup answered:\n{}", proxy.log());
+    let line = access_line(&proxy, "/news");
+    assert!(
+        line.contains(
+            " agent=YandexBot verification=verified(rdns) evidence=\"ptr spider-192-0-2-5.yandex.com (forward-confirmed)\" group=* decision=allow "
+        ),
+        "{line}"
+    );
+    let verified = "crawlgate_verifications_total{agent=\"YandexBot\",method=\"rdns\",result=\"verified\"}";
+    assert_eq!(proxy.metric(verified).as_deref(), Some("1"), "{}", proxy.metrics());
+}
+
+/// A free 127.0.0.1 address.
+fn free_addr() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], free_port()))
 }

@@ -138,6 +138,9 @@ pub struct Ctx {
     /// The catalog crawler a request naming no policy token names, for
     /// logs and metrics only (`group` stays the one that decided).
     observed: Option<&'static str>,
+    /// Its verification still running (a reverse DNS lookup the response
+    /// does not wait for); `logging` awaits it.
+    observing: Option<(Claim<'static>, tokio::task::JoinHandle<Verdict>)>,
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     browser: bool,
@@ -233,6 +236,7 @@ impl ProxyHttp for Gate {
             violation: false,
             reason: None,
             observed: None,
+            observing: None,
             origin_rule: false,
             browser: false,
         }
@@ -322,12 +326,22 @@ impl ProxyHttp for Gate {
         ctx.observed = observation.map(|(token, _)| token);
         // Verified with the catalog's methods when `[verification]
         // observe_catalog` says so: after routing, so the outcome reaches
-        // the access line and the counts and never the decision.
+        // the access line and the counts and never the decision. A lookup
+        // runs beside the response; `logging` waits for it.
         if let (Some((_, Some(claim))), Some(ip), true) = (observation, client, upgrade_ok) {
-            let verdict = crate::verify::verify(&self.shared, &snap.policy, req, Some(claim), ip).await;
-            self.count_verification(&snap, Some(claim), &verdict);
-            ctx.verification = verdict.verification;
-            ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+            let verdict = match crate::verify::observe(&self.shared, &snap.policy, req, claim, ip) {
+                Some(crate::verify::Observation::Done(v)) => Some(v),
+                Some(crate::verify::Observation::Pending(task)) => {
+                    ctx.observing = Some((claim, task));
+                    None
+                }
+                None => Some(crate::verify::verify(&self.shared, &snap.policy, req, Some(claim), ip).await),
+            };
+            if let Some(verdict) = verdict {
+                self.count_verification(&snap, Some(claim), &verdict);
+                ctx.verification = verdict.verification;
+                ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+            }
         }
         match route {
             Route::BadRequest(why) => {
@@ -595,6 +609,15 @@ impl ProxyHttp for Gate {
             }
         }
         let elapsed = ctx.started.elapsed();
+        // An observed crawler's lookup, after the response: its outcome
+        // still reaches this request's line and counts (a failed task
+        // leaves the request unverified-as-not-applicable).
+        if let Some((claim, task)) = ctx.observing.take() {
+            let verdict = task.await.unwrap_or_default();
+            self.count_verification(&ctx.snap, Some(claim), &verdict);
+            ctx.verification = verdict.verification;
+            ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+        }
         let req = session.req_header();
         // Host and User-Agent are only read for the access log line.
         let host = if ctx.logged {

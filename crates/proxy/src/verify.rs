@@ -93,6 +93,41 @@ pub async fn verify(
     verifier.verify(claim.as_ref(), ip, Some(&signed)).await
 }
 
+/// The verification of a catalog crawler the policy does not name
+/// (`Policy::observation`), which no decision waits for.
+pub enum Observation {
+    /// Known now: a cached answer, or nothing to verify with.
+    Done(Verdict),
+    /// Running in a task of its own (a reverse DNS lookup): the access line
+    /// and the counts await it after the response is written.
+    Pending(tokio::task::JoinHandle<Verdict>),
+}
+
+/// Starts verifying an observed crawler's `claim` from `ip` off the
+/// request path: a cached answer at once, else a spawned lookup. `None`
+/// for a signed request, which [`verify`] checks on the path as before
+/// (the signature's headers belong to the request).
+pub fn observe(shared: &Arc<Shared>, policy: &Policy, req: &RequestHeader, claim: Claim<'static>, ip: IpAddr) -> Option<Observation> {
+    let Some(verifier) = shared.verifier.get() else { return Some(Observation::Done(Verdict::default())) };
+    if !policy.settings().verification.enabled {
+        return Some(Observation::Done(Verdict::default()));
+    }
+    if req.headers.contains_key("signature") && req.headers.contains_key("signature-input") {
+        return None;
+    }
+    if let Some(v) = verifier.verify_cached(&claim, ip) {
+        return Some(Observation::Done(v));
+    }
+    let shared = shared.clone();
+    Some(Observation::Pending(tokio::spawn(async move {
+        let Some(verifier) = shared.verifier.get() else { return Verdict::default() };
+        let started = Instant::now();
+        let v = verifier.verify(Some(&claim), ip, None).await;
+        shared.metrics.verification().dns_lookup(started.elapsed());
+        v
+    })))
+}
+
 /// Refreshes the IP lists on their interval and publishes their state and
 /// the resolver's cache size as metrics.
 pub struct Refresher {
