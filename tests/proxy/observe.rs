@@ -183,13 +183,15 @@ fn an_observed_crawlers_lookup_does_not_hold_its_response() {
     dns.set_delay(Duration::from_secs(1));
     let origin = Origin::start(vec![("/news", Route::ok("text/plain", "news\n"))]);
     let (listen, admin) = (free_addr(), free_addr());
-    let policy = base_policy(listen, admin, origin.addr)
-        .replacen("[server]\n", "[server]\ntrusted_proxies = [\"127.0.0.1/32\"]\n", 1)
-        + &format!(
-            "\n[verification]\n[verification.dns]\nnameservers = [\"{}\"]\ntimeout = \"30s\"\n\n\
+    let policy = base_policy(listen, admin, origin.addr).replacen(
+        "[server]\n",
+        "[server]\ntrusted_proxies = [\"127.0.0.1/32\"]\n",
+        1,
+    ) + &format!(
+        "\n[verification]\n[verification.dns]\nnameservers = [\"{}\"]\ntimeout = \"30s\"\n\n\
              [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n",
-            dns.addr()
-        );
+        dns.addr()
+    );
     let proxy = Proxy::start_with(listen, admin, &policy);
     let resp = reqwest::blocking::Client::builder()
         .timeout(Duration::from_secs(30))

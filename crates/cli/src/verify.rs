@@ -36,7 +36,8 @@ pub fn finding_text(f: &Finding) -> String {
 pub fn check(policy: &Policy, claims: &[Claim<'_>], ip: IpAddr, live: bool) -> anyhow::Result<Vec<Report>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let _guard = rt.enter();
-    let verifier = Verifier::new(VerifierConfig::for_policy_tokens_and(policy, claims)).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let verifier =
+        Verifier::new(VerifierConfig::for_policy_tokens_and(policy, claims)).map_err(|e| anyhow::anyhow!("{e}"))?;
     if live && verifier.lists().status().iter().any(|s| s.age_secs.is_none()) {
         rt.block_on(verifier.lists().refresh_all());
     }

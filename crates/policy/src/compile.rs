@@ -1771,8 +1771,9 @@ mod tests {
         assert_eq!(s.admin_header_timeout, Duration::from_secs(5));
         assert_eq!(s.admin_connections_per_client, 16);
         assert_eq!(s.admin_idle_timeout, Duration::from_secs(10));
-        let s = server("admin_header_timeout = \"800ms\"\nadmin_connections_per_client = 64\nadmin_idle_timeout = \"2s\"")
-            .unwrap();
+        let s =
+            server("admin_header_timeout = \"800ms\"\nadmin_connections_per_client = 64\nadmin_idle_timeout = \"2s\"")
+                .unwrap();
         assert_eq!(s.admin_header_timeout, Duration::from_millis(800));
         assert_eq!(s.admin_idle_timeout, Duration::from_secs(2));
         assert_eq!(

@@ -297,7 +297,10 @@ mod tests {
     fn use_levels_and_their_contradictions() {
         use SignalUse::{Full, Immediate, Reference};
         assert!(Immediate < Reference && Reference < Full);
-        assert_eq!(["immediate", "reference", "full", "all"].map(SignalUse::parse), [Some(Immediate), Some(Reference), Some(Full), None]);
+        assert_eq!(
+            ["immediate", "reference", "full", "all"].map(SignalUse::parse),
+            [Some(Immediate), Some(Reference), Some(Full), None]
+        );
         assert_eq!(Full.contradictions(Some(false), Some(false)), ["ai-use=n", "train-ai=n"]);
         assert_eq!(Full.contradictions(Some(true), Some(true)), Vec::<&str>::new());
         assert_eq!(Reference.contradictions(Some(true), None), ["train-ai=y"]);

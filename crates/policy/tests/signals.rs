@@ -115,7 +115,8 @@ fn content_signal_use_is_published_and_checked() {
 #[test]
 fn content_signal_for_a_path() {
     let usage = "[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\ncontent_usage = [\"train-ai=n, search=y\", \"/open/ train-ai=y\"]\n";
-    let derived = load(&format!("{UPSTREAM}[robots_txt]\ncontent_signal = \"derive\"\n{usage}"), "p.toml").unwrap().policy;
+    let derived =
+        load(&format!("{UPSTREAM}[robots_txt]\ncontent_signal = \"derive\"\n{usage}"), "p.toml").unwrap().policy;
     let at = |p: &crawlgate_policy::Policy, path: &str| p.content_signal_for(path).map(|v| v.into_owned());
     assert_eq!(at(&derived, "/a").as_deref(), Some("search=yes, ai-train=no"));
     assert_eq!(at(&derived, "/open/x?y=1").as_deref(), Some("ai-train=yes, use=full"));

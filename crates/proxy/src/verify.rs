@@ -107,7 +107,13 @@ pub enum Observation {
 /// request path: a cached answer at once, else a spawned lookup. `None`
 /// for a signed request, which [`verify`] checks on the path as before
 /// (the signature's headers belong to the request).
-pub fn observe(shared: &Arc<Shared>, policy: &Policy, req: &RequestHeader, claim: Claim<'static>, ip: IpAddr) -> Option<Observation> {
+pub fn observe(
+    shared: &Arc<Shared>,
+    policy: &Policy,
+    req: &RequestHeader,
+    claim: Claim<'static>,
+    ip: IpAddr,
+) -> Option<Observation> {
     let Some(verifier) = shared.verifier.get() else { return Some(Observation::Done(Verdict::default())) };
     if !policy.settings().verification.enabled {
         return Some(Observation::Done(Verdict::default()));
