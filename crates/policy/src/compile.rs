@@ -2245,6 +2245,17 @@ mod verification_tests {
                 (p.observed_claim("PerplexityBot").map(|c| c.verify), p.observed_claim("GPTBot").map(|c| c.verify));
             assert_eq!(got, (*perplexity, *gptbot), "{table}");
             assert_eq!(p.observed_claim("PerplexityBot").map(|c| c.agent), perplexity.map(|_| "PerplexityBot"));
+            // What the proxy and `explain` ask: observed only when the
+            // request's own claim verified nothing.
+            let ua = "Mozilla/5.0 (compatible; PerplexityBot/1.0)";
+            let observed = p.observation(ua, crate::verification::Verification::NotApplicable);
+            assert_eq!(
+                observed.map(|(t, c)| (t, c.map(|c| c.verify))),
+                Some(("PerplexityBot", *perplexity)),
+                "{table}"
+            );
+            assert_eq!(p.observation(ua, crate::verification::Verification::Unverified), None);
+            assert_eq!(p.observation("curl/8.5.0", crate::verification::Verification::NotApplicable), None);
         }
         assert_eq!(
             errors(&format!("{BASE}[verification]\nobserve_catalog = \"block\"\n{group}")),
