@@ -1,40 +1,52 @@
 //! Per-minute request counts over the last 24 hours in a ring of atomics.
-//! Each slot packs the minute it counts (high 32 bits, minutes since the
-//! Unix epoch) with the count (low 32 bits), so moving a slot to a new
-//! minute and counting in it is one compare-and-swap.
+//! Each 4-byte slot packs which lap of the ring (day since the Unix epoch,
+//! modulo 1024) it counts, in its high 10 bits, with the count, in its low
+//! 22 bits, so moving a slot to a new minute and counting in it is one
+//! compare-and-swap. A count saturates at 4,194,303 per minute (70,000
+//! requests per second of one agent); a slot left untouched for exactly
+//! 1024 days would be read as current.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// Minutes kept: 24 hours.
 pub const MINUTES: usize = 24 * 60;
 
-const COUNT_MASK: u64 = 0xffff_ffff;
+const COUNT_BITS: u32 = 22;
+const COUNT_MASK: u32 = (1 << COUNT_BITS) - 1;
+const LAP_MASK: u64 = (1 << (32 - COUNT_BITS)) - 1;
+
+/// The slot of `minute` and the lap tag it carries there.
+fn place(minute: u64) -> (usize, u32) {
+    let index = (minute % MINUTES as u64) as usize;
+    let lap = ((minute / MINUTES as u64) & LAP_MASK) as u32;
+    (index, lap << COUNT_BITS)
+}
 
 /// One ring, allocated on its first count (an agent never seen costs a
-/// pointer).
+/// pointer): 1,440 slots of 4 bytes.
 #[derive(Default)]
 pub struct Timeline {
-    slots: OnceLock<Box<[AtomicU64]>>,
+    slots: OnceLock<Box<[AtomicU32]>>,
 }
 
 impl Timeline {
     /// Counts one request in `minute` (minutes since the Unix epoch).
     pub fn add(&self, minute: u64) {
-        let slots = self.slots.get_or_init(|| (0..MINUTES).map(|_| AtomicU64::new(0)).collect());
-        let Some(slot) = slots.get((minute % MINUTES as u64) as usize) else { return };
-        let stamp = (minute & COUNT_MASK) << 32;
+        let slots = self.slots.get_or_init(|| (0..MINUTES).map(|_| AtomicU32::new(0)).collect());
+        let (index, stamp) = place(minute);
+        let Some(slot) = slots.get(index) else { return };
         let mut cur = slot.load(Ordering::Relaxed);
         loop {
-            let next = if cur & !COUNT_MASK == stamp {
+            let next = if cur & COUNT_MASK == 0 || laps_behind(cur & !COUNT_MASK, stamp) {
+                stamp | 1
+            } else if cur & !COUNT_MASK == stamp {
                 if cur & COUNT_MASK == COUNT_MASK {
                     return; // saturated
                 }
                 cur + 1
-            } else if (cur >> 32) > (minute & COUNT_MASK) {
-                return; // the slot already counts a later minute
             } else {
-                stamp | 1
+                return; // the slot already counts a later minute
             };
             match slot.compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed) {
                 Ok(_) => return,
@@ -52,15 +64,23 @@ impl Timeline {
             .rev()
             .map(|back| {
                 let Some(minute) = end.checked_sub(back) else { return 0 };
-                let v = slots.get((minute % MINUTES as u64) as usize).map_or(0, |s| s.load(Ordering::Relaxed));
-                if v >> 32 == minute & COUNT_MASK {
-                    v & COUNT_MASK
+                let (index, stamp) = place(minute);
+                let v = slots.get(index).map_or(0, |s| s.load(Ordering::Relaxed));
+                if v & !COUNT_MASK == stamp {
+                    u64::from(v & COUNT_MASK)
                 } else {
                     0
                 }
             })
             .collect()
     }
+}
+
+/// Whether the lap tag `slot` is behind `now` (within half the tag space,
+/// so a wrapped tag still compares).
+fn laps_behind(slot: u32, now: u32) -> bool {
+    let diff = (now >> COUNT_BITS).wrapping_sub(slot >> COUNT_BITS) & LAP_MASK as u32;
+    diff != 0 && u64::from(diff) <= LAP_MASK / 2
 }
 
 impl Timeline {
@@ -94,6 +114,34 @@ mod tests {
         t.add(100);
         assert_eq!(t.window(100 + MINUTES as u64, 1), vec![1]);
         assert_eq!(t.window(5, MINUTES + 10).len(), MINUTES);
+        // Laps wrap: the tag of day 1024 is day 0's, and day 1023's slot is
+        // still behind it.
+        let day = MINUTES as u64;
+        let t = Timeline::default();
+        t.add(1023 * day + 7);
+        t.add(1024 * day + 7);
+        t.add(1023 * day + 7);
+        assert_eq!(t.window(1024 * day + 7, 1), vec![1]);
+        assert_eq!(t.window(1023 * day + 7, 1), vec![0]);
+    }
+
+    /// A slot is four bytes, so a ring is 5.6 KiB.
+    #[test]
+    fn a_ring_is_four_bytes_a_minute() {
+        let t = Timeline::default();
+        t.add(1);
+        assert_eq!(t.slots.get().map(|s| std::mem::size_of_val(&**s)), Some(MINUTES * 4));
+    }
+
+    #[test]
+    fn counts_saturate() {
+        let t = Timeline::default();
+        if let Some(slots) = t.slots.get_or_init(|| (0..MINUTES).map(|_| AtomicU32::new(0)).collect()).get(9) {
+            slots.store(place(9).1 | (COUNT_MASK - 1), Ordering::Relaxed);
+        }
+        t.add(9);
+        t.add(9);
+        assert_eq!(t.window(9, 1), vec![u64::from(COUNT_MASK)]);
     }
 
     #[test]
