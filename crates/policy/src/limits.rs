@@ -311,6 +311,131 @@ impl Policy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::route::{Identity, UserAgentField};
+    use crate::verification::Method;
+
+    const POLICY: &str = r#"
+[server]
+hosts = ["a.example", "b.example:8443"]
+[upstream]
+servers = ["127.0.0.1:9"]
+[limits]
+ipv4_prefix = 24
+ipv6_prefix = 48
+[[group]]
+user_agents = ["RatedBot"]
+rate = "2/s"
+burst = 3
+[[group]]
+user_agents = ["FreeBot"]
+[[group]]
+user_agents = ["PoliteBot"]
+crawl_delay = 5
+enforce_crawl_delay = true
+[[group]]
+user_agents = ["*"]
+rate = "10/s"
+"#;
+
+    /// `(group, limit, key)` of a request, or `-`.
+    fn limit(policy: &Policy, target: &str, ua: &str, verified: bool, client: &str, host: Option<&str>) -> String {
+        let identity = Identity {
+            verification: if verified { Verification::Verified(Method::Ip) } else { Verification::Unverified },
+            ..Identity::default()
+        };
+        let route = policy.route_with(false, target.as_bytes(), UserAgentField::One(ua), identity);
+        match policy.limit(&route, client.parse().unwrap(), host) {
+            None => "-".to_string(),
+            Some(l) => format!("{} | {} | {}", l.group.name, l.limit, l.key),
+        }
+    }
+
+    #[test]
+    fn which_limit_and_key_a_request_gets() {
+        let p = crate::load(POLICY, "l.toml").unwrap().policy;
+        let a = Some("a.example");
+        for (target, ua, verified, client, host, want) in [
+            // A verified crawler: one bucket per token across addresses.
+            ("/x", "RatedBot/1.0", true, "192.0.2.7", a, "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot"),
+            ("/x", "RatedBot/1.0", true, "198.51.100.1", a, "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot"),
+            // Named, not verified: token and client network.
+            (
+                "/x",
+                "RatedBot/1.0",
+                false,
+                "192.0.2.7",
+                a,
+                "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot:net:192.0.2.0/24",
+            ),
+            // Crawl-delay enforced.
+            (
+                "/x",
+                "PoliteBot",
+                true,
+                "192.0.2.7",
+                a,
+                "PoliteBot | 1/5s burst 1 (crawl_delay) | host:a.example:agent:PoliteBot",
+            ),
+            // A verified crawler whose group sets no limit is not limited.
+            ("/x", "FreeBot", true, "192.0.2.7", a, "-"),
+            // An unverified claim of it does not escape the `*` limit.
+            ("/x", "FreeBot", false, "192.0.2.7", a, "* | 10/s burst 1 | host:a.example:net:192.0.2.0/24"),
+            // Everyone else: `*` per network, IPv6 at /48 here.
+            ("/x", "Mozilla/5.0", false, "2001:db8:7:8::1", a, "* | 10/s burst 1 | host:a.example:net:2001:db8:7::/48"),
+            // The sites are limited apart; an unknown or absent Host shares one bucket.
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("B.example:8443"),
+                "* | 10/s burst 1 | host:b.example:8443:net:192.0.2.0/24",
+            ),
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("a.example:80"),
+                "* | 10/s burst 1 | host:a.example:net:192.0.2.0/24",
+            ),
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("evil.example"),
+                "* | 10/s burst 1 | host:*:net:192.0.2.0/24",
+            ),
+            ("/x", "Mozilla/5.0", false, "192.0.2.7", None, "* | 10/s burst 1 | host:*:net:192.0.2.0/24"),
+            // The files crawlgate serves itself are never limited.
+            ("/robots.txt", "RatedBot", true, "192.0.2.7", a, "-"),
+            ("/robots.txt?x", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+            ("/agents.txt", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+            ("/.well-known/tdmrep.json", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+        ] {
+            assert_eq!(
+                limit(&p, target, ua, verified, client, host),
+                want,
+                "{target} {ua} {verified} {client} {host:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_site_has_no_host_in_its_keys_and_no_star_rate_no_limit() {
+        let one = POLICY.replace("hosts = [\"a.example\", \"b.example:8443\"]", "hosts = [\"a.example\"]");
+        let p = crate::load(&one, "l.toml").unwrap().policy;
+        assert_eq!(limit(&p, "/x", "Mozilla", false, "192.0.2.7", Some("x")), "* | 10/s burst 1 | net:192.0.2.0/24");
+        let no_star = one.replace("user_agents = [\"*\"]\nrate = \"10/s\"", "user_agents = [\"*\"]");
+        let p = crate::load(&no_star, "l.toml").unwrap().policy;
+        assert_eq!(limit(&p, "/x", "Mozilla", false, "192.0.2.7", None), "-");
+        assert_eq!(limit(&p, "/x", "FreeBot", false, "192.0.2.7", None), "-");
+        assert_eq!(
+            limit(&p, "/x", "RatedBot", false, "192.0.2.7", None),
+            "RatedBot | 2/s burst 3 | agent:RatedBot:net:192.0.2.0/24"
+        );
+    }
 
     #[test]
     fn rates_parse_and_print() {

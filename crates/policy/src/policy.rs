@@ -76,7 +76,7 @@ pub enum BlockReason {
     Loop,
     /// A Web Bot Auth signature seen before (429).
     Replayed,
-    /// Reserved: a rate limit.
+    /// Over a rate limit (429 with `Retry-After`).
     Rate,
     /// Reserved: a payment requirement.
     Payment,
