@@ -286,3 +286,19 @@ fn a_verified_crawler_has_one_bucket_across_its_addresses() {
     );
     assert!(lines[1].contains(" group=* decision=block reason=rate "), "{}", lines[1]);
 }
+
+#[test]
+fn a_shared_store_this_build_does_not_connect_leaves_local_limits_and_one_log_line() {
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        "[limits]\nstore = \"redis://127.0.0.1:1/0\"\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"1/min\"\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 429);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 429);
+    let log = proxy.log();
+    let notes: Vec<&str> = log.lines().filter(|l| l.contains("Rate limits are kept in this process")).collect();
+    assert_eq!(notes.len(), 1, "{log}");
+}
