@@ -196,7 +196,8 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
-    let limits = limits::compile_limits(&mut cx, limits.as_ref(), raw_server_hosts.as_deref());
+    let mut limits = limits::compile_limits(&mut cx, limits.as_ref(), raw_server_hosts.as_deref());
+    limits.any_group = groups.iter().any(|g| g.limit.is_some());
 
     let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();

@@ -121,6 +121,9 @@ pub struct LimitSettings {
     /// The sites limited apart (`server.hosts`, normalized), when it names
     /// more than one; empty otherwise.
     pub hosts: Vec<String>,
+    /// Some group has a limit: without one, [`Policy::limit`] is never
+    /// asked (the proxy skips reading the request's `Host` for it).
+    pub any_group: bool,
 }
 
 /// Default of `[limits] max_keys`.
@@ -136,6 +139,7 @@ impl Default for LimitSettings {
             ipv6_prefix: 56,
             max_keys: DEFAULT_MAX_KEYS,
             hosts: Vec::new(),
+            any_group: false,
         }
     }
 }

@@ -340,7 +340,10 @@ impl ProxyHttp for Gate {
                 ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
             }
         }
-        let limit = client.and_then(|ip| snap.policy.limit(&route, ip, request_host(req)));
+        let limit = match client {
+            Some(ip) if snap.policy.limit_settings().any_group => snap.policy.limit(&route, ip, request_host(req)),
+            _ => None,
+        };
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
