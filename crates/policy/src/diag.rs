@@ -90,11 +90,16 @@ pub enum Warning {
     /// A Content-Signal `use=` level that `ai-use` / `train-ai` (or the
     /// line's own `ai-input` / `ai-train`) contradicts.
     ContentSignalUseConflict,
+    /// `enforce_crawl_delay` on a group without `crawl_delay`.
+    EnforceCrawlDelayWithoutDelay,
+    /// A `rate` that would refuse a crawler keeping to the group's
+    /// published Crawl-delay.
+    RateStricterThanCrawlDelay,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 23] = [
+    pub const ALL: [Warning; 25] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -118,6 +123,8 @@ impl Warning {
         Warning::AllowDisallowSame,
         Warning::TokenTypo,
         Warning::ContentSignalUseConflict,
+        Warning::EnforceCrawlDelayWithoutDelay,
+        Warning::RateStricterThanCrawlDelay,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -147,6 +154,8 @@ impl Warning {
             Warning::AllowDisallowSame => "allow-disallow-same",
             Warning::TokenTypo => "token-typo",
             Warning::ContentSignalUseConflict => "content-signal-use-conflict",
+            Warning::EnforceCrawlDelayWithoutDelay => "enforce-crawl-delay-without-delay",
+            Warning::RateStricterThanCrawlDelay => "rate-stricter-than-crawl-delay",
         }
     }
 

@@ -156,6 +156,9 @@ pub struct Shared {
     /// The TLS certificate in use, set once at start when the policy has
     /// TLS listeners.
     pub tls: std::sync::OnceLock<Arc<crate::tls::CertStore>>,
+    /// The rate limiter (kept across reloads: a reload changes rates,
+    /// never buckets), set once at start.
+    pub limiter: std::sync::OnceLock<crawlgate_limits::Limiter>,
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
@@ -174,6 +177,7 @@ impl Shared {
             activity,
             verifier: std::sync::OnceLock::new(),
             tls: std::sync::OnceLock::new(),
+            limiter: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
         })
     }
