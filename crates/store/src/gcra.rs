@@ -84,8 +84,9 @@ pub struct GcraAnswer {
 }
 
 impl Store {
-    /// One GCRA step on `key` (stored as `<prefix>rate:<key>`), timed by
-    /// the server's clock, within the call budget.
+    /// One GCRA step on `key`, the full Redis key (the limiter puts
+    /// `[limits] key_prefix` first, [`Store::prefix`]), timed by the
+    /// server's clock, within the call budget.
     pub async fn gcra(&self, key: &str, limit: Gcra) -> Result<GcraAnswer, StoreError> {
         self.gcra_inner(key, limit, None).await
     }
@@ -98,7 +99,7 @@ impl Store {
     }
 
     async fn gcra_inner(&self, key: &str, limit: Gcra, now_us: Option<u64>) -> Result<GcraAnswer, StoreError> {
-        let full = format!("{}rate:{key}", self.inner.prefix);
+        let full = key.to_string();
         let script = &self.inner.gcra;
         let (allowed, retry_ns): (i64, i64) = self
             .call(self.inner.timeout, |mut conn| async move {

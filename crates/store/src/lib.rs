@@ -21,7 +21,7 @@ mod gcra;
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwapOption;
 use redis::aio::MultiplexedConnection;
@@ -302,7 +302,11 @@ impl Store {
                 return Err(StoreError::Down { target: self.inner.target.clone() });
             }
         };
+        // A caller may bound the call with its own timeout of the same
+        // length and drop it first: the guard still counts the timeout.
+        let mut guard = InFlight { store: self, start: Instant::now(), budget, done: false };
         let result = tokio::time::timeout(budget, f(conn)).await;
+        guard.done = true;
         let err = match result {
             Ok(Ok(v)) => return Ok(v),
             Ok(Err(e)) => {
@@ -340,6 +344,25 @@ impl Store {
             })
             .await?;
         Ok(set.is_none())
+    }
+}
+
+/// A call under way: dropped unfinished once its budget has passed, it
+/// counts as timed out.
+struct InFlight<'a> {
+    store: &'a Store,
+    start: Instant,
+    budget: Duration,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.done && self.start.elapsed() >= self.budget {
+            self.store.inner.errors.fetch_add(1, Ordering::Relaxed);
+            let err = StoreError::Timeout { target: self.store.inner.target.clone(), budget: self.budget };
+            self.store.broken(&err);
+        }
     }
 }
 

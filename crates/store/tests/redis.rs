@@ -95,18 +95,18 @@ async fn server_time_burst_then_retry_after_and_a_bounded_ttl() {
     let s = connected(&redis).await;
     let limit = Gcra::per(1, Duration::from_secs(10), 3).unwrap();
     for _ in 0..3 {
-        assert!(s.gcra("bot|1.2.3.0/24", limit).await.unwrap().allowed);
+        assert!(s.gcra("crawlgate:agent:bot:net:1.2.3.0/24", limit).await.unwrap().allowed);
     }
-    let denied = s.gcra("bot|1.2.3.0/24", limit).await.unwrap();
+    let denied = s.gcra("crawlgate:agent:bot:net:1.2.3.0/24", limit).await.unwrap();
     assert!(!denied.allowed);
     // tat = start + 30 s, tau = 20 s: the next slot opens 10 s after the
     // first request, minus the little time the four calls took.
     assert!(denied.retry_after > Duration::from_secs(9) && denied.retry_after <= Duration::from_secs(10), "{denied:?}");
-    // The key carries the prefix and lives until tat has passed, plus 1 s.
-    let ttl = redis.command(&["PTTL", "crawlgate:rate:bot|1.2.3.0/24"]).as_int().unwrap();
+    // The key is stored as given and lives until tat has passed, plus 1 s.
+    let ttl = redis.command(&["PTTL", "crawlgate:agent:bot:net:1.2.3.0/24"]).as_int().unwrap();
     assert!(ttl > 30_000 && ttl <= 31_000, "PTTL {ttl}");
     // Another key is another bucket.
-    assert!(s.gcra("bot|1.2.4.0/24", limit).await.unwrap().allowed);
+    assert!(s.gcra("crawlgate:agent:bot:net:1.2.4.0/24", limit).await.unwrap().allowed);
 }
 
 #[tokio::test]
@@ -276,4 +276,20 @@ async fn fleet_counts_add_up_across_instances() {
     let view = b.fleet_read(minute - 60..=minute, now + 1).await.unwrap();
     assert_eq!(view.get("GPTBot", "requests"), 13);
     assert_eq!(view.get("x", "blocked"), 0);
+}
+
+#[tokio::test]
+async fn a_caller_timeout_of_the_same_length_still_counts_and_marks_down() {
+    let redis = RedisServer::start();
+    let s = Store::new(StoreConfig::new(redis.url())).unwrap();
+    s.connect().await.unwrap();
+    redis.pause();
+    // The limiter bounds each call with its own timeout of `[limits] timeout`.
+    let outer =
+        tokio::time::timeout(Duration::from_millis(5), s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()))
+            .await;
+    assert!(!matches!(outer, Ok(Ok(_))), "{outer:?}");
+    assert!(!s.is_up());
+    assert_eq!(s.errors_total(), 1);
+    redis.resume();
 }
