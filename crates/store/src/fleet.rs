@@ -34,6 +34,9 @@ pub struct FleetCount<'a> {
     pub n: u64,
 }
 
+/// One minute's counts per (agent, counter).
+pub type MinuteCounts = BTreeMap<(String, String), u64>;
+
 /// The fleet's counts over some minutes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FleetView {
@@ -88,10 +91,25 @@ impl Store {
     /// The fleet's totals over `minutes` and the number of instances that
     /// reported within a minute of `now` (Unix seconds), in one pipeline.
     pub async fn fleet_read(&self, minutes: std::ops::RangeInclusive<u64>, now: u64) -> Result<FleetView, StoreError> {
+        let minutes: Vec<u64> = minutes.collect();
+        let (instances, per_minute) = self.fleet_minutes(&minutes, now).await?;
+        let mut view = FleetView { totals: BTreeMap::new(), instances };
+        for counts in per_minute {
+            for (k, n) in counts {
+                *view.totals.entry(k).or_insert(0) += n;
+            }
+        }
+        Ok(view)
+    }
+
+    /// Each of `minutes`' counts per agent and counter (in the order
+    /// given), and the number of instances that reported within a minute
+    /// of `now` (Unix seconds), in one pipeline.
+    pub async fn fleet_minutes(&self, minutes: &[u64], now: u64) -> Result<(u64, Vec<MinuteCounts>), StoreError> {
         let mut pipe = redis::pipe();
         pipe.cmd("ZCOUNT").arg(self.instances_key()).arg(now.saturating_sub(REPORTING_SECS)).arg("+inf");
         for m in minutes {
-            pipe.cmd("HGETALL").arg(self.fleet_key(m));
+            pipe.cmd("HGETALL").arg(self.fleet_key(*m));
         }
         let (instances, hashes): (u64, Vec<Vec<(String, u64)>>) = self
             .call(BACKGROUND_TIMEOUT, |mut conn| async move {
@@ -105,12 +123,18 @@ impl Store {
                 Ok((instances, hashes))
             })
             .await?;
-        let mut view = FleetView { totals: BTreeMap::new(), instances };
-        for (field, n) in hashes.into_iter().flatten() {
-            // Agent names may hold ':' in principle; counter names never do.
-            let Some((agent, counter)) = field.rsplit_once(':') else { continue };
-            *view.totals.entry((agent.to_string(), counter.to_string())).or_insert(0) += n;
-        }
-        Ok(view)
+        let per_minute = hashes
+            .into_iter()
+            .map(|fields| {
+                let mut counts = MinuteCounts::new();
+                for (field, n) in fields {
+                    // Agent names may hold ':' in principle; counter names never do.
+                    let Some((agent, counter)) = field.rsplit_once(':') else { continue };
+                    *counts.entry((agent.to_string(), counter.to_string())).or_insert(0) += n;
+                }
+                counts
+            })
+            .collect();
+        Ok((instances, per_minute))
     }
 }

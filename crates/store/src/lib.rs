@@ -28,7 +28,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError};
 use tokio::sync::Notify;
 
-pub use fleet::{FleetCount, FleetView};
+pub use fleet::{FleetCount, FleetView, MinuteCounts, FLEET_TTL_SECS, REPORTING_SECS};
 pub use gcra::{Gcra, GcraAnswer, GCRA_SCRIPT};
 
 /// The per-call time budget when the configuration names none.

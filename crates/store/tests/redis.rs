@@ -276,6 +276,18 @@ async fn fleet_counts_add_up_across_instances() {
     let view = b.fleet_read(minute - 60..=minute, now + 1).await.unwrap();
     assert_eq!(view.get("GPTBot", "requests"), 13);
     assert_eq!(view.get("x", "blocked"), 0);
+    let (instances, per_minute) = a.fleet_minutes(&[minute - 1, minute, minute + 1], now + 1).await.unwrap();
+    assert_eq!(instances, 2);
+    let flat: Vec<Vec<(&str, &str, u64)>> =
+        per_minute.iter().map(|m| m.iter().map(|((a, c), n)| (a.as_str(), c.as_str(), *n)).collect()).collect();
+    assert_eq!(
+        flat,
+        [
+            vec![("GPTBot", "requests", 1)],
+            vec![("GPTBot", "blocked", 2), ("GPTBot", "requests", 12), ("browser", "requests", 3)],
+            vec![],
+        ]
+    );
 }
 
 #[tokio::test]
