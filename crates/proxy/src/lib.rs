@@ -14,6 +14,7 @@ mod conn;
 mod dashboard;
 mod decode;
 mod events;
+mod fleet;
 mod headers;
 mod html;
 mod lifecycle;

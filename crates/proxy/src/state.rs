@@ -156,6 +156,10 @@ pub struct Shared {
     /// The TLS certificate in use, set once at start when the policy has
     /// TLS listeners.
     pub tls: std::sync::OnceLock<Arc<crate::tls::CertStore>>,
+    /// The shared store of `[limits] store`, set once at start.
+    pub store: std::sync::OnceLock<crawlgate_store::Store>,
+    /// The fleet counters, set once at start with the shared store.
+    pub fleet: std::sync::OnceLock<crate::fleet::Fleet>,
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
@@ -174,6 +178,8 @@ impl Shared {
             activity,
             verifier: std::sync::OnceLock::new(),
             tls: std::sync::OnceLock::new(),
+            store: std::sync::OnceLock::new(),
+            fleet: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
         })
     }
