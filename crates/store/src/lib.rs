@@ -270,9 +270,14 @@ impl Store {
         }
     }
 
-    /// Marks the connection broken: down, logged once, and the
-    /// maintaining task woken to reconnect.
-    fn broken(&self, why: &StoreError) {
+    /// Marks the connection `used` broken: down, logged once, and the
+    /// maintaining task woken to reconnect. A call that failed on a
+    /// connection already replaced changes nothing.
+    fn broken(&self, used: &Arc<MultiplexedConnection>, why: &StoreError) {
+        let current = self.inner.conn.load();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, used)) {
+            return;
+        }
         self.set_state(DOWN, Some(why));
         self.inner.broken.notify_one();
     }
@@ -295,8 +300,8 @@ impl Store {
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
     {
-        let conn = match self.inner.conn.load_full() {
-            Some(conn) if self.is_up() => MultiplexedConnection::clone(&conn),
+        let used = match self.inner.conn.load_full() {
+            Some(conn) if self.is_up() => conn,
             _ => {
                 self.inner.errors.fetch_add(1, Ordering::Relaxed);
                 return Err(StoreError::Down { target: self.inner.target.clone() });
@@ -304,7 +309,8 @@ impl Store {
         };
         // A caller may bound the call with its own timeout of the same
         // length and drop it first: the guard still counts the timeout.
-        let mut guard = InFlight { store: self, start: Instant::now(), budget, done: false };
+        let conn = MultiplexedConnection::clone(&used);
+        let mut guard = InFlight { store: self, used: &used, start: Instant::now(), budget, done: false };
         let result = tokio::time::timeout(budget, f(conn)).await;
         guard.done = true;
         let err = match result {
@@ -317,13 +323,13 @@ impl Store {
                     || e.is_unrecoverable_error();
                 let err = self.error(e);
                 if connection_lost || matches!(err, StoreError::Auth { .. }) {
-                    self.broken(&err);
+                    self.broken(&used, &err);
                 }
                 err
             }
             Err(_) => {
                 let err = StoreError::Timeout { target: self.inner.target.clone(), budget };
-                self.broken(&err);
+                self.broken(&used, &err);
                 err
             }
         };
@@ -351,6 +357,7 @@ impl Store {
 /// counts as timed out.
 struct InFlight<'a> {
     store: &'a Store,
+    used: &'a Arc<MultiplexedConnection>,
     start: Instant,
     budget: Duration,
     done: bool,
@@ -361,7 +368,7 @@ impl Drop for InFlight<'_> {
         if !self.done && self.start.elapsed() >= self.budget {
             self.store.inner.errors.fetch_add(1, Ordering::Relaxed);
             let err = StoreError::Timeout { target: self.store.inner.target.clone(), budget: self.budget };
-            self.store.broken(&err);
+            self.store.broken(self.used, &err);
         }
     }
 }
