@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crawlgate_policy::robots_tag::meta_element;
 use crawlgate_policy::robotstxt::path_of;
+use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{load, Diagnostic};
 
 use crate::config::{load_or_report, read_policy_file};
@@ -268,6 +269,13 @@ pub fn explain(
             entry["headers"] = serde_json::json!({});
             entry["html"] = serde_json::Value::Null;
         }
+        let client = verified.as_ref().map(|(ip, r)| {
+            let v = r.as_ref().map_or(Verification::NotApplicable, |(r, _)| r.verdict.verification);
+            (*ip, v)
+        });
+        if let Some(rate) = rate_of(policy, user_agent, url, &path, client) {
+            entry["rate"] = rate;
+        }
         if let Some((ip, report)) = &verified {
             entry["client_ip"] = ip.to_string().into();
             entry["verification"] = match report {
@@ -297,6 +305,30 @@ pub fn explain(
         explain_url(o, &s);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rate limit a request for `path` is counted against and its key
+/// (`Policy::limit`), as the proxy would count it; `None` when nothing
+/// limits it. Without `--client-ip` the key's network reads `<client>`.
+fn rate_of(
+    policy: &crawlgate_policy::Policy,
+    user_agent: &str,
+    url: &str,
+    path: &str,
+    client: Option<(std::net::IpAddr, Verification)>,
+) -> Option<serde_json::Value> {
+    let verification = client.map_or(Verification::NotApplicable, |(_, v)| v);
+    let identity = crawlgate_policy::Identity { verification, proven: None, replayed: false };
+    let ua = crawlgate_policy::UserAgentField::One(user_agent);
+    let route = policy.route_with(false, path.as_bytes(), ua, identity);
+    let ip = client.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |(ip, _)| ip);
+    let host = url.split_once("://").and_then(|(_, rest)| rest.split(['/', '?']).next());
+    let limit = policy.limit(&route, ip, host)?;
+    let mut key = limit.key.to_string();
+    if client.is_none() {
+        key = key.replace("net:0.0.0.0/", "net:<client>/");
+    }
+    Some(serde_json::json!({"limit": limit.limit.to_string(), "group": limit.group.name, "key": key}))
 }
 
 /// The block `explain` prints once: agent, client and verification, group
@@ -357,6 +389,9 @@ fn explain_url(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String)
     if let Some(reason) = o["reason"].as_str() {
         let note = if o["violation"] == true { "" } else { " (not a robots.txt violation)" };
         outln!("  reason:   {reason}{note}");
+    }
+    if let Some(r) = o["rate"].as_object() {
+        outln!("  rate:     {} (group {}), key {}", s(&r["limit"]), s(&r["group"]), s(&r["key"]));
     }
     if let Some(v) = o["headers"]["robots-tag"].as_str() {
         outln!("  header:   Robots-Tag: {v}");

@@ -35,6 +35,8 @@ use crate::verification::{
     validate_ed25519_jwk, Cidr, Method, OnFailure, PinnedJwk, VerificationSettings, VerifyMode, REQUIRABLE_COMPONENTS,
 };
 
+mod limits;
+
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
 
@@ -169,6 +171,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         tdmrep,
         rsl,
         allow_warnings,
+        limits,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
     let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
@@ -193,6 +196,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
+    let limits = limits::compile_limits(&mut cx, limits.as_ref(), raw_server_hosts.as_deref());
 
     let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();
@@ -228,7 +232,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let acknowledged = before - cx.warnings.len();
     let fold_paths = server.origin_paths == OriginPaths::Windows;
     let mut policy = Policy {
-        settings: Settings { server, upstream, cache_max_age, verification, origin_robots },
+        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, limits },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,
@@ -1167,6 +1171,9 @@ fn compile_group(
         verify,
         on_spoofed,
         on_unverified,
+        rate,
+        burst,
+        enforce_crawl_delay,
     } = g.get_ref();
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
@@ -1199,7 +1206,13 @@ fn compile_group(
     }
     let (rules_src, compiled) =
         compile_rules(cx, allow.as_deref().unwrap_or_default(), disallow.as_deref().unwrap_or_default());
+    let written_delay = crawl_delay;
     let crawl_delay = compile_crawl_delay(cx, crawl_delay.as_ref());
+    let limit = limits::compile_group_limit(
+        cx,
+        limits::GroupLimitKeys { rate, burst, enforce_crawl_delay, crawl_delay: written_delay.as_ref() },
+        crawl_delay.as_deref(),
+    );
     let (cu, cu_set) = compile_content_usage(cx, content_usage.as_deref().unwrap_or_default());
     let cu_combined = cu
         .iter()
@@ -1242,6 +1255,7 @@ fn compile_group(
         on_spoofed,
         on_unverified,
         on_unverified_written,
+        limit,
     })
 }
 

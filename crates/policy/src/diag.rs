@@ -87,11 +87,16 @@ pub enum Warning {
     AllowDisallowSame,
     /// A token not in the catalog, a few edits from one that is.
     TokenTypo,
+    /// `enforce_crawl_delay` on a group without `crawl_delay`.
+    EnforceCrawlDelayWithoutDelay,
+    /// A `rate` that would refuse a crawler keeping to the group's
+    /// published Crawl-delay.
+    RateStricterThanCrawlDelay,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 22] = [
+    pub const ALL: [Warning; 24] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -114,6 +119,8 @@ impl Warning {
         Warning::BlockWithoutTrustedProxies,
         Warning::AllowDisallowSame,
         Warning::TokenTypo,
+        Warning::EnforceCrawlDelayWithoutDelay,
+        Warning::RateStricterThanCrawlDelay,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -142,6 +149,8 @@ impl Warning {
             Warning::BlockWithoutTrustedProxies => "block-without-trusted-proxies",
             Warning::AllowDisallowSame => "allow-disallow-same",
             Warning::TokenTypo => "token-typo",
+            Warning::EnforceCrawlDelayWithoutDelay => "enforce-crawl-delay-without-delay",
+            Warning::RateStricterThanCrawlDelay => "rate-stricter-than-crawl-delay",
         }
     }
 

@@ -13,6 +13,7 @@ pub mod client;
 mod compile;
 mod diag;
 pub mod identify;
+pub mod limits;
 mod local_file;
 mod merge;
 pub mod pattern;

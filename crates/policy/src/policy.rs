@@ -76,7 +76,7 @@ pub enum BlockReason {
     Loop,
     /// A Web Bot Auth signature seen before (429).
     Replayed,
-    /// Reserved: a rate limit.
+    /// Over a rate limit (429 with `Retry-After`).
     Rate,
     /// Reserved: a payment requirement.
     Payment,
@@ -290,6 +290,8 @@ pub struct Settings {
     pub verification: crate::verification::VerificationSettings,
     /// `[robots_txt] origin*`.
     pub origin_robots: OriginRobotsSettings,
+    /// `[limits]`.
+    pub limits: crate::limits::LimitSettings,
 }
 
 /// robots.txt content beyond the groups.
@@ -512,6 +514,8 @@ pub(crate) struct Group {
     /// Whether `on_unverified` is written (else its default depends on the
     /// methods the group has).
     pub on_unverified_written: bool,
+    /// `rate` / `burst` / `enforce_crawl_delay`, compiled.
+    pub limit: Option<crate::limits::GroupLimit>,
 }
 
 /// A request's claim to be a policy token, known from its `User-Agent`

@@ -25,6 +25,7 @@ pub(crate) struct RawPolicy {
     pub tdmrep: Option<S<RawTdmRep>>,
     pub rsl: Option<S<RawRsl>>,
     pub allow_warnings: Option<Vec<S<String>>>,
+    pub limits: Option<S<RawLimits>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -101,6 +102,9 @@ pub(crate) struct RawGroup {
     pub verify: Option<S<String>>,
     pub on_spoofed: Option<S<String>>,
     pub on_unverified: Option<S<String>>,
+    pub rate: Option<S<String>>,
+    pub burst: Option<S<i64>>,
+    pub enforce_crawl_delay: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -190,4 +194,15 @@ pub(crate) struct RawTdmRule {
 pub(crate) struct RawRsl {
     pub path: Option<S<String>>,
     pub document: S<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub store: Option<S<String>>,
+    pub key_prefix: Option<S<String>>,
+    pub timeout: Option<S<String>>,
+    pub ipv4_prefix: Option<S<i64>>,
+    pub ipv6_prefix: Option<S<i64>>,
+    pub max_keys: Option<S<i64>>,
 }

@@ -27,6 +27,8 @@ pub enum Local {
     LoopDetected,
     /// A replayed Web Bot Auth signature (429).
     Replayed,
+    /// A request over its rate limit (429).
+    RateLimited,
 }
 
 impl Local {
@@ -38,6 +40,7 @@ impl Local {
             Local::BadRequest => "bad-request",
             Local::LoopDetected => "loop-detected",
             Local::Replayed => "replayed",
+            Local::RateLimited => "rate-limited",
         }
     }
 }
@@ -255,6 +258,9 @@ pub struct RequestDone<'a> {
     pub reason: Option<BlockReason>,
     /// The rule is a line of the origin's robots.txt (`rule_source=origin`).
     pub origin_rule: bool,
+    /// The rate limit a refused request is over (`limit=` in the access
+    /// line).
+    pub limit: Option<crawlgate_policy::limits::GroupLimit>,
 }
 
 /// A value of an access log field.
@@ -389,6 +395,9 @@ impl RequestDone<'_> {
         if let Some(reason) = self.reason {
             metrics.block(self.agent.unwrap_or(OTHER_AGENT), reason);
         }
+        if let (Some(BlockReason::Rate), Some(group)) = (self.reason, self.group) {
+            metrics.rate_limited(self.agent.unwrap_or(OTHER_AGENT), group);
+        }
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -483,6 +492,9 @@ impl RequestDone<'_> {
         if let Some(e) = self.error {
             l.field("error", Value::Str(truncate(&error_text(e), MAX_ERROR)));
         }
+        if let Some(limit) = self.limit {
+            l.field("limit", Value::Str(&limit.to_string()));
+        }
         l.finish()
     }
 
@@ -557,6 +569,7 @@ mod tests {
             violation: false,
             reason: None,
             origin_rule: false,
+            limit: None,
         }
     }
 

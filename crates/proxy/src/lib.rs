@@ -18,6 +18,7 @@ mod fleet;
 mod headers;
 mod html;
 mod lifecycle;
+mod limits;
 mod metrics;
 mod origin;
 mod proxy_protocol;
@@ -145,6 +146,8 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     if let Some(v) = verifier {
         let _ = shared.verifier.set(v);
     }
+    let limit_settings = shared.snapshot.load().policy.limit_settings().clone();
+    crate::limits::install(&shared, &limit_settings);
     let certs = if tls_listen.is_empty() {
         None
     } else {

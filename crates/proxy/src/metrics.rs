@@ -170,6 +170,8 @@ pub struct Metrics {
     violations: IntCounterVec,
     /// `crawlgate_blocks_total{agent,reason}`.
     blocks: IntCounterVec,
+    /// `crawlgate_rate_limited_total{agent,group}`.
+    rate_limited: IntCounterVec,
     html_rewrites: IntCounterVec,
     html_findings: IntCounterVec,
     html_passthrough: IntCounterVec,
@@ -623,6 +625,12 @@ impl Metrics {
                 "Requests the proxy refused, by agent token and reason (robots, spoofed, unverified, bad-request, loop, replayed, rate, payment).",
                 &["agent", "reason"],
             )?,
+            rate_limited: counter(
+                r,
+                "crawlgate_rate_limited_total",
+                "Requests refused with 429 over a rate limit, by agent token and the group whose limit it is.",
+                &["agent", "group"],
+            )?,
             html_rewrites: counter(
                 r,
                 "crawlgate_html_rewrites_total",
@@ -715,6 +723,12 @@ impl Metrics {
     pub fn block(&self, agent: &str, reason: BlockReason) {
         let agent = self.labels.load().agent(agent);
         self.blocks.with_label_values(&[agent, reason.as_str()]).inc();
+    }
+
+    /// Counts a request refused over the rate limit of `group`.
+    pub fn rate_limited(&self, agent: &str, group: &str) {
+        let labels = self.labels.load();
+        self.rate_limited.with_label_values(&[labels.agent(agent), labels.group(group)]).inc();
     }
 
     /// Counts a rewritten HTML response.
@@ -816,10 +830,9 @@ impl Metrics {
         for token in policy.own_tokens().chain([""]) {
             let decision = policy.decide(token, "/");
             if let Some(group) = decision.group {
-                self.violations.with_label_values(&[
-                    labels.agent(decision.agent.unwrap_or(OTHER_AGENT)),
-                    labels.group(group.name),
-                ]);
+                let series = [labels.agent(decision.agent.unwrap_or(OTHER_AGENT)), labels.group(group.name)];
+                self.violations.with_label_values(&series);
+                self.rate_limited.with_label_values(&series);
             }
         }
         self.bind_labels(labels);
@@ -867,11 +880,13 @@ impl Metrics {
             }
             for group in old.groups.iter().map(String::as_str).chain([ORIGIN_GROUP]) {
                 let _ = self.violations.remove_label_values(&[token, group]);
+                let _ = self.rate_limited.remove_label_values(&[token, group]);
             }
         }
         for group in &gone_groups {
             for agent in old.agents.iter().map(String::as_str).chain([OTHER_AGENT]) {
                 let _ = self.violations.remove_label_values(&[agent, group]);
+                let _ = self.rate_limited.remove_label_values(&[agent, group]);
             }
         }
     }

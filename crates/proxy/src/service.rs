@@ -141,6 +141,8 @@ pub struct Ctx {
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     browser: bool,
+    /// The rate limit a refused request is over.
+    limit: Option<crawlgate_policy::limits::GroupLimit>,
 }
 
 impl Ctx {
@@ -184,6 +186,11 @@ fn address_lines<'r>(req: &'r RequestHeader, settings: &ClientAddressSettings) -
         Some(name) => req.headers.get_all(name).iter().map(|v| v.as_bytes()).collect(),
         None => Vec::new(),
     }
+}
+
+/// The request's `Host` (or HTTP/2 `:authority`), for limits per site.
+fn request_host(req: &RequestHeader) -> Option<&str> {
+    req.headers.get(header::HOST).and_then(|h| h.to_str().ok()).or_else(|| req.uri.authority().map(|a| a.as_str()))
 }
 
 /// The request's `User-Agent` field lines, decoded when there is one
@@ -235,6 +242,7 @@ impl ProxyHttp for Gate {
             observed: None,
             origin_rule: false,
             browser: false,
+            limit: None,
         }
     }
 
@@ -332,6 +340,7 @@ impl ProxyHttp for Gate {
                 ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
             }
         }
+        let limit = client.and_then(|ip| snap.policy.limit(&route, ip, request_host(req)));
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
@@ -407,6 +416,19 @@ impl ProxyHttp for Gate {
                 if decision.violation_recorded() {
                     violation(&decision).emit(&self.shared.metrics);
                     ctx.violation = true;
+                }
+                if let Some(limit) = limit {
+                    if let Some(refused) = crate::limits::check(&self.shared, &limit).await {
+                        ctx.outcome = Action::Block;
+                        ctx.local = Some(Local::RateLimited);
+                        ctx.reason = Some(BlockReason::Rate);
+                        ctx.group = Some(limit.group.index);
+                        ctx.limit = Some(refused.limit);
+                        ctx.rule = None;
+                        ctx.path = Cow::Owned(target.canonical.into_owned());
+                        Box::pin(crate::limits::respond(session, &refused, limit.group.name)).await?;
+                        return Ok(true);
+                    }
                 }
                 // HEAD too: it gets the headers the GET would get.
                 ctx.html_candidate = controls.html.is_some();
@@ -639,6 +661,7 @@ impl ProxyHttp for Gate {
             violation: ctx.violation,
             reason: ctx.reason,
             origin_rule: ctx.origin_rule,
+            limit: ctx.limit,
         };
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);

@@ -156,6 +156,9 @@ pub struct Shared {
     /// The TLS certificate in use, set once at start when the policy has
     /// TLS listeners.
     pub tls: std::sync::OnceLock<Arc<crate::tls::CertStore>>,
+    /// The rate limiter (kept across reloads: a reload changes rates,
+    /// never buckets), set once at start.
+    pub limiter: std::sync::OnceLock<crawlgate_limits::Limiter>,
     /// The shared store of `[limits] store`, set once at start.
     pub store: std::sync::OnceLock<crawlgate_store::Store>,
     /// The fleet counters, set once at start with the shared store.
@@ -178,6 +181,7 @@ impl Shared {
             activity,
             verifier: std::sync::OnceLock::new(),
             tls: std::sync::OnceLock::new(),
+            limiter: std::sync::OnceLock::new(),
             store: std::sync::OnceLock::new(),
             fleet: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),

@@ -1,0 +1,228 @@
+//! crawlgate-limits: rate limits (issue 24).
+//!
+//! Owns the GCRA step ([`gcra`]), the in-process store ([`local`]) and the
+//! [`Limiter`] the proxy calls, which holds an optional shared store behind
+//! the [`SharedGcra`] trait. It does not decide which limit or key applies
+//! to a request (that is `crawlgate_policy::Policy::limit`, pure), nor
+//! speak to Redis (the `crawlgate-store` crate implements [`SharedGcra`]).
+
+pub mod gcra;
+pub mod local;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use crawlgate_policy::limits::{GroupLimit, LimitKey};
+
+pub use gcra::{retry_after_secs, Verdict};
+pub use local::LocalStore;
+
+/// Why a shared store could not answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SharedError {
+    /// Not connected (down, or reconnecting).
+    #[error("the shared store is not connected")]
+    Down,
+    /// The store answered with an error, or the connection failed during
+    /// the call.
+    #[error("the shared store failed: {0}")]
+    Failed(String),
+}
+
+/// A store shared by several crawlgate instances that runs one GCRA step
+/// atomically, exactly as [`gcra`] defines it, with the store's own clock.
+#[async_trait]
+pub trait SharedGcra: Send + Sync {
+    /// One step on `key` (the full key, `[limits] key_prefix` included),
+    /// with emission interval `emission` and `burst` (at least 1).
+    async fn step(&self, key: &str, emission: Duration, burst: u32) -> Result<Verdict, SharedError>;
+
+    /// Whether the store is connected now; while it is not, the limiter
+    /// does not call [`SharedGcra::step`] and decides locally.
+    fn is_up(&self) -> bool;
+}
+
+/// Which store decided a check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The in-process store: no shared store is configured.
+    Local,
+    /// The shared store.
+    Shared,
+    /// The in-process store, because the shared store could not answer.
+    Fallback(Fallback),
+}
+
+/// Why a check fell back to the in-process store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// The store reported itself down; it was not called.
+    Down,
+    /// The call returned an error.
+    Error,
+    /// The call took longer than `[limits] timeout`.
+    Timeout,
+}
+
+/// The outcome of [`Limiter::check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// Admitted or not.
+    pub verdict: Verdict,
+    /// Which store decided.
+    pub source: Source,
+}
+
+struct Shared {
+    store: Arc<dyn SharedGcra>,
+    budget: Duration,
+    prefix: String,
+}
+
+/// The front the proxy calls: one per process, kept across reloads (a
+/// reload changes rates, never buckets).
+pub struct Limiter {
+    local: LocalStore,
+    hasher: local::KeyHasher,
+    epoch: Instant,
+    shared: Option<Shared>,
+}
+
+impl Limiter {
+    /// A limiter over the in-process store alone, holding at most about
+    /// `max_keys` keys.
+    pub fn new(max_keys: usize) -> Limiter {
+        Limiter { local: LocalStore::new(max_keys), hasher: Default::default(), epoch: Instant::now(), shared: None }
+    }
+
+    /// Adds a shared store, called with time budget `budget` per step and
+    /// keys prefixed with `prefix`. On an error or past the budget, the
+    /// in-process store decides that request: fail-open to local limits,
+    /// never to no limit.
+    pub fn with_shared(mut self, store: Arc<dyn SharedGcra>, budget: Duration, prefix: &str) -> Limiter {
+        self.shared = Some(Shared { store, budget, prefix: prefix.to_string() });
+        self
+    }
+
+    /// Whether a shared store is configured.
+    pub fn has_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// The in-process store.
+    pub fn local(&self) -> &LocalStore {
+        &self.local
+    }
+
+    /// Counts one request against `limit` under `key` in the in-process
+    /// store.
+    pub fn check_local(&self, key: &LimitKey<'_>, limit: &GroupLimit) -> Verdict {
+        let now = gcra::nanos(self.epoch.elapsed());
+        self.local.check(self.hasher.hash(key), now, gcra::nanos(limit.rate.emission()), limit.burst)
+    }
+
+    /// Counts one request against `limit` under `key`: in the shared store
+    /// when one is configured and answers within its budget, else in the
+    /// in-process store.
+    pub async fn check(&self, key: &LimitKey<'_>, limit: &GroupLimit) -> Checked {
+        let Some(shared) = &self.shared else {
+            return Checked { verdict: self.check_local(key, limit), source: Source::Local };
+        };
+        let fallback = if !shared.store.is_up() {
+            Fallback::Down
+        } else {
+            let name = format!("{}{key}", shared.prefix);
+            let step = shared.store.step(&name, limit.rate.emission(), limit.burst);
+            match tokio::time::timeout(shared.budget, step).await {
+                Ok(Ok(verdict)) => return Checked { verdict, source: Source::Shared },
+                Ok(Err(_)) => Fallback::Error,
+                Err(_) => Fallback::Timeout,
+            }
+        };
+        Checked { verdict: self.check_local(key, limit), source: Source::Fallback(fallback) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawlgate_policy::limits::{LimitSource, Network, Rate, Subject};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A shared store that answers as told, counting its calls and
+    /// recording the keys it was given.
+    struct Scripted {
+        up: bool,
+        answer: Result<Verdict, SharedError>,
+        delay: Duration,
+        calls: AtomicUsize,
+        keys: std::sync::Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl SharedGcra for Scripted {
+        async fn step(&self, key: &str, _emission: Duration, _burst: u32) -> Result<Verdict, SharedError> {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            self.keys.lock().unwrap().push(key.to_string());
+            tokio::time::sleep(self.delay).await;
+            self.answer.clone()
+        }
+        fn is_up(&self) -> bool {
+            self.up
+        }
+    }
+
+    fn scripted(up: bool, answer: Result<Verdict, SharedError>, delay: Duration) -> Arc<Scripted> {
+        Arc::new(Scripted { up, answer, delay, calls: AtomicUsize::new(0), keys: Default::default() })
+    }
+
+    const LIMIT: GroupLimit =
+        GroupLimit { rate: Rate { count: 1, per: Duration::from_secs(3600) }, burst: 1, source: LimitSource::Rate };
+
+    fn key() -> LimitKey<'static> {
+        LimitKey { host: None, subject: Subject::Network(Network::of([192, 0, 2, 7].into(), 24, 56)) }
+    }
+
+    #[tokio::test]
+    async fn local_alone() {
+        let l = Limiter::new(1000);
+        assert_eq!(l.check(&key(), &LIMIT).await, Checked { verdict: Verdict::Allow, source: Source::Local });
+        let second = l.check(&key(), &LIMIT).await;
+        assert_eq!(second.source, Source::Local);
+        assert!(!second.verdict.allowed());
+    }
+
+    #[tokio::test]
+    async fn the_shared_store_decides_when_it_answers() {
+        let deny = Verdict::Deny { retry_after: Duration::from_secs(7) };
+        let s = scripted(true, Ok(deny), Duration::ZERO);
+        let l = Limiter::new(1000).with_shared(s.clone(), Duration::from_millis(50), "cg:");
+        assert_eq!(l.check(&key(), &LIMIT).await, Checked { verdict: deny, source: Source::Shared });
+        assert_eq!(*s.keys.lock().unwrap(), ["cg:net:192.0.2.0/24"]);
+        assert!(l.local().is_empty());
+    }
+
+    #[tokio::test]
+    async fn failures_fall_back_to_local_limits() {
+        for (store, why) in [
+            (scripted(false, Ok(Verdict::Allow), Duration::ZERO), Fallback::Down),
+            (scripted(true, Err(SharedError::Failed("NOSCRIPT".into())), Duration::ZERO), Fallback::Error),
+            (scripted(true, Ok(Verdict::Allow), Duration::from_secs(5)), Fallback::Timeout),
+        ] {
+            let l = Limiter::new(1000).with_shared(store.clone(), Duration::from_millis(20), "cg:");
+            assert_eq!(
+                l.check(&key(), &LIMIT).await,
+                Checked { verdict: Verdict::Allow, source: Source::Fallback(why) }
+            );
+            // The local bucket counts: the second request is refused, not
+            // let through as "no limit".
+            let second = l.check(&key(), &LIMIT).await;
+            assert_eq!(second.source, Source::Fallback(why));
+            assert!(!second.verdict.allowed(), "{why:?}");
+            let calls = if why == Fallback::Down { 0 } else { 2 };
+            assert_eq!(store.calls.load(Ordering::Relaxed), calls, "{why:?}");
+        }
+    }
+}

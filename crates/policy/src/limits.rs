@@ -1,0 +1,472 @@
+//! Rate limits as data: the compiled `rate` / `burst` /
+//! `enforce_crawl_delay` of a group, the `[limits]` table, and the pure
+//! decision of which limit a request gets and under which key. The
+//! counting (GCRA) and the stores are the `crawlgate-limits` crate's.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use crate::policy::{GroupRef, Policy};
+use crate::route::Route;
+use crate::verification::Verification;
+
+/// A request rate: `count` requests per `per`, written `"N/s"`, `"N/min"`
+/// or `"N/h"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Rate {
+    /// Requests per interval (at least 1).
+    pub count: u32,
+    /// The interval: one second, minute or hour (or a crawl delay).
+    pub per: Duration,
+}
+
+impl Rate {
+    /// The GCRA emission interval `T = per / count`: the spacing of
+    /// requests the rate allows in the long run.
+    pub fn emission(&self) -> Duration {
+        self.per / self.count.max(1)
+    }
+
+    /// Parses `"N/s"`, `"N/min"` or `"N/h"` (N from 1 to 1,000,000,000).
+    pub fn parse(s: &str) -> Result<Rate, String> {
+        let bad = || format!("`{s}` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")");
+        let (n, unit) = s.trim().split_once('/').ok_or_else(bad)?;
+        let count: u32 = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || count > 1_000_000_000 {
+            return Err(format!("`{s}`: the count must be from 1 to 1000000000"));
+        }
+        let per = match unit.trim() {
+            "s" => Duration::from_secs(1),
+            "min" => Duration::from_secs(60),
+            "h" => Duration::from_secs(3600),
+            _ => return Err(bad()),
+        };
+        Ok(Rate { count, per })
+    }
+}
+
+impl fmt::Display for Rate {
+    /// `2/s`, `30/min`, `1000/h`; a crawl-delay rate as `1/1.5s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.per.as_secs_f64() {
+            1.0 => write!(f, "{}/s", self.count),
+            60.0 => write!(f, "{}/min", self.count),
+            3600.0 => write!(f, "{}/h", self.count),
+            s => write!(f, "{}/{s}s", self.count),
+        }
+    }
+}
+
+/// Where a group's limit comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LimitSource {
+    /// The group's `rate`.
+    Rate,
+    /// The group's `crawl_delay` under `enforce_crawl_delay = true` (one
+    /// request per delay), stricter than its `rate` or alone.
+    CrawlDelay,
+}
+
+/// A group's compiled limit: the stricter of `rate` and, with
+/// `enforce_crawl_delay`, one request per `crawl_delay`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GroupLimit {
+    /// The rate enforced.
+    pub rate: Rate,
+    /// How many requests may arrive at once (`burst`, default 1).
+    pub burst: u32,
+    /// Which key set it.
+    pub source: LimitSource,
+}
+
+impl fmt::Display for GroupLimit {
+    /// `2/s burst 1` or `1/2s burst 1 (crawl_delay)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} burst {}", self.rate, self.burst)?;
+        if self.source == LimitSource::CrawlDelay {
+            f.write_str(" (crawl_delay)")?;
+        }
+        Ok(())
+    }
+}
+
+/// `[limits] store`: where the buckets live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreSetting {
+    /// In this process (the default).
+    Local,
+    /// A shared Redis (or Valkey) server: the URL as written, scheme
+    /// `redis` or `rediss`.
+    Redis(String),
+}
+
+/// The `[limits]` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitSettings {
+    /// Where the buckets live.
+    pub store: StoreSetting,
+    /// Prefix of every key in a shared store.
+    pub key_prefix: String,
+    /// Time budget of one shared-store call; past it the local store
+    /// decides.
+    pub timeout: Duration,
+    /// Prefix length of an IPv4 client network.
+    pub ipv4_prefix: u8,
+    /// Prefix length of an IPv6 client network.
+    pub ipv6_prefix: u8,
+    /// Most keys the in-process store holds.
+    pub max_keys: usize,
+    /// The sites limited apart (`server.hosts`, normalized), when it names
+    /// more than one; empty otherwise.
+    pub hosts: Vec<String>,
+}
+
+/// Default of `[limits] max_keys`.
+pub const DEFAULT_MAX_KEYS: usize = 1_000_000;
+
+impl Default for LimitSettings {
+    fn default() -> LimitSettings {
+        LimitSettings {
+            store: StoreSetting::Local,
+            key_prefix: "crawlgate:".to_string(),
+            timeout: Duration::from_millis(5),
+            ipv4_prefix: 24,
+            ipv6_prefix: 56,
+            max_keys: DEFAULT_MAX_KEYS,
+            hosts: Vec::new(),
+        }
+    }
+}
+
+/// A client network: an address with its host bits cleared, and the
+/// prefix length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Network {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Network {
+    /// The network of `ip` under the given prefix lengths; an IPv4-mapped
+    /// IPv6 address counts as IPv4.
+    pub fn of(ip: IpAddr, ipv4_prefix: u8, ipv6_prefix: u8) -> Network {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match ip {
+            IpAddr::V4(v4) => {
+                let p = ipv4_prefix.min(32);
+                let mask = if p == 0 { 0 } else { u32::MAX << (32 - u32::from(p)) };
+                Network { addr: IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask)), prefix: p }
+            }
+            IpAddr::V6(v6) => {
+                let p = ipv6_prefix.min(128);
+                let mask = if p == 0 { 0 } else { u128::MAX << (128 - u32::from(p)) };
+                Network { addr: IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask)), prefix: p }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Network {
+    /// `203.0.113.0/24`, `2001:db8::/56`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// Whom a bucket counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Subject<'p> {
+    /// A crawler whose identity is verified: one bucket per token across
+    /// all its addresses.
+    Agent(&'p str),
+    /// A crawler named but not verified: its token from one network.
+    AgentNetwork(&'p str, Network),
+    /// Everyone else: one client network.
+    Network(Network),
+}
+
+/// The key of one bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitKey<'p> {
+    /// The site, when `server.hosts` names several (`None`: one site). A
+    /// `Host` the list does not name shares the bucket of `*`.
+    pub host: Option<&'p str>,
+    /// Whom it counts.
+    pub subject: Subject<'p>,
+}
+
+impl Hash for LimitKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.host.hash(state);
+        self.subject.hash(state);
+    }
+}
+
+impl fmt::Display for LimitKey<'_> {
+    /// The key as a shared store names it (before `key_prefix`):
+    /// `host:<site>:` when several sites are fronted, then
+    /// `agent:<token>`, `agent:<token>:net:<network>` or `net:<network>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(h) = self.host {
+            write!(f, "host:{h}:")?;
+        }
+        match self.subject {
+            Subject::Agent(t) => write!(f, "agent:{t}"),
+            Subject::AgentNetwork(t, n) => write!(f, "agent:{t}:net:{n}"),
+            Subject::Network(n) => write!(f, "net:{n}"),
+        }
+    }
+}
+
+/// The limit one request is counted against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit<'p> {
+    /// The group whose limit it is.
+    pub group: GroupRef<'p>,
+    /// The limit.
+    pub limit: GroupLimit,
+    /// The bucket.
+    pub key: LimitKey<'p>,
+}
+
+/// The bucket name of a `Host` that `server.hosts` does not list.
+const OTHER_HOST: &str = "*";
+
+impl Policy {
+    /// The `[limits]` table.
+    pub fn limit_settings(&self) -> &LimitSettings {
+        &self.settings.limits
+    }
+
+    /// The limit a routed request is counted against, and its key; `None`
+    /// when nothing limits it. Only a request forwarded to the origin is
+    /// limited: the files crawlgate serves itself (`/robots.txt`,
+    /// `/agents.txt`, the well-known documents) and refusals never are, so
+    /// a crawler can always read the rules.
+    ///
+    /// - A named crawler whose group has a limit: with a verified identity
+    ///   one bucket per token (Googlebot's many addresses are one crawler),
+    ///   else per token and client network.
+    /// - Everyone else, and a named crawler whose identity is not verified
+    ///   and whose group sets no limit: the `*` group's limit per client
+    ///   network (a claimed token must not escape it). A verified crawler
+    ///   whose group sets no limit is not limited.
+    ///
+    /// `client` is the client address as decided by
+    /// [`crate::client::client_address`]; `host` the request's `Host`
+    /// (authority), used only when `server.hosts` names several sites.
+    pub fn limit<'p>(&'p self, route: &Route<'p, '_>, client: IpAddr, host: Option<&str>) -> Option<Limit<'p>> {
+        let Route::Forward { decision, .. } = route else { return None };
+        let s = &self.settings.limits;
+        let net = || Network::of(client, s.ipv4_prefix, s.ipv6_prefix);
+        let host = self.limit_host(host);
+        let named = match (decision.agent, decision.group) {
+            (Some(token), Some(g)) if Some(g.index) != self.star_group => Some((token, g)),
+            _ => None,
+        };
+        if let Some((token, g)) = named {
+            let verified = matches!(decision.verification, Verification::Verified(_));
+            match (self.groups[g.index].limit, verified) {
+                (Some(limit), true) => {
+                    return Some(Limit { group: g, limit, key: LimitKey { host, subject: Subject::Agent(token) } })
+                }
+                (Some(limit), false) => {
+                    let subject = Subject::AgentNetwork(token, net());
+                    return Some(Limit { group: g, limit, key: LimitKey { host, subject } });
+                }
+                (None, true) => return None,
+                (None, false) => {}
+            }
+        }
+        let star = self.star_group?;
+        let limit = self.groups[star].limit?;
+        let g = &self.groups[star];
+        let group = GroupRef { index: star, name: &g.name, line: g.line, origin: g.origin };
+        Some(Limit { group, limit, key: LimitKey { host, subject: Subject::Network(net()) } })
+    }
+
+    /// The bucket's site: `None` unless `server.hosts` names several; a
+    /// `Host` it does not name (or none) is `*`, so a forged `Host` cannot
+    /// open new buckets.
+    fn limit_host(&self, host: Option<&str>) -> Option<&str> {
+        let hosts = &self.settings.limits.hosts;
+        if hosts.len() < 2 {
+            return None;
+        }
+        let Some(host) = host else { return Some(OTHER_HOST) };
+        let bare = host.rsplit_once(':').filter(|(h, p)| !h.ends_with(']') || p.is_empty()).map_or(host, |(h, _)| h);
+        let found = hosts.iter().find(|h| h.eq_ignore_ascii_case(host)).or_else(|| {
+            // `example.com` in the list matches `Example.com:8443`.
+            hosts.iter().find(|h| !h.contains(':') && h.eq_ignore_ascii_case(bare))
+        });
+        Some(found.map_or(OTHER_HOST, String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::{Identity, UserAgentField};
+    use crate::verification::Method;
+
+    const POLICY: &str = r#"
+[server]
+hosts = ["a.example", "b.example:8443"]
+[upstream]
+servers = ["127.0.0.1:9"]
+[limits]
+ipv4_prefix = 24
+ipv6_prefix = 48
+[[group]]
+user_agents = ["RatedBot"]
+rate = "2/s"
+burst = 3
+[[group]]
+user_agents = ["FreeBot"]
+[[group]]
+user_agents = ["PoliteBot"]
+crawl_delay = 5
+enforce_crawl_delay = true
+[[group]]
+user_agents = ["*"]
+rate = "10/s"
+"#;
+
+    /// `(group, limit, key)` of a request, or `-`.
+    fn limit(policy: &Policy, target: &str, ua: &str, verified: bool, client: &str, host: Option<&str>) -> String {
+        let identity = Identity {
+            verification: if verified { Verification::Verified(Method::Ip) } else { Verification::Unverified },
+            ..Identity::default()
+        };
+        let route = policy.route_with(false, target.as_bytes(), UserAgentField::One(ua), identity);
+        match policy.limit(&route, client.parse().unwrap(), host) {
+            None => "-".to_string(),
+            Some(l) => format!("{} | {} | {}", l.group.name, l.limit, l.key),
+        }
+    }
+
+    #[test]
+    fn which_limit_and_key_a_request_gets() {
+        let p = crate::load(POLICY, "l.toml").unwrap().policy;
+        let a = Some("a.example");
+        for (target, ua, verified, client, host, want) in [
+            // A verified crawler: one bucket per token across addresses.
+            ("/x", "RatedBot/1.0", true, "192.0.2.7", a, "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot"),
+            ("/x", "RatedBot/1.0", true, "198.51.100.1", a, "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot"),
+            // Named, not verified: token and client network.
+            (
+                "/x",
+                "RatedBot/1.0",
+                false,
+                "192.0.2.7",
+                a,
+                "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot:net:192.0.2.0/24",
+            ),
+            // Crawl-delay enforced.
+            (
+                "/x",
+                "PoliteBot",
+                true,
+                "192.0.2.7",
+                a,
+                "PoliteBot | 1/5s burst 1 (crawl_delay) | host:a.example:agent:PoliteBot",
+            ),
+            // A verified crawler whose group sets no limit is not limited.
+            ("/x", "FreeBot", true, "192.0.2.7", a, "-"),
+            // An unverified claim of it does not escape the `*` limit.
+            ("/x", "FreeBot", false, "192.0.2.7", a, "* | 10/s burst 1 | host:a.example:net:192.0.2.0/24"),
+            // Everyone else: `*` per network, IPv6 at /48 here.
+            ("/x", "Mozilla/5.0", false, "2001:db8:7:8::1", a, "* | 10/s burst 1 | host:a.example:net:2001:db8:7::/48"),
+            // The sites are limited apart; an unknown or absent Host shares one bucket.
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("B.example:8443"),
+                "* | 10/s burst 1 | host:b.example:8443:net:192.0.2.0/24",
+            ),
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("a.example:80"),
+                "* | 10/s burst 1 | host:a.example:net:192.0.2.0/24",
+            ),
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("evil.example"),
+                "* | 10/s burst 1 | host:*:net:192.0.2.0/24",
+            ),
+            ("/x", "Mozilla/5.0", false, "192.0.2.7", None, "* | 10/s burst 1 | host:*:net:192.0.2.0/24"),
+            // The files crawlgate serves itself are never limited.
+            ("/robots.txt", "RatedBot", true, "192.0.2.7", a, "-"),
+            ("/robots.txt?x", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+            ("/agents.txt", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+            ("/.well-known/tdmrep.json", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+        ] {
+            assert_eq!(
+                limit(&p, target, ua, verified, client, host),
+                want,
+                "{target} {ua} {verified} {client} {host:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_site_has_no_host_in_its_keys_and_no_star_rate_no_limit() {
+        let one = POLICY.replace("hosts = [\"a.example\", \"b.example:8443\"]", "hosts = [\"a.example\"]");
+        let p = crate::load(&one, "l.toml").unwrap().policy;
+        assert_eq!(limit(&p, "/x", "Mozilla", false, "192.0.2.7", Some("x")), "* | 10/s burst 1 | net:192.0.2.0/24");
+        let no_star = one.replace("user_agents = [\"*\"]\nrate = \"10/s\"", "user_agents = [\"*\"]");
+        let p = crate::load(&no_star, "l.toml").unwrap().policy;
+        assert_eq!(limit(&p, "/x", "Mozilla", false, "192.0.2.7", None), "-");
+        assert_eq!(limit(&p, "/x", "FreeBot", false, "192.0.2.7", None), "-");
+        assert_eq!(
+            limit(&p, "/x", "RatedBot", false, "192.0.2.7", None),
+            "RatedBot | 2/s burst 3 | agent:RatedBot:net:192.0.2.0/24"
+        );
+    }
+
+    #[test]
+    fn rates_parse_and_print() {
+        for (src, count, per, shown) in
+            [("2/s", 2, 1, "2/s"), ("30/min", 30, 60, "30/min"), (" 1000 / h ", 1000, 3600, "1000/h")]
+        {
+            let r = Rate::parse(src).unwrap();
+            assert_eq!((r.count, r.per), (count, Duration::from_secs(per)), "{src}");
+            assert_eq!(r.to_string(), shown);
+        }
+        assert_eq!(Rate::parse("2/s").unwrap().emission(), Duration::from_millis(500));
+        assert_eq!(Rate::parse("30/min").unwrap().emission(), Duration::from_secs(2));
+        for bad in ["2", "2/d", "0/s", "-1/s", "x/s", "2/sec", "1000000001/s", ""] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            Rate::parse("2/sec").unwrap_err(),
+            "`2/sec` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")"
+        );
+        assert_eq!(Rate { count: 1, per: Duration::from_millis(1500) }.to_string(), "1/1.5s");
+    }
+
+    #[test]
+    fn networks_mask_host_bits() {
+        let n = |ip: &str, v4, v6| Network::of(ip.parse().unwrap(), v4, v6).to_string();
+        assert_eq!(n("203.0.113.77", 24, 56), "203.0.113.0/24");
+        assert_eq!(n("203.0.113.77", 32, 56), "203.0.113.77/32");
+        assert_eq!(n("127.0.0.3", 8, 56), "127.0.0.0/8");
+        assert_eq!(n("203.0.113.77", 0, 56), "0.0.0.0/0");
+        assert_eq!(n("2001:db8:1:2ff:1::1", 24, 56), "2001:db8:1:200::/56");
+        assert_eq!(n("2001:db8::1", 24, 128), "2001:db8::1/128");
+        assert_eq!(n("::ffff:203.0.113.77", 24, 56), "203.0.113.0/24");
+    }
+}

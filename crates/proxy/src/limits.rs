@@ -1,0 +1,117 @@
+//! Rate limits in the proxy: counts a forwarded request against the limit
+//! `Policy::limit` picks for it (pure) in the process's
+//! [`crawlgate_limits::Limiter`], and writes the 429 when it is over.
+//! Nothing here decides which limit applies.
+
+use bytes::Bytes;
+use crawlgate_limits::{retry_after_secs, Limiter, Verdict};
+use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings, StoreSetting};
+use http::header;
+use pingora::proxy::Session;
+use pingora::Result;
+
+use crate::state::Shared;
+
+/// The limiter for these settings: the in-process store. A shared store
+/// named by `[limits] store` is not connected by this build: the local
+/// store decides, and this is logged once at start.
+pub fn local_limiter(settings: &LimitSettings) -> Limiter {
+    if let StoreSetting::Redis(_) = &settings.store {
+        tracing::warn!(
+            target: "crawlgate::limits",
+            "Rate limits are kept in this process: limits.store names a shared store, which this build does not connect; each instance enforces its own limits"
+        );
+    }
+    Limiter::new(settings.max_keys)
+}
+
+/// Installs the process's limiter in `shared` (once, at start; a reload
+/// keeps it, so a changed rate applies to the next request and no bucket
+/// is reset).
+pub fn install(shared: &Shared, settings: &LimitSettings) {
+    let _ = shared.limiter.set(local_limiter(settings));
+}
+
+/// The `[limits]` keys only a restart applies, as `(key, value)`: the
+/// store and its connection settings, and the in-process store's bound.
+/// The rates, bursts and network prefixes follow a reload.
+pub fn restart_only(s: &LimitSettings) -> Vec<(&'static str, String)> {
+    vec![
+        ("limits.store", format!("{:?}", s.store)),
+        ("limits.key_prefix", s.key_prefix.clone()),
+        ("limits.timeout", format!("{:?}", s.timeout)),
+        ("limits.max_keys", s.max_keys.to_string()),
+    ]
+}
+
+/// A request over its limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// The limit it is over.
+    pub limit: GroupLimit,
+    /// `Retry-After`, whole seconds.
+    pub retry_after: u64,
+}
+
+/// Counts one request against `limit`; `Some` when it is over.
+pub async fn check(shared: &Shared, limit: &Limit<'_>) -> Option<Refused> {
+    let limiter = shared.limiter.get_or_init(|| Limiter::new(limit_settings(shared).max_keys));
+    match limiter.check(&limit.key, &limit.limit).await.verdict {
+        Verdict::Allow => None,
+        Verdict::Deny { retry_after } => {
+            Some(Refused { limit: limit.limit, retry_after: retry_after_secs(retry_after) })
+        }
+    }
+}
+
+fn limit_settings(shared: &Shared) -> LimitSettings {
+    shared.snapshot.load().policy.limit_settings().clone()
+}
+
+/// The 429 body: names the limit and the group, and when to come back.
+pub fn body(refused: &Refused, group: &str) -> String {
+    format!(
+        "429 Too Many Requests\n\nThis site limits the group {group} to {} (rate limit). Retry after {} s.\nSee /robots.txt for the published Crawl-delay.\n",
+        refused.limit, refused.retry_after
+    )
+}
+
+/// Writes the 429 with `Retry-After` (RFC 9110 section 10.2.3, RFC 6585
+/// section 4).
+pub async fn respond(session: &mut Session, refused: &Refused, group: &str) -> Result<()> {
+    let retry = refused.retry_after.to_string();
+    crate::respond::write(
+        session,
+        429,
+        &[
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::RETRY_AFTER, &retry),
+        ],
+        Bytes::from(body(refused, group)),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawlgate_policy::limits::{LimitSource, Rate};
+    use std::time::Duration;
+
+    #[test]
+    fn the_body_names_the_limit_and_the_group() {
+        let refused = Refused {
+            limit: GroupLimit {
+                rate: Rate { count: 2, per: Duration::from_secs(1) },
+                burst: 1,
+                source: LimitSource::Rate,
+            },
+            retry_after: 1,
+        };
+        assert_eq!(
+            body(&refused, "ExampleBot"),
+            "429 Too Many Requests\n\nThis site limits the group ExampleBot to 2/s burst 1 (rate limit). Retry after 1 s.\nSee /robots.txt for the published Crawl-delay.\n"
+        );
+    }
+}

@@ -1,0 +1,245 @@
+//! Rate limits end to end: the real proxy in front of a real origin, spoken
+//! to over real connections (from chosen loopback source addresses where
+//! the network matters).
+//!
+//! Counts are asserted without trusting the machine's speed: a burst sent
+//! back to back is admitted exactly `burst` times unless the test measured
+//! that it took longer than one emission interval, and a paced crawler's
+//! admissions are checked against the bounds GCRA guarantees for the gaps
+//! the test measured.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{wait_for, Proxy};
+use crawlgate_testkit::http::{Conn, RawResponse};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+const CRAWLER: &str = "Mozilla/5.0 (compatible; ExampleBot/1.0; +https://example.com/bot)";
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+fn origin() -> Origin {
+    Origin::start(vec![("/", Route::ok("text/plain", "home\n")), ("/page", Route::ok("text/plain", "page\n"))])
+}
+
+fn from(ip: &str, proxy: &Proxy) -> Conn {
+    Conn::from_source(ip.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}")), proxy.addr)
+}
+
+fn get(conn: &mut Conn, path: &str, ua: &str) -> RawResponse {
+    conn.request("GET", path, &[("User-Agent", ua)])
+}
+
+/// The 429 body for `group` over `limit` with `retry` seconds.
+fn refusal(group: &str, limit: &str, retry: u64) -> String {
+    format!("429 Too Many Requests\n\nThis site limits the group {group} to {limit} (rate limit). Retry after {retry} s.\nSee /robots.txt for the published Crawl-delay.\n")
+}
+
+fn reload(proxy: &Proxy, policy: &str, generation: u64) {
+    std::fs::write(&proxy.policy_path, policy).unwrap_or_else(|e| panic!("{e}"));
+    proxy.signal("HUP");
+    wait_for("the reload", PATIENCE, || {
+        (proxy.metric("crawlgate_policy_generation").as_deref() == Some(&generation.to_string())).then_some(())
+    });
+}
+
+#[test]
+fn a_burst_over_the_rate_gets_exactly_burst_through_then_429_with_retry_after() {
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        "[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"2/s\"\nburst = 3\n\n[[group]]\nuser_agents = [\"*\"]\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    let started = Instant::now();
+    let statuses: Vec<u16> = (0..10).map(|_| get(&mut conn, "/page", CRAWLER).status).collect();
+    let elapsed = started.elapsed();
+    let admitted = statuses.iter().filter(|s| **s == 200).count();
+    // GCRA admits at most burst + elapsed / T; at least the burst.
+    let bound = 3 + (elapsed.as_millis() / 500) as usize;
+    if elapsed < Duration::from_millis(500) {
+        assert_eq!(statuses, [200, 200, 200, 429, 429, 429, 429, 429, 429, 429], "in {elapsed:?}");
+    } else {
+        assert!((3..=bound).contains(&admitted), "{admitted} admitted in {elapsed:?}: {statuses:?}");
+    }
+
+    // The next one is refused: Retry-After is the wait rounded up to whole
+    // seconds (at most 500 ms at 2/s: 1).
+    let r = get(&mut conn, "/page", CRAWLER);
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "2/s burst 3", 1));
+
+    // robots.txt is never limited.
+    for _ in 0..20 {
+        assert_eq!(get(&mut conn, "/robots.txt", CRAWLER).status, 200);
+    }
+    let refused = statuses.iter().filter(|s| **s == 429).count() + 1;
+    let origin_seen = origin.seen().iter().filter(|s| s.target == "/page").count();
+    assert_eq!(origin_seen, admitted, "a refused request never reaches the origin");
+
+    wait_for("the counter", PATIENCE, || {
+        let want = refused.to_string();
+        (proxy.metric("crawlgate_rate_limited_total{agent=\"ExampleBot\",group=\"ExampleBot\"}").as_deref()
+            == Some(&want))
+        .then_some(())
+    });
+    assert_eq!(proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"rate\"}"), Some(refused.to_string()));
+    // The access line: reason, group and limit.
+    let log = proxy.log();
+    let line =
+        log.lines().rfind(|l| l.contains("status=429")).unwrap_or_else(|| panic!("no 429 access line in:\n{log}"));
+    for part in [
+        "agent=ExampleBot",
+        "group=ExampleBot",
+        "decision=block",
+        "reason=rate",
+        "local=rate-limited",
+        "limit=\"2/s burst 3\"",
+    ] {
+        assert!(line.contains(part), "{part} missing from {line}");
+    }
+    // The dashboard's per-agent breakdown counts the refusals.
+    let text =
+        reqwest::blocking::get(proxy.admin_url("/api/agents")).and_then(|r| r.text()).unwrap_or_else(|e| panic!("{e}"));
+    let activity: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let row = activity["agents"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["agent"] == "ExampleBot"))
+        .unwrap_or_else(|| panic!("no ExampleBot row: {activity}"));
+    assert_eq!(row["blocked_by"]["rate"], refused);
+}
+
+#[test]
+fn a_crawler_at_ten_per_second_gets_about_two_per_second_through() {
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        "[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"2/s\"\n\n[[group]]\nuser_agents = [\"*\"]\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    let started = Instant::now();
+    let mut admitted = 0u32;
+    let mut max_gap = Duration::ZERO;
+    let mut last = started;
+    for i in 0..25u32 {
+        // 10 requests a second, each sent at its slot or as soon as the
+        // previous answer is in.
+        let slot = started + Duration::from_millis(100) * i;
+        if let Some(wait) = slot.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let now = Instant::now();
+        max_gap = max_gap.max(now - last);
+        last = now;
+        let r = get(&mut conn, "/page", CRAWLER);
+        match r.status {
+            200 => admitted += 1,
+            429 => assert_eq!(r.header("retry-after"), Some("1")),
+            s => panic!("status {s}"),
+        }
+    }
+    let elapsed = started.elapsed();
+    // At most one per 500 ms plus the first; at least one per 500 ms plus
+    // the longest gap between two requests.
+    let most = 1 + (elapsed.as_millis() / 500) as u32;
+    let least = (elapsed.as_millis() / (500 + max_gap.as_millis() + 1)) as u32;
+    assert!((least..=most).contains(&admitted), "{admitted} admitted in {elapsed:?} (gaps up to {max_gap:?})");
+}
+
+#[test]
+fn enforce_crawl_delay_admits_one_request_per_delay() {
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        "[[group]]\nuser_agents = [\"ExampleBot\"]\ncrawl_delay = 1\nenforce_crawl_delay = true\n\n[[group]]\nuser_agents = [\"*\"]\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    let robots = String::from_utf8_lossy(&get(&mut conn, "/robots.txt", CRAWLER).body).into_owned();
+    assert!(robots.contains("User-agent: ExampleBot\nDisallow:\nCrawl-delay: 1\n"), "{robots}");
+    let started = Instant::now();
+    let first = get(&mut conn, "/page", CRAWLER);
+    let second = get(&mut conn, "/page", CRAWLER);
+    assert_eq!(first.status, 200);
+    if started.elapsed() < Duration::from_secs(1) {
+        assert_eq!(second.status, 429);
+        assert_eq!(second.header("retry-after"), Some("1"));
+        assert_eq!(String::from_utf8_lossy(&second.body), refusal("ExampleBot", "1/s burst 1 (crawl_delay)", 1));
+    }
+    // A browser is not a crawler of the group: not limited.
+    for _ in 0..5 {
+        assert_eq!(get(&mut conn, "/page", BROWSER).status, 200);
+    }
+    // One delay later the crawler is admitted again.
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
+}
+
+/// `*` with `1/min`: the first request of a network is admitted, the next
+/// refused for about a minute.
+fn star_policy(prefix: u8) -> String {
+    format!("[limits]\nipv4_prefix = {prefix}\n\n[[group]]\nuser_agents = [\"*\"]\nrate = \"1/min\"\n")
+}
+
+#[test]
+fn the_star_group_is_limited_per_client_network() {
+    let origin = origin();
+    // /32: 127.0.0.2 and 127.0.0.3 are two networks.
+    let proxy = Proxy::start(origin.addr, &star_policy(32));
+    let mut two = from("127.0.0.2", &proxy);
+    let mut three = from("127.0.0.3", &proxy);
+    let started = Instant::now();
+    assert_eq!(get(&mut two, "/page", BROWSER).status, 200);
+    let again = get(&mut two, "/page", BROWSER);
+    assert_eq!(get(&mut three, "/page", BROWSER).status, 200);
+    let waited = started.elapsed().as_secs();
+    assert_eq!(again.status, 429);
+    let retry: u64 = again.header("retry-after").and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!((60 - waited - 1..=60).contains(&retry), "Retry-After {retry} after {waited} s");
+    assert_eq!(String::from_utf8_lossy(&again.body), refusal("*", "1/min burst 1", retry));
+    // A token the policy does not name is one of everybody.
+    assert_eq!(get(&mut three, "/page", CRAWLER).status, 429);
+    // The files crawlgate serves itself are never limited.
+    for path in ["/robots.txt", "/agents.txt"] {
+        assert_ne!(get(&mut two, path, BROWSER).status, 429, "{path}");
+    }
+    drop(proxy);
+
+    // /8: one network.
+    let proxy = Proxy::start(origin.addr, &star_policy(8));
+    assert_eq!(get(&mut from("127.0.0.2", &proxy), "/page", BROWSER).status, 200);
+    assert_eq!(get(&mut from("127.0.0.3", &proxy), "/page", BROWSER).status, 429);
+    assert_eq!(proxy.metric("crawlgate_rate_limited_total{agent=\"other\",group=\"*\"}").as_deref(), Some("1"));
+}
+
+#[test]
+fn a_reload_changes_the_rate_for_the_next_request_and_keeps_the_buckets() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, "[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"10/s\"\n");
+    let policy = std::fs::read_to_string(&proxy.policy_path).unwrap_or_else(|e| panic!("{e}"));
+    let mut conn = from("127.0.0.1", &proxy);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
+    std::thread::sleep(Duration::from_millis(150));
+
+    // 1/min from the next request on.
+    reload(&proxy, &policy.replace("rate = \"10/s\"", "rate = \"1/min\""), 2);
+    let started = Instant::now();
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
+    let r = get(&mut conn, "/page", CRAWLER);
+    assert_eq!(r.status, 429);
+    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "1/min burst 1", 60));
+
+    // 2/min: the bucket is kept (its next admission is still a minute
+    // after the last one, not reset and not 30 s).
+    reload(&proxy, &policy.replace("rate = \"10/s\"", "rate = \"2/min\""), 3);
+    let r = get(&mut conn, "/page", CRAWLER);
+    let waited = started.elapsed().as_secs();
+    assert_eq!(r.status, 429);
+    let retry: u64 = r.header("retry-after").and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!((60 - waited - 1..=60).contains(&retry), "Retry-After {retry} after {waited} s");
+    assert!(retry > 30, "Retry-After {retry}: the bucket restarted with the new rate");
+}
