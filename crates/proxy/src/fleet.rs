@@ -79,6 +79,13 @@ impl Fleet {
     /// One flush and read at `now` (Unix seconds). Errors leave the deltas
     /// to the next tick; the store counts and logs them.
     pub async fn tick(&self, activity: &Activity, now: u64) {
+        // While the store is down the deltas wait (they are kept in the
+        // activity model); calls that would fail anyway are not counted
+        // as store errors.
+        if !self.store.is_up() {
+            self.state().read_ok = false;
+            return;
+        }
         let minute = now / 60;
         let oldest = minute.saturating_sub(MINUTES as u64 - 1);
         let deltas = {
@@ -166,7 +173,7 @@ impl Fleet {
                 (counts.get(Count::Requests.key()).copied().unwrap_or(0), Value::Object(row))
             })
             .collect();
-        rows.sort_by(|a, b| b.0.cmp(&a.0));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.0));
         json!({
             "shared": true,
             "store_up": self.store.is_up(),

@@ -25,6 +25,7 @@ mod proxy_protocol;
 mod reload;
 mod respond;
 mod service;
+mod shared_store;
 mod state;
 mod tls;
 mod upstream;
@@ -211,6 +212,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
     if shared.verifier.get().is_some() {
         server.add_service(background_service("verification lists", verify::Refresher::new(shared.clone())));
+    }
+    if shared.store.get().is_some() {
+        server.add_service(background_service("shared store", crate::shared_store::StoreService::new(shared.clone())));
     }
     let proxy_addrs: Vec<String> = listen.iter().chain(&tls_listen).cloned().collect();
     server.add_service(background_service("listener probe", ListenerProbe::new(shared.clone(), &proxy_addrs)));
