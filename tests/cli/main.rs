@@ -3,6 +3,7 @@
 mod agents;
 mod catalog;
 mod golden;
+mod limits;
 mod offline;
 mod robots;
 mod tokens;

@@ -243,3 +243,72 @@ fn a_reload_changes_the_rate_for_the_next_request_and_keeps_the_buckets() {
     assert!((60 - waited - 1..=60).contains(&retry), "Retry-After {retry} after {waited} s");
     assert!(retry > 30, "Retry-After {retry}: the bucket restarted with the new rate");
 }
+
+#[test]
+fn a_verified_crawler_has_one_bucket_across_its_addresses() {
+    let dir = crawlgate_testkit::TempDir::new("limits-verified");
+    let list = dir.write("google.txt", "127.0.0.2/32\n127.0.0.3/32\n");
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        &format!(
+            "[limits]\nipv4_prefix = 32\n\n[verification]\n\n[verification.lists]\nGooglebot = [\"{}\"]\n\n\
+             [[group]]\nuser_agents = [\"*\"]\nrate = \"1/min\"\n\n\
+             [[group]]\nuser_agents = [\"Googlebot\"]\nverify = \"ip\"\nrate = \"1/min\"\n",
+            list.display()
+        ),
+    );
+    const GOOGLEBOT: &str = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    // Its first address is admitted, its second shares the bucket.
+    assert_eq!(get(&mut from("127.0.0.2", &proxy), "/page", GOOGLEBOT).status, 200);
+    let second = get(&mut from("127.0.0.3", &proxy), "/page", GOOGLEBOT);
+    assert_eq!(second.status, 429);
+    assert!(String::from_utf8_lossy(&second.body).contains("limits the group Googlebot to 1/min burst 1"));
+    // A spoofer of the token is not counted against the real crawler: it
+    // gets what an unnamed client gets, the `*` limit of its own network.
+    assert_eq!(get(&mut from("127.0.0.4", &proxy), "/page", GOOGLEBOT).status, 200);
+    assert_eq!(get(&mut from("127.0.0.4", &proxy), "/page", GOOGLEBOT).status, 429);
+    let log = wait_for("the access lines", PATIENCE, || {
+        let log = proxy.log();
+        (log.lines().filter(|l| l.contains("status=429")).count() == 2).then_some(log)
+    });
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("status=429")).collect();
+    assert!(
+        lines[0].contains("client_ip=127.0.0.3 ") && lines[0].contains(" verification=verified(ip) "),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[0].contains(" group=Googlebot decision=block reason=rate "), "{}", lines[0]);
+    assert!(
+        lines[1].contains("client_ip=127.0.0.4 ") && lines[1].contains(" verification=spoofed(ip) "),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].contains(" group=* decision=block reason=rate "), "{}", lines[1]);
+}
+
+/// A shared store nobody answers at: every limit is enforced in process,
+/// and the log says so once (the reconnection attempts behind it add no
+/// line).
+#[test]
+fn an_unreachable_shared_store_leaves_local_limits_and_one_log_line() {
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        "[limits]\nstore = \"redis://127.0.0.1:1/0\"\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"1/min\"\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 429);
+    assert_eq!(get(&mut conn, "/page", CRAWLER).status, 429);
+    crawlgate_e2e::proxy::wait_for("the store's log line", std::time::Duration::from_secs(10), || {
+        proxy.log().contains("Shared store is down").then_some(())
+    });
+    // Reconnection attempts at 100, 200, 400 ms ... log nothing more.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    let log = proxy.log();
+    let notes: Vec<&str> = log.lines().filter(|l| l.contains("Shared store is down")).collect();
+    assert_eq!(notes.len(), 1, "{log}");
+    assert!(notes[0].contains("rate limits are per instance until it is back"), "{log}");
+    assert_eq!(proxy.metric("crawlgate_limits_store_up"), Some("0".into()));
+}

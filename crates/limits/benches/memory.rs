@@ -28,7 +28,7 @@ fn fill(limiter: &Limiter, n: u32) {
     for i in 0..n {
         let ip = IpAddr::from((0x0100_0000u32 + (i << 8)).to_be_bytes());
         let key = LimitKey { host: None, subject: Subject::Network(Network::of(ip, 24, 56)) };
-        if !limiter.check_local(&key, &limit).allowed() {
+        if !limiter.check_local(&key, &limit, std::time::Instant::now()).allowed() {
             panic!("network {i} refused on its first request");
         }
     }

@@ -116,19 +116,20 @@ impl Limiter {
         &self.local
     }
 
-    /// Counts one request against `limit` under `key` in the in-process
-    /// store.
-    pub fn check_local(&self, key: &LimitKey<'_>, limit: &GroupLimit) -> Verdict {
-        let now = gcra::nanos(self.epoch.elapsed());
+    /// Counts one request that arrived at `now` against `limit` under `key`
+    /// in the in-process store. The caller passes the arrival time it
+    /// already has: reading the clock can cost more than the check.
+    pub fn check_local(&self, key: &LimitKey<'_>, limit: &GroupLimit, now: Instant) -> Verdict {
+        let now = gcra::nanos(now.saturating_duration_since(self.epoch));
         self.local.check(self.hasher.hash(key), now, gcra::nanos(limit.rate.emission()), limit.burst)
     }
 
-    /// Counts one request against `limit` under `key`: in the shared store
-    /// when one is configured and answers within its budget, else in the
-    /// in-process store.
-    pub async fn check(&self, key: &LimitKey<'_>, limit: &GroupLimit) -> Checked {
+    /// Counts one request that arrived at `now` against `limit` under
+    /// `key`: in the shared store when one is configured and answers within
+    /// its budget (with the store's clock), else in the in-process store.
+    pub async fn check(&self, key: &LimitKey<'_>, limit: &GroupLimit, now: Instant) -> Checked {
         let Some(shared) = &self.shared else {
-            return Checked { verdict: self.check_local(key, limit), source: Source::Local };
+            return Checked { verdict: self.check_local(key, limit, now), source: Source::Local };
         };
         let fallback = if !shared.store.is_up() {
             Fallback::Down
@@ -141,7 +142,9 @@ impl Limiter {
                 Err(_) => Fallback::Timeout,
             }
         };
-        Checked { verdict: self.check_local(key, limit), source: Source::Fallback(fallback) }
+        // The arrival time, not the time the store gave up: a timeout must
+        // not move the local clock on.
+        Checked { verdict: self.check_local(key, limit, now), source: Source::Fallback(fallback) }
     }
 }
 
@@ -188,8 +191,11 @@ mod tests {
     #[tokio::test]
     async fn local_alone() {
         let l = Limiter::new(1000);
-        assert_eq!(l.check(&key(), &LIMIT).await, Checked { verdict: Verdict::Allow, source: Source::Local });
-        let second = l.check(&key(), &LIMIT).await;
+        assert_eq!(
+            l.check(&key(), &LIMIT, Instant::now()).await,
+            Checked { verdict: Verdict::Allow, source: Source::Local }
+        );
+        let second = l.check(&key(), &LIMIT, Instant::now()).await;
         assert_eq!(second.source, Source::Local);
         assert!(!second.verdict.allowed());
     }
@@ -199,7 +205,7 @@ mod tests {
         let deny = Verdict::Deny { retry_after: Duration::from_secs(7) };
         let s = scripted(true, Ok(deny), Duration::ZERO);
         let l = Limiter::new(1000).with_shared(s.clone(), Duration::from_millis(50), "cg:");
-        assert_eq!(l.check(&key(), &LIMIT).await, Checked { verdict: deny, source: Source::Shared });
+        assert_eq!(l.check(&key(), &LIMIT, Instant::now()).await, Checked { verdict: deny, source: Source::Shared });
         assert_eq!(*s.keys.lock().unwrap(), ["cg:net:192.0.2.0/24"]);
         assert!(l.local().is_empty());
     }
@@ -213,12 +219,12 @@ mod tests {
         ] {
             let l = Limiter::new(1000).with_shared(store.clone(), Duration::from_millis(20), "cg:");
             assert_eq!(
-                l.check(&key(), &LIMIT).await,
+                l.check(&key(), &LIMIT, Instant::now()).await,
                 Checked { verdict: Verdict::Allow, source: Source::Fallback(why) }
             );
             // The local bucket counts: the second request is refused, not
             // let through as "no limit".
-            let second = l.check(&key(), &LIMIT).await;
+            let second = l.check(&key(), &LIMIT, Instant::now()).await;
             assert_eq!(second.source, Source::Fallback(why));
             assert!(!second.verdict.allowed(), "{why:?}");
             let calls = if why == Fallback::Down { 0 } else { 2 };

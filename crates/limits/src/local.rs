@@ -1,8 +1,9 @@
 //! The in-process store: GCRA timestamps in sharded hash maps, bounded in
 //! keys.
 //!
-//! A key is a 64-bit keyed hash of the limit key (SipHash with a random key
-//! per process, so a client cannot choose keys that collide). Each shard
+//! A key is a 64-bit keyed hash of the limit key (foldhash's quality
+//! variant, seeded at random per process, so a client cannot predict which
+//! keys collide; a collision would only make two clients share a bucket). Each shard
 //! holds at most `max_keys / SHARDS` keys; when a full shard needs a new
 //! one it first drops every idle key (`now >= tat`, which changes no
 //! decision), and when fewer than an eighth of its keys were idle it also
@@ -66,10 +67,17 @@ impl LocalStore {
         // within a shard.
         let shard = &self.shards[(key >> 32) as usize & (SHARDS - 1)];
         let mut map = shard.lock().unwrap_or_else(PoisonError::into_inner);
-        let tat = map.get(&key).copied();
-        let s = gcra::step(tat, now, emission_ns, burst);
+        // One probe for a known key.
+        if let Some(tat) = map.get_mut(&key) {
+            let s = gcra::step(Some(*tat), now, emission_ns, burst);
+            if let Some(new_tat) = s.new_tat {
+                *tat = new_tat;
+            }
+            return s.verdict;
+        }
+        let s = gcra::step(None, now, emission_ns, burst);
         if let Some(new_tat) = s.new_tat {
-            if tat.is_none() && map.len() >= self.per_shard {
+            if map.len() >= self.per_shard {
                 let dropped = evict(&mut map, now, self.per_shard);
                 self.evicted.fetch_add(dropped, Ordering::Relaxed);
             }
@@ -115,7 +123,7 @@ fn evict(map: &mut Shard, now: u64, cap: usize) -> u64 {
 /// The keyed hash of limit keys: one per [`crate::Limiter`], random per
 /// process.
 #[derive(Clone, Default)]
-pub struct KeyHasher(std::collections::hash_map::RandomState);
+pub struct KeyHasher(foldhash::quality::RandomState);
 
 impl KeyHasher {
     /// The 64-bit hash of `key`.

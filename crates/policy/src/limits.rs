@@ -142,7 +142,7 @@ impl Default for LimitSettings {
 
 /// A client network: an address with its host bits cleared, and the
 /// prefix length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Network {
     addr: IpAddr,
     prefix: u8,
@@ -171,6 +171,19 @@ impl Network {
     }
 }
 
+impl Hash for Network {
+    /// Two writes (the address as 128 bits, IPv4 mapped, and the prefix
+    /// with the family): the in-process store hashes a key per request.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (bits, family) = match self.addr {
+            IpAddr::V4(v4) => (u128::from(v4.to_ipv6_mapped()), 0u16),
+            IpAddr::V6(v6) => (u128::from(v6), 1u16),
+        };
+        state.write_u128(bits);
+        state.write_u16(family << 8 | u16::from(self.prefix));
+    }
+}
+
 impl fmt::Display for Network {
     /// `203.0.113.0/24`, `2001:db8::/56`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -179,7 +192,7 @@ impl fmt::Display for Network {
 }
 
 /// Whom a bucket counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Subject<'p> {
     /// A crawler whose identity is verified: one bucket per token across
     /// all its addresses.
@@ -201,9 +214,28 @@ pub struct LimitKey<'p> {
 }
 
 impl Hash for LimitKey<'_> {
+    /// As few writes as tell the keys apart (a host and a token are
+    /// written with their length, so no two keys write the same bytes).
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.host.hash(state);
-        self.subject.hash(state);
+        state.write_usize(self.host.map_or(0, |h| h.len() + 1));
+        if let Some(h) = self.host {
+            state.write(h.as_bytes());
+        }
+        match self.subject {
+            Subject::Agent(t) => {
+                state.write_usize(t.len() << 2 | 1);
+                state.write(t.as_bytes());
+            }
+            Subject::AgentNetwork(t, n) => {
+                state.write_usize(t.len() << 2 | 2);
+                state.write(t.as_bytes());
+                n.hash(state);
+            }
+            Subject::Network(n) => {
+                state.write_usize(3);
+                n.hash(state);
+            }
+        }
     }
 }
 

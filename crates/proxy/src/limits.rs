@@ -3,6 +3,8 @@
 //! [`crawlgate_limits::Limiter`], and writes the 429 when it is over.
 //! Nothing here decides which limit applies.
 
+use std::time::Instant;
+
 use bytes::Bytes;
 use crawlgate_limits::{retry_after_secs, Limiter, Verdict};
 use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings};
@@ -53,10 +55,11 @@ pub struct Refused {
     pub retry_after: u64,
 }
 
-/// Counts one request against `limit`; `Some` when it is over.
-pub async fn check(shared: &Shared, limit: &Limit<'_>) -> Option<Refused> {
+/// Counts one request that arrived at `now` against `limit`; `Some` when
+/// it is over.
+pub async fn check(shared: &Shared, limit: &Limit<'_>, now: Instant) -> Option<Refused> {
     let limiter = shared.limiter.get_or_init(|| Limiter::new(limit_settings(shared).max_keys));
-    match limiter.check(&limit.key, &limit.limit).await.verdict {
+    match limiter.check(&limit.key, &limit.limit, now).await.verdict {
         Verdict::Allow => None,
         Verdict::Deny { retry_after } => {
             Some(Refused { limit: limit.limit, retry_after: retry_after_secs(retry_after) })

@@ -418,7 +418,7 @@ impl ProxyHttp for Gate {
                     ctx.violation = true;
                 }
                 if let Some(limit) = limit {
-                    if let Some(refused) = crate::limits::check(&self.shared, &limit).await {
+                    if let Some(refused) = crate::limits::check(&self.shared, &limit, ctx.started).await {
                         ctx.outcome = Action::Block;
                         ctx.local = Some(Local::RateLimited);
                         ctx.reason = Some(BlockReason::Rate);
