@@ -287,8 +287,11 @@ fn a_verified_crawler_has_one_bucket_across_its_addresses() {
     assert!(lines[1].contains(" group=* decision=block reason=rate "), "{}", lines[1]);
 }
 
+/// A shared store nobody answers at: every limit is enforced in process,
+/// and the log says so once (the reconnection attempts behind it add no
+/// line).
 #[test]
-fn a_shared_store_this_build_does_not_connect_leaves_local_limits_and_one_log_line() {
+fn an_unreachable_shared_store_leaves_local_limits_and_one_log_line() {
     let origin = origin();
     let proxy = Proxy::start(
         origin.addr,
@@ -298,7 +301,14 @@ fn a_shared_store_this_build_does_not_connect_leaves_local_limits_and_one_log_li
     assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
     assert_eq!(get(&mut conn, "/page", CRAWLER).status, 429);
     assert_eq!(get(&mut conn, "/page", CRAWLER).status, 429);
+    crawlgate_e2e::proxy::wait_for("the store's log line", std::time::Duration::from_secs(10), || {
+        proxy.log().contains("Shared store is down").then_some(())
+    });
+    // Reconnection attempts at 100, 200, 400 ms ... log nothing more.
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let log = proxy.log();
-    let notes: Vec<&str> = log.lines().filter(|l| l.contains("Rate limits are kept in this process")).collect();
+    let notes: Vec<&str> = log.lines().filter(|l| l.contains("Shared store is down")).collect();
     assert_eq!(notes.len(), 1, "{log}");
+    assert!(notes[0].contains("rate limits are per instance until it is back"), "{log}");
+    assert_eq!(proxy.metric("crawlgate_limits_store_up"), Some("0".into()));
 }

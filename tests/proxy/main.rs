@@ -16,6 +16,7 @@ mod html;
 mod html_limits;
 mod identity;
 mod limits;
+mod limits_redis;
 mod observe;
 mod oplog;
 mod ops;

@@ -38,7 +38,7 @@ impl Admin {
     fn api(&self, name: &str, query: Option<&str>) -> Option<serde_json::Value> {
         let activity = &self.shared.activity;
         Some(match name {
-            "agents" => activity.agents_json(query_window(query).unwrap_or(Window::All)),
+            "agents" => self.agents_json(query_window(query).unwrap_or(Window::All)),
             "timeline" => activity.timeline_json(query_usize(query, "minutes").unwrap_or(dashboard::CHART_MINUTES)),
             "violations" => activity.violations_json(query_usize(query, "limit").unwrap_or(50)),
             "compliance" => activity.compliance_json(query_usize(query, "limit").unwrap_or(50)),
@@ -53,12 +53,19 @@ impl Admin {
         let activity = &self.shared.activity;
         dashboard::page(&dashboard::Data {
             status: &self.status_json(),
-            agents: &activity.agents_json(window),
+            agents: &self.agents_json(window),
             timeline: &activity.timeline_json(dashboard::chart_minutes(window)),
             violations: &api("violations"),
             compliance: &api("compliance"),
             referrals: &api("referrals"),
         })
+    }
+
+    /// `/api/agents` with the fleet's counts beside this instance's.
+    fn agents_json(&self, window: Window) -> serde_json::Value {
+        let mut v = self.shared.activity.agents_json(window);
+        crate::fleet::add_to(self.shared.fleet.get(), &mut v, window);
+        v
     }
 
     /// The `/status` document.
@@ -221,6 +228,9 @@ impl ServeHttp for Admin {
                 let snap = self.shared.snapshot.load();
                 self.shared.metrics.upstream_health(&snap.upstream.health());
                 self.shared.metrics.origin_robots_age(crate::origin::copy_age(&self.shared));
+                if let Some(store) = self.shared.store.get() {
+                    self.shared.metrics.limits_store(store.is_up(), store.errors_total());
+                }
                 let (body, ct) = self.shared.metrics.encode();
                 text(StatusCode::OK, &ct, body)
             }

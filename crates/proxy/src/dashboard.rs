@@ -360,6 +360,56 @@ fn policy_block(status: &Value) -> String {
     )
 }
 
+/// The counters the fleet table shows, with their headings.
+const FLEET_COLUMNS: [(&str, &str); 3] =
+    [("Requests", "requests"), ("Blocked", "blocked"), ("Violations", "violations")];
+
+/// The fleet panel from `/api/agents`' `fleet` member: without a shared
+/// store one line saying the page shows one instance; with one, how many
+/// instances reported and each agent's counts here and fleet-wide.
+fn fleet_block(fleet: &Value) -> String {
+    let mut out = String::from("<h2>Fleet</h2>");
+    if fleet["shared"] != Value::Bool(true) {
+        let _ = write!(out, "<p id=\"fleet-summary\">{}</p>", text(&fleet["note"]));
+        return out;
+    }
+    let store = if fleet["store_up"] == Value::Bool(true) {
+        "<span class=\"badge ok\">store up</span>"
+    } else {
+        "<span class=\"badge bad\">store down</span>"
+    };
+    let _ = write!(
+        out,
+        "<p id=\"fleet-summary\">{store} <span id=\"fleet-instances\">{}</span> instance(s) reported in the last minute. {}</p>",
+        text(&fleet["instances"]),
+        text(&fleet["note"]),
+    );
+    out.push_str("<div class=\"scroll\"><table id=\"fleet-agents\"><thead><tr><th>Agent</th>");
+    for (h, _) in FLEET_COLUMNS {
+        let _ = write!(out, "<th class=\"n\">{h} (this instance)</th><th class=\"n\">{h} (fleet)</th>");
+    }
+    out.push_str("</tr></thead><tbody>");
+    let agents = rows(&fleet["agents"]);
+    for a in agents {
+        let _ = write!(out, "<tr><td>{}</td>", text(&a["agent"]));
+        for (_, k) in FLEET_COLUMNS {
+            let _ = write!(
+                out,
+                "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                text(&a[k]["this"]),
+                text(&a[k]["fleet"])
+            );
+        }
+        out.push_str("</tr>");
+    }
+    if agents.is_empty() {
+        let _ =
+            write!(out, "<tr><td colspan=\"{}\">No requests in the fleet yet.</td></tr>", 1 + 2 * FLEET_COLUMNS.len());
+    }
+    out.push_str("</tbody></table></div>");
+    out
+}
+
 const STYLE: &str = r#"
 :root{--bg:#fff;--fg:#1b1f24;--muted:#5c6670;--line:#d8dee4;--card:#f6f8fa;--accent:#0969da;--ok:#1a7f37;--bad:#cf222e}
 @media (prefers-color-scheme: dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9aa5b1;--line:#30363d;--card:#161b22;--accent:#58a6ff;--ok:#3fb950;--bad:#f85149}}
@@ -421,10 +471,16 @@ document.querySelectorAll("#agents th").forEach(function(th,i){if(i===sortKey)th
 function chart(t){var tot=t.total||[];var max=Math.max.apply(null,tot.concat([1]));var n=Math.max(tot.length,2)-1;
 var pts=tot.map(function(c,i){return (40+560*i/n).toFixed(1)+","+(150-140*c/max).toFixed(1);});
 document.getElementById("tl-total").setAttribute("points",pts.join(" "));document.getElementById("chart-max").textContent=String(max);}
+function fleetBlock(f){f=f||{};var out="<h2>Fleet</h2>";if(f.shared!==true)return out+'<p id="fleet-summary">'+txt(f.note)+"</p>";
+out+='<p id="fleet-summary">'+(f.store_up===true?'<span class="badge ok">store up</span>':'<span class="badge bad">store down</span>')+' <span id="fleet-instances">'+txt(f.instances)+"</span> instance(s) reported in the last minute. "+txt(f.note)+"</p>";
+var cols=[["Requests","requests"],["Blocked","blocked"],["Violations","violations"]];out+='<div class="scroll"><table id="fleet-agents"><thead><tr><th>Agent</th>';
+cols.forEach(function(c){out+='<th class="n">'+c[0]+' (this instance)</th><th class="n">'+c[0]+" (fleet)</th>";});out+="</tr></thead><tbody>";
+(f.agents||[]).forEach(function(a){out+="<tr><td>"+txt(a.agent)+"</td>";cols.forEach(function(c){var v=a[c[1]]||{};out+='<td class="n">'+txt(v.this)+'</td><td class="n">'+txt(v.fleet)+"</td>";});out+="</tr>";});
+if(!(f.agents||[]).length)out+='<tr><td colspan="'+(1+2*cols.length)+'">No requests in the fleet yet.</td></tr>';return out+"</tbody></table></div>";}
 function rowsOf(list,f,empty,cols){var out="";(list||[]).forEach(function(x){out+=f(x);});return out||'<tr><td colspan="'+cols+'">'+empty+"</td></tr>";}
 function refresh(){Promise.all([get("/api/agents?window="+WINDOW),get("/api/timeline?minutes=__MINUTES__"),get("/api/violations"),get("/api/compliance"),get("/api/referrals"),get("/status")]).then(function(r){
 var a=r[0],t=r[1],v=r[2],c=r[3],f=r[4],s=r[5];
-document.querySelector("#agents tbody").innerHTML=agentRows(a);sortTable();chart(t);
+document.querySelector("#agents tbody").innerHTML=agentRows(a);sortTable();chart(t);document.getElementById("fleet").innerHTML=fleetBlock(a.fleet);
 document.querySelector("#violations tbody").innerHTML=violRows(v);
 document.querySelector("#compliance tbody").innerHTML=rowsOf(c.clients,function(x){return "<tr><td>"+txt(x.agent)+"</td><td>"+txt(x.network)+'</td><td class="n">'+txt(x.requests_without_robots)+"</td><td>"+(x.robots_fetched_at===null?"never":utc(x.robots_fetched_at))+"</td></tr>";},"Every crawler read robots.txt first.",4);
 document.querySelector("#products tbody").innerHTML=rowsOf(f.products,function(x){return "<tr><td>"+txt(x.product)+"</td><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.referrals)+"</td></tr>";},"No visitors from AI products yet.",3);
@@ -465,6 +521,7 @@ pub fn page(d: &Data<'_>) -> String {
          <section><h2>Requests per minute</h2>{chart}</section></div>\
          <section><h2>Agents {nav}</h2><div class=\"scroll\"><table id=\"agents\"><thead><tr>{head}</tr></thead><tbody>{agents}</tbody></table></div>\
          <p class=\"legend\" id=\"legend\">{LEGEND}</p></section>\
+         <section id=\"fleet\">{fleet}</section>\
          <section><h2>Top robots.txt violations</h2><p>By agent and rule, the paths under each (since the start).</p><div class=\"scroll\"><table id=\"violations\"><thead><tr><th>Agent</th><th>Rule / path</th><th class=\"n\">Line</th><th class=\"n\">Count</th></tr></thead><tbody>{violations}</tbody></table></div></section>\
          <div class=\"grid\"><section><h2>Crawling without robots.txt</h2><p>Page requests with no robots.txt fetch from the same agent and network in the preceding {window} hours.</p>\
          <div class=\"scroll\"><table id=\"compliance\"><thead><tr><th>Agent</th><th>Network</th><th class=\"n\">Requests</th><th>robots.txt fetched</th></tr></thead><tbody>{compliance}</tbody></table></div></section>\
@@ -478,6 +535,7 @@ pub fn page(d: &Data<'_>) -> String {
         chart = chart(d.timeline),
         nav = window_nav(window.name()),
         agents = agent_rows(d.agents),
+        fleet = fleet_block(&d.agents["fleet"]),
         violations = violation_rows(d.violations),
         window = text(&d.compliance["window_hours"]),
         compliance = compliance_rows(d.compliance),
@@ -534,5 +592,26 @@ mod tests {
         assert_eq!(utc(&json!(0)), "");
         assert_eq!(utc(&json!(951_782_400)), "2000-02-29 00:00:00 UTC");
         assert_eq!(utc(&json!(1_795_000_000)), "2026-11-18 11:06:40 UTC");
+    }
+
+    #[test]
+    fn fleet_panel_one_instance_or_the_fleet_beside_this_one() {
+        assert_eq!(
+            fleet_block(&crate::fleet::single_instance_json()),
+            "<h2>Fleet</h2><p id=\"fleet-summary\">This page shows one instance: no shared store ([limits] store) is configured.</p>"
+        );
+        let fleet = json!({"shared": true, "store_up": false, "instances": 3, "note": "n", "agents": [
+            {"agent": "<b>", "requests": {"this": 1, "fleet": 7}, "blocked": {"this": 0, "fleet": 2}, "violations": {"this": 0, "fleet": 0}}
+        ]});
+        assert_eq!(
+            fleet_block(&fleet),
+            "<h2>Fleet</h2><p id=\"fleet-summary\"><span class=\"badge bad\">store down</span> <span id=\"fleet-instances\">3</span> instance(s) reported in the last minute. n</p>\
+             <div class=\"scroll\"><table id=\"fleet-agents\"><thead><tr><th>Agent</th>\
+             <th class=\"n\">Requests (this instance)</th><th class=\"n\">Requests (fleet)</th>\
+             <th class=\"n\">Blocked (this instance)</th><th class=\"n\">Blocked (fleet)</th>\
+             <th class=\"n\">Violations (this instance)</th><th class=\"n\">Violations (fleet)</th></tr></thead><tbody>\
+             <tr><td>&lt;b&gt;</td><td class=\"n\">1</td><td class=\"n\">7</td><td class=\"n\">0</td><td class=\"n\">2</td><td class=\"n\">0</td><td class=\"n\">0</td></tr>\
+             </tbody></table></div>"
+        );
     }
 }

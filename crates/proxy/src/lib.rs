@@ -14,6 +14,7 @@ mod conn;
 mod dashboard;
 mod decode;
 mod events;
+mod fleet;
 mod headers;
 mod html;
 mod lifecycle;
@@ -24,6 +25,7 @@ mod proxy_protocol;
 mod reload;
 mod respond;
 mod service;
+mod shared_store;
 mod state;
 mod tls;
 mod upstream;
@@ -218,6 +220,9 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
     if shared.verifier.get().is_some() {
         server.add_service(background_service("verification lists", verify::Refresher::new(shared.clone())));
+    }
+    if shared.store.get().is_some() {
+        server.add_service(background_service("shared store", crate::shared_store::StoreService::new(shared.clone())));
     }
     let proxy_addrs: Vec<String> = listen.iter().chain(&tls_listen).cloned().collect();
     server.add_service(background_service("listener probe", ListenerProbe::new(shared.clone(), &proxy_addrs)));

@@ -7,31 +7,31 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use crawlgate_limits::{retry_after_secs, Limiter, Verdict};
-use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings, StoreSetting};
+use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings};
 use http::header;
 use pingora::proxy::Session;
 use pingora::Result;
 
 use crate::state::Shared;
 
-/// The limiter for these settings: the in-process store. A shared store
-/// named by `[limits] store` is not connected by this build: the local
-/// store decides, and this is logged once at start.
-pub fn local_limiter(settings: &LimitSettings) -> Limiter {
-    if let StoreSetting::Redis(_) = &settings.store {
-        tracing::warn!(
-            target: "crawlgate::limits",
-            "Rate limits are kept in this process: limits.store names a shared store, which this build does not connect; each instance enforces its own limits"
-        );
-    }
-    Limiter::new(settings.max_keys)
-}
-
 /// Installs the process's limiter in `shared` (once, at start; a reload
 /// keeps it, so a changed rate applies to the next request and no bucket
-/// is reset).
+/// is reset). With `[limits] store`, the limiter asks the shared store
+/// first and falls back to the in-process one
+/// ([`crate::shared_store`] keeps the connection).
 pub fn install(shared: &Shared, settings: &LimitSettings) {
-    let _ = shared.limiter.set(local_limiter(settings));
+    let mut limiter = Limiter::new(settings.max_keys);
+    if let Some(store) = crate::shared_store::open(settings) {
+        limiter = limiter.with_shared(
+            std::sync::Arc::new(crate::shared_store::StoreGcra(store.clone())),
+            settings.timeout,
+            &settings.key_prefix,
+        );
+        let start_minute = crate::activity::unix_now() / 60;
+        let _ = shared.fleet.set(crate::fleet::Fleet::new(store.clone(), crate::fleet::instance_name(), start_minute));
+        let _ = shared.store.set(store);
+    }
+    let _ = shared.limiter.set(limiter);
 }
 
 /// The `[limits]` keys only a restart applies, as `(key, value)`: the

@@ -200,6 +200,8 @@ pub struct Metrics {
     hot: HotSeries,
     /// The agent and group label values of the current snapshot.
     labels: ArcSwap<Labels>,
+    /// The shared store's state.
+    store: StoreMetrics,
 }
 
 /// Series of fixed label sets, by index: [`STATUS_CLASSES`] (`error` last
@@ -231,6 +233,29 @@ fn action_index(a: Action) -> usize {
         Action::Pass => 0,
         Action::LogViolation => 1,
         Action::Block => 2,
+    }
+}
+
+/// The shared store's state (`[limits] store`), read from the store when
+/// `/metrics` is scraped; 0 and 0 without one.
+struct StoreMetrics {
+    up: IntGauge,
+    errors: IntCounter,
+}
+
+impl StoreMetrics {
+    fn new(r: &Registry) -> prometheus::Result<StoreMetrics> {
+        let up = IntGauge::new(
+            "crawlgate_limits_store_up",
+            "1 while the shared store of [limits] store answers, 0 while rate limits fall back to this instance's store (and without a shared store).",
+        )?;
+        r.register(Box::new(up.clone()))?;
+        let errors = IntCounter::new(
+            "crawlgate_limits_store_errors_total",
+            "Shared-store calls that failed or ran past [limits] timeout; each such request was limited by this instance's store.",
+        )?;
+        r.register(Box::new(errors.clone()))?;
+        Ok(StoreMetrics { up, errors })
     }
 }
 
@@ -632,6 +657,7 @@ impl Metrics {
             )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             verification: VerificationMetrics::new(r)?,
+            store: StoreMetrics::new(r)?,
             verification_label: verification,
             generation,
             reload_failing,
@@ -892,6 +918,16 @@ impl Metrics {
     pub fn upstream_health(&self, servers: &[(String, std::net::SocketAddr, bool)]) {
         for (name, _, healthy) in servers {
             self.upstream_healthy.with_label_values(&[name]).set(if *healthy { 1.0 } else { 0.0 });
+        }
+    }
+
+    /// Records the shared store's state: up or not, and its running total
+    /// of failed calls.
+    pub fn limits_store(&self, up: bool, errors: u64) {
+        self.store.up.set(i64::from(up));
+        let seen = self.store.errors.get();
+        if errors > seen {
+            self.store.errors.inc_by(errors - seen);
         }
     }
 

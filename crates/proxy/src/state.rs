@@ -159,6 +159,10 @@ pub struct Shared {
     /// The rate limiter (kept across reloads: a reload changes rates,
     /// never buckets), set once at start.
     pub limiter: std::sync::OnceLock<crawlgate_limits::Limiter>,
+    /// The shared store of `[limits] store`, set once at start.
+    pub store: std::sync::OnceLock<crawlgate_store::Store>,
+    /// The fleet counters, set once at start with the shared store.
+    pub fleet: std::sync::OnceLock<crate::fleet::Fleet>,
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
@@ -178,6 +182,8 @@ impl Shared {
             verifier: std::sync::OnceLock::new(),
             tls: std::sync::OnceLock::new(),
             limiter: std::sync::OnceLock::new(),
+            store: std::sync::OnceLock::new(),
+            fleet: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
         })
     }

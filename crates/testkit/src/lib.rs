@@ -2,7 +2,8 @@
 //! integration tests and the end-to-end crate): the public robots.txt
 //! conformance suite read with serde, temporary directories removed on drop,
 //! raw HTTP/1.1 over TCP, a small HTTP server with routes
-//! a test changes as it runs, and golden files.
+//! a test changes as it runs, golden files, and a real `redis-server` on a
+//! loopback port.
 //!
 //! It owns no crawlgate logic and depends on no crawlgate crate, so every
 //! test crate can use it without a dependency cycle.
@@ -11,6 +12,7 @@ pub mod conformance;
 pub mod dns;
 pub mod golden;
 pub mod http;
+pub mod redis;
 pub mod serve;
 pub mod temp;
 pub mod wba;

@@ -18,6 +18,7 @@
 //! policy reload; they live in memory only, so a restart resets them.
 
 mod compliance;
+mod minutes;
 mod timeline;
 mod topk;
 

@@ -1,0 +1,415 @@
+//! The shared store of a crawlgate fleet: one async Redis (or Valkey)
+//! client per process, used for what several instances must agree on.
+//!
+//! It owns the connection (one multiplexed connection, replaced with
+//! backoff when it fails), the per-call time budget, the up/down state with
+//! one log line per change, and three uses of Redis:
+//! - the GCRA step of a rate limit, as one server-side Lua script run with
+//!   EVALSHA and timed by the server's own clock ([`Store::gcra`]);
+//! - a set-once key with a time to live, for a replay cache shared across
+//!   instances ([`Store::seen_once`]);
+//! - per-minute fleet counters that every instance adds to and any
+//!   instance reads back ([`Store::fleet_publish`], [`Store::fleet_read`]).
+//!
+//! It does not decide anything: which key a request is limited by, what to
+//! do when the store fails (the caller falls back to its in-process store)
+//! and which metrics to register belong to the caller, which reads
+//! [`Store::is_up`] and [`Store::errors_total`].
+
+mod fleet;
+mod gcra;
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError};
+use tokio::sync::Notify;
+
+pub use fleet::{FleetCount, FleetView, MinuteCounts, FLEET_TTL_SECS, REPORTING_SECS};
+pub use gcra::{Gcra, GcraAnswer, GCRA_SCRIPT};
+
+/// The per-call time budget when the configuration names none.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
+/// The key prefix when the configuration names none.
+pub const DEFAULT_PREFIX: &str = "crawlgate:";
+/// How long one connection attempt may take (TCP, TLS, AUTH, SELECT and
+/// the script load).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The budget of calls off the request path (fleet counters).
+const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
+/// The first and the longest wait between reconnection attempts.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// What a store is built from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreConfig {
+    /// `redis://[[user]:password@]host[:port][/db]`, `rediss://` for TLS
+    /// (`#insecure` skips certificate checks), `valkey://`/`valkeys://`
+    /// alike, or `redis+unix:///path?db=N`.
+    pub url: String,
+    /// Put before every key, so several programs can share one Redis.
+    pub key_prefix: String,
+    /// The longest a request-path call ([`Store::gcra`],
+    /// [`Store::seen_once`]) may take before it counts as failed.
+    pub timeout: Duration,
+}
+
+impl StoreConfig {
+    /// A configuration with the default prefix and budget.
+    pub fn new(url: impl Into<String>) -> StoreConfig {
+        StoreConfig { url: url.into(), key_prefix: DEFAULT_PREFIX.to_string(), timeout: DEFAULT_TIMEOUT }
+    }
+}
+
+/// Why a store call failed. Every one means "answer locally".
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The URL does not parse or names something the client cannot do.
+    #[error("invalid shared store URL {url:?}: {reason}")]
+    Url {
+        /// The URL, password removed.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server refused the credentials in the URL.
+    #[error(
+        "Redis at {target} refused the password in the store URL (AUTH failed); \
+         set the right one as redis://:PASSWORD@host:port/db"
+    )]
+    Auth {
+        /// `host:port` of the server.
+        target: String,
+    },
+    /// No answer within the budget.
+    #[error("Redis at {target} did not answer within {budget:?}")]
+    Timeout {
+        /// `host:port` of the server.
+        target: String,
+        /// The budget that ran out.
+        budget: Duration,
+    },
+    /// The store is down and being reconnected; the call was not tried.
+    #[error("Redis at {target} is down (reconnecting)")]
+    Down {
+        /// `host:port` of the server.
+        target: String,
+    },
+    /// Anything else the client or the server reported.
+    #[error("Redis at {target}: {source}")]
+    Redis {
+        /// `host:port` of the server.
+        target: String,
+        /// The client's error.
+        #[source]
+        source: RedisError,
+    },
+}
+
+/// The connection state, for the gauge and the once-per-change log line.
+const UNKNOWN: u8 = 0;
+const UP: u8 = 1;
+const DOWN: u8 = 2;
+
+struct Inner {
+    client: Client,
+    /// `host:port` (or the socket path), never the password.
+    target: String,
+    prefix: String,
+    timeout: Duration,
+    conn: ArcSwapOption<MultiplexedConnection>,
+    state: AtomicU8,
+    errors: AtomicU64,
+    /// Woken when a call finds the connection broken.
+    broken: Notify,
+    gcra: redis::Script,
+}
+
+/// A handle on the shared store; cheap to clone, usable from any task.
+///
+/// A new store is not connected: [`Store::connect`] makes the first
+/// connection and [`Store::maintain`] keeps one (and makes the first one
+/// too), so calls before then fail with [`StoreError::Down`].
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("target", &self.inner.target).field("up", &self.is_up()).finish()
+    }
+}
+
+impl Store {
+    /// Checks the URL; no I/O.
+    pub fn new(config: StoreConfig) -> Result<Store, StoreError> {
+        let StoreConfig { url, key_prefix, timeout } = config;
+        let client =
+            Client::open(url.as_str()).map_err(|e| StoreError::Url { url: redact(&url), reason: e.to_string() })?;
+        let target = client.get_connection_info().addr().to_string();
+        Ok(Store {
+            inner: Arc::new(Inner {
+                client,
+                target,
+                prefix: key_prefix,
+                timeout,
+                conn: ArcSwapOption::empty(),
+                state: AtomicU8::new(UNKNOWN),
+                errors: AtomicU64::new(0),
+                broken: Notify::new(),
+                gcra: redis::Script::new(GCRA_SCRIPT),
+            }),
+        })
+    }
+
+    /// `host:port` of the server (no credentials), for messages.
+    pub fn target(&self) -> &str {
+        &self.inner.target
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// Whether the last connection attempt or call succeeded: the value of
+    /// the `crawlgate_limits_store_up` gauge.
+    pub fn is_up(&self) -> bool {
+        self.inner.state.load(Ordering::Relaxed) == UP
+    }
+
+    /// Calls that failed or were not tried because the store was down:
+    /// the value of `crawlgate_limits_store_errors_total`.
+    pub fn errors_total(&self) -> u64 {
+        self.inner.errors.load(Ordering::Relaxed)
+    }
+
+    /// One connection attempt: connect (with the URL's credentials and
+    /// database), load the GCRA script, and make the result the store's
+    /// connection. On failure the store is down and the error says why (a
+    /// refused password is [`StoreError::Auth`]).
+    pub async fn connect(&self) -> Result<(), StoreError> {
+        match self.try_connect().await {
+            Ok(conn) => {
+                self.inner.conn.store(Some(Arc::new(conn)));
+                self.set_state(UP, None);
+                Ok(())
+            }
+            Err(e) => {
+                self.set_state(DOWN, Some(&e));
+                Err(e)
+            }
+        }
+    }
+
+    async fn try_connect(&self) -> Result<MultiplexedConnection, StoreError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(CONNECT_TIMEOUT));
+        let attempt = async {
+            let mut conn = self.inner.client.get_multiplexed_async_connection_with_config(&config).await?;
+            self.inner.gcra.prepare_invoke().load_async(&mut conn).await?;
+            Ok::<_, RedisError>(conn)
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(self.error(e)),
+            Err(_) => Err(StoreError::Timeout { target: self.inner.target.clone(), budget: CONNECT_TIMEOUT }),
+        }
+    }
+
+    /// Keeps the store connected until the future is dropped: connects
+    /// now if not up, and again with exponential backoff (100 ms to 5 s)
+    /// whenever a call finds the connection broken. Run it on a runtime
+    /// that lives as long as the store is used: the connection's driver
+    /// task runs there.
+    pub async fn maintain(&self) {
+        let mut backoff = BACKOFF_MIN;
+        loop {
+            if self.is_up() {
+                self.inner.broken.notified().await;
+                if self.is_up() {
+                    continue;
+                }
+                backoff = BACKOFF_MIN;
+            }
+            if self.connect().await.is_ok() {
+                backoff = BACKOFF_MIN;
+                continue;
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Records a state, logging once per change.
+    fn set_state(&self, new: u8, why: Option<&StoreError>) {
+        let old = self.inner.state.swap(new, Ordering::Relaxed);
+        if old == new {
+            return;
+        }
+        let target = self.inner.target.as_str();
+        match (new, why) {
+            (UP, _) => tracing::info!(store = target, "Shared store is up; rate limits are shared"),
+            (_, Some(StoreError::Auth { .. })) => tracing::error!(
+                store = target,
+                error = %why.map(ToString::to_string).unwrap_or_default(),
+                "Shared store refused the password; rate limits are per instance until it is fixed"
+            ),
+            _ => tracing::warn!(
+                store = target,
+                error = %why.map(ToString::to_string).unwrap_or_default(),
+                "Shared store is down; rate limits are per instance until it is back"
+            ),
+        }
+    }
+
+    /// Marks the connection `used` broken: down, logged once, and the
+    /// maintaining task woken to reconnect. A call that failed on a
+    /// connection already replaced changes nothing.
+    fn broken(&self, used: &Arc<MultiplexedConnection>, why: &StoreError) {
+        let current = self.inner.conn.load();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, used)) {
+            return;
+        }
+        self.set_state(DOWN, Some(why));
+        self.inner.broken.notify_one();
+    }
+
+    fn error(&self, source: RedisError) -> StoreError {
+        let target = self.inner.target.clone();
+        if source.kind() == ErrorKind::AuthenticationFailed
+            || source.code().is_some_and(|c| c == "WRONGPASS" || c == "NOAUTH")
+        {
+            StoreError::Auth { target }
+        } else {
+            StoreError::Redis { target, source }
+        }
+    }
+
+    /// Runs one call on the current connection within `budget`; a timeout
+    /// or a connection-level error marks the store down.
+    async fn call<T, F, Fut>(&self, budget: Duration, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RedisError>>,
+    {
+        let used = match self.inner.conn.load_full() {
+            Some(conn) if self.is_up() => conn,
+            _ => {
+                self.inner.errors.fetch_add(1, Ordering::Relaxed);
+                return Err(StoreError::Down { target: self.inner.target.clone() });
+            }
+        };
+        // A caller may bound the call with its own timeout of the same
+        // length and drop it first: the guard still counts the timeout.
+        let conn = MultiplexedConnection::clone(&used);
+        let mut guard = InFlight { store: self, used: &used, start: Instant::now(), budget, done: false };
+        let result = tokio::time::timeout(budget, f(conn)).await;
+        guard.done = true;
+        let err = match result {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) => {
+                let connection_lost = e.is_io_error()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || e.is_timeout()
+                    || e.is_unrecoverable_error();
+                let err = self.error(e);
+                if connection_lost || matches!(err, StoreError::Auth { .. }) {
+                    self.broken(&used, &err);
+                }
+                err
+            }
+            Err(_) => {
+                let err = StoreError::Timeout { target: self.inner.target.clone(), budget };
+                self.broken(&used, &err);
+                err
+            }
+        };
+        self.inner.errors.fetch_add(1, Ordering::Relaxed);
+        Err(err)
+    }
+
+    /// Records `key` (under `<prefix>replay:`) for `ttl` unless it is
+    /// recorded already, in one atomic `SET NX PX`: `Ok(true)` when it was
+    /// already there (seen before: a replay), `Ok(false)` when this call
+    /// recorded it.
+    pub async fn seen_once(&self, key: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let full = format!("{}replay:{key}", self.inner.prefix);
+        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        let set: Option<String> = self
+            .call(self.inner.timeout, |mut conn| async move {
+                redis::cmd("SET").arg(&full).arg(1).arg("NX").arg("PX").arg(millis).query_async(&mut conn).await
+            })
+            .await?;
+        Ok(set.is_none())
+    }
+}
+
+/// A call under way: dropped unfinished once its budget has passed, it
+/// counts as timed out.
+struct InFlight<'a> {
+    store: &'a Store,
+    used: &'a Arc<MultiplexedConnection>,
+    start: Instant,
+    budget: Duration,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.done && self.start.elapsed() >= self.budget {
+            self.store.inner.errors.fetch_add(1, Ordering::Relaxed);
+            let err = StoreError::Timeout { target: self.store.inner.target.clone(), budget: self.budget };
+            self.store.broken(self.used, &err);
+        }
+    }
+}
+
+/// The URL with any password replaced by `***`, for messages.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    match rest.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redact_hides_credentials() {
+        assert_eq!(redact("redis://:pw@h:1/0"), "redis://***@h:1/0");
+        assert_eq!(redact("redis://u:p@w@h:1"), "redis://***@h:1");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+    }
+
+    #[test]
+    fn bad_urls_are_errors_that_hide_the_password() {
+        let err = Store::new(StoreConfig::new("http://:secret@h:1/")).unwrap_err().to_string();
+        assert!(err.starts_with("invalid shared store URL \"http://***@h:1/\": "), "{err}");
+        assert!(!err.contains("secret"), "{err}");
+        let err = Store::new(StoreConfig::new("redis://h:1/notanumber")).unwrap_err().to_string();
+        assert!(err.starts_with("invalid shared store URL \"redis://h:1/notanumber\": "), "{err}");
+    }
+
+    #[test]
+    fn a_new_store_is_down_and_answers_down_without_io() {
+        let store = Store::new(StoreConfig::new("redis://127.0.0.1:1/")).unwrap();
+        assert!(!store.is_up());
+        assert_eq!(store.target(), "127.0.0.1:1");
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let err = rt.block_on(store.seen_once("k", Duration::from_secs(1))).unwrap_err();
+        assert_eq!(err.to_string(), "Redis at 127.0.0.1:1 is down (reconnecting)");
+        assert_eq!(store.errors_total(), 1);
+    }
+}

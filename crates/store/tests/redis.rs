@@ -1,0 +1,307 @@
+//! The store against a real `redis-server` (testkit): the GCRA script
+//! against a reference implementation, NOSCRIPT, the time budget, a server
+//! stopped and started again, passwords, the replay primitive and the
+//! fleet counters.
+
+// The helpers outside #[test] functions stop a test the same way.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use crawlgate_store::{FleetCount, Gcra, GcraAnswer, Store, StoreConfig, StoreError};
+use crawlgate_testkit::redis::{RedisServer, Resp};
+
+/// A store with a budget generous enough for a loaded test machine; the
+/// budget test uses the default one.
+fn store(redis: &RedisServer) -> Store {
+    Store::new(StoreConfig { timeout: Duration::from_secs(1), ..StoreConfig::new(redis.url()) }).unwrap()
+}
+
+async fn connected(redis: &RedisServer) -> Store {
+    let s = store(redis);
+    s.connect().await.unwrap();
+    assert!(s.is_up());
+    s
+}
+
+/// Waits (up to 10 s) until the store's state is `up`.
+async fn wait_up(store: &Store, up: bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while store.is_up() != up {
+        assert!(Instant::now() < deadline, "store never became up={up}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The GCRA definition, in integer nanoseconds.
+struct Reference {
+    tat: Option<u64>,
+}
+
+impl Reference {
+    fn step(&mut self, now: u64, t: u64, tau: u64) -> GcraAnswer {
+        let tat = self.tat.unwrap_or(now);
+        if now + tau < tat {
+            return GcraAnswer { allowed: false, retry_after: Duration::from_nanos(tat - tau - now) };
+        }
+        self.tat = Some(tat.max(now) + t);
+        GcraAnswer { allowed: true, retry_after: Duration::ZERO }
+    }
+}
+
+#[tokio::test]
+async fn script_matches_the_reference_over_a_sequence() {
+    let redis = RedisServer::start();
+    let s = connected(&redis).await;
+    // Emission intervals in whole microseconds (the script's unit) from
+    // 1 ms to 2 s, bursts 1 to 5, arrivals 0 to 1.5 T apart, from a fixed
+    // linear congruential sequence so a failure replays.
+    let limits = [
+        Gcra::per(2, Duration::from_secs(1), 1).unwrap(),
+        Gcra::per(10, Duration::from_secs(1), 3).unwrap(),
+        Gcra::per(30, Duration::from_secs(60), 5).unwrap(),
+        Gcra::per(1000, Duration::from_secs(1), 2).unwrap(),
+    ];
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    let (mut allowed, mut denied) = (0, 0);
+    for (i, limit) in limits.iter().enumerate() {
+        let key = format!("ref{i}");
+        let mut reference = Reference { tat: None };
+        let t_us = limit.t_ns() / 1000;
+        let mut now_us: u64 = 1_764_000_000_000_000;
+        for step in 0..400 {
+            now_us += next() % (3 * t_us / 2 + 1);
+            let got = s.gcra_at(&key, *limit, now_us).await.unwrap();
+            let want = reference.step(now_us * 1000, limit.t_ns(), limit.tau_ns());
+            assert_eq!(got, want, "limit {limit:?}, step {step}, now {now_us} µs");
+            if got.allowed {
+                allowed += 1;
+            } else {
+                denied += 1;
+            }
+        }
+    }
+    // The sequence exercises both answers.
+    assert!(allowed > 300 && denied > 300, "allowed {allowed}, denied {denied}");
+}
+
+#[tokio::test]
+async fn server_time_burst_then_retry_after_and_a_bounded_ttl() {
+    let redis = RedisServer::start();
+    let s = connected(&redis).await;
+    let limit = Gcra::per(1, Duration::from_secs(10), 3).unwrap();
+    for _ in 0..3 {
+        assert!(s.gcra("crawlgate:agent:bot:net:1.2.3.0/24", limit).await.unwrap().allowed);
+    }
+    let denied = s.gcra("crawlgate:agent:bot:net:1.2.3.0/24", limit).await.unwrap();
+    assert!(!denied.allowed);
+    // tat = start + 30 s, tau = 20 s: the next slot opens 10 s after the
+    // first request, minus the little time the four calls took.
+    assert!(denied.retry_after > Duration::from_secs(9) && denied.retry_after <= Duration::from_secs(10), "{denied:?}");
+    // The key is stored as given and lives until tat has passed, plus 1 s.
+    let ttl = redis.command(&["PTTL", "crawlgate:agent:bot:net:1.2.3.0/24"]).as_int().unwrap();
+    assert!(ttl > 30_000 && ttl <= 31_000, "PTTL {ttl}");
+    // Another key is another bucket.
+    assert!(s.gcra("crawlgate:agent:bot:net:1.2.4.0/24", limit).await.unwrap().allowed);
+}
+
+#[tokio::test]
+async fn script_is_loaded_again_after_script_flush() {
+    let redis = RedisServer::start();
+    let s = connected(&redis).await;
+    let limit = Gcra::per(1, Duration::from_secs(1), 1).unwrap();
+    assert!(s.gcra("k", limit).await.unwrap().allowed);
+    assert_eq!(redis.command(&["SCRIPT", "FLUSH"]), Resp::Simple("OK".into()));
+    assert_eq!(
+        redis.command(&["SCRIPT", "EXISTS", crawlgate_store_sha().as_str()]),
+        Resp::Array(Some(vec![Resp::Int(0)]))
+    );
+    // The next call meets NOSCRIPT, loads the script and answers.
+    assert!(!s.gcra("k", limit).await.unwrap().allowed);
+    assert_eq!(
+        redis.command(&["SCRIPT", "EXISTS", crawlgate_store_sha().as_str()]),
+        Resp::Array(Some(vec![Resp::Int(1)]))
+    );
+    assert!(s.is_up());
+    assert_eq!(s.errors_total(), 0);
+}
+
+fn crawlgate_store_sha() -> String {
+    redis_sha1(crawlgate_store::GCRA_SCRIPT)
+}
+
+/// The script's SHA1 as Redis computes it, asked of Redis itself.
+fn redis_sha1(script: &str) -> String {
+    let redis = RedisServer::start();
+    redis.command(&["SCRIPT", "LOAD", script]).as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_frozen_server_fails_within_the_budget_and_is_reconnected_when_it_thaws() {
+    let redis = RedisServer::start();
+    let s = Store::new(StoreConfig::new(redis.url())).unwrap();
+    let maintainer = tokio::spawn({
+        let s = s.clone();
+        async move { s.maintain().await }
+    });
+    wait_up(&s, true).await;
+    redis.pause();
+    let err = s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Timeout { budget, .. } if budget == Duration::from_millis(5)), "{err}");
+    assert_eq!(err.to_string(), format!("Redis at 127.0.0.1:{} did not answer within 5ms", redis.port()));
+    assert!(!s.is_up());
+    // Down: calls are not tried, they fail at once and are counted.
+    assert!(matches!(s.seen_once("n", Duration::from_secs(1)).await, Err(StoreError::Down { .. })));
+    assert_eq!(s.errors_total(), 2);
+    redis.resume();
+    wait_up(&s, true).await;
+    assert!(s.gcra("k2", Gcra::per(1, Duration::from_secs(1), 1).unwrap()).await.unwrap().allowed);
+    maintainer.abort();
+}
+
+#[tokio::test]
+async fn a_stopped_server_is_down_and_reconnected_when_started_again() {
+    let mut redis = RedisServer::start();
+    let s = store(&redis);
+    let maintainer = tokio::spawn({
+        let s = s.clone();
+        async move { s.maintain().await }
+    });
+    wait_up(&s, true).await;
+    let limit = Gcra::per(1, Duration::from_secs(60), 1).unwrap();
+    assert!(s.gcra("k", limit).await.unwrap().allowed);
+    redis.stop();
+    assert!(s.gcra("k", limit).await.is_err());
+    assert!(!s.is_up());
+    assert!(s.gcra("k", limit).await.is_err());
+    redis.start_again();
+    wait_up(&s, true).await;
+    // A new server (no persistence): the bucket starts afresh.
+    assert!(s.gcra("k", limit).await.unwrap().allowed);
+    assert!(!s.gcra("k", limit).await.unwrap().allowed);
+    maintainer.abort();
+}
+
+#[tokio::test]
+async fn an_unreachable_server_at_start_is_an_error_and_down() {
+    let mut redis = RedisServer::start();
+    let s = store(&redis);
+    redis.stop();
+    let err = s.connect().await.unwrap_err();
+    assert!(matches!(err, StoreError::Redis { .. }), "{err}");
+    assert!(err.to_string().starts_with(&format!("Redis at 127.0.0.1:{}: ", redis.port())), "{err}");
+    assert!(!s.is_up());
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_a_clear_error_and_the_right_one_works() {
+    let redis = RedisServer::start_with_password("right-one");
+    let wrong = Store::new(StoreConfig::new(redis.url_with_password("wrong-one"))).unwrap();
+    let err = wrong.connect().await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Redis at 127.0.0.1:{} refused the password in the store URL (AUTH failed); \
+             set the right one as redis://:PASSWORD@host:port/db",
+            redis.port()
+        )
+    );
+    assert!(!wrong.is_up());
+    assert!(!err.to_string().contains("wrong-one"));
+    // No password at all against a server that wants one.
+    let none = Store::new(StoreConfig::new(format!("redis://127.0.0.1:{}/", redis.port()))).unwrap();
+    assert!(matches!(none.connect().await, Err(StoreError::Auth { .. })));
+    let right = connected(&redis).await;
+    assert!(right.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()).await.unwrap().allowed);
+}
+
+#[tokio::test]
+async fn seen_once_records_once_until_the_ttl() {
+    let redis = RedisServer::start();
+    let s = Store::new(StoreConfig {
+        key_prefix: "cg1:".into(),
+        timeout: Duration::from_secs(1),
+        ..StoreConfig::new(redis.url())
+    })
+    .unwrap();
+    s.connect().await.unwrap();
+    assert!(!s.seen_once("sig-a", Duration::from_millis(300)).await.unwrap());
+    assert!(s.seen_once("sig-a", Duration::from_millis(300)).await.unwrap());
+    assert!(!s.seen_once("sig-b", Duration::from_millis(300)).await.unwrap());
+    let ttl = redis.command(&["PTTL", "cg1:replay:sig-a"]).as_int().unwrap();
+    assert!(ttl > 0 && ttl <= 300, "PTTL {ttl}");
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!s.seen_once("sig-a", Duration::from_millis(300)).await.unwrap());
+}
+
+#[tokio::test]
+async fn fleet_counts_add_up_across_instances() {
+    let redis = RedisServer::start();
+    let a = connected(&redis).await;
+    let b = connected(&redis).await;
+    let now = 1_764_000_000;
+    let minute = now / 60;
+    let c = |minute, agent, counter, n| FleetCount { minute, agent, counter, n };
+    a.fleet_publish(
+        "a",
+        now,
+        &[
+            c(minute, "GPTBot", "requests", 5),
+            c(minute, "GPTBot", "blocked", 2),
+            c(minute - 1, "GPTBot", "requests", 1),
+        ],
+    )
+    .await
+    .unwrap();
+    b.fleet_publish(
+        "b",
+        now + 1,
+        &[c(minute, "GPTBot", "requests", 7), c(minute, "browser", "requests", 3), c(minute, "x", "blocked", 0)],
+    )
+    .await
+    .unwrap();
+    // An instance that last reported 61 s ago is not counted.
+    b.fleet_publish("old", now - 61, &[]).await.unwrap();
+    assert_eq!(redis.command(&["HGET", &format!("crawlgate:fleet:{minute}"), "GPTBot:requests"]).as_int(), Some(12));
+    let ttl = redis.command(&["TTL", &format!("crawlgate:fleet:{minute}")]).as_int().unwrap();
+    assert!(ttl > 89_990 && ttl <= 90_000, "TTL {ttl}");
+    let view = a.fleet_read(minute..=minute, now + 1).await.unwrap();
+    assert_eq!(view.instances, 2);
+    let totals: Vec<_> = view.totals.iter().map(|((a, c), n)| (a.as_str(), c.as_str(), *n)).collect();
+    assert_eq!(totals, [("GPTBot", "blocked", 2), ("GPTBot", "requests", 12), ("browser", "requests", 3)]);
+    let view = b.fleet_read(minute - 60..=minute, now + 1).await.unwrap();
+    assert_eq!(view.get("GPTBot", "requests"), 13);
+    assert_eq!(view.get("x", "blocked"), 0);
+    let (instances, per_minute) = a.fleet_minutes(&[minute - 1, minute, minute + 1], now + 1).await.unwrap();
+    assert_eq!(instances, 2);
+    let flat: Vec<Vec<(&str, &str, u64)>> =
+        per_minute.iter().map(|m| m.iter().map(|((a, c), n)| (a.as_str(), c.as_str(), *n)).collect()).collect();
+    assert_eq!(
+        flat,
+        [
+            vec![("GPTBot", "requests", 1)],
+            vec![("GPTBot", "blocked", 2), ("GPTBot", "requests", 12), ("browser", "requests", 3)],
+            vec![],
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_caller_timeout_of_the_same_length_still_counts_and_marks_down() {
+    let redis = RedisServer::start();
+    let s = Store::new(StoreConfig::new(redis.url())).unwrap();
+    s.connect().await.unwrap();
+    redis.pause();
+    // The limiter bounds each call with its own timeout of `[limits] timeout`.
+    let outer =
+        tokio::time::timeout(Duration::from_millis(5), s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()))
+            .await;
+    assert!(!matches!(outer, Ok(Ok(_))), "{outer:?}");
+    assert!(!s.is_up());
+    assert_eq!(s.errors_total(), 1);
+    redis.resume();
+}
