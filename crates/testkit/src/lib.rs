@@ -11,7 +11,9 @@ pub mod conformance;
 pub mod dns;
 pub mod golden;
 pub mod http;
+pub mod license_server;
 pub mod serve;
+pub mod stub;
 pub mod temp;
 pub mod wba;
 
