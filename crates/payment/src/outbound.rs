@@ -33,6 +33,22 @@ pub struct Fetched {
     pub body: Vec<u8>,
 }
 
+/// Why an exchange failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FetchError {
+    /// The deadline passed (as opposed to a refusal or a bad answer).
+    pub timed_out: bool,
+    /// What happened, naming the URL.
+    pub message: String,
+}
+
+impl From<String> for FetchError {
+    fn from(message: String) -> FetchError {
+        FetchError { timed_out: false, message }
+    }
+}
+
 /// A client for one service; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Outbound {
@@ -80,15 +96,15 @@ impl Outbound {
     }
 
     /// `GET url` with `accept`, reading at most `max_bytes` of body.
-    pub async fn get(&self, url: &str, accept: &str, max_bytes: usize) -> Result<Fetched, String> {
-        let parsed = self.check_url(url)?;
+    pub async fn get(&self, url: &str, accept: &str, max_bytes: usize) -> Result<Fetched, FetchError> {
+        let parsed = self.check_url(url).map_err(FetchError::from)?;
         let request = self.client.get(parsed).header(reqwest::header::ACCEPT, accept);
         self.exchange(url, request, max_bytes).await
     }
 
     /// `POST url` with a JSON body, reading at most `max_bytes` of body.
-    pub async fn post_json(&self, url: &str, body: Vec<u8>, max_bytes: usize) -> Result<Fetched, String> {
-        let parsed = self.check_url(url)?;
+    pub async fn post_json(&self, url: &str, body: Vec<u8>, max_bytes: usize) -> Result<Fetched, FetchError> {
+        let parsed = self.check_url(url).map_err(FetchError::from)?;
         let request = self
             .client
             .post(parsed)
@@ -98,20 +114,29 @@ impl Outbound {
         self.exchange(url, request, max_bytes).await
     }
 
-    async fn exchange(&self, url: &str, request: reqwest::RequestBuilder, max_bytes: usize) -> Result<Fetched, String> {
+    async fn exchange(
+        &self,
+        url: &str,
+        request: reqwest::RequestBuilder,
+        max_bytes: usize,
+    ) -> Result<Fetched, FetchError> {
+        let failed = |e: reqwest::Error| FetchError {
+            timed_out: e.is_timeout(),
+            message: format!("{url}: {}", error_chain(&e)),
+        };
         let exchange = async {
-            let mut resp = request.send().await.map_err(|e| format!("{url}: {}", error_chain(&e)))?;
+            let mut resp = request.send().await.map_err(failed)?;
             let header = |name| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let content_type = header(reqwest::header::CONTENT_TYPE);
             let cache_control = header(reqwest::header::CACHE_CONTROL);
             let status = resp.status().as_u16();
             if resp.content_length().is_some_and(|n| n > max_bytes as u64) {
-                return Err(format!("{url}: the body is larger than {max_bytes} bytes"));
+                return Err(format!("{url}: the body is larger than {max_bytes} bytes").into());
             }
             let mut body = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| format!("{url}: reading: {e}"))? {
+            while let Some(chunk) = resp.chunk().await.map_err(failed)? {
                 if body.len() + chunk.len() > max_bytes {
-                    return Err(format!("{url}: the body is larger than {max_bytes} bytes"));
+                    return Err(format!("{url}: the body is larger than {max_bytes} bytes").into());
                 }
                 body.extend_from_slice(&chunk);
             }
@@ -119,9 +144,12 @@ impl Outbound {
         };
         // The client's timeout covers each phase; this one also bounds a
         // server that trickles its body.
-        tokio::time::timeout(self.timeout, exchange)
-            .await
-            .unwrap_or_else(|_| Err(format!("{url}: timed out after {} ms", self.timeout.as_millis())))
+        tokio::time::timeout(self.timeout, exchange).await.unwrap_or_else(|_| {
+            Err(FetchError {
+                timed_out: true,
+                message: format!("{url}: timed out after {} ms", self.timeout.as_millis()),
+            })
+        })
     }
 }
 
@@ -273,6 +301,7 @@ mod tests {
             .await
             .err()
             .unwrap_or_else(|| panic!("localhost was fetched"));
-        assert!(err.contains("not public"), "{err}");
+        assert!(err.message.contains("not public"), "{err}");
+        assert!(!err.timed_out);
     }
 }

@@ -472,7 +472,10 @@ impl LicenseVerifier {
         let Some(outbound) = &self.inner.outbound else { return };
         let fetched = Instant::now();
         let result = async {
-            let r = outbound.get(url, "application/jwk-set+json, application/json;q=0.9", MAX_JWKS_BYTES).await?;
+            let r = outbound
+                .get(url, "application/jwk-set+json, application/json;q=0.9", MAX_JWKS_BYTES)
+                .await
+                .map_err(|e| e.message)?;
             if r.status != 200 {
                 return Err(format!("{url}: status {}", r.status));
             }

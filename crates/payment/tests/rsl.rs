@@ -3,6 +3,9 @@
 //! HTTP: the JWKS fetched, cached, refetched on rotation and kept when the
 //! server goes away.
 
+// A test reports a failure by panicking, also from its helpers.
+#![allow(clippy::panic)]
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crawlgate_payment::outbound::Reach;
