@@ -59,18 +59,18 @@ pub struct Loaded {
     pub acknowledged: usize,
 }
 
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     loc: Locator<'a>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
 
-impl Ctx<'_> {
-    fn err<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
+impl<'a> Ctx<'a> {
+    pub(crate) fn err<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
         let d = self.loc.at(span.span().start, msg);
         self.errors.push(d);
     }
-    fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
+    pub(crate) fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
         let d = self.loc.at(offset, msg);
         self.errors.push(d);
     }
@@ -82,7 +82,7 @@ impl Ctx<'_> {
         d.warning = Some(kind);
         self.warnings.push(d);
     }
-    fn duration(&mut self, key: &str, v: Option<&Spanned<String>>, default: Duration) -> Duration {
+    pub(crate) fn duration(&mut self, key: &str, v: Option<&Spanned<String>>, default: Duration) -> Duration {
         match v {
             None => default,
             Some(s) => match parse_duration(s.get_ref()) {
@@ -96,7 +96,7 @@ impl Ctx<'_> {
     }
     /// A duration that must not be zero: a zero client timeout would close
     /// every connection before its first request.
-    fn positive_duration(&mut self, key: &str, v: &Option<Spanned<String>>, default: Duration) -> Duration {
+    pub(crate) fn positive_duration(&mut self, key: &str, v: &Option<Spanned<String>>, default: Duration) -> Duration {
         let d = self.duration(key, v.as_ref(), default);
         match v {
             Some(s) if d.is_zero() => {
@@ -108,6 +108,17 @@ impl Ctx<'_> {
     }
     fn line<T>(&self, s: &Spanned<T>) -> usize {
         self.loc.line_of(s.span().start)
+    }
+    /// A context over `source` alone, for the unit tests of one table's
+    /// compile step.
+    #[cfg(test)]
+    pub(crate) fn for_test(file: &'a str, source: &'a str) -> Ctx<'a> {
+        Ctx { loc: Locator::new(file, source), errors: Vec::new(), warnings: Vec::new() }
+    }
+    /// The errors so far, one per line.
+    #[cfg(test)]
+    pub(crate) fn error_text(&self) -> String {
+        Diagnostics(self.errors.clone()).to_string()
     }
 }
 
