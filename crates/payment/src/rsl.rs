@@ -66,6 +66,22 @@ pub struct RslConfig {
     pub reach: Reach,
 }
 
+impl RslConfig {
+    /// The verifier's settings from the policy's `[payment.rsl]`.
+    pub fn from_settings(s: &crawlgate_policy::payment::dialects::RslSettings) -> RslConfig {
+        RslConfig {
+            issuer: s.issuer.clone(),
+            audience: s.audience.clone(),
+            jwks_url: s.jwks.clone(),
+            pinned_keys: s.keys.clone(),
+            skew: s.skew,
+            usage: s.usage.clone(),
+            fetch_timeout: s.fetch_timeout,
+            reach: Reach { allow_http: s.allow_http, allow_private: s.allow_private_addresses },
+        }
+    }
+}
+
 /// Why a request is refused; the `WWW-Authenticate` answer follows from it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -244,6 +260,19 @@ fn site_of(s: &str) -> String {
     s.trim_end_matches('/').to_ascii_lowercase()
 }
 
+/// Whether the token's `aud` value `theirs` names the site `mine`: the same
+/// origin, or, when `mine` is a bare host, any origin on that host.
+fn names_site(mine: &str, theirs: &str) -> bool {
+    let (mine, theirs) = (site_of(mine), site_of(theirs));
+    if mine == theirs {
+        return true;
+    }
+    let on_host = |authority: &str| {
+        authority == mine || authority.strip_prefix(mine.as_str()).is_some_and(|port| port.starts_with(':'))
+    };
+    !mine.contains("://") && theirs.split_once("://").is_some_and(|(_, authority)| on_host(authority))
+}
+
 /// Whether `resource` covers `path` (canonical path and query): a path
 /// pattern, or an absolute URL on one of `audience`'s origins whose path
 /// is the pattern.
@@ -255,7 +284,7 @@ fn covers(resource: &str, path: &str, audience: &[String]) -> bool {
         let path_at = resource[after_scheme..].find('/').map_or(resource.len(), |i| after_scheme + i);
         let origin = site_of(&resource[..path_at]);
         let host = &origin[after_scheme.min(origin.len())..];
-        if !audience.iter().any(|a| site_of(a) == origin || site_of(a) == host) {
+        if !audience.iter().any(|a| names_site(a, &origin) || site_of(a) == host) {
             return false;
         }
         if path_at == resource.len() {
@@ -293,7 +322,7 @@ fn check_claims(
         return Err(invalid("the token was issued in the future (iat)"));
     }
     let aud = claims.get("aud").and_then(str_or_list).ok_or_else(|| invalid("the token has no aud"))?;
-    if !aud.iter().any(|a| rules.audience.iter().any(|mine| site_of(mine) == site_of(a))) {
+    if !aud.iter().any(|a| rules.audience.iter().any(|mine| names_site(mine, a))) {
         return Err(invalid("the token's audience is not this site"));
     }
     let resources =
@@ -321,8 +350,8 @@ struct Inner {
     outbound: Option<Outbound>,
     jwks: Mutex<Option<CachedJwks>>,
     fetching: tokio::sync::Mutex<()>,
-    /// Fetch attempts so far, so that requests waiting for one fetch do
-    /// not each fetch again.
+    /// Fetches completed (changed under the `jwks` lock), so that requests
+    /// waiting for one fetch do not each fetch again.
     attempts: std::sync::atomic::AtomicU64,
 }
 
@@ -419,7 +448,7 @@ impl LicenseVerifier {
         let Some(url) = self.inner.config.jwks_url.as_deref() else {
             return Err(invalid("no pinned key of the license server verifies the token"));
         };
-        let cached = lock(&self.inner.jwks).clone();
+        let (cached, generation) = self.snapshot();
         let now = Instant::now();
         if let Some(c) = &cached {
             if let Some(found) = c.keys.as_ref().and_then(|k| self.try_keys(k, kid, jws)) {
@@ -433,7 +462,7 @@ impl LicenseVerifier {
             Some(c) => c.next_try <= now && (c.expires <= now || now.duration_since(c.fetched) >= REFETCH_ON_MISS),
         };
         if stale {
-            self.refresh_from(url).await;
+            self.refresh_from(url, generation).await;
         }
         let keys = lock(&self.inner.jwks).as_ref().and_then(|c| c.keys.clone());
         match keys {
@@ -457,18 +486,25 @@ impl LicenseVerifier {
     /// keeps the cached keys and waits before the next try.
     pub async fn refresh(&self) -> Result<usize, String> {
         let Some(url) = self.inner.config.jwks_url.clone() else { return Ok(0) };
-        self.refresh_from(&url).await;
+        let (_, generation) = self.snapshot();
+        self.refresh_from(&url, generation).await;
         Ok(self.cached_keys())
     }
 
-    async fn refresh_from(&self, url: &str) {
+    /// The cached JWKS and the number of fetches completed, read together.
+    fn snapshot(&self) -> (Option<CachedJwks>, u64) {
+        let slot = lock(&self.inner.jwks);
+        (slot.clone(), self.inner.attempts.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// Fetches the JWKS unless a fetch completed since `generation` was
+    /// read (the requests that waited for it use its result).
+    async fn refresh_from(&self, url: &str, generation: u64) {
         use std::sync::atomic::Ordering;
-        let before = self.inner.attempts.load(Ordering::SeqCst);
         let _turn = self.inner.fetching.lock().await;
-        if self.inner.attempts.load(Ordering::SeqCst) != before {
-            return; // Another request fetched it meanwhile.
+        if self.inner.attempts.load(Ordering::SeqCst) != generation {
+            return;
         }
-        self.inner.attempts.fetch_add(1, Ordering::SeqCst);
         let Some(outbound) = &self.inner.outbound else { return };
         let fetched = Instant::now();
         let result = async {
@@ -484,6 +520,7 @@ impl LicenseVerifier {
         }
         .await;
         let mut slot = lock(&self.inner.jwks);
+        self.inner.attempts.fetch_add(1, Ordering::SeqCst);
         match result {
             Ok((keys, ttl)) => {
                 tracing::debug!(jwks = url, keys = keys.len(), ttl_s = ttl.as_secs(), "Fetched license server keys");
@@ -616,6 +653,16 @@ mod tests {
         assert_eq!(fails(&without("aud"), "/articles/a", 1500), "the token has no aud");
         assert_eq!(ok(&with("aud", serde_json::json!(["x", "EXAMPLE.org"])), "/articles/a", 1500), Ok(()));
         assert_eq!(ok(&with("aud", "https://www.example.com/".into()), "/articles/a", 1500), Ok(()));
+        assert_eq!(
+            ok(&with("aud", "https://example.org:8443".into()), "/articles/a", 1500),
+            Ok(()),
+            "a bare host names every origin on it"
+        );
+        assert_eq!(
+            fails(&with("aud", "http://www.example.com".into()), "/articles/a", 1500),
+            "the token's audience is not this site",
+            "an origin names its scheme"
+        );
         assert_eq!(fails(&without("resource"), "/articles/a", 1500), "the token names no resource");
         assert_eq!(
             fails(&with("scope", "search".into()), "/articles/a", 1500),

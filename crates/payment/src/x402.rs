@@ -144,6 +144,22 @@ pub fn atomic_amount(decimal: &str, decimals: u32) -> Result<String, String> {
 }
 
 impl X402Config {
+    /// The client's settings from the policy's `[payment.x402]`.
+    pub fn from_settings(s: &crawlgate_policy::payment::dialects::X402Settings) -> X402Config {
+        X402Config {
+            facilitator: s.facilitator.clone(),
+            pay_to: s.pay_to.clone(),
+            network: s.network.clone(),
+            asset: s.asset.clone(),
+            currency: s.currency.clone(),
+            decimals: s.decimals,
+            max_timeout_seconds: s.max_timeout.as_secs(),
+            extra: s.extra.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
+            timeout: s.timeout,
+            reach: Reach { allow_http: s.allow_http, allow_private: s.allow_private_addresses },
+        }
+    }
+
     /// The requirements for a price of `amount` (decimal) in `currency`.
     pub fn requirements(&self, currency: &str, amount: &str) -> Result<Requirements, String> {
         if !currency.eq_ignore_ascii_case(&self.currency) {

@@ -220,3 +220,75 @@ async fn the_token_endpoint_issues_tokens_the_verifier_accepts() {
     assert!(v.verify(token, "/articles/9", now()).await.is_ok());
     assert_eq!(invalid_token(v.verify(token, "/other", now()).await), "the token's resource does not cover this path");
 }
+
+/// A JWKS server answering `reply` for every request.
+fn jwks_stub(reply: crawlgate_testkit::stub::StubReply) -> crawlgate_testkit::stub::StubServer {
+    crawlgate_testkit::stub::StubServer::start(move |_| reply.clone())
+}
+
+fn config_for(server: &LicenseServer, jwks: String) -> RslConfig {
+    RslConfig { jwks_url: Some(jwks), ..config(server) }
+}
+
+#[tokio::test]
+async fn an_oversized_or_redirecting_jwks_is_not_used() {
+    let server = LicenseServer::start();
+    let token = server.issue(&claims(&server));
+    let jwk: serde_json::Value = serde_json::from_str(&server.current_jwk()).unwrap_or_default();
+    let padding = "x".repeat(crawlgate_payment::rsl::MAX_JWKS_BYTES);
+    let big = serde_json::json!({"keys": [jwk], "padding": padding});
+    let stub = jwks_stub(crawlgate_testkit::stub::StubReply::json(200, &big));
+    let v = LicenseVerifier::new(config_for(&server, stub.url("/jwks.json"))).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(v.verify(&token, "/articles/1", now()).await, Err(LicenseError::KeysUnavailable(_))));
+    // A redirect to the real JWKS is not followed.
+    let redirect = jwks_stub(crawlgate_testkit::stub::StubReply::Respond {
+        status: 302,
+        headers: vec![("Location".into(), server.jwks_url())],
+        body: Vec::new(),
+        delay: Duration::ZERO,
+    });
+    let v = LicenseVerifier::new(config_for(&server, redirect.url("/jwks.json"))).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(v.verify(&token, "/articles/1", now()).await, Err(LicenseError::KeysUnavailable(_))));
+    assert_eq!(server.jwks_hits(), 0);
+}
+
+#[tokio::test]
+async fn only_the_first_keys_of_a_long_jwks_are_read() {
+    let server = LicenseServer::start();
+    let token = server.issue(&claims(&server));
+    let jwk: serde_json::Value = serde_json::from_str(&server.current_jwk()).unwrap_or_default();
+    // The signing key after MAX_JWKS_KEYS others: not read.
+    let mut keys: Vec<serde_json::Value> = (0..crawlgate_payment::rsl::MAX_JWKS_KEYS)
+        .map(|i| {
+            let mut k = jwk.clone();
+            k["kid"] = format!("filler-{i}").into();
+            k["x"] = "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo".into();
+            k
+        })
+        .collect();
+    keys.push(jwk);
+    let stub = jwks_stub(crawlgate_testkit::stub::StubReply::json(200, &serde_json::json!({ "keys": keys })));
+    let v = LicenseVerifier::new(config_for(&server, stub.url("/jwks.json"))).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        invalid_token(v.verify(&token, "/articles/1", now()).await),
+        "no key of the license server verifies the token"
+    );
+    assert_eq!(v.cached_keys(), crawlgate_payment::rsl::MAX_JWKS_KEYS);
+}
+
+#[tokio::test]
+async fn concurrent_first_requests_fetch_the_jwks_once() {
+    let server = LicenseServer::start();
+    let v = verifier(&server);
+    let token = server.issue(&claims(&server));
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (v, token) = (v.clone(), token.clone());
+            tokio::spawn(async move { v.verify(&token, "/articles/1", now()).await.is_ok() })
+        })
+        .collect();
+    for t in tasks {
+        assert!(t.await.unwrap_or(false));
+    }
+    assert_eq!(server.jwks_hits(), 1);
+}
