@@ -4,8 +4,9 @@
 //! edge verifies it locally against the server's published JWKS (RFC 7517)
 //! or keys pinned in the policy.
 //!
-//! A token is accepted when its signature verifies with an Ed25519 key
-//! (`alg` `EdDSA` or `Ed25519`, RFC 8037 and RFC 9864), its `iss` is the
+//! A token is accepted when its signature verifies with one of the
+//! server's keys (`EdDSA`, `ES256` or `RS256`, each only with its own key
+//! type: [`crate::jwk`]), its `iss` is the
 //! configured license server, its `aud` names this site, `exp` / `nbf` /
 //! `iat` hold within the allowed skew, one of its `resource` entries covers
 //! the request path (a path pattern with RFC 9309 wildcards, or an absolute
@@ -26,7 +27,8 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use crawlgate_policy::pattern::Pattern;
-use ed25519_dalek::{Signature, VerifyingKey};
+
+use crate::jwk::{Alg, PublicKey};
 
 use crate::outbound::{Outbound, Reach};
 
@@ -199,7 +201,8 @@ struct Jws<'a> {
     kid: Option<String>,
     claims: serde_json::Map<String, serde_json::Value>,
     signing_input: &'a str,
-    signature: Signature,
+    alg: Alg,
+    signature: Vec<u8>,
 }
 
 fn invalid(msg: impl Into<String>) -> LicenseError {
@@ -219,11 +222,11 @@ fn decode_jws(token: &str) -> Result<Jws<'_>, LicenseError> {
     };
     let header: serde_json::Value =
         serde_json::from_slice(&b64(h, "header")?).map_err(|_| invalid("the token's header is not JSON"))?;
-    match header.get("alg").and_then(serde_json::Value::as_str) {
-        Some("EdDSA" | "Ed25519") => {}
-        Some(other) => return Err(invalid(format!("the token's alg {other:?} is not accepted (EdDSA)"))),
+    let alg = match header.get("alg").and_then(serde_json::Value::as_str) {
+        Some(name) => Alg::from_name(name)
+            .ok_or_else(|| invalid(format!("the token's alg {name:?} is not accepted (EdDSA, ES256, RS256)")))?,
         None => return Err(invalid("the token's header has no alg")),
-    }
+    };
     if header.get("crit").is_some() {
         return Err(invalid("the token's header has crit extensions, none of which are understood"));
     }
@@ -232,9 +235,11 @@ fn decode_jws(token: &str) -> Result<Jws<'_>, LicenseError> {
         Ok(serde_json::Value::Object(m)) => m,
         _ => return Err(invalid("the token's payload is not a JSON object")),
     };
-    let sig = b64(s, "signature")?;
-    let sig: [u8; 64] = sig.as_slice().try_into().map_err(|_| invalid("the token's signature is not 64 bytes"))?;
-    Ok(Jws { kid, claims, signing_input: &token[..h.len() + 1 + p.len()], signature: Signature::from_bytes(&sig) })
+    let signature = b64(s, "signature")?;
+    if signature.is_empty() {
+        return Err(invalid("the token is not signed"));
+    }
+    Ok(Jws { kid, claims, signing_input: &token[..h.len() + 1 + p.len()], alg, signature })
 }
 
 /// The claim checks, given a token whose signature verified.
@@ -346,7 +351,7 @@ pub struct LicenseVerifier {
 #[derive(Debug)]
 struct Inner {
     config: RslConfig,
-    pinned: Vec<(String, VerifyingKey)>,
+    pinned: Vec<(String, PublicKey)>,
     outbound: Option<Outbound>,
     jwks: Mutex<Option<CachedJwks>>,
     fetching: tokio::sync::Mutex<()>,
@@ -358,7 +363,7 @@ struct Inner {
 #[derive(Clone, Debug)]
 struct CachedJwks {
     /// Keys by `kid`, else thumbprint; `None` until a fetch succeeds.
-    keys: Option<Arc<Vec<(String, VerifyingKey)>>>,
+    keys: Option<Arc<Vec<(String, PublicKey)>>>,
     fetched: Instant,
     expires: Instant,
     /// No fetch before this (after a failure).
@@ -369,8 +374,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Reads the Ed25519 keys of a JWKS, named by `kid` (else thumbprint).
-fn parse_jwks(body: &[u8]) -> Result<Vec<(String, VerifyingKey)>, String> {
+/// Reads the signing keys of a JWKS, named by `kid` (an Ed25519 key
+/// without one by its thumbprint); keys that cannot be used are skipped.
+fn parse_jwks(body: &[u8]) -> Result<Vec<(String, PublicKey)>, String> {
     let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the JWKS is not JSON: {e}"))?;
     let keys = doc.get("keys").and_then(serde_json::Value::as_array).ok_or("the JWKS has no \"keys\" array")?;
     if keys.len() > MAX_JWKS_KEYS {
@@ -380,8 +386,8 @@ fn parse_jwks(body: &[u8]) -> Result<Vec<(String, VerifyingKey)>, String> {
         .iter()
         .take(MAX_JWKS_KEYS)
         .filter(|k| k.get("use").and_then(serde_json::Value::as_str).is_none_or(|u| u == "sig"))
-        .filter_map(|k| crawlgate_identity::keys::parse_ed25519_jwk(k).ok())
-        .map(|p| (p.kid.unwrap_or(p.thumbprint), p.key))
+        .filter_map(|k| crate::jwk::parse(k).ok())
+        .map(|(kid, key)| (kid.unwrap_or_default(), key))
         .collect())
 }
 
@@ -392,9 +398,8 @@ impl LicenseVerifier {
         for (i, jwk) in config.pinned_keys.iter().enumerate() {
             let v: serde_json::Value =
                 serde_json::from_str(jwk).map_err(|e| format!("pinned key {}: the JWK is not JSON: {e}", i + 1))?;
-            let p =
-                crawlgate_identity::keys::parse_ed25519_jwk(&v).map_err(|e| format!("pinned key {}: {e}", i + 1))?;
-            pinned.push((p.kid.unwrap_or(p.thumbprint), p.key));
+            let (kid, key) = crate::jwk::parse(&v).map_err(|e| format!("pinned key {}: {e}", i + 1))?;
+            pinned.push((kid.unwrap_or_default(), key));
         }
         let outbound = match &config.jwks_url {
             Some(url) => {
@@ -475,10 +480,10 @@ impl LicenseVerifier {
 
     /// The first of `keys` (those named `kid` when the token names one)
     /// that verifies the signature.
-    fn try_keys(&self, keys: &[(String, VerifyingKey)], kid: Option<&str>, jws: &Jws<'_>) -> Option<String> {
+    fn try_keys(&self, keys: &[(String, PublicKey)], kid: Option<&str>, jws: &Jws<'_>) -> Option<String> {
         keys.iter()
             .filter(|(id, _)| kid.is_none_or(|k| k == id))
-            .find(|(_, key)| key.verify_strict(jws.signing_input.as_bytes(), &jws.signature).is_ok())
+            .find(|(_, key)| key.verifies(jws.alg, jws.signing_input.as_bytes(), &jws.signature))
             .map(|(id, _)| id.clone())
     }
 
@@ -582,11 +587,12 @@ mod tests {
             ("e30.e30.AA", "header has no alg"),
             // {"alg":"none"}
             ("eyJhbGciOiJub25lIn0.e30.", "alg \"none\" is not accepted"),
+            // {"alg":"EdDSA"} . {} . no signature
+            ("eyJhbGciOiJFZERTQSJ9.e30.", "the token is not signed"),
             // {"alg":"HS256"}
             ("eyJhbGciOiJIUzI1NiJ9.e30.AA", "alg \"HS256\" is not accepted"),
             // {"alg":"EdDSA"} . [] . short signature
             ("eyJhbGciOiJFZERTQSJ9.W10.AA", "payload is not a JSON object"),
-            ("eyJhbGciOiJFZERTQSJ9.e30.AA", "signature is not 64 bytes"),
             // {"alg":"EdDSA","crit":["x"]}
             ("eyJhbGciOiJFZERTQSIsImNyaXQiOlsieCJdfQ.e30.AA", "crit extensions"),
         ];

@@ -292,3 +292,70 @@ async fn concurrent_first_requests_fetch_the_jwks_once() {
     }
     assert_eq!(server.jwks_hits(), 1);
 }
+
+/// A compact JWS over `claims` with `alg`, signed by `sign`.
+fn jws(alg: &str, kid: &str, claims: &serde_json::Value, sign: impl Fn(&[u8]) -> Vec<u8>) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    let header = serde_json::json!({"alg": alg, "kid": kid});
+    let input =
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+    let sig = sign(input.as_bytes());
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))
+}
+
+#[tokio::test]
+async fn es256_and_rs256_tokens_verify_with_their_own_keys_only() {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    use openssl::ec::{EcGroup, EcKey};
+    use openssl::hash::MessageDigest;
+    use openssl::nid::Nid;
+    use openssl::pkey::PKey;
+    use openssl::sign::Signer;
+
+    let server = LicenseServer::start();
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap_or_else(|e| panic!("{e}"));
+    let ec = EcKey::generate(&group).unwrap_or_else(|e| panic!("{e}"));
+    let mut ctx = openssl::bn::BigNumContext::new().unwrap_or_else(|e| panic!("{e}"));
+    let mut x = openssl::bn::BigNum::new().unwrap_or_else(|e| panic!("{e}"));
+    let mut y = openssl::bn::BigNum::new().unwrap_or_else(|e| panic!("{e}"));
+    ec.public_key().affine_coordinates(&group, &mut x, &mut y, &mut ctx).unwrap_or_else(|e| panic!("{e}"));
+    let ec_jwk = serde_json::json!({"kty": "EC", "crv": "P-256", "kid": "ec",
+        "x": URL_SAFE_NO_PAD.encode(x.to_vec_padded(32).unwrap_or_default()),
+        "y": URL_SAFE_NO_PAD.encode(y.to_vec_padded(32).unwrap_or_default())});
+    let ec_key = PKey::from_ec_key(ec).unwrap_or_else(|e| panic!("{e}"));
+    let rsa = openssl::rsa::Rsa::generate(2048).unwrap_or_else(|e| panic!("{e}"));
+    let rsa_jwk = serde_json::json!({"kty": "RSA", "kid": "rsa",
+        "n": URL_SAFE_NO_PAD.encode(rsa.n().to_vec()), "e": URL_SAFE_NO_PAD.encode(rsa.e().to_vec())});
+    let rsa_key = PKey::from_rsa(rsa).unwrap_or_else(|e| panic!("{e}"));
+
+    let mut cfg = config(&server);
+    cfg.jwks_url = None;
+    cfg.pinned_keys = vec![ec_jwk.to_string(), rsa_jwk.to_string()];
+    let v = LicenseVerifier::new(cfg).unwrap_or_else(|e| panic!("{e}"));
+    let claims = claims(&server).to_json();
+
+    let es256 = jws("ES256", "ec", &claims, |input| {
+        let mut s = Signer::new(MessageDigest::sha256(), &ec_key).unwrap_or_else(|e| panic!("{e}"));
+        let der = s.sign_oneshot_to_vec(input).unwrap_or_else(|e| panic!("{e}"));
+        let sig = openssl::ecdsa::EcdsaSig::from_der(&der).unwrap_or_else(|e| panic!("{e}"));
+        let mut raw = sig.r().to_vec_padded(32).unwrap_or_default();
+        raw.extend(sig.s().to_vec_padded(32).unwrap_or_default());
+        raw
+    });
+    assert_eq!(v.verify(&es256, "/articles/1", now()).await.map(|l| l.key_id), Ok("ec".to_string()));
+    let rs256 = jws("RS256", "rsa", &claims, |input| {
+        let mut s = Signer::new(MessageDigest::sha256(), &rsa_key).unwrap_or_else(|e| panic!("{e}"));
+        s.sign_oneshot_to_vec(input).unwrap_or_else(|e| panic!("{e}"))
+    });
+    assert_eq!(v.verify(&rs256, "/articles/1", now()).await.map(|l| l.key_id), Ok("rsa".to_string()));
+    // The RSA signature presented as ES256 under the EC key's kid, or with
+    // no kid at all, is checked only by keys of the algorithm named.
+    let parts: Vec<&str> = rs256.split('.').collect();
+    let relabeled = jws("ES256", "rsa", &claims, |_| URL_SAFE_NO_PAD.decode(parts[2]).unwrap_or_default());
+    assert_eq!(
+        invalid_token(v.verify(&relabeled, "/articles/1", now()).await),
+        "no pinned key of the license server verifies the token"
+    );
+}

@@ -162,6 +162,28 @@ fn plain(cx: &mut Ctx<'_>, key: &str, v: &Spanned<String>) -> Option<String> {
     Some(s.clone())
 }
 
+/// A public JWK of a kind license tokens are checked with: Ed25519 (OKP),
+/// P-256 (EC) or RSA, with its key members present (the key itself is
+/// checked when the verifier is built).
+fn signing_jwk(jwk: &str) -> Result<(), String> {
+    let v: serde_json::Value = serde_json::from_str(jwk).map_err(|e| format!("not JSON: {e}"))?;
+    let field = |k: &str| v.get(k).and_then(serde_json::Value::as_str);
+    let need = |members: &[&str]| match members.iter().find(|m| field(m).is_none_or(str::is_empty)) {
+        Some(m) => Err(format!("`{m}` is missing")),
+        None => Ok(()),
+    };
+    if v.get("d").is_some() {
+        return Err("it holds a private key (`d`); pin the public key only".into());
+    }
+    match (field("kty"), field("crv")) {
+        (Some("OKP"), _) => crate::verification::validate_ed25519_jwk(jwk),
+        (Some("EC"), Some("P-256")) => need(&["x", "y"]),
+        (Some("EC"), _) => Err("`crv` must be \"P-256\" for an EC key".into()),
+        (Some("RSA"), _) => need(&["n", "e"]),
+        _ => Err("`kty` must be \"OKP\", \"EC\" or \"RSA\"".into()),
+    }
+}
+
 /// `[payment.rsl]`; `site` are the site's hosts (`server.hosts`), the
 /// default audience.
 pub(crate) fn rsl(cx: &mut Ctx<'_>, raw: &Spanned<RawRsl>, site: &[String]) -> Option<RslSettings> {
@@ -178,9 +200,9 @@ pub(crate) fn rsl(cx: &mut Ctx<'_>, raw: &Spanned<RawRsl>, site: &[String]) -> O
     });
     let mut pinned = Vec::new();
     for k in keys.iter().flatten() {
-        match crate::verification::validate_ed25519_jwk(k.get_ref()) {
+        match signing_jwk(k.get_ref()) {
             Ok(()) => pinned.push(k.get_ref().clone()),
-            Err(e) => cx.err(k, format!("payment.rsl.keys: the JWK is not an Ed25519 public key: {e}")),
+            Err(e) => cx.err(k, format!("payment.rsl.keys: the JWK is not a usable public key: {e}")),
         }
     }
     if raw.get_ref().jwks.is_none() && keys.as_ref().is_none_or(Vec::is_empty) {
@@ -368,7 +390,9 @@ mod tests {
             ("[rsl]\nissuer = \"x\"\njwks = \"http://l.example/j\"\n", "p.toml:3:8: payment.rsl.jwks must be an https:// URL (allow_http = true is for tests), found `http://l.example/j`"),
             ("[rsl]\nissuer = \"x\"\njwks = \"https://u@l.example/j\"\n", "p.toml:3:8: payment.rsl.jwks must not carry user information, found `https://u@l.example/j`"),
             ("[rsl]\nissuer = \"\"\njwks = \"https://l.example/j\"\n", "p.toml:2:10: payment.rsl.issuer must be a non-empty value without whitespace, found ``"),
-            ("[rsl]\nissuer = \"x\"\nkeys = ['{\"kty\":\"RSA\"}']\n", "p.toml:3:9: payment.rsl.keys: the JWK is not an Ed25519 public key: `kty` must be \"OKP\""),
+            ("[rsl]\nissuer = \"x\"\nkeys = ['{\"kty\":\"RSA\"}']\n", "p.toml:3:9: payment.rsl.keys: the JWK is not a usable public key: `n` is missing"),
+            ("[rsl]\nissuer = \"x\"\nkeys = ['{\"kty\":\"oct\",\"k\":\"AA\"}']\n", "p.toml:3:9: payment.rsl.keys: the JWK is not a usable public key: `kty` must be \"OKP\", \"EC\" or \"RSA\""),
+            ("[rsl]\nissuer = \"x\"\nkeys = ['{\"kty\":\"EC\",\"crv\":\"P-256\",\"x\":\"AA\",\"y\":\"AA\",\"d\":\"AA\"}']\n", "p.toml:3:9: payment.rsl.keys: the JWK is not a usable public key: it holds a private key (`d`); pin the public key only"),
             ("[rsl]\nissuer = \"x\"\njwks = \"https://l.example/j\"\naudience = [\"https://a/b\"]\n", "p.toml:4:13: payment.rsl.audience: `https://a/b` is not an origin (https://host[:port]) or a host"),
             ("[rsl]\nissuer = \"x\"\njwks = \"https://l.example/j\"\nusage = \"crawl\"\n", "p.toml:4:9: payment.rsl.usage must be one of all, ai-all, ai-train, ai-input, ai-index, search, train-ai, ai-use, found `crawl`"),
             ("[rsl]\nissuer = \"x\"\njwks = \"https://l.example/j\"\nskew = \"5m\"\n", "p.toml:4:8: payment.rsl.skew must be at most 30s, found `5m`"),
