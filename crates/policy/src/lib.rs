@@ -16,6 +16,7 @@ pub mod identify;
 mod local_file;
 mod merge;
 pub mod pattern;
+pub mod payment;
 mod policy;
 mod raw;
 pub mod referrers;
