@@ -309,8 +309,9 @@ mod tests {
         use Field::*;
         let both = Signed::Verified { covers_exact: true, covers_max: true };
         let none = Signed::Verified { covers_exact: false, covers_max: false };
+        type Case<'a> = (Signed, Field<'a>, Field<'a>, Option<&'a [u8]>, &'a str);
         #[rustfmt::skip]
-        let cases: &[(Signed, Field<'_>, Field<'_>, Option<&[u8]>, &str)] = &[
+        let cases: &[Case<'_>] = &[
             (both, Absent, Absent, None, "402 crawler-price: USD 0.01"),
             (both, One(b"USD 0.01"), Absent, None, "forward, charge USD 0.01"),
             (both, One(b"USD 0.010"), Absent, None, "forward, charge USD 0.01"),

@@ -82,7 +82,7 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
     let mut free = FreePaths { exact: BUILTIN_FREE.iter().map(|p| (*p).to_string()).collect(), patterns: Vec::new() };
     for url in c.sitemaps {
         if let Some(path) = url_path(url) {
-            if !free.exact.iter().any(|e| *e == path) {
+            if !free.exact.contains(&path) {
                 free.exact.push(path);
             }
         }

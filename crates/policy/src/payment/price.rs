@@ -276,7 +276,8 @@ mod tests {
     fn offers_compare_across_scales() {
         use std::cmp::Ordering::*;
         let price = Price::parse("USD 0.01").unwrap();
-        let cases: &[(&[u8], Option<Option<std::cmp::Ordering>>)] = &[
+        type Case<'a> = (&'a [u8], Option<Option<std::cmp::Ordering>>);
+        let cases: &[Case<'_>] = &[
             (b"USD 0.01", Some(Some(Equal))),
             (b"USD 0.010", Some(Some(Equal))),
             (b"USD 0.0100000", Some(Some(Equal))),
