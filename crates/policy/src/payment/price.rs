@@ -244,7 +244,8 @@ mod tests {
 
     #[test]
     fn policy_prices_parse_to_minor_units() {
-        let cases: &[(&str, Result<(&str, u64), &str>)] = &[
+        type Case<'a> = (&'a str, Result<(&'a str, u64), &'a str>);
+        let cases: &[Case<'_>] = &[
             ("USD 0.01", Ok(("USD 0.01", 1))),
             ("USD 1", Ok(("USD 1.00", 100))),
             ("USD 0.1", Ok(("USD 0.10", 10))),
