@@ -179,6 +179,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         verification,
         tdmrep,
         rsl,
+        payment,
         allow_warnings,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
@@ -204,6 +205,14 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
+    let payment_cx = crate::payment::compile::Context {
+        groups: &groups,
+        sitemaps: &extras.sitemaps,
+        verification: &verification,
+        trusted_proxies: !server.client_address.trusted_proxies.is_empty(),
+        site: &site,
+    };
+    let (payment, free_paths) = crate::payment::compile::payment(&mut cx, payment.as_ref(), &payment_cx);
 
     let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();
@@ -239,7 +248,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let acknowledged = before - cx.warnings.len();
     let fold_paths = server.origin_paths == OriginPaths::Windows;
     let mut policy = Policy {
-        settings: Settings { server, upstream, cache_max_age, verification, origin_robots },
+        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, payment },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,
@@ -259,6 +268,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         content_signal: extras.content_signal.clone(),
         robots_extras: extras,
         file_name: file_name.to_string(),
+        free_paths,
     };
     if fold_paths {
         policy.fold_paths();
@@ -1178,6 +1188,8 @@ fn compile_group(
         verify,
         on_spoofed,
         on_unverified,
+        price,
+        prices,
     } = g.get_ref();
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
@@ -1224,8 +1236,11 @@ fn compile_group(
     let is_star = tokens.iter().any(|t| t == "*");
     let ad = compile_app_directives(cx, app_directives.as_deref().unwrap_or_default(), is_star);
     let can_disallow = rules_src.iter().any(|(p, allow, _)| !allow && !p.is_empty());
-    let enforce = compile_enforce(cx, enforce.as_ref(), is_star, can_disallow, &tokens);
+    let enforce_mode = compile_enforce(cx, enforce.as_ref(), is_star, can_disallow, &tokens);
     let block_status = compile_block_status(cx, block_status.as_ref());
+    let charge_at = enforce.as_ref().filter(|_| mode_is_charge(enforce_mode)).map(|e| e.span().start);
+    let charge =
+        crate::payment::compile::group_charge(cx, charge_at, price.as_ref(), prices.as_deref().unwrap_or_default());
     let verify_written = compile_verify(cx, verify.as_ref());
     let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
     let on_unverified_written = on_unverified.is_some();
@@ -1245,8 +1260,9 @@ fn compile_group(
         content_usage_set: cu_set,
         content_usage_combined: cu_combined,
         app_directives: ad,
-        enforce,
+        enforce: enforce_mode,
         block_status,
+        charge,
         origin: false,
         verify: VerifyMode::None,
         verify_written,
@@ -1541,12 +1557,19 @@ fn compile_enforce(
         "off" => Enforce::Off,
         "log" => Enforce::Log,
         "block" => Enforce::Block,
+        "charge" => Enforce::Charge,
         other => {
-            cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
+            cx.err(e, format!("group.enforce must be off, log, block or charge, found `{other}`"));
             return Enforce::Off;
         }
     };
     if mode == Enforce::Off {
+        return mode;
+    }
+    if mode == Enforce::Charge {
+        if is_star {
+            cx.err(e, "group.enforce = \"charge\" cannot apply to the `*` group: its requests name no crawler, and only a crawler proven by its signature can be charged; name the crawlers in a group of their own");
+        }
         return mode;
     }
     let m = mode.as_str();
@@ -1565,6 +1588,11 @@ fn compile_enforce(
         }
     }
     mode
+}
+
+/// Whether a compiled `enforce` charges.
+fn mode_is_charge(mode: Enforce) -> bool {
+    mode == Enforce::Charge
 }
 
 /// The group's `block_status` (403 when absent or invalid): a 4xx or 5xx

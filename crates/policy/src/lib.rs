@@ -16,10 +16,7 @@ pub mod identify;
 mod local_file;
 mod merge;
 pub mod pattern;
-/// Paid and licensed access: the settings of the payment dialects.
-pub mod payment {
-    pub mod dialects;
-}
+pub mod payment;
 mod policy;
 mod raw;
 pub mod referrers;

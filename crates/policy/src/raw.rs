@@ -24,6 +24,8 @@ pub(crate) struct RawPolicy {
     pub verification: Option<RawVerification>,
     pub tdmrep: Option<S<RawTdmRep>>,
     pub rsl: Option<S<RawRsl>>,
+    // Not spanned, like `verification`: its sub-tables may open it alone.
+    pub payment: Option<crate::payment::raw::RawPayment>,
     pub allow_warnings: Option<Vec<S<String>>>,
 }
 
@@ -101,6 +103,8 @@ pub(crate) struct RawGroup {
     pub verify: Option<S<String>>,
     pub on_spoofed: Option<S<String>>,
     pub on_unverified: Option<S<String>>,
+    pub price: Option<S<String>>,
+    pub prices: Option<Vec<S<crate::payment::raw::RawPathPrice>>>,
 }
 
 #[derive(Debug, Deserialize)]

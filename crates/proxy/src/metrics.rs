@@ -191,6 +191,7 @@ pub struct Metrics {
     tls_reloads: IntCounterVec,
     tls_not_after: IntGauge,
     verification: VerificationMetrics,
+    payment: crate::payment::PaymentMetrics,
     /// Whether `crawlgate_requests_total` has the `verification` label.
     verification_label: bool,
     /// The fixed-label series counted on every request, looked up once
@@ -624,6 +625,7 @@ impl Metrics {
             )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             verification: VerificationMetrics::new(r)?,
+            payment: crate::payment::PaymentMetrics::new(r)?,
             verification_label: verification,
             generation,
             reload_failing,
@@ -683,6 +685,11 @@ impl Metrics {
     pub fn violation(&self, agent: &str, group: &str) {
         let labels = self.labels.load();
         self.violations.with_label_values(&[labels.agent(agent), labels.group(group)]).inc();
+    }
+
+    /// The payment metrics.
+    pub fn payment(&self) -> &crate::payment::PaymentMetrics {
+        &self.payment
     }
 
     /// Counts a request the proxy refused, by [`BlockReason`].

@@ -53,6 +53,7 @@ pub struct Reloader {
 fn restart_settings(policy: &crawlgate_policy::Policy) -> Vec<(&'static str, String)> {
     let mut all = restart_only(&policy.settings().server);
     all.push(crate::verify::restart_only(policy));
+    all.push(crate::payment::restart_only(policy));
     all
 }
 

@@ -159,6 +159,8 @@ pub struct Shared {
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
+    /// The ledger, set once at start when the policy charges.
+    pub payment: std::sync::OnceLock<crate::payment::Charging>,
 }
 
 impl Shared {
@@ -175,6 +177,7 @@ impl Shared {
             verifier: std::sync::OnceLock::new(),
             tls: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
+            payment: std::sync::OnceLock::new(),
         })
     }
 

@@ -4,10 +4,6 @@
 //! `crawlgate-payment` turns the compiled settings into its verifier and
 //! facilitator client.
 
-// The `[payment]` table that holds these two sub-tables is compiled beside
-// this module; until it calls them, only the tests do.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -330,6 +326,29 @@ pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>) -> Option<X402Setti
         allow_http,
         allow_private_addresses: flag(allow_private_addresses),
     })
+}
+
+/// A group price in the x402 asset's atomic units (as a decimal string):
+/// its currency must be the asset's, and the asset must have at least the
+/// decimals the amount needs.
+pub fn x402_amount(x: &X402Settings, price: &super::Price) -> Result<String, String> {
+    if price.currency.code() != x.currency {
+        return Err(format!("it is in {}, the x402 asset is paid in {}", price.currency.code(), x.currency));
+    }
+    let exponent = u32::from(price.currency.exponent());
+    let mut minor = u128::from(price.minor);
+    if x.decimals >= exponent {
+        minor = minor
+            .checked_mul(10u128.pow(x.decimals - exponent))
+            .ok_or_else(|| "the amount is too large in atomic units".to_string())?;
+    } else {
+        let unit = 10u128.pow(exponent - x.decimals);
+        if minor % unit != 0 {
+            return Err(format!("the asset has {} decimals, fewer than the price needs", x.decimals));
+        }
+        minor /= unit;
+    }
+    Ok(minor.to_string())
 }
 
 #[cfg(test)]
