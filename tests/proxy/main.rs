@@ -19,6 +19,8 @@ mod observe;
 mod oplog;
 mod ops;
 mod origin_merge;
+mod payment_rsl;
+mod payment_x402;
 mod protocols;
 mod readme_lists;
 mod serving;

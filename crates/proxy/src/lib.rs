@@ -19,6 +19,7 @@ mod html;
 mod lifecycle;
 mod metrics;
 mod origin;
+mod paid;
 mod payment;
 mod proxy_protocol;
 mod reload;

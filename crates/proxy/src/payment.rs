@@ -36,6 +36,8 @@ pub struct Charging {
     pub ledger: Ledger,
     /// `[payment] instance_id`, else the host name.
     pub instance: String,
+    /// The license verifier and the x402 facilitator client.
+    pub dialects: crate::paid::Dialects,
 }
 
 /// Opens the ledger when the policy has a charge group; an unwritable
@@ -45,8 +47,9 @@ pub fn open(policy: &Policy) -> anyhow::Result<Option<Charging>> {
     let Some(path) = p.ledger.as_deref().filter(|_| p.charging) else { return Ok(None) };
     let ledger = Ledger::open(Path::new(path)).map_err(|e| anyhow::anyhow!("payment.ledger: {e}"))?;
     let instance = p.instance_id.clone().unwrap_or_else(host_name);
+    let dialects = crate::paid::Dialects::open(p)?;
     tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
-    Ok(Some(Charging { ledger, instance }))
+    Ok(Some(Charging { ledger, instance, dialects }))
 }
 
 /// The host name (Linux `/proc`, else `HOSTNAME`), else `crawlgate`.
@@ -75,6 +78,8 @@ pub struct Pending {
     failed: bool,
     /// The ledger row, once recorded (its bytes are set at the end).
     row: Option<i64>,
+    /// Paid with a license token or x402 rather than Cloudflare's headers.
+    paid: Option<crate::paid::Paid>,
 }
 
 /// What the request phase did.
@@ -132,42 +137,58 @@ pub async fn request(
         return Ok(Step::Pass);
     }
     let price = group.and_then(|g| policy.price(g, path));
-    let step = match price {
-        Some(price) if pay.offers(Dialect::CrawlerPrice) => {
-            let req = session.req_header();
-            let trusted = peer.is_some_and(|p| policy.settings().server.client_address.is_trusted_proxy(p));
-            let cf = (pay.cloudflare_origin && trusted)
-                .then(|| req.headers.get(cloudflare::CF_PAY_PER_CRAWL).map(|v| v.as_bytes()))
-                .flatten();
-            let input = CrawlerRequest {
-                signed: signed(req, verification, evidence, covered),
-                exact: field(req, cloudflare::EXACT_PRICE),
-                max: field(req, cloudflare::MAX_PRICE),
-                cloudflare: cf,
-            };
-            match cloudflare::decide(price, &input) {
-                Answer::Charge { price } => {
-                    Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None }))
-                }
-                Answer::InBand { price } => {
-                    Step::Forward(Box::new(Pending { price, in_band: true, failed: false, row: None }))
-                }
-                Answer::Untouched => Step::Pass,
-                Answer::Refuse { status, error, price } => {
-                    if let Some(e) = error {
-                        shared.metrics.payment().error(e);
+    let mine = match price {
+        Some(price) if pay.offers(Dialect::License) || pay.offers(Dialect::X402) => {
+            crate::paid::request(shared, session, policy, price, path).await?
+        }
+        _ => crate::paid::Outcome::NotMine,
+    };
+    let step = match (mine, price) {
+        (crate::paid::Outcome::Answered, _) => {
+            crate::paid::strip(session.req_header_mut(), pay);
+            return Ok(Step::Answered);
+        }
+        (crate::paid::Outcome::Forward(paid), Some(price)) => {
+            Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: Some(paid) }))
+        }
+        (_, price) => match price {
+            Some(price) if pay.offers(Dialect::CrawlerPrice) => {
+                let req = session.req_header();
+                let trusted = peer.is_some_and(|p| policy.settings().server.client_address.is_trusted_proxy(p));
+                let cf = (pay.cloudflare_origin && trusted)
+                    .then(|| req.headers.get(cloudflare::CF_PAY_PER_CRAWL).map(|v| v.as_bytes()))
+                    .flatten();
+                let input = CrawlerRequest {
+                    signed: signed(req, verification, evidence, covered),
+                    exact: field(req, cloudflare::EXACT_PRICE),
+                    max: field(req, cloudflare::MAX_PRICE),
+                    cloudflare: cf,
+                };
+                match cloudflare::decide(price, &input) {
+                    Answer::Charge { price } => {
+                        Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: None }))
                     }
-                    Box::pin(refuse(session, pay.terms_link().as_deref(), status, error, price)).await?;
-                    return Ok(Step::Answered);
+                    Answer::InBand { price } => {
+                        Step::Forward(Box::new(Pending { price, in_band: true, failed: false, row: None, paid: None }))
+                    }
+                    Answer::Untouched => Step::Pass,
+                    Answer::Refuse { status, error, price } => {
+                        if let Some(e) = error {
+                            shared.metrics.payment().error(e);
+                        }
+                        Box::pin(refuse(session, pay.terms_link().as_deref(), status, error, price)).await?;
+                        return Ok(Step::Answered);
+                    }
                 }
             }
-        }
-        _ => Step::Pass,
+            _ => Step::Pass,
+        },
     };
     let req = session.req_header_mut();
     for name in cloudflare::REQUEST_FIELDS {
         req.remove_header(name);
     }
+    crate::paid::strip(req, pay);
     Ok(step)
 }
 
@@ -243,6 +264,20 @@ pub async fn response(
     for name in [cloudflare::PRICE, cloudflare::CHARGED, cloudflare::ERROR] {
         resp.remove_header(name);
     }
+    if let Some(paid) = pending.paid.as_mut() {
+        let c = crate::paid::ChargeContext { price: pending.price, agent, path, request_id };
+        return match crate::paid::response(shared, resp, paid, policy, c).await {
+            Ok(row) => {
+                if row.is_some() {
+                    shared.metrics.payment().ledger_healthy(true);
+                }
+                pending.row = row;
+                Ok(())
+            }
+            Err(crate::paid::Charged::Ledger(why)) => Err(ledger_failed(shared, pending, &why)),
+            Err(crate::paid::Charged::SettleFailed) => Err(crate::paid::settle_error()),
+        };
+    }
     let price = pending.price.to_string();
     if pending.in_band {
         return resp.insert_header(cloudflare::PRICE, price.as_str()).map(|_| ());
@@ -295,6 +330,11 @@ fn ledger_failed(shared: &Shared, pending: &mut Pending, why: &str) -> Box<Error
 }
 
 impl Pending {
+    /// The license or x402 state, when the request paid that way.
+    pub fn paid(&self) -> Option<&crate::paid::Paid> {
+        self.paid.as_ref()
+    }
+
     /// Whether the charge could not be recorded (the 500 `InternalError`
     /// is written by `fail_to_proxy`).
     pub fn failed(&self) -> bool {
@@ -314,6 +354,19 @@ impl Pending {
 pub async fn internal_error(session: &mut Session) -> Result<()> {
     refuse(session, None, 500, Some(CrawlerError::InternalError), None).await
 }
+
+/// The `code` labels of the license and x402 dialects' errors.
+pub const DIALECT_ERRORS: [&str; 9] = [
+    "license_invalid_request",
+    "license_invalid_token",
+    "license_keys_unavailable",
+    "x402_malformed",
+    "x402_mismatch",
+    "x402_rejected",
+    "x402_timeout",
+    "x402_facilitator",
+    "x402_settle_failed",
+];
 
 /// The payment metrics.
 pub struct PaymentMetrics {
@@ -357,7 +410,21 @@ impl PaymentMetrics {
         for code in CrawlerError::ALL {
             m.errors.with_label_values(&[code.as_str()]);
         }
+        for code in DIALECT_ERRORS {
+            m.errors.with_label_values(&[code]);
+        }
         Ok(m)
+    }
+
+    /// Counts a refusal or failure of the license and x402 dialects, by
+    /// its code (one of [`DIALECT_ERRORS`]).
+    pub(crate) fn error_code(&self, code: &'static str) {
+        self.errors.with_label_values(&[code]).inc();
+    }
+
+    /// Counts a charge recorded in the ledger.
+    pub(crate) fn charged(&self, agent: &str, dialect: Dialect, price: Price) {
+        self.charge(agent, dialect, price);
     }
 
     fn charge(&self, agent: &str, dialect: Dialect, price: Price) {
@@ -369,7 +436,7 @@ impl PaymentMetrics {
         self.errors.with_label_values(&[code.as_str()]).inc();
     }
 
-    fn ledger_healthy(&self, ok: bool) {
+    pub(crate) fn ledger_healthy(&self, ok: bool) {
         self.ledger_healthy.set(i64::from(ok));
     }
 }

@@ -590,6 +590,13 @@ impl ProxyHttp for Gate {
                 }
             },
         };
+        if let Some(paid) = ctx.pay.as_ref().and_then(|p| p.paid()).filter(|_| session.response_written().is_none()) {
+            match Box::pin(crate::paid::settle_refusal(session, &ctx.snap.policy, paid)).await {
+                Ok(true) => return FailToProxy { error_code: 402, can_reuse_downstream: true },
+                Ok(false) => {}
+                Err(err) => tracing::debug!(error = %err, "Cannot send the error response"),
+            }
+        }
         if ctx.pay.as_ref().is_some_and(|p| p.failed()) && session.response_written().is_none() {
             if let Err(err) = Box::pin(crate::payment::internal_error(session)).await {
                 tracing::debug!(error = %err, "Cannot send the error response");
