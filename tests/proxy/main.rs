@@ -19,6 +19,7 @@ mod observe;
 mod oplog;
 mod ops;
 mod origin_merge;
+mod payment;
 mod protocols;
 mod readme_lists;
 mod serving;
