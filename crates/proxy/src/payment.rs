@@ -40,11 +40,12 @@ pub struct Charging {
 
 /// Opens the ledger when the policy has a charge group; an unwritable
 /// ledger stops the start (better than refusing every charge).
-pub fn open(policy: &Policy) -> anyhow::Result<Option<Charging>> {
+pub fn open(policy: &Policy, metrics: &crate::metrics::Metrics) -> anyhow::Result<Option<Charging>> {
     let p = policy.payment();
     let Some(path) = p.ledger.as_deref().filter(|_| p.charging) else { return Ok(None) };
     let ledger = Ledger::open(Path::new(path)).map_err(|e| anyhow::anyhow!("payment.ledger: {e}"))?;
     let instance = p.instance_id.clone().unwrap_or_else(host_name);
+    metrics.payment().init(policy);
     tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
     Ok(Some(Charging { ledger, instance }))
 }
@@ -358,6 +359,20 @@ impl PaymentMetrics {
             m.errors.with_label_values(&[code.as_str()]);
         }
         Ok(m)
+    }
+
+    /// Creates the charge series of every charge group's tokens (each
+    /// offered dialect, each currency of its prices), so they read 0 from
+    /// the start.
+    fn init(&self, policy: &Policy) {
+        for (token, currencies) in policy.charge_tokens() {
+            for d in policy.payment().dialects.iter() {
+                self.charges.with_label_values(&[token, d.as_str()]);
+            }
+            for c in currencies {
+                self.amount.with_label_values(&[token, c.code()]);
+            }
+        }
     }
 
     fn charge(&self, agent: &str, dialect: Dialect, price: Price) {
