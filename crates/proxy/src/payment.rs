@@ -25,7 +25,6 @@ use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::proxy::Session;
 use pingora::{Error, ErrorType, Result};
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 
 use crate::state::Shared;
 
@@ -314,77 +313,4 @@ impl Pending {
 /// The 500 `InternalError` of a charge the ledger could not record.
 pub async fn internal_error(session: &mut Session) -> Result<()> {
     refuse(session, None, 500, Some(CrawlerError::InternalError), None).await
-}
-
-/// The payment metrics.
-pub struct PaymentMetrics {
-    charges: IntCounterVec,
-    amount: IntCounterVec,
-    errors: IntCounterVec,
-    ledger_healthy: IntGauge,
-}
-
-impl PaymentMetrics {
-    /// Creates and registers them.
-    pub fn new(r: &Registry) -> prometheus::Result<PaymentMetrics> {
-        let counter = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
-            let c = IntCounterVec::new(Opts::new(name, help), labels)?;
-            r.register(Box::new(c.clone()))?;
-            Ok(c)
-        };
-        let m = PaymentMetrics {
-            charges: counter(
-                "crawlgate_charges_total",
-                "Charges recorded in the ledger, by agent token and dialect.",
-                &["agent", "dialect"],
-            )?,
-            amount: counter(
-                "crawlgate_charged_amount_total",
-                "Amount charged, in minor units of the currency (cents for USD), by agent token and currency.",
-                &["agent", "currency"],
-            )?,
-            errors: counter(
-                "crawlgate_payment_errors_total",
-                "Payment refusals and failures, by crawler-error code.",
-                &["code"],
-            )?,
-            ledger_healthy: IntGauge::new(
-                "crawlgate_ledger_healthy",
-                "1 while the ledger's last commit succeeded, 0 when charges cannot be recorded (charging answers 500).",
-            )?,
-        };
-        r.register(Box::new(m.ledger_healthy.clone()))?;
-        m.ledger_healthy.set(1);
-        for code in CrawlerError::ALL {
-            m.errors.with_label_values(&[code.as_str()]);
-        }
-        Ok(m)
-    }
-
-    /// Creates the charge series of every charge group's tokens (each
-    /// offered dialect, each currency of its prices), so they read 0 from
-    /// the start.
-    fn init(&self, policy: &Policy) {
-        for (token, currencies) in policy.charge_tokens() {
-            for d in policy.payment().dialects.iter() {
-                self.charges.with_label_values(&[token, d.as_str()]);
-            }
-            for c in currencies {
-                self.amount.with_label_values(&[token, c.code()]);
-            }
-        }
-    }
-
-    fn charge(&self, agent: &str, dialect: Dialect, price: Price) {
-        self.charges.with_label_values(&[agent, dialect.as_str()]).inc();
-        self.amount.with_label_values(&[agent, price.currency.code()]).inc_by(price.minor);
-    }
-
-    fn error(&self, code: CrawlerError) {
-        self.errors.with_label_values(&[code.as_str()]).inc();
-    }
-
-    fn ledger_healthy(&self, ok: bool) {
-        self.ledger_healthy.set(i64::from(ok));
-    }
 }
