@@ -19,6 +19,7 @@ mod observe;
 mod oplog;
 mod ops;
 mod origin_merge;
+mod payment;
 mod payment_rsl;
 mod payment_x402;
 mod protocols;

@@ -1242,7 +1242,11 @@ fn compile_group(
     let charge =
         crate::payment::compile::group_charge(cx, charge_at, price.as_ref(), prices.as_deref().unwrap_or_default());
     let verify_written = compile_verify(cx, verify.as_ref());
-    let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
+    // A charge group answers a bad or missing signature itself (400
+    // InvalidSignature, StrongAuthRequired) and forwards only what a valid
+    // signature pays for, so its claims stay in the group by default.
+    let spoofed_default = if charge_at.is_some() { OnFailure::Log } else { OnFailure::Anonymous };
+    let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), spoofed_default);
     let on_unverified_written = on_unverified.is_some();
     let on_unverified = compile_on_failure(cx, "on_unverified", on_unverified.as_ref(), OnFailure::Log);
     if empty_after_overrides {

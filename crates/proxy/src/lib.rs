@@ -142,7 +142,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
     let verifier = verify::build(&snap.policy)?;
-    let charging = crate::payment::open(&snap.policy)?;
+    let charging = crate::payment::open(&snap.policy, &metrics)?;
     let shared = Shared::new(snap, watch.clone(), metrics);
     if let Some(c) = charging {
         let _ = shared.payment.set(c);

@@ -191,7 +191,7 @@ pub struct Metrics {
     tls_reloads: IntCounterVec,
     tls_not_after: IntGauge,
     verification: VerificationMetrics,
-    payment: crate::payment::PaymentMetrics,
+    payment: PaymentMetrics,
     /// Whether `crawlgate_requests_total` has the `verification` label.
     verification_label: bool,
     /// The fixed-label series counted on every request, looked up once
@@ -625,7 +625,7 @@ impl Metrics {
             )?,
             reloads: counter(r, "crawlgate_reloads_total", "Policy reloads by result.", &["result"])?,
             verification: VerificationMetrics::new(r)?,
-            payment: crate::payment::PaymentMetrics::new(r)?,
+            payment: PaymentMetrics::new(r)?,
             verification_label: verification,
             generation,
             reload_failing,
@@ -688,7 +688,7 @@ impl Metrics {
     }
 
     /// The payment metrics.
-    pub fn payment(&self) -> &crate::payment::PaymentMetrics {
+    pub fn payment(&self) -> &PaymentMetrics {
         &self.payment
     }
 
@@ -902,4 +902,91 @@ impl Metrics {
 /// Unix time in seconds, for `/status`.
 pub fn unix_seconds(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The payment metrics.
+pub struct PaymentMetrics {
+    charges: IntCounterVec,
+    amount: IntCounterVec,
+    errors: IntCounterVec,
+    ledger_healthy: IntGauge,
+}
+
+impl PaymentMetrics {
+    /// Creates and registers them.
+    pub fn new(r: &Registry) -> prometheus::Result<PaymentMetrics> {
+        let counter = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
+            let c = IntCounterVec::new(Opts::new(name, help), labels)?;
+            r.register(Box::new(c.clone()))?;
+            Ok(c)
+        };
+        let m = PaymentMetrics {
+            charges: counter(
+                "crawlgate_charges_total",
+                "Charges recorded in the ledger, by agent token and dialect.",
+                &["agent", "dialect"],
+            )?,
+            amount: counter(
+                "crawlgate_charged_amount_total",
+                "Amount charged, in minor units of the currency (cents for USD), by agent token and currency.",
+                &["agent", "currency"],
+            )?,
+            errors: counter(
+                "crawlgate_payment_errors_total",
+                "Payment refusals and failures, by crawler-error code (Cloudflare's dialect) or license_* / x402_* code.",
+                &["code"],
+            )?,
+            ledger_healthy: IntGauge::new(
+                "crawlgate_ledger_healthy",
+                "1 while the ledger's last commit succeeded, 0 when charges cannot be recorded (charging answers 500).",
+            )?,
+        };
+        r.register(Box::new(m.ledger_healthy.clone()))?;
+        m.ledger_healthy.set(1);
+        for code in crawlgate_policy::payment::cloudflare::CrawlerError::ALL {
+            m.errors.with_label_values(&[code.as_str()]);
+        }
+        for code in crate::paid::DIALECT_ERRORS {
+            m.errors.with_label_values(&[code]);
+        }
+        Ok(m)
+    }
+
+    /// Creates the charge series of every charge group's tokens (each
+    /// offered dialect, each currency of its prices), so they read 0 from
+    /// the start.
+    pub(crate) fn init(&self, policy: &Policy) {
+        for (token, currencies) in policy.charge_tokens() {
+            for d in policy.payment().dialects.iter() {
+                self.charges.with_label_values(&[token, d.as_str()]);
+            }
+            for c in currencies {
+                self.amount.with_label_values(&[token, c.code()]);
+            }
+        }
+    }
+
+    pub(crate) fn charge(
+        &self,
+        agent: &str,
+        dialect: crawlgate_policy::payment::Dialect,
+        price: crawlgate_policy::payment::Price,
+    ) {
+        self.charges.with_label_values(&[agent, dialect.as_str()]).inc();
+        self.amount.with_label_values(&[agent, price.currency.code()]).inc_by(price.minor);
+    }
+
+    pub(crate) fn error(&self, code: crawlgate_policy::payment::cloudflare::CrawlerError) {
+        self.errors.with_label_values(&[code.as_str()]).inc();
+    }
+
+    pub(crate) fn ledger_healthy(&self, ok: bool) {
+        self.ledger_healthy.set(i64::from(ok));
+    }
+
+    /// Counts a refusal or failure of the license and x402 dialects, by its
+    /// code (one of [`crate::paid::DIALECT_ERRORS`]).
+    pub(crate) fn error_code(&self, code: &'static str) {
+        self.errors.with_label_values(&[code]).inc();
+    }
 }

@@ -62,6 +62,20 @@ pub fn restart_only(policy: &Policy) -> (&'static str, String) {
     ("payment.rsl, payment.x402", format!("{:?} {:?}", p.rsl, p.x402))
 }
 
+/// The `code` labels of `crawlgate_payment_errors_total` for the license
+/// and x402 dialects.
+pub const DIALECT_ERRORS: [&str; 9] = [
+    "license_invalid_request",
+    "license_invalid_token",
+    "license_keys_unavailable",
+    "x402_malformed",
+    "x402_mismatch",
+    "x402_rejected",
+    "x402_timeout",
+    "x402_facilitator",
+    "x402_settle_failed",
+];
+
 /// What a request paid with, carried to the response phase.
 #[derive(Debug)]
 pub enum Paid {
@@ -362,7 +376,7 @@ pub async fn response(
     };
     match charging.ledger.record(record).await {
         Ok(row) => {
-            shared.metrics.payment().charged(c.agent, dialect, c.price);
+            shared.metrics.payment().charge(c.agent, dialect, c.price);
             if dialect == Dialect::License {
                 if let Some(link) = policy.license_link() {
                     resp.append_header(header::LINK, link).map_err(|e| Charged::Ledger(e.to_string()))?;

@@ -25,7 +25,6 @@ use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::proxy::Session;
 use pingora::{Error, ErrorType, Result};
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 
 use crate::state::Shared;
 
@@ -42,12 +41,13 @@ pub struct Charging {
 
 /// Opens the ledger when the policy has a charge group; an unwritable
 /// ledger stops the start (better than refusing every charge).
-pub fn open(policy: &Policy) -> anyhow::Result<Option<Charging>> {
+pub fn open(policy: &Policy, metrics: &crate::metrics::Metrics) -> anyhow::Result<Option<Charging>> {
     let p = policy.payment();
     let Some(path) = p.ledger.as_deref().filter(|_| p.charging) else { return Ok(None) };
     let ledger = Ledger::open(Path::new(path)).map_err(|e| anyhow::anyhow!("payment.ledger: {e}"))?;
     let instance = p.instance_id.clone().unwrap_or_else(host_name);
     let dialects = crate::paid::Dialects::open(p)?;
+    metrics.payment().init(policy);
     tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
     Ok(Some(Charging { ledger, instance, dialects }))
 }
@@ -353,90 +353,4 @@ impl Pending {
 /// The 500 `InternalError` of a charge the ledger could not record.
 pub async fn internal_error(session: &mut Session) -> Result<()> {
     refuse(session, None, 500, Some(CrawlerError::InternalError), None).await
-}
-
-/// The `code` labels of the license and x402 dialects' errors.
-pub const DIALECT_ERRORS: [&str; 9] = [
-    "license_invalid_request",
-    "license_invalid_token",
-    "license_keys_unavailable",
-    "x402_malformed",
-    "x402_mismatch",
-    "x402_rejected",
-    "x402_timeout",
-    "x402_facilitator",
-    "x402_settle_failed",
-];
-
-/// The payment metrics.
-pub struct PaymentMetrics {
-    charges: IntCounterVec,
-    amount: IntCounterVec,
-    errors: IntCounterVec,
-    ledger_healthy: IntGauge,
-}
-
-impl PaymentMetrics {
-    /// Creates and registers them.
-    pub fn new(r: &Registry) -> prometheus::Result<PaymentMetrics> {
-        let counter = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
-            let c = IntCounterVec::new(Opts::new(name, help), labels)?;
-            r.register(Box::new(c.clone()))?;
-            Ok(c)
-        };
-        let m = PaymentMetrics {
-            charges: counter(
-                "crawlgate_charges_total",
-                "Charges recorded in the ledger, by agent token and dialect.",
-                &["agent", "dialect"],
-            )?,
-            amount: counter(
-                "crawlgate_charged_amount_total",
-                "Amount charged, in minor units of the currency (cents for USD), by agent token and currency.",
-                &["agent", "currency"],
-            )?,
-            errors: counter(
-                "crawlgate_payment_errors_total",
-                "Payment refusals and failures, by crawler-error code.",
-                &["code"],
-            )?,
-            ledger_healthy: IntGauge::new(
-                "crawlgate_ledger_healthy",
-                "1 while the ledger's last commit succeeded, 0 when charges cannot be recorded (charging answers 500).",
-            )?,
-        };
-        r.register(Box::new(m.ledger_healthy.clone()))?;
-        m.ledger_healthy.set(1);
-        for code in CrawlerError::ALL {
-            m.errors.with_label_values(&[code.as_str()]);
-        }
-        for code in DIALECT_ERRORS {
-            m.errors.with_label_values(&[code]);
-        }
-        Ok(m)
-    }
-
-    /// Counts a refusal or failure of the license and x402 dialects, by
-    /// its code (one of [`DIALECT_ERRORS`]).
-    pub(crate) fn error_code(&self, code: &'static str) {
-        self.errors.with_label_values(&[code]).inc();
-    }
-
-    /// Counts a charge recorded in the ledger.
-    pub(crate) fn charged(&self, agent: &str, dialect: Dialect, price: Price) {
-        self.charge(agent, dialect, price);
-    }
-
-    fn charge(&self, agent: &str, dialect: Dialect, price: Price) {
-        self.charges.with_label_values(&[agent, dialect.as_str()]).inc();
-        self.amount.with_label_values(&[agent, price.currency.code()]).inc_by(price.minor);
-    }
-
-    fn error(&self, code: CrawlerError) {
-        self.errors.with_label_values(&[code.as_str()]).inc();
-    }
-
-    pub(crate) fn ledger_healthy(&self, ok: bool) {
-        self.ledger_healthy.set(i64::from(ok));
-    }
 }

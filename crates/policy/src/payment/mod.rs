@@ -144,6 +144,25 @@ impl Policy {
         &self.settings.payment
     }
 
+    /// Every token of a charge group (policy spelling) with the currencies
+    /// of its group's prices.
+    pub fn charge_tokens(&self) -> Vec<(&str, Vec<Currency>)> {
+        let mut out = Vec::new();
+        for g in &self.groups {
+            let Some(charge) = &g.charge else { continue };
+            let mut currencies = vec![charge.price.currency];
+            for p in &charge.prices {
+                if !currencies.contains(&p.price.currency) {
+                    currencies.push(p.price.currency);
+                }
+            }
+            for t in g.tokens.iter().filter(|t| *t != "*") {
+                out.push((t.as_str(), currencies.clone()));
+            }
+        }
+        out
+    }
+
     /// Whether the canonical `path_and_query` is never charged: a file
     /// crawlgate serves itself, a built-in free path, a sitemap of the
     /// policy, or a `[payment] free` pattern.
