@@ -606,6 +606,30 @@ mod tests {
         assert!(matches!(decode_jws(&long), Err(LicenseError::InvalidToken(d)) if d.contains("longer than")));
     }
 
+    proptest::proptest! {
+        /// Any bytes as an `Authorization` field, and any text as a token:
+        /// an error value or a token, never a panic.
+        #[test]
+        fn outside_input_never_panics(field in proptest::collection::vec(proptest::num::u8::ANY, 0..300), token in ".{0,300}") {
+            let _ = license_token(&[&field]);
+            let _ = is_license_authorization(&field);
+            let _ = decode_jws(&token);
+            let parts: Vec<String> = token.split('.').map(|p| URL_SAFE_NO_PAD.encode(p)).collect();
+            let _ = decode_jws(&parts.join("."));
+        }
+
+        /// A header and payload of arbitrary JSON in a well-formed JWS.
+        #[test]
+        fn arbitrary_json_in_a_jws_never_panics(header in "\\{.{0,80}\\}", payload in ".{0,120}") {
+            let token = format!("{}.{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(payload), URL_SAFE_NO_PAD.encode([7u8; 64]));
+            if let Ok(jws) = decode_jws(&token) {
+                let audience = vec!["example.com".to_string()];
+                let rules = ClaimRules { issuer: "i", audience: &audience, skew: 60, usage: "all" };
+                let _ = check_claims(&jws.claims, &rules, "/", 1000);
+            }
+        }
+    }
+
     fn claims(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
         match v {
             serde_json::Value::Object(m) => m,

@@ -507,6 +507,17 @@ mod tests {
         assert_eq!(bad(&vec![b'A'; MAX_PAYMENT_SIGNATURE_BYTES + 1]), "longer than 16384 bytes");
     }
 
+    proptest::proptest! {
+        /// Any bytes, and base64 of any text, as `PAYMENT-SIGNATURE`: an
+        /// error value or a payment, never a panic.
+        #[test]
+        fn outside_input_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..400), text in ".{0,300}") {
+            let _ = parse_payment_signature(&raw);
+            let _ = parse_payment_signature(STANDARD.encode(&text).as_bytes());
+            let _ = atomic_amount(&text, 6);
+        }
+    }
+
     #[test]
     fn payment_responses_are_base64_json() {
         let s = Settlement { transaction: "0xabc".into(), network: "eip155:8453".into(), payer: Some("0xp".into()) };
