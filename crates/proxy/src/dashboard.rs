@@ -495,7 +495,7 @@ fn charge_section(charges: &Value) -> String {
     }
     let mut body = String::new();
     for a in rows(&charges["agents"]) {
-        let amounts: Vec<String> = rows(&a["amounts"]).iter().map(|m| text(m)).collect();
+        let amounts: Vec<String> = rows(&a["amounts"]).iter().map(text).collect();
         let _ = write!(
             body,
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
