@@ -105,6 +105,14 @@ fn answer(status: u16, fields: &[&str], body: &str) -> Answer {
     Answer { status, fields: fields.iter().map(|s| (*s).to_string()).collect(), body: body.to_string() }
 }
 
+/// Waits for a counter the proxy updates after the response (in its
+/// logging phase) to read `want`.
+fn wait_metric(proxy: &Proxy, series: &str, want: &str) {
+    crawlgate_e2e::proxy::wait_for(&format!("{series} = {want}"), Duration::from_secs(10), || {
+        (proxy.metric(series).as_deref() == Some(want)).then_some(())
+    });
+}
+
 const TERMS: &str = "link: <https://example.com/terms>; rel=\"terms-of-service\"";
 const TEXT: &str = "content-type: text/plain; charset=utf-8";
 
@@ -177,6 +185,18 @@ fn a_priced_signed_retry_is_charged_and_recorded() {
     );
     assert_eq!(proxy.metric("crawlgate_charged_amount_total{agent=\"ExampleBot\",currency=\"USD\"}"), Some("6".into()));
     assert_eq!(proxy.metric("crawlgate_ledger_healthy"), Some("1".into()));
+    let client = reqwest::blocking::Client::new();
+    let api: serde_json::Value =
+        serde_json::from_str(&client.get(proxy.admin_url("/api/charges")).send().unwrap().text().unwrap()).unwrap();
+    assert_eq!(
+        api,
+        serde_json::json!({"charging": true, "agents": [{"agent": "ExampleBot", "charges": 2, "amounts": ["USD 0.06"]}]})
+    );
+    let page = client.get(proxy.admin_url("/")).send().unwrap().text().unwrap();
+    assert!(
+        page.contains("<tbody><tr><td>ExampleBot</td><td class=\"n\">2</td><td class=\"n\">USD 0.06</td></tr></tbody>"),
+        "{page}"
+    );
     let summary = crawlgate_e2e::crawlgate(&["ledger", "summary", "--file", &ledger_path(&proxy)]);
     let text = String::from_utf8(summary.stdout).unwrap();
     assert!(
@@ -236,7 +256,7 @@ fn every_crawler_error_is_answered_as_cloudflare_documents() {
             "{code}"
         );
     }
-    assert_eq!(proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"payment\"}"), Some("7".into()));
+    wait_metric(&proxy, "crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"payment\"}", "7");
     assert_eq!(export(&proxy, "csv").lines().count(), 1, "no charge recorded");
 }
 
@@ -258,7 +278,7 @@ fn a_replayed_paid_request_gets_429_and_no_second_charge() {
             "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n"
         )
     );
-    assert_eq!(proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"replayed\"}"), Some("1".into()));
+    wait_metric(&proxy, "crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"replayed\"}", "1");
     assert_eq!(export(&proxy, "csv").lines().count(), 2);
 }
 
@@ -316,7 +336,10 @@ fn in_band_pricing_behind_cloudflare() {
     // Without the field crawlgate charges itself: unsigned, 400.
     assert_eq!(get(&proxy, "/", UA, &[]).status, 400);
     assert!(origin.seen().iter().all(|s| s.header("cf-pay-per-crawl").is_none()));
-    assert_eq!(proxy.metric("crawlgate_charges_total{agent=\"ExampleBot\",dialect=\"crawler-price\"}"), None);
+    assert_eq!(
+        proxy.metric("crawlgate_charges_total{agent=\"ExampleBot\",dialect=\"crawler-price\"}"),
+        Some("0".into())
+    );
 }
 
 /// A locked ledger: the charged request gets 500 InternalError (the page

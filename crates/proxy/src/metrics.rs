@@ -966,6 +966,36 @@ impl PaymentMetrics {
         }
     }
 
+    /// Charges per agent since the start, for the page and
+    /// `/api/charges`: `{"charging", "agents": [{"agent", "charges",
+    /// "amounts": ["USD 0.06", ...]}]}`, agents by name.
+    pub fn charges_json(&self, charging: bool) -> serde_json::Value {
+        use std::collections::BTreeMap;
+        let mut agents: BTreeMap<String, (u64, Vec<String>)> = BTreeMap::new();
+        let label = |m: &prometheus::proto::Metric, name: &str| {
+            m.get_label().iter().find(|l| l.name() == name).map(|l| l.value().to_string()).unwrap_or_default()
+        };
+        for family in prometheus::core::Collector::collect(&self.charges) {
+            for m in family.get_metric() {
+                agents.entry(label(m, "agent")).or_default().0 += m.get_counter().get_value() as u64;
+            }
+        }
+        for family in prometheus::core::Collector::collect(&self.amount) {
+            for m in family.get_metric() {
+                let code = label(m, "currency");
+                let exponent = crawlgate_policy::payment::Currency::from_code(&code).map_or(0, |c| c.exponent());
+                let minor = m.get_counter().get_value() as u64;
+                let text = format!("{code} {}", crawlgate_payment::ledger::decimal(minor, exponent));
+                agents.entry(label(m, "agent")).or_default().1.push(text);
+            }
+        }
+        let rows: Vec<serde_json::Value> = agents
+            .into_iter()
+            .map(|(agent, (charges, amounts))| serde_json::json!({"agent": agent, "charges": charges, "amounts": amounts}))
+            .collect();
+        serde_json::json!({"charging": charging, "agents": rows})
+    }
+
     pub(crate) fn charge(
         &self,
         agent: &str,
