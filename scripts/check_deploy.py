@@ -347,7 +347,8 @@ else:
                      "CrawlgateViolationsSpike", "CrawlgateUpstream5xxHigh", "CrawlgateDown",
                      "CrawlgateVerificationListRefreshFailing", "CrawlgateVerificationListStale",
                      "CrawlgateOriginRobotsFetchFailing", "CrawlgateSpoofedClaimsSpike",
-                     "CrawlgateConnectionsRefused", "CrawlgateTlsCertificateExpiring"):
+                     "CrawlgateConnectionsRefused", "CrawlgateTlsCertificateExpiring",
+                     "CrawlgateLedgerFailing"):
             if want not in names: p.append(f"alert {want} is missing")
     if rd is False:
         pass

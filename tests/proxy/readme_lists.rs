@@ -98,7 +98,14 @@ fn the_readme_lists_every_access_log_field_and_metric() {
         ),
     ) + "[robots_txt]\norigin = \"merge\"\n\n[verification]\nrefresh = \"24h\"\n\n\
          [[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/private/\"]\nenforce = \"log\"\n\n\
-         [[robots_tag]]\npath = \"/page\"\nrules = [\"noindex\"]\nhtml = \"audit\"\n";
+         [[robots_tag]]\npath = \"/page\"\nrules = [\"noindex\"]\nhtml = \"audit\"\n"
+        // Charging: a charge group with a pinned key and its ledger.
+        + &format!(
+            "\n[[group]]\nuser_agents = [\"ExampleBot\"]\nenforce = \"charge\"\nprice = \"USD 0.01\"\n\n\
+             [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n[payment]\nledger = \"{}\"\n",
+            crawlgate_testkit::wba::Signer::from_seed(1).jwk(),
+            certs.join("ledger.sqlite").display()
+        );
     let proxy = Proxy::start_with(plain, admin, &policy);
     for (path, ua) in
         [("/page", BROWSER_UA), ("/page", GPTBOT_UA), ("/private/x", GPTBOT_UA), ("/robots.txt", GPTBOT_UA)]

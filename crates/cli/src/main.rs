@@ -41,6 +41,7 @@ mod agents_txt;
 mod config;
 mod demo;
 mod import;
+mod ledger;
 mod offline;
 mod origin;
 mod robots_file;
@@ -232,6 +233,9 @@ read or the arguments are wrong.")]
     /// The built-in catalog of known crawlers and agents.
     #[command(subcommand)]
     Agents(AgentsCommand),
+    /// Read an instance's ledger of charges (what to bill).
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
     /// Run the proxy.
     #[command(after_help = "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 the policy has errors (on \
 stderr) and the proxy does not start, 2 the file cannot be read, the proxy cannot start, or the arguments are \
@@ -288,6 +292,38 @@ the arguments are wrong.")]
 }
 
 #[derive(Debug, Subcommand)]
+enum LedgerCommand {
+    /// Print every charge, oldest first: CSV with a header line, or JSON
+    /// (one object per line).
+    #[command(after_help = "Exit status: 0 printed, 2 the ledger cannot be read or the arguments are wrong.")]
+    Export {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The ledger file (default: the policy's payment.ledger).
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Only charges from then on: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ (UTC) or Unix seconds.
+        #[arg(long)]
+        since: Option<String>,
+        /// `csv` or `json`.
+        #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
+        format: String,
+    },
+    /// Print charges and amounts per UTC day, agent and currency.
+    #[command(after_help = "Exit status: 0 printed, 2 the ledger cannot be read or the arguments are wrong.")]
+    Summary {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// The ledger file (default: the policy's payment.ledger).
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Only charges from then on (as for export).
+        #[arg(long)]
+        since: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum AgentsCommand {
     /// List catalog entries.
     #[command(after_help = "Exit status: 0 listed, 2 an unknown category or wrong arguments.")]
@@ -318,6 +354,12 @@ fn main() -> ExitCode {
         Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_txt::verify(&file),
         Command::Import { robots_file, force, base } => import::import(&robots_file, force, base.as_deref()),
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
+        Command::Ledger(LedgerCommand::Export { config, file, since, format }) => {
+            ledger::export(file.as_deref(), &config.config, since.as_deref(), &format)
+        }
+        Command::Ledger(LedgerCommand::Summary { config, file, since }) => {
+            ledger::summary(file.as_deref(), &config.config, since.as_deref())
+        }
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),
         Command::Top { address, admin, config, token_file, interval, once } => {

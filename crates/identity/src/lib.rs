@@ -119,6 +119,9 @@ pub struct Verdict {
     pub evidence: Evidence,
     /// The token a valid signature proves, when its key names one.
     pub signed_token: Option<String>,
+    /// The components that valid signature covers (empty without one):
+    /// a price header is agreed to only when it is among them.
+    pub signed_components: Vec<String>,
 }
 
 /// One method's finding.
@@ -364,6 +367,7 @@ impl Verifier {
             // Consulted only after the signature verified, so that a forger
             // can neither fill the cache nor make a genuine signature look
             // replayed.
+            let covered = seen.as_ref().map(|s| s.covered.clone()).unwrap_or_default();
             let replay = seen.map(|s| {
                 (self.replay.check(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)), s.keyid)
             });
@@ -373,6 +377,7 @@ impl Verifier {
                         verification: Verification::Spoofed(Method::Signature),
                         evidence: Evidence::Replayed { keyid },
                         signed_token: None,
+                        signed_components: Vec::new(),
                     };
                 }
                 // Not recorded, so a replay of it could not be told: it
@@ -390,6 +395,7 @@ impl Verifier {
                         verification: Verification::Verified(Method::Signature),
                         evidence: Evidence::Key { keyid },
                         signed_token: Some(token),
+                        signed_components: covered,
                     };
                 }
                 // A valid key that names no token proves no claim.
@@ -484,7 +490,7 @@ impl Acc {
             (None, None, None) if self.checked => (Verification::Unverified, Evidence::None),
             (None, None, None) => (Verification::Unverified, Evidence::NoSource),
         };
-        Verdict { verification, evidence, signed_token: None }
+        Verdict { verification, evidence, signed_token: None, signed_components: Vec::new() }
     }
 
     /// Without a claimed token only a signature is judged: an invalid one

@@ -82,6 +82,10 @@ pub struct Seen {
     pub signature: [u8; 64],
     /// Until when (Unix seconds, the allowed skew included) it is accepted.
     pub accepted_until: i64,
+    /// The components it covers, as `Signature-Input` names them
+    /// (`@authority`, `crawler-exact-price`, ...): what the signer vouched
+    /// for.
+    pub covered: Vec<String>,
 }
 
 /// Checks the request's Web Bot Auth signature at time `now`.
@@ -113,6 +117,7 @@ pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) 
                         keyid: c.keyid.clone(),
                         signature: c.signature.to_bytes(),
                         accepted_until: c.expires.saturating_add(secs(keys.max_skew())),
+                        covered: c.covered.clone(),
                     };
                     return (outcome, Some(seen));
                 }
@@ -192,6 +197,8 @@ struct Candidate {
     signature: Signature,
     /// The signature base for each scheme the request may have had.
     bases: Vec<Vec<u8>>,
+    /// The covered components' names.
+    covered: Vec<String>,
 }
 
 /// The components and parameters of one `Signature-Input` member.
@@ -295,7 +302,8 @@ fn candidate(
         }
     };
     let bases = bases(req, &covered).map_err(|e| format!("signature {label}: {e}"))?;
-    Ok(Candidate { label, keyid, created, expires, agent, signature, bases })
+    let covered = names.iter().map(|n| (*n).to_owned()).collect();
+    Ok(Candidate { label, keyid, created, expires, agent, signature, bases, covered })
 }
 
 /// Whether the covered components `names` cover `required`: `@target-uri`

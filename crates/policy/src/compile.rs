@@ -61,18 +61,18 @@ pub struct Loaded {
     pub acknowledged: usize,
 }
 
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     loc: Locator<'a>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
 }
 
-impl Ctx<'_> {
-    fn err<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
+impl<'a> Ctx<'a> {
+    pub(crate) fn err<T>(&mut self, span: &Spanned<T>, msg: impl Into<String>) {
         let d = self.loc.at(span.span().start, msg);
         self.errors.push(d);
     }
-    fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
+    pub(crate) fn err_at(&mut self, offset: usize, msg: impl Into<String>) {
         let d = self.loc.at(offset, msg);
         self.errors.push(d);
     }
@@ -84,7 +84,7 @@ impl Ctx<'_> {
         d.warning = Some(kind);
         self.warnings.push(d);
     }
-    fn duration(&mut self, key: &str, v: Option<&Spanned<String>>, default: Duration) -> Duration {
+    pub(crate) fn duration(&mut self, key: &str, v: Option<&Spanned<String>>, default: Duration) -> Duration {
         match v {
             None => default,
             Some(s) => match parse_duration(s.get_ref()) {
@@ -98,7 +98,7 @@ impl Ctx<'_> {
     }
     /// A duration that must not be zero: a zero client timeout would close
     /// every connection before its first request.
-    fn positive_duration(&mut self, key: &str, v: &Option<Spanned<String>>, default: Duration) -> Duration {
+    pub(crate) fn positive_duration(&mut self, key: &str, v: &Option<Spanned<String>>, default: Duration) -> Duration {
         let d = self.duration(key, v.as_ref(), default);
         match v {
             Some(s) if d.is_zero() => {
@@ -110,6 +110,17 @@ impl Ctx<'_> {
     }
     fn line<T>(&self, s: &Spanned<T>) -> usize {
         self.loc.line_of(s.span().start)
+    }
+    /// A context over `source` alone, for the unit tests of one table's
+    /// compile step.
+    #[cfg(test)]
+    pub(crate) fn for_test(file: &'a str, source: &'a str) -> Ctx<'a> {
+        Ctx { loc: Locator::new(file, source), errors: Vec::new(), warnings: Vec::new() }
+    }
+    /// The errors so far, one per line.
+    #[cfg(test)]
+    pub(crate) fn error_text(&self) -> String {
+        Diagnostics(self.errors.clone()).to_string()
     }
 }
 
@@ -170,6 +181,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         verification,
         tdmrep,
         rsl,
+        payment,
         allow_warnings,
         limits,
     } = raw;
@@ -198,6 +210,14 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
     let mut limits = limits::compile_limits(&mut cx, limits.as_ref(), raw_server_hosts.as_deref());
     limits.any_group = groups.iter().any(|g| g.limit.is_some());
+    let payment_cx = crate::payment::compile::Context {
+        groups: &groups,
+        sitemaps: &extras.sitemaps,
+        verification: &verification,
+        trusted_proxies: !server.client_address.trusted_proxies.is_empty(),
+        site: &site,
+    };
+    let (payment, free_paths) = crate::payment::compile::payment(&mut cx, payment.as_ref(), &payment_cx);
 
     let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();
@@ -234,7 +254,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let acknowledged = before - cx.warnings.len();
     let fold_paths = server.origin_paths == OriginPaths::Windows;
     let mut policy = Policy {
-        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, limits },
+        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, limits, payment },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,
@@ -255,6 +275,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         content_signal_derived,
         robots_extras: extras,
         file_name: file_name.to_string(),
+        free_paths,
     };
     if fold_paths {
         policy.fold_paths();
@@ -1224,6 +1245,8 @@ fn compile_group(
         rate,
         burst,
         enforce_crawl_delay,
+        price,
+        prices,
     } = g.get_ref();
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
@@ -1276,10 +1299,17 @@ fn compile_group(
     let is_star = tokens.iter().any(|t| t == "*");
     let ad = compile_app_directives(cx, app_directives.as_deref().unwrap_or_default(), is_star);
     let can_disallow = rules_src.iter().any(|(p, allow, _)| !allow && !p.is_empty());
-    let enforce = compile_enforce(cx, enforce.as_ref(), is_star, can_disallow, &tokens);
+    let enforce_mode = compile_enforce(cx, enforce.as_ref(), is_star, can_disallow, &tokens);
     let block_status = compile_block_status(cx, block_status.as_ref());
+    let charge_at = enforce.as_ref().filter(|_| mode_is_charge(enforce_mode)).map(|e| e.span().start);
+    let charge =
+        crate::payment::compile::group_charge(cx, charge_at, price.as_ref(), prices.as_deref().unwrap_or_default());
     let verify_written = compile_verify(cx, verify.as_ref());
-    let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), OnFailure::Anonymous);
+    // A charge group answers a bad or missing signature itself (400
+    // InvalidSignature, StrongAuthRequired) and forwards only what a valid
+    // signature pays for, so its claims stay in the group by default.
+    let spoofed_default = if charge_at.is_some() { OnFailure::Log } else { OnFailure::Anonymous };
+    let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), spoofed_default);
     let on_unverified_written = on_unverified.is_some();
     let on_unverified = compile_on_failure(cx, "on_unverified", on_unverified.as_ref(), OnFailure::Log);
     if empty_after_overrides {
@@ -1297,8 +1327,9 @@ fn compile_group(
         content_usage_set: cu_set,
         content_usage_combined: cu_combined,
         app_directives: ad,
-        enforce,
+        enforce: enforce_mode,
         block_status,
+        charge,
         origin: false,
         verify: VerifyMode::None,
         verify_written,
@@ -1594,12 +1625,19 @@ fn compile_enforce(
         "off" => Enforce::Off,
         "log" => Enforce::Log,
         "block" => Enforce::Block,
+        "charge" => Enforce::Charge,
         other => {
-            cx.err(e, format!("group.enforce must be off, log or block, found `{other}`"));
+            cx.err(e, format!("group.enforce must be off, log, block or charge, found `{other}`"));
             return Enforce::Off;
         }
     };
     if mode == Enforce::Off {
+        return mode;
+    }
+    if mode == Enforce::Charge {
+        if is_star {
+            cx.err(e, "group.enforce = \"charge\" cannot apply to the `*` group: its requests name no crawler, and only a crawler proven by its signature can be charged; name the crawlers in a group of their own");
+        }
         return mode;
     }
     let m = mode.as_str();
@@ -1618,6 +1656,11 @@ fn compile_enforce(
         }
     }
     mode
+}
+
+/// Whether a compiled `enforce` charges.
+fn mode_is_charge(mode: Enforce) -> bool {
+    mode == Enforce::Charge
 }
 
 /// The group's `block_status` (403 when absent or invalid): a 4xx or 5xx

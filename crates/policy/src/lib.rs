@@ -17,6 +17,7 @@ pub mod limits;
 mod local_file;
 mod merge;
 pub mod pattern;
+pub mod payment;
 mod policy;
 mod raw;
 pub mod referrers;

@@ -378,6 +378,8 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         app_directives: Vec::new(),
         enforce,
         block_status,
+        // The `*` group cannot charge, and origin groups copy its mode.
+        charge: None,
         origin: true,
         // The origin's groups are not verified: verification is a policy
         // decision, made for the groups the policy writes.

@@ -20,15 +20,19 @@ pub enum Enforce {
     Log,
     /// Answer `block_status` without contacting the origin.
     Block,
+    /// Charge for allowed paths (`crate::payment`); a disallowed path is
+    /// blocked as with `block`, since robots.txt refuses it at any price.
+    Charge,
 }
 
 impl Enforce {
-    /// `off`, `log` or `block`.
+    /// `off`, `log`, `block` or `charge`.
     pub fn as_str(self) -> &'static str {
         match self {
             Enforce::Off => "off",
             Enforce::Log => "log",
             Enforce::Block => "block",
+            Enforce::Charge => "charge",
         }
     }
 }
@@ -296,6 +300,8 @@ pub struct Settings {
     pub origin_robots: OriginRobotsSettings,
     /// `[limits]`.
     pub limits: crate::limits::LimitSettings,
+    /// `[payment]`.
+    pub payment: crate::payment::PaymentSettings,
 }
 
 /// robots.txt content beyond the groups.
@@ -404,7 +410,7 @@ impl Decision<'_> {
         match self.enforce {
             Enforce::Off => Action::Pass,
             Enforce::Log => Action::LogViolation,
-            Enforce::Block => Action::Block,
+            Enforce::Block | Enforce::Charge => Action::Block,
         }
     }
 
@@ -506,6 +512,8 @@ pub(crate) struct Group {
     pub app_directives: Vec<(Option<String>, String)>,
     pub enforce: Enforce,
     pub block_status: u16,
+    /// `enforce = "charge"`: the group's prices.
+    pub charge: Option<crate::payment::GroupCharge>,
     /// Taken from the origin's robots.txt by [`Policy::merge_origin`].
     pub origin: bool,
     /// The effective `verify` (`None` without a `[verification]` table).
@@ -596,6 +604,8 @@ pub struct Policy {
     /// with the origin's file renders robots.txt again.
     pub(crate) robots_extras: RobotsTxtExtras,
     pub(crate) file_name: String,
+    /// The paths never charged (`crate::payment`).
+    pub(crate) free_paths: crate::payment::FreePaths,
 }
 
 /// [`Policy::tag_controls`]'s memo: `(matching entries' bit set, TDMRep

@@ -24,6 +24,8 @@ pub(crate) struct RawPolicy {
     pub verification: Option<RawVerification>,
     pub tdmrep: Option<S<RawTdmRep>>,
     pub rsl: Option<S<RawRsl>>,
+    // Not spanned, like `verification`: its sub-tables may open it alone.
+    pub payment: Option<crate::payment::raw::RawPayment>,
     pub allow_warnings: Option<Vec<S<String>>>,
     pub limits: Option<S<RawLimits>>,
 }
@@ -106,6 +108,8 @@ pub(crate) struct RawGroup {
     pub rate: Option<S<String>>,
     pub burst: Option<S<i64>>,
     pub enforce_crawl_delay: Option<S<bool>>,
+    pub price: Option<S<String>>,
+    pub prices: Option<Vec<S<crate::payment::raw::RawPathPrice>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -273,7 +273,7 @@ mod tests {
             )),
             "p.toml:8:1: group[2].dissallow: unknown key; did you mean `disallow`? (valid here: name, user_agents, \
              categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status, verify, \
-             on_spoofed, on_unverified, rate, burst, enforce_crawl_delay)"
+             on_spoofed, on_unverified, rate, burst, enforce_crawl_delay, price, prices)"
         );
         assert_eq!(
             first_error(&format!("{up}allow_warnings = [\"weaker-than-star\"]\n")),
@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(
             first_error(&format!("sever = 1\n{up}")),
             "p.toml:1:1: sever: unknown key; did you mean `server`? (valid here: server, upstream, robots_txt, \
-             group, robots_tag, agents_txt, verification, tdmrep, rsl, allow_warnings, limits)"
+             group, robots_tag, agents_txt, verification, tdmrep, rsl, payment, allow_warnings, limits)"
         );
     }
 

@@ -43,6 +43,9 @@ impl Admin {
             "violations" => activity.violations_json(query_usize(query, "limit").unwrap_or(50)),
             "compliance" => activity.compliance_json(query_usize(query, "limit").unwrap_or(50)),
             "referrals" => activity.referrals_json(),
+            "charges" => {
+                self.shared.metrics.payment().charges_json(self.shared.snapshot.load().policy.payment().charging)
+            }
             _ => return None,
         })
     }
@@ -58,6 +61,7 @@ impl Admin {
             violations: &api("violations"),
             compliance: &api("compliance"),
             referrals: &api("referrals"),
+            charges: &api("charges"),
         })
     }
 

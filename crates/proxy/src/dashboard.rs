@@ -28,6 +28,8 @@ pub struct Data<'a> {
     pub compliance: &'a Value,
     /// `/api/referrals`.
     pub referrals: &'a Value,
+    /// `/api/charges`.
+    pub charges: &'a Value,
 }
 
 /// Seconds between two refreshes.
@@ -527,7 +529,7 @@ pub fn page(d: &Data<'_>) -> String {
          <div class=\"scroll\"><table id=\"compliance\"><thead><tr><th>Agent</th><th>Network</th><th class=\"n\">Requests</th><th>robots.txt fetched</th></tr></thead><tbody>{compliance}</tbody></table></div></section>\
          <section><h2>Visitors from AI products</h2><div class=\"scroll\"><table id=\"products\"><thead><tr><th>Product</th><th>Operator</th><th class=\"n\">Referrals</th></tr></thead><tbody>{products}</tbody></table></div>\
          <h3>Crawling against referrals</h3><div class=\"scroll\"><table id=\"operators\"><thead><tr><th>Operator</th><th class=\"n\">Crawl requests</th><th class=\"n\">Referrals</th><th class=\"n\">Crawls per referral</th></tr></thead><tbody>{operators}</tbody></table></div></section></div>\
-         </main><script>{script}</script></body></html>\n",
+         {charges}</main><script>{script}</script></body></html>\n",
         started = utc(&d.agents["started_at"]),
         generation = text(&d.status["generation"]),
         now = utc(&d.agents["now"]),
@@ -539,6 +541,33 @@ pub fn page(d: &Data<'_>) -> String {
         violations = violation_rows(d.violations),
         window = text(&d.compliance["window_hours"]),
         compliance = compliance_rows(d.compliance),
+        charges = charge_section(d.charges),
+    )
+}
+
+/// The charges per agent since the start (`/api/charges`), when the
+/// policy charges: agent, charges, amount per currency.
+fn charge_section(charges: &Value) -> String {
+    if charges["charging"] != Value::Bool(true) {
+        return String::new();
+    }
+    let mut body = String::new();
+    for a in rows(&charges["agents"]) {
+        let amounts: Vec<String> = rows(&a["amounts"]).iter().map(text).collect();
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            text(&a["agent"]),
+            text(&a["charges"]),
+            amounts.join(", ")
+        );
+    }
+    if body.is_empty() {
+        body = "<tr><td colspan=\"3\">No charges yet.</td></tr>".to_string();
+    }
+    format!(
+        "<section><h2>Charges</h2><p>Charges recorded in the ledger per agent since the start (the ledger has them all: <code>crawlgate ledger summary</code>).</p>\
+         <div class=\"scroll\"><table id=\"charges\"><thead><tr><th>Agent</th><th class=\"n\">Charges</th><th class=\"n\">Amount</th></tr></thead><tbody>{body}</tbody></table></div></section>"
     )
 }
 
@@ -565,7 +594,9 @@ mod tests {
             violations: &violations,
             compliance: &empty,
             referrals: &empty,
+            charges: &json!({"charging": true, "agents": [{"agent": "<s>", "charges": 3, "amounts": ["USD 0.03", "EUR <1>"]}]}),
         });
+        assert!(html.contains("<table id=\"charges\"><thead><tr><th>Agent</th><th class=\"n\">Charges</th><th class=\"n\">Amount</th></tr></thead><tbody><tr><td>&lt;s&gt;</td><td class=\"n\">3</td><td class=\"n\">USD 0.03, EUR &lt;1&gt;</td></tr></tbody></table>"), "{html}");
         assert!(!html.contains("<script>alert"), "{html}");
         assert!(!html.contains("<img"));
         assert!(!html.contains("<u>") && !html.contains("<i>") && !html.contains("<b>"));

@@ -21,6 +21,8 @@ mod lifecycle;
 mod limits;
 mod metrics;
 mod origin;
+mod paid;
+mod payment;
 mod proxy_protocol;
 mod reload;
 mod respond;
@@ -146,7 +148,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
     let verifier = verify::build(&snap.policy)?;
+    let charging = crate::payment::open(&snap.policy, &metrics)?;
     let shared = Shared::new(snap, watch.clone(), metrics);
+    if let Some(c) = charging {
+        let _ = shared.payment.set(c);
+    }
     if let Some(v) = verifier {
         let _ = shared.verifier.set(v);
     }

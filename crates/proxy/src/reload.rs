@@ -54,6 +54,8 @@ fn restart_settings(policy: &crawlgate_policy::Policy) -> Vec<(&'static str, Str
     let mut all = restart_only(&policy.settings().server);
     all.push(crate::verify::restart_only(policy));
     all.extend(crate::limits::restart_only(policy.limit_settings()));
+    all.push(crate::payment::restart_only(policy));
+    all.push(crate::paid::restart_only(policy));
     all
 }
 

@@ -146,6 +146,8 @@ pub struct Ctx {
     browser: bool,
     /// The rate limit a refused request is over.
     limit: Option<crawlgate_policy::limits::GroupLimit>,
+    /// A charge to record or a price to state in the response phase.
+    pay: Option<Box<crate::payment::Pending>>,
 }
 
 impl Ctx {
@@ -247,6 +249,7 @@ impl ProxyHttp for Gate {
             origin_rule: false,
             browser: false,
             limit: None,
+            pay: None,
         }
     }
 
@@ -312,7 +315,7 @@ impl ProxyHttp for Gate {
             _ => Verdict::default(),
         };
         self.count_verification(&snap, claim, &verdict);
-        let Verdict { verification, evidence, signed_token } = verdict;
+        let Verdict { verification, evidence, signed_token, signed_components } = verdict;
         let replayed = matches!(evidence, Evidence::Replayed { .. });
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
@@ -407,9 +410,15 @@ impl ProxyHttp for Gate {
                 } else {
                     ctx.rule = None;
                 }
-                let body = respond::block_body(decision.block_status, reason, agent, target.path(), ctx.verification);
-                let status = decision.block_status;
+                // A charge group speaks Cloudflare's dialect: 403.
+                let charge = decision.enforce == crawlgate_policy::Enforce::Charge;
+                let status = if charge { 403 } else { decision.block_status };
+                let body = respond::block_body(status, reason, agent, target.path(), ctx.verification);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
+                if charge {
+                    Box::pin(crate::payment::forbidden(&self.shared, session, &snap.policy, body)).await?;
+                    return Ok(true);
+                }
                 Box::pin(respond::plain(session, status, body)).await?;
                 return Ok(true);
             }
@@ -449,6 +458,29 @@ impl ProxyHttp for Gate {
                 ctx.controls = Some(controls);
                 ctx.forward = target.forward.map(Cow::into_owned);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
+                let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+                let (group, evidence) = (ctx.group, ctx.evidence.as_ref());
+                let step = crate::payment::request(
+                    &self.shared,
+                    session,
+                    &snap.policy,
+                    group,
+                    &ctx.path,
+                    ctx.verification,
+                    evidence,
+                    &signed_components,
+                    peer,
+                );
+                match Box::pin(step).await? {
+                    crate::payment::Step::Pass => {}
+                    crate::payment::Step::Forward(p) => ctx.pay = Some(p),
+                    crate::payment::Step::Answered => {
+                        ctx.outcome = Action::Block;
+                        ctx.local = Some(Local::Blocked);
+                        ctx.reason = Some(BlockReason::Payment);
+                        return Ok(true);
+                    }
+                }
             }
         }
         self.add_forwarding_fields(session, ctx)?;
@@ -512,6 +544,20 @@ impl ProxyHttp for Gate {
             resp.remove_header(&header::CONTENT_LENGTH);
         }
         ctx.upstream_status = Some(resp.status.as_u16());
+        if let Some(pay) = ctx.pay.as_deref_mut() {
+            let agent = ctx.agent.map_or("", |a| ctx.snap.policy.agent_name(a));
+            let subject = match &ctx.evidence {
+                Some(Evidence::Key { keyid }) => keyid.as_str(),
+                _ => "",
+            };
+            let id = String::from_utf8_lossy(crate::events::IdText::new().write(ctx.id)).into_owned();
+            let charged =
+                crate::payment::response(&self.shared, resp, pay, &ctx.snap.policy, agent, subject, &ctx.path, id);
+            if let Err(e) = Box::pin(charged).await {
+                ctx.reason = Some(BlockReason::Payment);
+                return Err(e);
+            }
+        }
         let Some(controls) = ctx.controls.as_ref() else {
             compress(session, &ctx.snap, false);
             return Ok(());
@@ -580,6 +626,19 @@ impl ProxyHttp for Gate {
                 }
             },
         };
+        if let Some(paid) = ctx.pay.as_ref().and_then(|p| p.paid()).filter(|_| session.response_written().is_none()) {
+            match Box::pin(crate::paid::settle_refusal(session, &ctx.snap.policy, paid)).await {
+                Ok(true) => return FailToProxy { error_code: 402, can_reuse_downstream: true },
+                Ok(false) => {}
+                Err(err) => tracing::debug!(error = %err, "Cannot send the error response"),
+            }
+        }
+        if ctx.pay.as_ref().is_some_and(|p| p.failed()) && session.response_written().is_none() {
+            if let Err(err) = Box::pin(crate::payment::internal_error(session)).await {
+                tracing::debug!(error = %err, "Cannot send the error response");
+            }
+            return FailToProxy { error_code: 500, can_reuse_downstream: true };
+        }
         let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
         let decode_aborted = e.etype() == &crate::html::DECODE_ABORTED;
         // With an access log line, the error is its `error` field; without
@@ -686,6 +745,9 @@ impl ProxyHttp for Gate {
             origin_rule: ctx.origin_rule,
             limit: ctx.limit,
         };
+        if let Some(pay) = &ctx.pay {
+            pay.finish(&self.shared, session.body_bytes_sent());
+        }
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
         if ctx.logged {

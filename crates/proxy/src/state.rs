@@ -166,6 +166,8 @@ pub struct Shared {
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
+    /// The ledger, set once at start when the policy charges.
+    pub payment: std::sync::OnceLock<crate::payment::Charging>,
 }
 
 impl Shared {
@@ -185,6 +187,7 @@ impl Shared {
             store: std::sync::OnceLock::new(),
             fleet: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
+            payment: std::sync::OnceLock::new(),
         })
     }
 

@@ -2,18 +2,23 @@
 //! integration tests and the end-to-end crate): the public robots.txt
 //! conformance suite read with serde, temporary directories removed on drop,
 //! raw HTTP/1.1 over TCP, a small HTTP server with routes
-//! a test changes as it runs, golden files, and a real `redis-server` on a
-//! loopback port.
+//! a test changes as it runs, golden files, a real `redis-server` on a
+//! loopback port, and test doubles of outside services that speak their
+//! documented protocols (a DNS server, a Web Bot Auth key directory, an RSL
+//! license server, an x402 facilitator).
 //!
 //! It owns no crawlgate logic and depends on no crawlgate crate, so every
 //! test crate can use it without a dependency cycle.
 
 pub mod conformance;
 pub mod dns;
+pub mod facilitator;
 pub mod golden;
 pub mod http;
+pub mod license_server;
 pub mod redis;
 pub mod serve;
+pub mod stub;
 pub mod temp;
 pub mod wba;
 

@@ -1,0 +1,519 @@
+//! The ledger: every charge as one durable row in a SQLite file (WAL
+//! journal, `synchronous = FULL`), written by one writer thread that
+//! commits whatever requests are waiting as one transaction, so that one
+//! fsync serves many concurrent charges.
+//!
+//! Durability rule: [`Ledger::record`] returns only after the row's
+//! transaction committed; the proxy sends `crawler-charged` only after it
+//! returned `Ok`. A crash loses no charge a crawler was told about; a
+//! charge whose commit did not finish was never announced (the crawler
+//! got a 500 `InternalError`, or its connection died with the process).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OpenFlags};
+use tokio::sync::{mpsc, oneshot};
+
+/// Most records committed in one transaction.
+const MAX_BATCH: usize = 512;
+
+/// Charges waiting for the writer; past this a charge waits to be queued.
+const QUEUE: usize = 4096;
+
+/// How long a write waits for a lock another process holds before it
+/// fails (the charge then fails with it).
+const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// One charge.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Record {
+    /// When the charge was made, Unix milliseconds.
+    pub time_ms: i64,
+    /// The request's id (the access log's `id`).
+    pub request_id: String,
+    /// The agent's policy token.
+    pub agent: String,
+    /// Who paid: the verified key id (RFC 7638 thumbprint) or the license
+    /// subject.
+    pub subject: String,
+    /// The canonical path and query charged.
+    pub path: String,
+    /// The amount in minor units of `currency`.
+    pub amount_minor: u64,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Digits of the currency's minor unit (2 for USD).
+    pub exponent: u8,
+    /// The dialect (`crawler-price`, `license`, `x402`).
+    pub dialect: String,
+    /// The settlement's reference (x402 transaction, RSL token id), if
+    /// any.
+    pub settlement: Option<String>,
+    /// The response status.
+    pub status: u16,
+    /// Body bytes: the origin's Content-Length when the row is written,
+    /// replaced by the bytes sent once the response ends.
+    pub bytes: Option<u64>,
+    /// The instance that charged.
+    pub instance: String,
+}
+
+/// Why the ledger failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// SQLite refused (disk full, locked, read-only, corrupt).
+    #[error("ledger {path}: {source}")]
+    Sqlite {
+        /// The file.
+        path: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The writer thread is gone.
+    #[error("ledger writer stopped")]
+    Stopped,
+    /// Not a ledger, or a bad argument.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+enum Msg {
+    Insert(Box<Record>, oneshot::Sender<Result<i64, String>>),
+    Bytes(i64, u64),
+}
+
+/// The ledger of one instance: cheap to clone, shared by every request.
+#[derive(Clone)]
+pub struct Ledger {
+    tx: mpsc::Sender<Msg>,
+    healthy: Arc<AtomicBool>,
+    path: Arc<Path>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS charges (
+    id INTEGER PRIMARY KEY,
+    time_ms INTEGER NOT NULL,
+    request_id TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    path TEXT NOT NULL,
+    amount_minor INTEGER NOT NULL,
+    currency TEXT NOT NULL,
+    exponent INTEGER NOT NULL,
+    dialect TEXT NOT NULL,
+    settlement TEXT,
+    status INTEGER NOT NULL,
+    bytes INTEGER,
+    instance TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS charges_time ON charges (time_ms);
+";
+
+fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
+    move |source| LedgerError::Sqlite { path: path.display().to_string(), source }
+}
+
+/// Opens (creating) the ledger file for writing: WAL journal, full sync,
+/// the schema.
+fn open_writer(path: &Path) -> Result<Connection, LedgerError> {
+    let conn = Connection::open(path).map_err(sqlite(path))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite(path))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(sqlite(path))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(LedgerError::Invalid(format!("ledger {}: journal mode {mode}, not wal", path.display())));
+    }
+    // FULL: a commit is on disk when it returns, a power loss included.
+    conn.execute_batch("PRAGMA synchronous = FULL;").map_err(sqlite(path))?;
+    conn.execute_batch(SCHEMA).map_err(sqlite(path))?;
+    Ok(conn)
+}
+
+impl Ledger {
+    /// Opens the ledger at `path` (created if missing) and starts its
+    /// writer thread. Fails when the file cannot be opened for writing.
+    pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        let conn = open_writer(path)?;
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let healthy = Arc::new(AtomicBool::new(true));
+        let path: Arc<Path> = Arc::from(path);
+        let writer = Writer { conn, rx, healthy: healthy.clone(), path: path.to_path_buf() };
+        std::thread::Builder::new()
+            .name("crawlgate-ledger".into())
+            .spawn(move || writer.run())
+            .map_err(|e| LedgerError::Invalid(format!("ledger writer thread: {e}")))?;
+        Ok(Ledger { tx, healthy, path })
+    }
+
+    /// Records a charge and returns its row id once its transaction has
+    /// committed; an error means it is not recorded and must not be
+    /// announced.
+    pub async fn record(&self, record: Record) -> Result<i64, LedgerError> {
+        let (done, wait) = oneshot::channel();
+        self.tx.send(Msg::Insert(Box::new(record), done)).await.map_err(|_| LedgerError::Stopped)?;
+        match wait.await {
+            Ok(Ok(id)) => Ok(id),
+            Ok(Err(reason)) => Err(LedgerError::Invalid(format!("ledger {}: {reason}", self.path.display()))),
+            Err(_) => Err(LedgerError::Stopped),
+        }
+    }
+
+    /// Sets a recorded row's bytes to the body bytes actually sent, when
+    /// the response has ended. Best effort: dropped when the queue is
+    /// full, and committed with the next batch.
+    pub fn set_bytes(&self, id: i64, bytes: u64) {
+        let _ = self.tx.try_send(Msg::Bytes(id, bytes));
+    }
+
+    /// Whether the last commit succeeded.
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+struct Writer {
+    conn: Connection,
+    rx: mpsc::Receiver<Msg>,
+    healthy: Arc<AtomicBool>,
+    path: PathBuf,
+}
+
+impl Writer {
+    fn run(mut self) {
+        let mut batch = Vec::with_capacity(MAX_BATCH);
+        while let Some(first) = self.rx.blocking_recv() {
+            batch.push(first);
+            while batch.len() < MAX_BATCH {
+                match self.rx.try_recv() {
+                    Ok(m) => batch.push(m),
+                    Err(_) => break,
+                }
+            }
+            self.commit(&mut batch);
+        }
+    }
+
+    /// Writes `batch` in one transaction and answers every waiting
+    /// charge with the outcome of its commit.
+    fn commit(&mut self, batch: &mut Vec<Msg>) {
+        let result = (|| -> rusqlite::Result<Vec<i64>> {
+            let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let mut ids = Vec::new();
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO charges (time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                )?;
+                let mut bytes = tx.prepare_cached("UPDATE charges SET bytes = ?2 WHERE id = ?1")?;
+                for m in batch.iter() {
+                    match m {
+                        Msg::Insert(r, _) => {
+                            insert.execute(params![
+                                r.time_ms,
+                                r.request_id,
+                                r.agent,
+                                r.subject,
+                                r.path,
+                                i64::try_from(r.amount_minor).unwrap_or(i64::MAX),
+                                r.currency,
+                                r.exponent,
+                                r.dialect,
+                                r.settlement,
+                                r.status,
+                                r.bytes.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
+                                r.instance,
+                            ])?;
+                            ids.push(tx.last_insert_rowid());
+                        }
+                        Msg::Bytes(id, n) => {
+                            bytes.execute(params![id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
+                        }
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok(ids)
+        })();
+        self.healthy.store(result.is_ok(), Ordering::Relaxed);
+        let mut ids = match result {
+            Ok(ids) => Ok(ids.into_iter()),
+            Err(e) => {
+                tracing::error!(ledger = %self.path.display(), error = %e, "The ledger could not commit; charging stops until it can");
+                Err(e.to_string())
+            }
+        };
+        for m in batch.drain(..) {
+            if let Msg::Insert(_, done) = m {
+                let answer = match &mut ids {
+                    Ok(it) => it.next().ok_or_else(|| "no row id".to_string()),
+                    Err(e) => Err(e.clone()),
+                };
+                let _ = done.send(answer);
+            }
+        }
+    }
+}
+
+/// A ledger opened for reading (`crawlgate ledger export` and `summary`).
+pub struct Reader {
+    conn: Connection,
+}
+
+/// One line of [`Reader::summary`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    /// The UTC day, `YYYY-MM-DD`.
+    pub day: String,
+    /// The agent.
+    pub agent: String,
+    /// ISO 4217 code.
+    pub currency: String,
+    /// Digits of its minor unit.
+    pub exponent: u8,
+    /// How many charges.
+    pub charges: u64,
+    /// Their sum in minor units.
+    pub amount_minor: u64,
+}
+
+impl Reader {
+    /// Opens the ledger at `path` read-only.
+    pub fn open(path: &Path) -> Result<Reader, LedgerError> {
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(sqlite(path))?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(sqlite(path))?;
+        Ok(Reader { conn })
+    }
+
+    /// Every charge from `since_ms` (Unix milliseconds) on, oldest first.
+    pub fn export(&self, since_ms: i64) -> Result<Vec<Record>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance FROM charges WHERE time_ms >= ?1 ORDER BY time_ms, id")
+            .map_err(|e| LedgerError::Invalid(e.to_string()))?;
+        let rows = stmt
+            .query_map([since_ms], |r| {
+                Ok(Record {
+                    time_ms: r.get(0)?,
+                    request_id: r.get(1)?,
+                    agent: r.get(2)?,
+                    subject: r.get(3)?,
+                    path: r.get(4)?,
+                    amount_minor: u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+                    currency: r.get(6)?,
+                    exponent: r.get(7)?,
+                    dialect: r.get(8)?,
+                    settlement: r.get(9)?,
+                    status: r.get(10)?,
+                    bytes: r.get::<_, Option<i64>>(11)?.and_then(|b| u64::try_from(b).ok()),
+                    instance: r.get(12)?,
+                })
+            })
+            .map_err(|e| LedgerError::Invalid(e.to_string()))?;
+        rows.collect::<Result<_, _>>().map_err(|e| LedgerError::Invalid(e.to_string()))
+    }
+
+    /// Charges and amounts per UTC day, agent and currency, from
+    /// `since_ms` on.
+    pub fn summary(&self, since_ms: i64) -> Result<Vec<Summary>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT date(time_ms / 1000, 'unixepoch') AS day, agent, currency, max(exponent), count(*), sum(amount_minor) FROM charges WHERE time_ms >= ?1 GROUP BY day, agent, currency ORDER BY day, agent, currency")
+            .map_err(|e| LedgerError::Invalid(e.to_string()))?;
+        let rows = stmt
+            .query_map([since_ms], |r| {
+                Ok(Summary {
+                    day: r.get(0)?,
+                    agent: r.get(1)?,
+                    currency: r.get(2)?,
+                    exponent: r.get(3)?,
+                    charges: u64::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
+                    amount_minor: u64::try_from(r.get::<_, i64>(5)?).unwrap_or(0),
+                })
+            })
+            .map_err(|e| LedgerError::Invalid(e.to_string()))?;
+        rows.collect::<Result<_, _>>().map_err(|e| LedgerError::Invalid(e.to_string()))
+    }
+}
+
+/// `amount_minor` as a decimal with `exponent` digits (`1` and 2: `0.01`).
+pub fn decimal(amount_minor: u64, exponent: u8) -> String {
+    if exponent == 0 {
+        return amount_minor.to_string();
+    }
+    let div = 10u64.saturating_pow(u32::from(exponent));
+    format!("{}.{:0w$}", amount_minor / div, amount_minor % div, w = usize::from(exponent))
+}
+
+/// Unix milliseconds as RFC 3339 UTC (`2026-11-25T18:04:05.120Z`).
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms.rem_euclid(1000))
+}
+
+/// Parses `--since`: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM:SSZ` (UTC), or Unix
+/// seconds; to Unix milliseconds.
+pub fn parse_since(s: &str) -> Result<i64, LedgerError> {
+    let bad =
+        || LedgerError::Invalid(format!("--since: `{s}` is not YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ or Unix seconds"));
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i64>().ok().and_then(|v| v.checked_mul(1000)).ok_or_else(bad);
+    }
+    let (date, time) = match s.split_once('T') {
+        Some((d, t)) => (d, Some(t.strip_suffix('Z').ok_or_else(bad)?)),
+        None => (s, None),
+    };
+    let num = |v: &str, len: usize| {
+        if v.len() == len && v.bytes().all(|b| b.is_ascii_digit()) {
+            v.parse::<i64>().ok()
+        } else {
+            None
+        }
+    };
+    let mut d = date.split('-');
+    let (y, m, day) = match (d.next(), d.next(), d.next(), d.next()) {
+        (Some(y), Some(m), Some(dd), None) => {
+            (num(y, 4).ok_or_else(bad)?, num(m, 2).ok_or_else(bad)?, num(dd, 2).ok_or_else(bad)?)
+        }
+        _ => return Err(bad()),
+    };
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return Err(bad());
+    }
+    let mut secs = days_from_civil(y, m, day) * 86_400;
+    if let Some(t) = time {
+        let mut p = t.split(':');
+        let (h, mi, se) = match (p.next(), p.next(), p.next(), p.next()) {
+            (Some(h), Some(mi), Some(se), None) => {
+                (num(h, 2).ok_or_else(bad)?, num(mi, 2).ok_or_else(bad)?, num(se, 2).ok_or_else(bad)?)
+            }
+            _ => return Err(bad()),
+        };
+        if h > 23 || mi > 59 || se > 60 {
+            return Err(bad());
+        }
+        secs += h * 3600 + mi * 60 + se;
+    }
+    Ok(secs * 1000)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+/// `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date of a day count since 1970-01-01 (`civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// The CSV header of [`to_csv`].
+pub const CSV_HEADER: &str =
+    "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement";
+
+/// Records as CSV (RFC 4180: CRLF-free lines ending in `\n`, fields
+/// with a comma, quote or line break quoted), with a header line.
+pub fn to_csv(records: &[Record]) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for r in records {
+        let fields = [
+            rfc3339(r.time_ms),
+            r.request_id.clone(),
+            r.instance.clone(),
+            r.agent.clone(),
+            r.subject.clone(),
+            r.dialect.clone(),
+            r.path.clone(),
+            r.currency.clone(),
+            decimal(r.amount_minor, r.exponent),
+            r.amount_minor.to_string(),
+            r.status.to_string(),
+            r.bytes.map(|b| b.to_string()).unwrap_or_default(),
+            r.settlement.clone().unwrap_or_default(),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn csv_field(f: &str) -> String {
+    if f.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", f.replace('"', "\"\""))
+    } else {
+        f.to_string()
+    }
+}
+
+/// Records as JSON Lines: one object per charge, `time` in RFC 3339 and
+/// `amount` as a decimal string beside `amount_minor`.
+pub fn to_json_lines(records: &[Record]) -> String {
+    let mut out = String::new();
+    for r in records {
+        let v = serde_json::json!({
+            "time": rfc3339(r.time_ms),
+            "request_id": r.request_id,
+            "instance": r.instance,
+            "agent": r.agent,
+            "subject": r.subject,
+            "dialect": r.dialect,
+            "path": r.path,
+            "currency": r.currency,
+            "amount": decimal(r.amount_minor, r.exponent),
+            "amount_minor": r.amount_minor,
+            "status": r.status,
+            "bytes": r.bytes,
+            "settlement": r.settlement,
+        });
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// A summary as an aligned text table.
+pub fn summary_table(rows: &[Summary]) -> String {
+    let mut out = format!("{:<10}  {:<24}  {:<8}  {:>8}  {:>14}\n", "day", "agent", "currency", "charges", "amount");
+    for s in rows {
+        out += &format!(
+            "{:<10}  {:<24}  {:<8}  {:>8}  {:>14}\n",
+            s.day,
+            s.agent,
+            s.currency,
+            s.charges,
+            decimal(s.amount_minor, s.exponent)
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

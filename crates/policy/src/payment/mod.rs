@@ -1,0 +1,193 @@
+//! Charging verified crawlers: the `[payment]` settings, a charge group's
+//! prices, the paths that are never charged, and what a request in a
+//! charge group is answered in each payment dialect. Pure: the ledger and
+//! the settlement are `crawlgate-payment`'s, the headers the proxy's.
+
+pub mod cloudflare;
+pub(crate) mod compile;
+pub mod dialects;
+pub mod price;
+pub(crate) mod raw;
+
+pub use price::{Currency, Offer, Price, PriceError};
+
+use crate::pattern::Pattern;
+use crate::policy::Policy;
+
+/// A payment dialect crawlgate can speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Dialect {
+    /// Cloudflare's pay per crawl headers (`crawler-price`,
+    /// `crawler-exact-price`, `crawler-max-price`, `crawler-charged`),
+    /// identity by Web Bot Auth.
+    CrawlerPrice,
+    /// RSL 1.0 license tokens (`Authorization: License`).
+    License,
+    /// x402 v2 payments settled through a facilitator.
+    X402,
+}
+
+impl Dialect {
+    /// Every dialect, in metric label order.
+    pub const ALL: [Dialect; 3] = [Dialect::CrawlerPrice, Dialect::License, Dialect::X402];
+
+    /// Its name in the policy file, the ledger and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Dialect::CrawlerPrice => "crawler-price",
+            Dialect::License => "license",
+            Dialect::X402 => "x402",
+        }
+    }
+
+    /// The dialect named `name` in the policy file or the ledger.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        Dialect::ALL.into_iter().find(|d| d.as_str() == name)
+    }
+}
+
+/// The compiled `[payment]` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaymentSettings {
+    /// The terms URL, sent as `Link: <URL>; rel="terms-of-service"` on a
+    /// 402 and on a charged response.
+    pub terms: Option<String>,
+    /// `free` as written (on top of the built-in free paths).
+    pub free: Vec<String>,
+    /// The ledger's SQLite file: `ledger`, else `ledger.sqlite` in
+    /// `[verification] state_dir`; `None` when no group charges.
+    pub ledger: Option<String>,
+    /// The dialects offered, in the order written.
+    pub dialects: Vec<Dialect>,
+    /// crawlgate is the origin of a Cloudflare zone with pay per crawl:
+    /// a `cf-pay-per-crawl` field from a trusted proxy is obeyed.
+    pub cloudflare_origin: bool,
+    /// This instance's name in its ledger rows; `None`: the host name,
+    /// found at start.
+    pub instance_id: Option<String>,
+    /// Whether some group has `enforce = "charge"`.
+    pub charging: bool,
+    /// `[payment.rsl]`: how license tokens are verified (the "license"
+    /// dialect).
+    pub rsl: Option<dialects::RslSettings>,
+    /// `[payment.x402]`: the facilitator and what is paid (the "x402"
+    /// dialect).
+    pub x402: Option<dialects::X402Settings>,
+}
+
+impl Default for PaymentSettings {
+    fn default() -> PaymentSettings {
+        PaymentSettings {
+            terms: None,
+            free: Vec::new(),
+            ledger: None,
+            dialects: vec![Dialect::CrawlerPrice],
+            cloudflare_origin: false,
+            instance_id: None,
+            charging: false,
+            rsl: None,
+            x402: None,
+        }
+    }
+}
+
+impl PaymentSettings {
+    /// Whether `dialect` is offered.
+    pub fn offers(&self, dialect: Dialect) -> bool {
+        self.dialects.contains(&dialect)
+    }
+
+    /// The `Link` value of the terms (RFC 8288), if any.
+    pub fn terms_link(&self) -> Option<String> {
+        self.terms.as_ref().map(|t| format!("<{t}>; rel=\"terms-of-service\""))
+    }
+}
+
+/// A charge group's prices.
+#[derive(Clone, Debug)]
+pub(crate) struct GroupCharge {
+    /// The group's `price`.
+    pub price: Price,
+    /// `[[group.prices]]`, most specific first.
+    pub prices: Vec<PathPrice>,
+    /// Offset of the group's `enforce` value, for the checks that need the
+    /// whole policy.
+    pub at: usize,
+}
+
+/// One `[[group.prices]]` entry.
+#[derive(Clone, Debug)]
+pub(crate) struct PathPrice {
+    pub pattern: Pattern,
+    pub price: Price,
+}
+
+/// Paths always free, whatever the policy: the files crawlers read to
+/// learn the rules (RFC 9309 robots.txt, agents.txt, sitemaps, RFC 9116
+/// security.txt in both places, Cloudflare's `/crawlers.json`).
+pub const BUILTIN_FREE: [&str; 6] =
+    ["/robots.txt", "/agents.txt", "/sitemap.xml", "/security.txt", "/.well-known/security.txt", "/crawlers.json"];
+
+/// The compiled free list: the built-in paths, the policy's sitemaps and
+/// the `free` patterns.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FreePaths {
+    /// Exact paths (no query), compared whole.
+    pub exact: Vec<String>,
+    /// `free` patterns (RFC 9309 matching on path and query).
+    pub patterns: Vec<Pattern>,
+}
+
+impl Policy {
+    /// The `[payment]` settings.
+    pub fn payment(&self) -> &PaymentSettings {
+        &self.settings.payment
+    }
+
+    /// Every token of a charge group (policy spelling) with the currencies
+    /// of its group's prices.
+    pub fn charge_tokens(&self) -> Vec<(&str, Vec<Currency>)> {
+        let mut out = Vec::new();
+        for g in &self.groups {
+            let Some(charge) = &g.charge else { continue };
+            let mut currencies = vec![charge.price.currency];
+            for p in &charge.prices {
+                if !currencies.contains(&p.price.currency) {
+                    currencies.push(p.price.currency);
+                }
+            }
+            for t in g.tokens.iter().filter(|t| *t != "*") {
+                out.push((t.as_str(), currencies.clone()));
+            }
+        }
+        out
+    }
+
+    /// Whether the canonical `path_and_query` is never charged: a file
+    /// crawlgate serves itself, a built-in free path, a sitemap of the
+    /// policy, or a `[payment] free` pattern.
+    pub fn is_free(&self, path_and_query: &str) -> bool {
+        if self.local_file(path_and_query).is_some() {
+            return true;
+        }
+        let path = path_and_query.split_once('?').map_or(path_and_query, |(p, _)| p);
+        self.free_paths.exact.iter().any(|e| e == path)
+            || self.free_paths.patterns.iter().any(|p| p.matches(path_and_query))
+    }
+
+    /// The price of a request that group `group` decides on the canonical
+    /// `path_and_query`: `None` when the group does not charge or the path
+    /// is free. The most specific `[[group.prices]]` entry wins, else the
+    /// group's `price`.
+    pub fn price(&self, group: usize, path_and_query: &str) -> Option<Price> {
+        let charge = self.groups.get(group)?.charge.as_ref()?;
+        if self.is_free(path_and_query) {
+            return None;
+        }
+        let hit = charge.prices.iter().find(|p| p.pattern.matches(path_and_query));
+        Some(hit.map_or(charge.price, |p| p.price))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,356 @@
+//! Charging in the proxy: opens the ledger at start, asks
+//! `crawlgate_policy::payment` what a forwarded request in a charge group
+//! is answered, writes the refusals, and on a charged 2xx records the
+//! charge in the ledger before the response says `crawler-charged`.
+//!
+//! Durability: `response_filter` awaits the ledger's commit
+//! ([`crawlgate_payment::ledger::Ledger::record`]) before the response
+//! header goes out; the writer thread batches the commits of concurrent
+//! requests. A ledger that cannot commit (disk full, locked, gone) turns
+//! the charged response into a 500 `InternalError`: the page is not
+//! served unrecorded, and `crawlgate_ledger_healthy` drops to 0.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use crawlgate_identity::Evidence;
+use crawlgate_payment::ledger::{Ledger, Record};
+use crawlgate_policy::payment::cloudflare::{self, Answer, CrawlerError, CrawlerRequest, Field, Signed};
+use crawlgate_policy::payment::{Dialect, Price};
+use crawlgate_policy::verification::{Method, Verification};
+use crawlgate_policy::Policy;
+use http::header;
+use pingora::http::{RequestHeader, ResponseHeader};
+use pingora::proxy::Session;
+use pingora::{Error, ErrorType, Result};
+
+use crate::state::Shared;
+
+/// The ledger and the instance's name, set once at start when the policy
+/// charges.
+pub struct Charging {
+    /// The ledger.
+    pub ledger: Ledger,
+    /// `[payment] instance_id`, else the host name.
+    pub instance: String,
+    /// The license verifier and the x402 facilitator client.
+    pub dialects: crate::paid::Dialects,
+}
+
+/// Opens the ledger when the policy has a charge group; an unwritable
+/// ledger stops the start (better than refusing every charge).
+pub fn open(policy: &Policy, metrics: &crate::metrics::Metrics) -> anyhow::Result<Option<Charging>> {
+    let p = policy.payment();
+    let Some(path) = p.ledger.as_deref().filter(|_| p.charging) else { return Ok(None) };
+    let ledger = Ledger::open(Path::new(path)).map_err(|e| anyhow::anyhow!("payment.ledger: {e}"))?;
+    let instance = p.instance_id.clone().unwrap_or_else(host_name);
+    let dialects = crate::paid::Dialects::open(p)?;
+    metrics.payment().init(policy);
+    tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
+    Ok(Some(Charging { ledger, instance, dialects }))
+}
+
+/// The host name (Linux `/proc`, else `HOSTNAME`), else `crawlgate`.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "crawlgate".to_string())
+}
+
+/// The payment keys that only a restart applies: the ledger is opened
+/// once (and only when the policy at start charges).
+pub fn restart_only(policy: &Policy) -> (&'static str, String) {
+    let p = policy.payment();
+    ("payment.ledger", format!("{:?} {:?} {}", p.ledger, p.instance_id, p.charging))
+}
+
+/// What a charged request still needs in the response phase.
+#[derive(Debug)]
+pub struct Pending {
+    price: Price,
+    in_band: bool,
+    /// The ledger could not record the charge: the response is a 500.
+    failed: bool,
+    /// The ledger row, once recorded (its bytes are set at the end).
+    row: Option<i64>,
+    /// Paid with a license token or x402 rather than Cloudflare's headers.
+    paid: Option<crate::paid::Paid>,
+}
+
+/// What the request phase did.
+pub enum Step {
+    /// Not a charged path: forward as usual.
+    Pass,
+    /// Forward; the response phase charges or states the price.
+    Forward(Box<Pending>),
+    /// Answered here (402, 400, 403); the origin is not contacted.
+    Answered,
+}
+
+/// The request's field `name` as [`Field`].
+fn field<'r>(req: &'r RequestHeader, name: &str) -> Field<'r> {
+    let mut lines = req.headers.get_all(name).iter();
+    match (lines.next(), lines.next()) {
+        (None, _) => Field::Absent,
+        (Some(v), None) => Field::One(v.as_bytes()),
+        _ => Field::Many,
+    }
+}
+
+/// What the request's signature showed for charging: only a signature
+/// that proved the token charges.
+fn signed(req: &RequestHeader, verification: Verification, evidence: Option<&Evidence>, covered: &[String]) -> Signed {
+    match (verification, evidence) {
+        (Verification::Verified(Method::Signature), _) => Signed::Verified {
+            covers_exact: covered.iter().any(|c| c == cloudflare::EXACT_PRICE),
+            covers_max: covered.iter().any(|c| c == cloudflare::MAX_PRICE),
+        },
+        (_, Some(Evidence::BadSignature { .. })) => Signed::Invalid,
+        _ if req.headers.contains_key("signature") || req.headers.contains_key("signature-input") => Signed::Unverified,
+        _ => Signed::Absent,
+    }
+}
+
+/// Request phase of a forwarded request: prices it for its group and, in
+/// a charge group, answers it or lets it through to be charged. Strips
+/// the dialect's request fields before the origin sees them (whenever the
+/// policy charges).
+#[allow(clippy::too_many_arguments)]
+pub async fn request(
+    shared: &Shared,
+    session: &mut Session,
+    policy: &Policy,
+    group: Option<usize>,
+    path: &str,
+    verification: Verification,
+    evidence: Option<&Evidence>,
+    covered: &[String],
+    peer: Option<IpAddr>,
+) -> Result<Step> {
+    let pay = policy.payment();
+    if !pay.charging {
+        return Ok(Step::Pass);
+    }
+    let price = group.and_then(|g| policy.price(g, path));
+    let mine = match price {
+        Some(price) if pay.offers(Dialect::License) || pay.offers(Dialect::X402) => {
+            crate::paid::request(shared, session, policy, price, path).await?
+        }
+        _ => crate::paid::Outcome::NotMine,
+    };
+    let step = match (mine, price) {
+        (crate::paid::Outcome::Answered, _) => {
+            crate::paid::strip(session.req_header_mut(), pay);
+            return Ok(Step::Answered);
+        }
+        (crate::paid::Outcome::Forward(paid), Some(price)) => {
+            Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: Some(paid) }))
+        }
+        (_, price) => match price {
+            Some(price) if pay.offers(Dialect::CrawlerPrice) => {
+                let req = session.req_header();
+                let trusted = peer.is_some_and(|p| policy.settings().server.client_address.is_trusted_proxy(p));
+                let cf = (pay.cloudflare_origin && trusted)
+                    .then(|| req.headers.get(cloudflare::CF_PAY_PER_CRAWL).map(|v| v.as_bytes()))
+                    .flatten();
+                let input = CrawlerRequest {
+                    signed: signed(req, verification, evidence, covered),
+                    exact: field(req, cloudflare::EXACT_PRICE),
+                    max: field(req, cloudflare::MAX_PRICE),
+                    cloudflare: cf,
+                };
+                match cloudflare::decide(price, &input) {
+                    Answer::Charge { price } => {
+                        Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: None }))
+                    }
+                    Answer::InBand { price } => {
+                        Step::Forward(Box::new(Pending { price, in_band: true, failed: false, row: None, paid: None }))
+                    }
+                    Answer::Untouched => Step::Pass,
+                    Answer::Refuse { status, error, price } => {
+                        if let Some(e) = error {
+                            shared.metrics.payment().error(e);
+                        }
+                        Box::pin(refuse(session, pay.terms_link().as_deref(), status, error, price)).await?;
+                        return Ok(Step::Answered);
+                    }
+                }
+            }
+            _ => Step::Pass,
+        },
+    };
+    let req = session.req_header_mut();
+    for name in cloudflare::REQUEST_FIELDS {
+        req.remove_header(name);
+    }
+    crate::paid::strip(req, pay);
+    Ok(step)
+}
+
+/// Answers a block in a charge group (a path its rules disallow, a
+/// claim its group blocks): 403 `CrawlerForbidden` with the block's
+/// explanation, since no price buys it.
+pub async fn forbidden(shared: &Shared, session: &mut Session, policy: &Policy, body: String) -> Result<()> {
+    shared.metrics.payment().error(CrawlerError::CrawlerForbidden);
+    let terms = policy.payment().terms_link();
+    refuse_with(session, terms.as_deref(), 403, Some(CrawlerError::CrawlerForbidden), None, Some(body)).await
+}
+
+/// Writes a refusal: `status`, `crawler-error`, `crawler-price` and the
+/// terms `Link`, with a plain-text body saying what to change.
+pub async fn refuse(
+    session: &mut Session,
+    terms: Option<&str>,
+    status: u16,
+    error: Option<CrawlerError>,
+    price: Option<Price>,
+) -> Result<()> {
+    refuse_with(session, terms, status, error, price, None).await
+}
+
+async fn refuse_with(
+    session: &mut Session,
+    terms: Option<&str>,
+    status: u16,
+    error: Option<CrawlerError>,
+    price: Option<Price>,
+    body: Option<String>,
+) -> Result<()> {
+    let price_text = price.map(|p| p.to_string());
+    let mut headers: Vec<(http::HeaderName, &str)> =
+        vec![(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")];
+    if let Some(p) = &price_text {
+        headers.push((http::HeaderName::from_static(cloudflare::PRICE), p));
+    }
+    if let Some(e) = error {
+        headers.push((http::HeaderName::from_static(cloudflare::ERROR), e.as_str()));
+    }
+    if let Some(t) = terms {
+        headers.push((header::LINK, t));
+    }
+    let title = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error");
+    let body = match (body, error, &price_text) {
+        (Some(b), _, _) => b,
+        (None, Some(e), _) => format!("{status} {title}: {}\n", e.reason()),
+        (None, None, Some(p)) => format!(
+            "{status} {title}: this path costs {p}; retry with a crawler-exact-price or crawler-max-price header covered by the request's Web Bot Auth signature\n"
+        ),
+        (None, None, None) => format!("{status} {title}\n"),
+    };
+    crate::respond::write(session, status, &headers, Bytes::from(body)).await
+}
+
+/// Response phase of a request with a pending charge: a 2xx is recorded
+/// (awaiting the commit) and marked `crawler-charged`; in-band pricing
+/// states `crawler-price`. Any `crawler-*` field the origin sent is
+/// dropped first: only crawlgate says what was charged. An `Err` means
+/// the charge could not be recorded; the caller answers 500.
+#[allow(clippy::too_many_arguments)]
+pub async fn response(
+    shared: &Shared,
+    resp: &mut ResponseHeader,
+    pending: &mut Pending,
+    policy: &Policy,
+    agent: &str,
+    subject: &str,
+    path: &str,
+    request_id: String,
+) -> Result<()> {
+    for name in [cloudflare::PRICE, cloudflare::CHARGED, cloudflare::ERROR] {
+        resp.remove_header(name);
+    }
+    if let Some(paid) = pending.paid.as_mut() {
+        let c = crate::paid::ChargeContext { price: pending.price, agent, path, request_id };
+        return match crate::paid::response(shared, resp, paid, policy, c).await {
+            Ok(row) => {
+                if row.is_some() {
+                    shared.metrics.payment().ledger_healthy(true);
+                }
+                pending.row = row;
+                Ok(())
+            }
+            Err(crate::paid::Charged::Ledger(why)) => Err(ledger_failed(shared, pending, &why)),
+            Err(crate::paid::Charged::SettleFailed) => Err(crate::paid::settle_error()),
+        };
+    }
+    let price = pending.price.to_string();
+    if pending.in_band {
+        return resp.insert_header(cloudflare::PRICE, price.as_str()).map(|_| ());
+    }
+    let status = resp.status.as_u16();
+    if !cloudflare::charged_status(status) {
+        return Ok(());
+    }
+    let Some(charging) = shared.payment.get() else {
+        return Err(ledger_failed(shared, pending, "no ledger is open (the policy at start charged nothing; restart)"));
+    };
+    let record = Record {
+        time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0)),
+        request_id,
+        agent: agent.to_string(),
+        subject: subject.to_string(),
+        path: path.to_string(),
+        amount_minor: pending.price.minor,
+        currency: pending.price.currency.code().to_string(),
+        exponent: pending.price.currency.exponent(),
+        dialect: Dialect::CrawlerPrice.as_str().to_string(),
+        settlement: None,
+        status,
+        bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
+        instance: charging.instance.clone(),
+    };
+    let m = shared.metrics.payment();
+    match charging.ledger.record(record).await {
+        Ok(row) => {
+            m.ledger_healthy(true);
+            m.charge(agent, Dialect::CrawlerPrice, pending.price);
+            pending.row = Some(row);
+            resp.insert_header(cloudflare::CHARGED, price.as_str())?;
+            if let Some(link) = policy.payment().terms_link() {
+                resp.append_header(header::LINK, link)?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(ledger_failed(shared, pending, &e.to_string())),
+    }
+}
+
+fn ledger_failed(shared: &Shared, pending: &mut Pending, why: &str) -> Box<Error> {
+    tracing::error!(reason = why, "A charge could not be recorded; answering 500 InternalError");
+    pending.failed = true;
+    let m = shared.metrics.payment();
+    m.ledger_healthy(false);
+    m.error(CrawlerError::InternalError);
+    Error::explain(ErrorType::HTTPStatus(500), "the ledger could not record the charge")
+}
+
+impl Pending {
+    /// The license or x402 state, when the request paid that way.
+    pub fn paid(&self) -> Option<&crate::paid::Paid> {
+        self.paid.as_ref()
+    }
+
+    /// Whether the charge could not be recorded (the 500 `InternalError`
+    /// is written by `fail_to_proxy`).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// At the end of the request: the row's bytes become the body bytes
+    /// actually sent.
+    pub fn finish(&self, shared: &Shared, bytes: usize) {
+        if let (Some(row), Some(c)) = (self.row, shared.payment.get()) {
+            c.ledger.set_bytes(row, bytes as u64);
+        }
+    }
+}
+
+/// The 500 `InternalError` of a charge the ledger could not record.
+pub async fn internal_error(session: &mut Session) -> Result<()> {
+    refuse(session, None, 500, Some(CrawlerError::InternalError), None).await
+}
