@@ -244,6 +244,10 @@ pub(crate) struct Conv {
     /// digits, 2 anything else.
     lead: u8,
     containers: Vec<Container>,
+    /// The fewest containers open since the last content: a blank line
+    /// before the next content carries only their prefixes (a quote that
+    /// opens after a paragraph does not prefix the blank line between).
+    shared_depth: usize,
     frames: Vec<Frame>,
     pre: Option<Pre>,
     code: Option<String>,
@@ -291,6 +295,7 @@ impl Conv {
             heading_written: false,
             lead: 0,
             containers: Vec::new(),
+            shared_depth: 0,
             frames: Vec::new(),
             pre: None,
             code: None,
@@ -328,7 +333,7 @@ impl Conv {
         if !self.committed {
             self.metadata(&name, el);
         }
-        let drops = self.cfg.drop.iter().any(|d| *d == name)
+        let drops = self.cfg.drop.contains(&name)
             || el.has_attribute("hidden")
             || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         if (name == "main" || name == "article") && !drops && self.dropping == 0 && self.head == 0 {
@@ -493,6 +498,7 @@ impl Conv {
         self.heading_written = false;
         self.lead = 0;
         self.containers.clear();
+        self.shared_depth = 0;
         self.frames.clear();
         self.pre = None;
         self.code = None;
@@ -767,15 +773,15 @@ impl Conv {
                 self.request(Sep::Blank);
             }
             Effect::List => {
-                self.containers.pop();
+                self.pop_container();
                 self.request(Sep::Blank);
             }
             Effect::Item => {
-                self.containers.pop();
+                self.pop_container();
                 self.request(Sep::Line);
             }
             Effect::Quote => {
-                self.containers.pop();
+                self.pop_container();
                 self.request(Sep::Blank);
             }
             Effect::Pre => {
@@ -816,6 +822,11 @@ impl Conv {
             }
             Effect::None => {}
         }
+    }
+
+    fn pop_container(&mut self) {
+        self.containers.pop();
+        self.shared_depth = self.shared_depth.min(self.containers.len());
     }
 
     fn close_all_frames(&mut self) {
@@ -886,6 +897,8 @@ impl Conv {
             }
             self.w(" |");
         }
+        self.wrote_any = true;
+        self.inline_started = true;
         if first {
             self.request(Sep::Line);
             self.flush_sep();
@@ -1096,6 +1109,11 @@ impl Conv {
             self.space();
             return;
         }
+        if self.heading_written {
+            // A block inside a heading ends the heading's line: Markdown
+            // headings hold one line of inline content.
+            self.heading = None;
+        }
         self.sep = self.sep.max(sep);
     }
 
@@ -1136,8 +1154,10 @@ impl Conv {
                 self.w(open);
             }
         }
-        self.wrote_any = true;
-        self.inline_started = true;
+        if !self.in_cell() {
+            self.wrote_any = true;
+            self.inline_started = true;
+        }
     }
 
     fn flush_sep(&mut self) {
@@ -1150,6 +1170,7 @@ impl Conv {
             }
         }
         self.write_prefix(false);
+        self.shared_depth = self.containers.len();
         self.sep = Sep::None;
         self.pending_space = false;
         self.pending_break = false;
@@ -1159,7 +1180,8 @@ impl Conv {
 
     fn write_prefix(&mut self, blank: bool) {
         let mut p = String::new();
-        for c in &mut self.containers {
+        let upto = if blank { self.shared_depth.min(self.containers.len()) } else { self.containers.len() };
+        for c in &mut self.containers[..upto] {
             match c {
                 Container::Quote => p.push_str("> "),
                 Container::List { .. } => {}
