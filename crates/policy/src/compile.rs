@@ -169,6 +169,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         tdmrep,
         rsl,
         allow_warnings,
+        markdown,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
     let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
@@ -193,6 +194,13 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
+    let markdown = markdown.map(|m| {
+        let (settings, errors) = crate::markdown::compile(m.get_ref());
+        for (at, msg) in errors {
+            cx.err_at(at, msg);
+        }
+        settings
+    });
 
     let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();
@@ -228,7 +236,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let acknowledged = before - cx.warnings.len();
     let fold_paths = server.origin_paths == OriginPaths::Windows;
     let mut policy = Policy {
-        settings: Settings { server, upstream, cache_max_age, verification, origin_robots },
+        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, markdown },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,

@@ -14,6 +14,7 @@ mod compile;
 mod diag;
 pub mod identify;
 mod local_file;
+pub mod markdown;
 mod merge;
 pub mod pattern;
 mod policy;

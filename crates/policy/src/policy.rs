@@ -290,6 +290,8 @@ pub struct Settings {
     pub verification: crate::verification::VerificationSettings,
     /// `[robots_txt] origin*`.
     pub origin_robots: OriginRobotsSettings,
+    /// `[markdown]` (`None`: no table, no conversion).
+    pub markdown: Option<crate::markdown::MarkdownSettings>,
 }
 
 /// robots.txt content beyond the groups.

@@ -25,6 +25,7 @@ pub(crate) struct RawPolicy {
     pub tdmrep: Option<S<RawTdmRep>>,
     pub rsl: Option<S<RawRsl>>,
     pub allow_warnings: Option<Vec<S<String>>>,
+    pub markdown: Option<S<crate::markdown::RawMarkdown>>,
 }
 
 #[derive(Debug, Deserialize)]

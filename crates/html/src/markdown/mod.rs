@@ -69,8 +69,7 @@ pub const MAX_DEPTH: usize = 512;
 
 /// The elements dropped with their content unless the policy names its own
 /// set.
-pub const DEFAULT_DROP: &[&str] =
-    &["aside", "footer", "form", "iframe", "nav", "noscript", "script", "style", "svg", "template"];
+pub use crawlgate_policy::markdown::DEFAULT_DROP;
 
 /// The policy's side of a conversion, built once per policy load.
 #[derive(Clone, Debug)]
@@ -90,6 +89,13 @@ impl Default for MarkdownConfig {
             max_table_bytes: 64 * 1024,
             max_memory: 4 << 20,
         }
+    }
+}
+
+impl MarkdownConfig {
+    /// The converter's side of the policy's `[markdown]` table.
+    pub fn from_settings(s: &crawlgate_policy::markdown::MarkdownSettings, max_memory: usize) -> MarkdownConfig {
+        MarkdownConfig { drop: s.drop.clone(), max_table_bytes: s.max_table_bytes, max_memory }
     }
 }
 
