@@ -275,6 +275,18 @@ pub fn explain(
     }
 }
 
+/// The `Content-Signal` header of a Markdown response on a path: what the
+/// path's Content-Usage says in Content-Signal terms
+/// (`sf::content_signal_from_usage`), else the site's
+/// `robots_txt.content_signal` line, else none.
+pub fn content_signal(policy: &crate::Policy, controls: &crate::UrlControls) -> Option<String> {
+    controls
+        .content_usage
+        .as_deref()
+        .and_then(crate::sf::content_signal_from_usage)
+        .or_else(|| policy.content_signal().map(str::to_string))
+}
+
 /// The `[markdown]` table as written.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

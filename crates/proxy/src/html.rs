@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::{Bytes, BytesMut};
+use crawlgate_html::markdown::MarkdownConverter;
 use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header::{self, HeaderName};
@@ -95,6 +96,11 @@ fn content_length(resp: &ResponseHeader) -> Option<usize> {
         return None;
     }
     std::str::from_utf8(value.as_bytes()).ok()?.trim().parse().ok()
+}
+
+/// Whether a response's Content-Type is HTML.
+pub fn is_html(resp: &ResponseHeader) -> bool {
+    resp.headers.get(header::CONTENT_TYPE).is_some_and(|v| html_content_type(&String::from_utf8_lossy(v.as_bytes())).0)
 }
 
 /// `(media type is HTML, charset label)` of a Content-Type value.
@@ -190,6 +196,8 @@ pub enum Transform {
     /// The robots `<meta>` rewriter (`html = "inject" | "audit" |
     /// "enforce"`).
     Robots(Rewriter),
+    /// The HTML to Markdown converter (`[markdown]`).
+    Markdown(MarkdownConverter),
 }
 
 impl Transform {
@@ -197,6 +205,7 @@ impl Transform {
     fn write(&mut self, chunk: Bytes) -> Bytes {
         match self {
             Transform::Robots(rw) => rw.write_bytes(chunk),
+            Transform::Markdown(md) => Bytes::from(md.write(&chunk)),
         }
     }
 
@@ -204,6 +213,7 @@ impl Transform {
     fn finish(&mut self) -> Bytes {
         match self {
             Transform::Robots(rw) => rw.finish(),
+            Transform::Markdown(md) => Bytes::from(md.finish()),
         }
     }
 
@@ -212,6 +222,7 @@ impl Transform {
     fn report(&mut self, mode: &'static str, metrics: &Metrics, path: &str, end_of_stream: bool, bailed: &mut bool) {
         match self {
             Transform::Robots(rw) => report_robots(rw, mode, metrics, path, end_of_stream, bailed),
+            Transform::Markdown(md) => report_markdown(md, metrics, path, bailed),
         }
     }
 }
@@ -480,6 +491,28 @@ fn report_robots(
                     "HTML rewriter gave up; the rest of the body passes through unchanged"
                 );
             }
+        }
+    }
+}
+
+/// [`Transform::report`] of the Markdown converter: a bail-out into
+/// `crawlgate_html_passthrough_total` and the log, once. What was converted
+/// before it is what the client gets.
+fn report_markdown(md: &MarkdownConverter, metrics: &Metrics, path: &str, bailed: &mut bool) {
+    if *bailed {
+        return;
+    }
+    match md.bail() {
+        None => {}
+        Some(Bail::Utf16Bom) => {
+            *bailed = true;
+            metrics.html_passthrough(Passthrough::Utf16);
+            tracing::info!(path, "Markdown conversion stopped: the body starts with a UTF-16 byte order mark");
+        }
+        Some(bail) => {
+            *bailed = true;
+            metrics.html_passthrough(Passthrough::BailOut);
+            tracing::warn!(path, reason = bail.as_str(), "Markdown converter gave up; the Markdown ends there");
         }
     }
 }

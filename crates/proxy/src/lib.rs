@@ -17,6 +17,7 @@ mod events;
 mod headers;
 mod html;
 mod lifecycle;
+mod markdown;
 mod metrics;
 mod origin;
 mod proxy_protocol;
