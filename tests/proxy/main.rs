@@ -15,6 +15,7 @@ mod headers;
 mod html;
 mod html_limits;
 mod identity;
+mod markdown;
 mod observe;
 mod oplog;
 mod ops;
