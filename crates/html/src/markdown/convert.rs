@@ -1229,23 +1229,17 @@ impl Conv {
     /// cell); at the start of a line the ones that start a heading, a
     /// quote, a list item, a setext underline or a fence.
     fn push_escaped(&mut self, word: &str) {
-        let in_cell = self.in_cell();
-        let mut s = String::with_capacity(word.len() + 4);
-        let mut lead = if in_cell { 2 } else { self.lead };
-        for c in word.chars() {
-            let escape = matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<')
-                || (c == '|' && in_cell)
-                || (lead == 0 && matches!(c, '#' | '>' | '-' | '+' | '=' | '~' | '|'))
-                || (lead == 1 && matches!(c, '.' | ')'));
-            if escape {
-                s.push('\\');
-            }
-            s.push(c);
-            lead = if (lead == 0 || lead == 1) && c.is_ascii_digit() { 1 } else { 2 };
+        if self.in_cell() {
+            // Cells are bounded by `w`; they are rare enough to take the
+            // slow path.
+            let mut s = String::with_capacity(word.len() + 4);
+            let mut lead = 2;
+            escape_into(word, &mut lead, true, &mut s);
+            self.w(&s);
+            return;
         }
-        self.w(&s);
-        if !in_cell {
-            self.lead = lead;
+        if !word.is_empty() {
+            escape_into(word, &mut self.lead, false, &mut self.out);
         }
     }
 
@@ -1317,6 +1311,28 @@ impl Conv {
             self.out.push('\n');
         }
         self.commit();
+    }
+}
+
+/// Appends `word` to `out` with Markdown's special characters escaped;
+/// `lead` is the line-start state, kept across calls.
+fn escape_into(word: &str, lead: &mut u8, in_cell: bool, out: &mut String) {
+    let plain =
+        *lead == 2 && !word.bytes().any(|b| matches!(b, b'\\' | b'`' | b'*' | b'_' | b'[' | b']' | b'<' | b'|'));
+    if plain {
+        out.push_str(word);
+        return;
+    }
+    for c in word.chars() {
+        let escape = matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<')
+            || (c == '|' && in_cell)
+            || (*lead == 0 && matches!(c, '#' | '>' | '-' | '+' | '=' | '~' | '|'))
+            || (*lead == 1 && matches!(c, '.' | ')'));
+        if escape {
+            out.push('\\');
+        }
+        out.push(c);
+        *lead = if (*lead == 0 || *lead == 1) && c.is_ascii_digit() { 1 } else { 2 };
     }
 }
 
