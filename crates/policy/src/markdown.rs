@@ -437,7 +437,8 @@ mod tests {
 
     #[test]
     fn ai_guard() {
-        let cases: &[(bool, Option<&str>, &[&str], &[&str], Option<Refusal>)] = &[
+        type Case<'a> = (bool, Option<&'a str>, &'a [&'a str], &'a [&'a str], Option<Refusal>);
+        let cases: &[Case<'_>] = &[
             (true, None, &["noai"], &[], Some(Refusal::NoAi)),
             (true, None, &["noindex, NoAI"], &[], Some(Refusal::NoAi)),
             (false, None, &["noai"], &["ai-use=n"], None),

@@ -60,8 +60,9 @@ pub fn negotiate(policy: &Policy, session: &Session, path: &str) -> Negotiation 
 
 /// What the response side did.
 pub enum Outcome {
-    /// Converted: the stream to feed (`None` for a HEAD).
-    Converted(Option<HtmlStream>),
+    /// Converted: the stream to feed (`None` for a HEAD), boxed as the
+    /// request context keeps it.
+    Converted(Option<Box<HtmlStream>>),
     /// Served as it is (not a 2xx HTML page, refused by the guard, or a
     /// charset the converter cannot read).
     NotConverted,
@@ -154,5 +155,5 @@ pub fn start(
     if let Some(signal) = signal {
         resp.insert_header(CONTENT_SIGNAL.clone(), signal)?;
     }
-    Ok(Outcome::Converted(stream))
+    Ok(Outcome::Converted(stream.map(Box::new)))
 }

@@ -509,7 +509,7 @@ impl ProxyHttp for Gate {
                 &ctx.path,
             )?;
             if let crate::markdown::Outcome::Converted(stream) = outcome {
-                ctx.html = stream.map(Box::new);
+                ctx.html = stream;
                 converted = true;
             }
         }
