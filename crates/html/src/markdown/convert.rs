@@ -362,6 +362,12 @@ impl Conv {
             _ if drops || hidden => Effect::None,
             _ => self.open_effect(&name, tag, el),
         };
+        if effect == Effect::None && !drops && tag == Tag::Other {
+            // Nothing to undo at its end and nothing the implied-end rules
+            // look for (a span, an unknown element, any element in dropped
+            // content): no stack entry, no end-tag handler to allocate.
+            return None;
+        }
         match effect {
             Effect::Head => self.head += 1,
             Effect::Title => self.in_title += 1,
