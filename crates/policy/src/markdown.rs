@@ -491,6 +491,16 @@ mod tests {
     }
 
     #[test]
+    fn content_signal_prefers_the_paths_content_usage() {
+        let src = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\ncontent_signal = \"search=yes\"\n\n\
+                   [[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\ncontent_usage = [\"/ai/ train-ai=n, ai-use=y\"]\n";
+        let p = crate::load(src, "p.toml").unwrap().policy;
+        assert_eq!(content_signal(&p, &p.url_controls("/ai/x")).as_deref(), Some("ai-input=yes, ai-train=no"));
+        assert_eq!(content_signal(&p, &p.url_controls("/other")).as_deref(), Some("search=yes"));
+        assert!(p.settings().markdown.is_none());
+    }
+
+    #[test]
     fn table_keys() {
         let s = settings("drop = [\"Script\", \"header\", \"script\"]\nmax_table_bytes = 2048\nai_agents = \"all\"")
             .unwrap();
