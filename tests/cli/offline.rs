@@ -492,3 +492,39 @@ fn render_and_explain_merge_the_origin_as_the_proxy_does() {
     assert_eq!(v[0]["rule"]["pattern"], "/v1-only/");
     assert_eq!(v[0]["action"], "block");
 }
+
+#[test]
+fn explain_says_whether_markdown_would_be_served() {
+    let dir = TempDir::new("explain-markdown");
+    let p = dir.join("p.toml");
+    let policy = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\n\n\
+                  [[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/blocked/\"]\nenforce = \"block\"\n\n\
+                  [[robots_tag]]\npath = \"/ai-free/\"\nrules = [\"noai\"]\n\n[markdown]\npaths = [\"/docs/\", \"/ai-free/\", \"/blocked/\"]\n";
+    std::fs::write(&p, policy).unwrap_or_else(|e| panic!("{e}"));
+    let out = crawlgate(&[
+        "explain",
+        "--config",
+        arg(&p),
+        "-A",
+        "GPTBot/1.2",
+        "/docs/a",
+        "/ai-free/b",
+        "/other",
+        "/blocked/c",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("markdown:")).map(str::trim).collect();
+    assert_eq!(
+        lines,
+        [
+            "markdown: converted (when Accept prefers text/markdown and the origin answers 2xx text/html)",
+            "markdown: not converted (refused for an AI agent: the policy says noai)",
+            "markdown: not converted (no markdown.paths pattern matches)",
+            "markdown: not converted (the request is blocked)",
+        ]
+    );
+    // Without a [markdown] table there is no markdown line at all.
+    let out = crawlgate(&["explain", "--config", "tests/data/signals.toml", "-A", "ExampleBot/1.0", "/open/a"]);
+    assert!(!stdout(&out).contains("markdown"), "{}", stdout(&out));
+}

@@ -17,6 +17,7 @@ mod html_limits;
 mod identity;
 mod limits;
 mod limits_redis;
+mod markdown;
 mod observe;
 mod oplog;
 mod ops;

@@ -275,11 +275,20 @@ pub fn explain(
                 "head": h.head.iter().map(|e| e.html.as_str()).collect::<Vec<_>>(),
             })),
         });
+        // Only with a `[markdown]` table: without one nothing is converted
+        // and the line would be noise.
+        if let Some(md) = policy.settings().markdown.as_ref() {
+            let (converted, why) = crawlgate_policy::markdown::explain(Some(md), &path, d.agent, &c);
+            entry["markdown"] = serde_json::json!({"converted": converted, "why": why});
+        }
         // A block is the proxy's own 403: none of the page's headers or
         // HTML changes.
         if d.action() == crawlgate_policy::Action::Block {
             entry["headers"] = serde_json::json!({});
             entry["html"] = serde_json::Value::Null;
+            if entry["markdown"].is_object() {
+                entry["markdown"] = serde_json::json!({"converted": false, "why": "the request is blocked"});
+            }
         }
         // Only the policy's own claim keys a limit by identity; an
         // observed-only catalog crawler is limited as `*` is.
@@ -434,6 +443,10 @@ fn explain_url(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String)
         for m in h["meta"].as_array().into_iter().chain(h["head"].as_array()).flatten() {
             outln!("  html:     {} {}", s(&h["mode"]), s(m));
         }
+    }
+    if o["markdown"].is_object() {
+        let yes = if o["markdown"]["converted"] == true { "converted" } else { "not converted" };
+        outln!("  markdown: {yes} ({})", s(&o["markdown"]["why"]));
     }
 }
 

@@ -53,6 +53,7 @@
 //! metas to; the proxy's `X-Robots-Tag` header still applies).
 
 mod handlers;
+pub mod markdown;
 mod plan;
 mod rewriter;
 mod rules;

@@ -184,6 +184,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         payment,
         allow_warnings,
         limits,
+        markdown,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
     let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
@@ -218,6 +219,13 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         site: &site,
     };
     let (payment, free_paths) = crate::payment::compile::payment(&mut cx, payment.as_ref(), &payment_cx);
+    let markdown = markdown.map(|m| {
+        let (settings, errors) = crate::markdown::compile(m.get_ref());
+        for (at, msg) in errors {
+            cx.err_at(at, msg);
+        }
+        settings
+    });
 
     let (tokens, token_group, star_group) = token_index(&groups);
     let mut tag_tokens: Vec<String> = Vec::new();
@@ -254,7 +262,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let acknowledged = before - cx.warnings.len();
     let fold_paths = server.origin_paths == OriginPaths::Windows;
     let mut policy = Policy {
-        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, limits, payment },
+        settings: Settings { server, upstream, cache_max_age, verification, origin_robots, limits, payment, markdown },
         matcher: TokenMatcher::new(&tokens),
         groups,
         star_group,

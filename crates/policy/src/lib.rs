@@ -15,6 +15,7 @@ mod diag;
 pub mod identify;
 pub mod limits;
 mod local_file;
+pub mod markdown;
 mod merge;
 pub mod pattern;
 pub mod payment;

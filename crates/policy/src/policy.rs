@@ -302,6 +302,8 @@ pub struct Settings {
     pub limits: crate::limits::LimitSettings,
     /// `[payment]`.
     pub payment: crate::payment::PaymentSettings,
+    /// `[markdown]` (`None`: no table, no conversion).
+    pub markdown: Option<crate::markdown::MarkdownSettings>,
 }
 
 /// robots.txt content beyond the groups.

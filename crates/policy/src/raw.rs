@@ -28,6 +28,7 @@ pub(crate) struct RawPolicy {
     pub payment: Option<crate::payment::raw::RawPayment>,
     pub allow_warnings: Option<Vec<S<String>>>,
     pub limits: Option<S<RawLimits>>,
+    pub markdown: Option<S<crate::markdown::RawMarkdown>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,11 +1,15 @@
-//! Glue between the proxy and `crawlgate-html`: decides whether a response
-//! is rewritten, adjusts its headers (no Content-Length, chunked, weak
-//! ETag), decodes a compressed body in bounded pieces (`crate::decode`) and
-//! feeds the body to the streaming rewriter.
+//! Glue between the proxy and the body transforms of HTML responses:
+//! decides whether a response is taken ([`Page::of`]), adjusts its headers
+//! (no Content-Length or an exact one, chunked, weak ETag: [`begin`]),
+//! decodes a compressed body in bounded pieces (`crate::decode`) and feeds
+//! the body to the response's [`Transform`] (today the robots `<meta>`
+//! rewriter of `crawlgate-html`: [`start`]).
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::{Bytes, BytesMut};
+use crawlgate_html::markdown::MarkdownConverter;
 use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header::{self, HeaderName};
@@ -69,7 +73,7 @@ const DIGEST_HEADERS: [HeaderName; 4] = [
 
 /// One response being rewritten.
 pub struct HtmlStream {
-    /// The rewriter and the decoder of a compressed body: `Send`, not
+    /// The transform and the decoder of a compressed body: `Send`, not
     /// `Sync`.
     inner: Mutex<Inner>,
     mode: &'static str,
@@ -77,7 +81,7 @@ pub struct HtmlStream {
 }
 
 struct Inner {
-    rewriter: Rewriter,
+    transform: Transform,
     decoder: Option<Decoder>,
 }
 
@@ -92,6 +96,11 @@ fn content_length(resp: &ResponseHeader) -> Option<usize> {
         return None;
     }
     std::str::from_utf8(value.as_bytes()).ok()?.trim().parse().ok()
+}
+
+/// Whether a response's Content-Type is HTML.
+pub fn is_html(resp: &ResponseHeader) -> bool {
+    resp.headers.get(header::CONTENT_TYPE).is_some_and(|v| html_content_type(&String::from_utf8_lossy(v.as_bytes())).0)
 }
 
 /// `(media type is HTML, charset label)` of a Content-Type value.
@@ -134,12 +143,95 @@ fn varies_on_encoding(resp: &ResponseHeader) -> bool {
     })
 }
 
-/// Sets up the rewrite for a response, or returns `None` when it does not
-/// apply: not 2xx (or a 204, or a 206 byte range), not HTML, in a coding
-/// this proxy does not decode, or a charset lol_html cannot rewrite
-/// (passed through, logged). A gzip, deflate or br body is decoded for the
-/// rewriter (the origin was asked for identity, but may not comply); such
-/// a response loses its Content-Encoding and is sent chunked.
+/// What every body transform needs to know of a response it may take:
+/// found by [`Page::of`].
+pub struct Page<'r> {
+    /// The Content-Type value (HTML).
+    content_type: Cow<'r, str>,
+    /// The one content coding to decode first, if any.
+    pub encoding: Option<Encoding>,
+}
+
+impl<'r> Page<'r> {
+    /// The page a body transform can take, or `None`: not 2xx (or a 204, or
+    /// a 206 byte range), not HTML, or in a coding this proxy does not
+    /// decode (counted and logged).
+    pub fn of(resp: &'r ResponseHeader, metrics: &Metrics, path: &str) -> Option<Page<'r>> {
+        // 206: a byte range of the origin's body is not a page to rewrite; it
+        // passes through (the Robots-Tag header still applies).
+        if !resp.status.is_success() || matches!(resp.status.as_u16(), 204 | 206) {
+            return None;
+        }
+        let content_type =
+            resp.headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or_default();
+        if !html_content_type(&content_type).0 {
+            return None;
+        }
+        match content_coding(resp) {
+            Ok(encoding) => Some(Page { content_type, encoding }),
+            Err(()) => {
+                metrics.html_passthrough(Passthrough::Encoding);
+                let values: Vec<_> = resp
+                    .headers
+                    .get_all(header::CONTENT_ENCODING)
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                    .collect();
+                tracing::info!(path, encoding = %values.join(", "), "HTML left unchanged: content encoding cannot be decoded");
+                None
+            }
+        }
+    }
+
+    /// The Content-Type's charset label, if any.
+    pub fn charset(&self) -> Option<&str> {
+        html_content_type(&self.content_type).1
+    }
+}
+
+/// A body transform of one response: bytes in, bytes out, chunk by chunk,
+/// after [`HtmlStream`] has decoded the body. One variant per kind of
+/// rewrite; [`HtmlStream`] and [`begin`] are shared by all of them.
+pub enum Transform {
+    /// The robots `<meta>` rewriter (`html = "inject" | "audit" |
+    /// "enforce"`).
+    Robots(Rewriter),
+    /// The HTML to Markdown converter (`[markdown]`).
+    Markdown(MarkdownConverter),
+}
+
+impl Transform {
+    /// The output for `chunk`.
+    fn write(&mut self, chunk: Bytes) -> Bytes {
+        match self {
+            Transform::Robots(rw) => rw.write_bytes(chunk),
+            Transform::Markdown(md) => Bytes::from(md.write(&chunk)),
+        }
+    }
+
+    /// End of input: the rest of the output.
+    fn finish(&mut self) -> Bytes {
+        match self {
+            Transform::Robots(rw) => rw.finish(),
+            Transform::Markdown(md) => Bytes::from(md.finish()),
+        }
+    }
+
+    /// Counts and logs what the chunks so far gave (findings, a bail-out).
+    /// `bailed` is set once a bail-out was reported.
+    fn report(&mut self, mode: &'static str, metrics: &Metrics, path: &str, end_of_stream: bool, bailed: &mut bool) {
+        match self {
+            Transform::Robots(rw) => report_robots(rw, mode, metrics, path, end_of_stream, bailed),
+            Transform::Markdown(md) => report_markdown(md, metrics, path, bailed),
+        }
+    }
+}
+
+/// Sets up the robots meta rewrite for a response, or returns `None` when
+/// it does not apply: see [`Page::of`], plus a charset lol_html cannot
+/// rewrite (passed through, logged). A gzip, deflate or br body is decoded
+/// for the rewriter (the origin was asked for identity, but may not
+/// comply); such a response loses its Content-Encoding and is sent chunked.
 pub fn start(
     session: &mut Session,
     resp: &mut ResponseHeader,
@@ -148,33 +240,9 @@ pub fn start(
     metrics: &Metrics,
     path: &str,
 ) -> Result<Option<HtmlStream>> {
-    // A HEAD gets the headers the GET would get (length, ETag), no body.
-    let head = session.req_header().method == http::Method::HEAD;
-    // 206: a byte range of the origin's body is not a page to rewrite; it
-    // passes through (the Robots-Tag header still applies).
-    if !resp.status.is_success() || matches!(resp.status.as_u16(), 204 | 206) {
-        return Ok(None);
-    }
-    let ct = resp.headers.get(header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes())).unwrap_or_default();
-    let (is_html, charset) = html_content_type(&ct);
-    if !is_html {
-        return Ok(None);
-    }
-    let has_charset = charset.is_some();
-    let encoding = match content_coding(resp) {
-        Ok(e) => e,
-        Err(()) => {
-            metrics.html_passthrough(Passthrough::Encoding);
-            let values: Vec<_> = resp
-                .headers
-                .get_all(header::CONTENT_ENCODING)
-                .iter()
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                .collect();
-            tracing::info!(path, encoding = %values.join(", "), "HTML left unchanged: content encoding cannot be decoded");
-            return Ok(None);
-        }
-    };
+    let Some(page) = Page::of(resp, metrics, path) else { return Ok(None) };
+    let (encoding, charset) = (page.encoding, page.charset());
+    let labelled = charset.is_some();
     let mut rewriter = match Rewriter::with_plan(&plans.get(plan), charset) {
         Ok(r) => r,
         Err(e) => {
@@ -183,13 +251,41 @@ pub fn start(
             return Ok(None);
         }
     };
-    let mode = plan.mode.as_str();
-    // A decoded body changes even in audit mode.
-    if plan.mode != HtmlMode::Audit || encoding.is_some() {
-        // The body changes. Inject knows by how much before it has seen the
-        // body (`fix_growth`): a Content-Length response keeps one, which
-        // saves the chunked framing and lets pingora send a small page in
-        // one write instead of three (header, chunk, last chunk). Otherwise
+    // Audit changes no byte (a decoded body still changes). Inject knows by
+    // how much the body grows before it has seen it (`fix_growth`).
+    // Without a charset label the body may start with a UTF-16 byte order
+    // mark: see `begin`.
+    let changes = plan.mode != HtmlMode::Audit;
+    let growth = match changes && encoding.is_none() && labelled && content_length(resp).is_some() {
+        true => rewriter.fix_growth(),
+        false => None,
+    };
+    begin(session, resp, encoding, Transform::Robots(rewriter), plan.mode.as_str(), changes, growth, metrics)
+}
+
+/// Adjusts the headers of a response whose body `transform` takes and
+/// returns the stream that feeds it, or `None` for a HEAD (the headers the
+/// GET would get, no body). `changes`: the transform changes bytes of the
+/// body; `growth`: it makes the body exactly this many bytes longer (a
+/// Content-Length response then keeps one). `encoding`: the body's coding,
+/// decoded before the transform.
+#[allow(clippy::too_many_arguments)]
+pub fn begin(
+    session: &mut Session,
+    resp: &mut ResponseHeader,
+    encoding: Option<Encoding>,
+    transform: Transform,
+    mode: &'static str,
+    changes: bool,
+    growth: Option<usize>,
+    metrics: &Metrics,
+) -> Result<Option<HtmlStream>> {
+    let head = session.req_header().method == http::Method::HEAD;
+    // A decoded body changes even when the transform changes nothing.
+    if changes || encoding.is_some() {
+        // A known growth keeps a Content-Length response one, which saves
+        // the chunked framing and lets pingora send a small page in one
+        // write instead of three (header, chunk, last chunk). Otherwise
         // (enforce, or no length from the origin): no Content-Length,
         // chunked (pingora's h1 writer would otherwise close the
         // connection). Either way byte ranges of the origin's body no longer
@@ -198,10 +294,10 @@ pub fn start(
         // the body may start with a UTF-16 byte order mark, which the
         // rewriter passes through untouched: padding it to a promised length
         // would add bytes to a page it must not change, so such a response
-        // is sent chunked.
-        let length = match (&encoding, has_charset) {
-            (None, true) => content_length(resp).and_then(|n| Some(n.checked_add(rewriter.fix_growth()?)? as u64)),
-            _ => None,
+        // gets no growth and is sent chunked.
+        let length = match encoding {
+            None => growth.and_then(|g| Some(content_length(resp)?.checked_add(g)? as u64)),
+            Some(_) => None,
         };
         match length {
             Some(n) => resp.insert_header(header::CONTENT_LENGTH, n)?,
@@ -216,9 +312,11 @@ pub fn start(
             resp.remove_header(name);
         }
         if let Some(etag) = resp.headers.get(header::ETAG) {
-            let etag = String::from_utf8_lossy(etag.as_bytes()).into_owned();
-            if !etag.starts_with("W/") {
-                resp.insert_header(header::ETAG, format!("W/{etag}"))?;
+            if !etag.as_bytes().starts_with(b"W/") {
+                let weak = [b"W/".as_slice(), etag.as_bytes()].concat();
+                let weak = http::HeaderValue::from_bytes(&weak)
+                    .map_err(|e| Error::because(ErrorType::InternalError, "weak ETag", e))?;
+                resp.insert_header(header::ETAG, weak)?;
             }
         }
     }
@@ -235,7 +333,7 @@ pub fn start(
     }
     metrics.html_rewrite(mode);
     let decoder = encoding.map(Decoder::new);
-    Ok(Some(HtmlStream { inner: Mutex::new(Inner { rewriter, decoder }), mode, bailed: false }))
+    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false }))
 }
 
 /// The body chunks one call of the body filter hands on, joined: one chunk
@@ -293,12 +391,12 @@ impl HtmlStream {
         path: &str,
         access_logged: bool,
     ) -> Result<()> {
-        let Inner { rewriter: rw, decoder } = unpoison(&mut self.inner);
+        let Inner { transform, decoder } = unpoison(&mut self.inner);
         let mut out = Joined::default();
         let decoded = match decoder {
             None => {
                 if let Some(chunk) = body.take() {
-                    out.push(rw.write_bytes(chunk));
+                    out.push(transform.write(chunk));
                 }
                 Ok(())
             }
@@ -309,7 +407,7 @@ impl HtmlStream {
                 let mut result = Ok(());
                 loop {
                     match decoder.next_piece() {
-                        Ok(Some(piece)) => out.push(rw.write_bytes(piece)),
+                        Ok(Some(piece)) => out.push(transform.write(piece)),
                         Ok(None) => break,
                         Err(e) => {
                             result = Err(e);
@@ -336,50 +434,86 @@ impl HtmlStream {
             ));
         }
         if end_of_stream {
-            out.push(rw.finish());
+            out.push(transform.finish());
         }
-        for f in rw.take_findings() {
-            metrics.html_finding(self.mode, f.kind.as_str());
-            // Counted in crawlgate_html_findings_total; one line per finding
-            // would flood the log on a busy site, so it is debug.
-            tracing::debug!(target: "crawlgate::html", path, mode = self.mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
-        }
-        // Past crawlgate_html::MAX_FINDINGS per response only counts come.
-        for (kind, n) in rw.take_dropped_findings().iter() {
-            metrics.html_findings(self.mode, kind.as_str(), n);
-        }
-        let dropped = rw.dropped_findings().total();
-        if end_of_stream && dropped > 0 {
-            tracing::info!(
-                path,
-                mode = self.mode,
-                dropped,
-                recorded = crawlgate_html::MAX_FINDINGS,
-                "HTML findings beyond the recorded ones were counted, not logged"
-            );
-        }
-        if !self.bailed {
-            match rw.bail() {
-                None => {}
-                Some(Bail::Utf16Bom) => {
-                    self.bailed = true;
-                    metrics.html_passthrough(Passthrough::Utf16);
-                    tracing::info!(path, "HTML left unchanged: the body starts with a UTF-16 byte order mark");
-                }
-                Some(bail) => {
-                    self.bailed = true;
-                    metrics.html_passthrough(Passthrough::BailOut);
-                    tracing::warn!(
-                        path,
-                        reason = bail.as_str(),
-                        "HTML rewriter gave up; the rest of the body passes through unchanged"
-                    );
-                }
-            }
-        }
+        transform.report(self.mode, metrics, path, end_of_stream, &mut self.bailed);
         let out = out.into_bytes();
         *body = if out.is_empty() && !end_of_stream { None } else { Some(out) };
         Ok(())
+    }
+}
+
+/// [`Transform::report`] of the robots rewriter: findings into
+/// `crawlgate_html_findings_total` (and the debug log), a bail-out into
+/// `crawlgate_html_passthrough_total` and the log, once.
+fn report_robots(
+    rw: &mut Rewriter,
+    mode: &'static str,
+    metrics: &Metrics,
+    path: &str,
+    end_of_stream: bool,
+    bailed: &mut bool,
+) {
+    for f in rw.take_findings() {
+        metrics.html_finding(mode, f.kind.as_str());
+        // Counted in crawlgate_html_findings_total; one line per finding
+        // would flood the log on a busy site, so it is debug.
+        tracing::debug!(target: "crawlgate::html", path, mode = mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
+    }
+    // Past crawlgate_html::MAX_FINDINGS per response only counts come.
+    for (kind, n) in rw.take_dropped_findings().iter() {
+        metrics.html_findings(mode, kind.as_str(), n);
+    }
+    let dropped = rw.dropped_findings().total();
+    if end_of_stream && dropped > 0 {
+        tracing::info!(
+            path,
+            mode = mode,
+            dropped,
+            recorded = crawlgate_html::MAX_FINDINGS,
+            "HTML findings beyond the recorded ones were counted, not logged"
+        );
+    }
+    if !*bailed {
+        match rw.bail() {
+            None => {}
+            Some(Bail::Utf16Bom) => {
+                *bailed = true;
+                metrics.html_passthrough(Passthrough::Utf16);
+                tracing::info!(path, "HTML left unchanged: the body starts with a UTF-16 byte order mark");
+            }
+            Some(bail) => {
+                *bailed = true;
+                metrics.html_passthrough(Passthrough::BailOut);
+                tracing::warn!(
+                    path,
+                    reason = bail.as_str(),
+                    "HTML rewriter gave up; the rest of the body passes through unchanged"
+                );
+            }
+        }
+    }
+}
+
+/// [`Transform::report`] of the Markdown converter: a bail-out into
+/// `crawlgate_html_passthrough_total` and the log, once. What was converted
+/// before it is what the client gets.
+fn report_markdown(md: &MarkdownConverter, metrics: &Metrics, path: &str, bailed: &mut bool) {
+    if *bailed {
+        return;
+    }
+    match md.bail() {
+        None => {}
+        Some(Bail::Utf16Bom) => {
+            *bailed = true;
+            metrics.html_passthrough(Passthrough::Utf16);
+            tracing::info!(path, "Markdown conversion stopped: the body starts with a UTF-16 byte order mark");
+        }
+        Some(bail) => {
+            *bailed = true;
+            metrics.html_passthrough(Passthrough::BailOut);
+            tracing::warn!(path, reason = bail.as_str(), "Markdown converter gave up; the Markdown ends there");
+        }
     }
 }
 

@@ -19,6 +19,7 @@ mod headers;
 mod html;
 mod lifecycle;
 mod limits;
+mod markdown;
 mod metrics;
 mod origin;
 mod paid;

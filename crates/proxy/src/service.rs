@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use crawlgate_identity::{Evidence, Verdict};
 use crawlgate_policy::client::{client_address, origin_field, ClientAddr, ClientAddressSettings, ADDRESS_FIELDS};
+use crawlgate_policy::markdown::Negotiation;
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{
     Action, AgentId, BlockReason, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls, UserAgentField,
@@ -104,6 +105,8 @@ pub struct Ctx {
     /// The request's path has an HTML plan (a HEAD gets the rewrite's
     /// headers only).
     html_candidate: bool,
+    /// What the request negotiated with `[markdown]`.
+    markdown: Negotiation,
     /// The response's rewrite. Boxed: the rewriter's state is over a
     /// kilobyte, and the context lives inside every request's futures,
     /// which are moved whole into place; most responses have none.
@@ -235,6 +238,7 @@ impl ProxyHttp for Gate {
             outcome: Action::Pass,
             controls: None,
             html_candidate: false,
+            markdown: Negotiation::NotCovered,
             html: None,
             upstream: None,
             upstream_status: None,
@@ -481,6 +485,7 @@ impl ProxyHttp for Gate {
                         return Ok(true);
                     }
                 }
+                ctx.markdown = crate::markdown::negotiate(&ctx.snap.policy, session, &ctx.path);
             }
         }
         self.add_forwarding_fields(session, ctx)?;
@@ -517,7 +522,7 @@ impl ProxyHttp for Gate {
         if let Some(target) = ctx.forward.as_deref() {
             upstream_request.set_raw_path(target.as_bytes())?;
         }
-        if ctx.html_candidate {
+        if ctx.html_candidate || ctx.markdown == Negotiation::Markdown {
             // An origin that compresses anyway is not decoded by Pingora
             // (that would inflate every response, HTML or not, a whole chunk
             // at a time): only a response the rewriter takes is decoded, in
@@ -568,7 +573,29 @@ impl ProxyHttp for Gate {
         if let Err(e) = crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage) {
             tracing::warn!(path = %ctx.path, error = %e, "A policy header could not be added to the response");
         }
-        if ctx.html_candidate {
+        if ctx.markdown != Negotiation::NotCovered {
+            crate::markdown::vary(resp)?;
+        }
+        let mut converted = false;
+        if ctx.markdown == Negotiation::Markdown {
+            let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
+            let md = ctx.snap.markdown.as_ref();
+            let outcome = crate::markdown::start(
+                session,
+                resp,
+                &ctx.snap.policy,
+                md,
+                controls,
+                agent,
+                &self.shared.metrics,
+                &ctx.path,
+            )?;
+            if let crate::markdown::Outcome::Converted(stream) = outcome {
+                ctx.html = stream;
+                converted = true;
+            }
+        }
+        if ctx.html_candidate && !converted {
             // An origin that states its own TDM reservation keeps it in the
             // page too (rare: that plan is built for the response).
             let own = match controls.html.as_ref() {

@@ -38,6 +38,8 @@ pub struct Snapshot {
     pub html_plans: crate::html::RewritePlans,
     /// Some `[[robots_tag]]` entry rewrites HTML (`Policy::rewrites_html`).
     pub rewrites_html: bool,
+    /// The Markdown converter's settings (`[markdown]` enabled).
+    pub markdown: Option<Arc<crawlgate_html::markdown::MarkdownConfig>>,
     /// The origin pool.
     pub upstream: Arc<Upstream>,
 }
@@ -95,6 +97,7 @@ impl Snapshot {
         };
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
         let rewrites_html = policy.rewrites_html();
+        let markdown = crate::markdown::config(&policy);
         let serve = |file: &'static str| move |e: Box<pingora::Error>| LoadError::Serve { file, error: e.to_string() };
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
         let agents =
@@ -120,6 +123,7 @@ impl Snapshot {
             cache_control,
             html_plans: crate::html::RewritePlans::default(),
             rewrites_html,
+            markdown,
             upstream,
         })
     }

@@ -1,0 +1,91 @@
+#![allow(clippy::panic, clippy::unwrap_used)]
+use super::*;
+
+fn md(html: &str) -> String {
+    let cfg = Arc::new(MarkdownConfig::default());
+    let page = PageInfo { url: "https://example.com/a/b.html".into(), robots: None, content_usage: None };
+    String::from_utf8(markdown_all(&cfg, page, None, html.as_bytes()).unwrap()).unwrap()
+}
+
+/// The body after the front matter.
+fn body(html: &str) -> String {
+    let all = md(html);
+    let rest = all.strip_prefix("---\n").unwrap();
+    let end = rest.find("---\n\n").unwrap();
+    rest[end + 5..].to_string()
+}
+
+#[test]
+fn blocks_and_inlines() {
+    assert_eq!(body("<h1>Title</h1><p>Hello <b>bold</b> and <i>it</i>.</p>"), "# Title\n\nHello **bold** and *it*.\n");
+    assert_eq!(body("<p>a<br>b</p><hr><p>c</p>"), "a\\\nb\n\n---\n\nc\n");
+    assert_eq!(body("<p><b> x </b>y</p>"), " **x** y\n".trim_start());
+}
+
+#[test]
+fn front_matter_values_are_yaml_escaped() {
+    assert_eq!(convert::yaml("a \"b\" \\ c\nd\u{2028}\u{1}"), "\"a \\\"b\\\" \\\\ c\\nd\\u2028\\x01\"");
+    let cfg = Arc::new(MarkdownConfig::default());
+    let page = PageInfo {
+        url: "https://e.example/p".into(),
+        robots: Some("noai".into()),
+        content_usage: Some("train-ai=n".into()),
+    };
+    let out = markdown_all(&cfg, page, None, b"<title>T\n\"1\"</title><p>x</p>").unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "---\ntitle: \"T \\\"1\\\"\"\nurl: \"https://e.example/p\"\nrobots: \"noai\"\ncontent-usage: \"train-ai=n\"\n---\n\nx\n"
+    );
+}
+
+#[test]
+fn a_main_past_the_window_does_not_select() {
+    let filler = "<p>filler text</p>".repeat(SELECTION_WINDOW / 4);
+    let page = format!("<body>{filler}<main><p>main</p></main><p>after</p></body>");
+    let cfg = Arc::new(MarkdownConfig::default());
+    let mut conv = MarkdownConverter::new(&cfg, PageInfo::default(), None).unwrap();
+    let mut out = Vec::new();
+    let mut most_held = 0;
+    for chunk in page.as_bytes().chunks(4096) {
+        let got = conv.write(chunk);
+        if got.is_empty() {
+            most_held += chunk.len();
+        }
+        out.extend_from_slice(&got);
+    }
+    out.extend_from_slice(&conv.finish());
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.ends_with("filler text\n\nmain\n\nafter\n"), "{}", &out[out.len() - 60..]);
+    assert_eq!(out.matches("filler text").count(), SELECTION_WINDOW / 4);
+    // Output started before the page ended: what was held stayed bounded.
+    assert!(most_held <= 2 * SELECTION_WINDOW, "{most_held}");
+    // Within the window, main wins.
+    assert_eq!(body("<p>before</p><main><p>main</p></main><p>after</p>"), "main\n");
+}
+
+#[test]
+fn utf16_and_unknown_charsets() {
+    let cfg = Arc::new(MarkdownConfig::default());
+    assert!(MarkdownConverter::new(&cfg, PageInfo::default(), Some("utf-16le")).is_err());
+    assert!(MarkdownConverter::new(&cfg, PageInfo::default(), Some("no-such")).is_err());
+    let mut conv = MarkdownConverter::new(&cfg, PageInfo::default(), None).unwrap();
+    let mut out = conv.write(b"\xFF");
+    out.extend(conv.write(b"\xFE<\0p\0>\0"));
+    out.extend(conv.finish());
+    assert_eq!(conv.bail(), Some(&crate::Bail::Utf16Bom));
+    assert_eq!(String::from_utf8(out).unwrap(), "---\n---\n\n");
+}
+
+#[test]
+fn token_estimate() {
+    assert_eq!(estimate_tokens(""), 0);
+    assert_eq!(estimate_tokens("abcd"), 1);
+    assert_eq!(estimate_tokens("abcde"), 2);
+    assert_eq!(estimate_tokens("東京東京"), 1);
+}
+
+#[test]
+fn deep_nesting_is_bounded() {
+    let page = format!("{}deep{}", "<div>".repeat(MAX_DEPTH * 3), "</div>".repeat(MAX_DEPTH * 3));
+    assert_eq!(body(&page), "deep\n");
+}

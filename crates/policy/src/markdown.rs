@@ -1,0 +1,528 @@
+//! Markdown for agents: the `[markdown]` table and the pure decisions of
+//! whether a response is converted to Markdown.
+//!
+//! A request gets Markdown when all of these hold: `[markdown]` is enabled
+//! and one of its `paths` patterns matches the path; the method is GET or
+//! HEAD; its `Accept` header prefers `text/markdown` over `text/html` by
+//! their q-values (RFC 9110 section 12.5.1; equal preference, the HTML
+//! wins); and the AI-use guard does not refuse it. The guard: for an agent
+//! the policy treats as AI ([`AiAgents`]), a page whose robots rules in
+//! force (the policy's and the origin's `X-Robots-Tag`, for `*` or the
+//! agent's token) say `noai`, or whose Content-Usage says `ai-use=n`, is
+//! served as HTML, and the response says why in `x-markdown-refused`.
+//! The proxy also needs the response to be a 2xx `text/html`; that part
+//! is not here.
+
+use crate::pattern::Pattern;
+
+/// The elements dropped with their content when `drop` is not written.
+pub const DEFAULT_DROP: &[&str] =
+    &["aside", "footer", "form", "iframe", "nav", "noscript", "script", "style", "svg", "template"];
+
+/// `max_table_bytes` when not written, and its bounds.
+pub const DEFAULT_MAX_TABLE_BYTES: usize = 64 * 1024;
+const MIN_TABLE_BYTES: i64 = 1024;
+const MAX_TABLE_BYTES: i64 = 16 << 20;
+
+/// Which agents the AI-use guard protects pages from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AiAgents {
+    /// Agents whose product token the crawler catalog lists in an AI
+    /// category (`ai-training`, `ai-search`, `ai-assistant`), and requests
+    /// naming no policy token: a client that asks for Markdown without
+    /// saying who it is is most likely an AI agent.
+    Catalog,
+    /// Every request.
+    All,
+}
+
+/// The compiled `[markdown]` table.
+#[derive(Clone, Debug)]
+pub struct MarkdownSettings {
+    /// Whether conversion is on.
+    pub enabled: bool,
+    /// The path patterns conversion applies to, as written.
+    pub paths_src: Vec<String>,
+    pub(crate) paths: Vec<Pattern>,
+    /// Lowercase element names dropped with their content.
+    pub drop: Vec<String>,
+    /// Markdown of one table held to align its columns, in bytes.
+    pub max_table_bytes: usize,
+    /// Who the AI-use guard applies to.
+    pub ai_agents: AiAgents,
+}
+
+impl PartialEq for MarkdownSettings {
+    /// The patterns compare as written.
+    fn eq(&self, other: &MarkdownSettings) -> bool {
+        let MarkdownSettings { enabled, paths_src, paths: _, drop, max_table_bytes, ai_agents } = self;
+        *enabled == other.enabled
+            && *paths_src == other.paths_src
+            && *drop == other.drop
+            && *max_table_bytes == other.max_table_bytes
+            && *ai_agents == other.ai_agents
+    }
+}
+
+impl MarkdownSettings {
+    /// Whether a path (canonical, with its query) is one conversion
+    /// applies to.
+    pub fn covers(&self, path: &str) -> bool {
+        self.enabled && self.paths.iter().any(|p| p.matches(path))
+    }
+}
+
+/// What the request side says, before the response is known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Negotiation {
+    /// The path is not converted (no `[markdown]`, disabled, no pattern
+    /// matches, or not a GET or HEAD): no `Vary` is added either.
+    NotCovered,
+    /// Converted paths, but this request prefers HTML: the HTML response
+    /// says `Vary: Accept`.
+    Html,
+    /// The request prefers Markdown.
+    Markdown,
+}
+
+/// Why a page that negotiated Markdown is served as HTML.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its robots rules say `noai`.
+    NoAi,
+    /// Its Content-Usage says `ai-use=n`.
+    AiUseN,
+}
+
+impl Refusal {
+    /// The `x-markdown-refused` value: the rule that refused it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::NoAi => "noai",
+            Refusal::AiUseN => "ai-use=n",
+        }
+    }
+}
+
+/// The request side: whether a request negotiates Markdown on a path.
+pub fn negotiate(settings: Option<&MarkdownSettings>, method: &str, path: &str, accept: Option<&str>) -> Negotiation {
+    let Some(s) = settings else { return Negotiation::NotCovered };
+    if !(method == "GET" || method == "HEAD") || !s.covers(path) {
+        return Negotiation::NotCovered;
+    }
+    if prefers_markdown(accept.unwrap_or("")) {
+        Negotiation::Markdown
+    } else {
+        Negotiation::Html
+    }
+}
+
+/// Whether an `Accept` value prefers `text/markdown` over `text/html`:
+/// each gets the quality of the most specific range that matches it
+/// (`type/subtype` over `type/*` over `*/*`, RFC 9110 section 12.5.1), a
+/// type no range matches gets 0. Markdown must be acceptable (q > 0) and
+/// strictly preferred.
+pub fn prefers_markdown(accept: &str) -> bool {
+    let md = quality(accept, "text", "markdown");
+    md > 0 && md > quality(accept, "text", "html")
+}
+
+/// The quality (in thousandths) `accept` gives `kind/sub`.
+fn quality(accept: &str, kind: &str, sub: &str) -> u16 {
+    let mut best: Option<(u8, u16)> = None;
+    for range in accept.split(',') {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or("").trim();
+        let Some((t, s)) = media.split_once('/') else { continue };
+        let (t, s) = (t.trim(), s.trim());
+        let specificity = if t.eq_ignore_ascii_case(kind) && s.eq_ignore_ascii_case(sub) {
+            2
+        } else if t.eq_ignore_ascii_case(kind) && s == "*" {
+            1
+        } else if t == "*" && s == "*" {
+            0
+        } else {
+            continue;
+        };
+        let mut q = 1000;
+        for p in parts {
+            if let Some((k, v)) = p.split_once('=') {
+                if k.trim().eq_ignore_ascii_case("q") {
+                    q = parse_qvalue(v.trim()).unwrap_or(0);
+                }
+            }
+        }
+        if best.is_none_or(|(spec, _)| specificity > spec) {
+            best = Some((specificity, q));
+        }
+    }
+    best.map_or(0, |(_, q)| q)
+}
+
+/// An RFC 9110 `qvalue` (`0`, `0.5`, `1.000`) in thousandths.
+fn parse_qvalue(v: &str) -> Option<u16> {
+    let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+    if frac.len() > 3 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let thousandths = format!("{frac:0<3}").parse::<u16>().ok()?;
+    match int {
+        "0" => Some(thousandths),
+        "1" if thousandths == 0 => Some(1000),
+        _ => None,
+    }
+}
+
+/// Whether the guard protects pages from this agent (`agent`: the policy
+/// token the request named, if any).
+pub fn is_ai(ai_agents: AiAgents, agent: Option<&str>) -> bool {
+    match (ai_agents, agent) {
+        (AiAgents::All, _) | (AiAgents::Catalog, None) => true,
+        (AiAgents::Catalog, Some(token)) => {
+            crate::catalog::lookup(token).is_some_and(|e| e.categories.iter().any(|c| c.starts_with("ai-")))
+        }
+    }
+}
+
+/// The AI-use guard, on the response side: `robots` are the
+/// `X-Robots-Tag` lines in force (the policy's and the origin's),
+/// `content_usage` the Content-Usage values (the same). Lines scoped to
+/// another agent (`otherbot: noai`) do not apply.
+pub fn guard<'a>(
+    ai: bool,
+    agent: Option<&str>,
+    robots: impl IntoIterator<Item = &'a str>,
+    content_usage: impl IntoIterator<Item = &'a str>,
+) -> Option<Refusal> {
+    if !ai {
+        return None;
+    }
+    if robots.into_iter().any(|line| says_noai(line, agent)) {
+        return Some(Refusal::NoAi);
+    }
+    if content_usage.into_iter().any(says_ai_use_n) {
+        return Some(Refusal::AiUseN);
+    }
+    None
+}
+
+/// Rules whose value follows a colon (Google's robots meta rules): a line
+/// starting with one of these is not scoped to an agent.
+const VALUED_RULES: &[&str] = &["max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"];
+
+/// Whether one `X-Robots-Tag` line says `noai` to `agent` (or to all).
+fn says_noai(line: &str, agent: Option<&str>) -> bool {
+    let mut rules = line;
+    if let Some((scope, rest)) = line.split_once(':') {
+        let scope = scope.trim();
+        let is_token = !scope.is_empty()
+            && !scope.contains(',')
+            && !scope.contains(char::is_whitespace)
+            && !VALUED_RULES.iter().any(|r| r.eq_ignore_ascii_case(scope));
+        if is_token {
+            if !agent.is_some_and(|a| a.eq_ignore_ascii_case(scope)) {
+                return false;
+            }
+            rules = rest;
+        }
+    }
+    rules.split(',').any(|r| r.trim().eq_ignore_ascii_case("noai"))
+}
+
+/// Whether a Content-Usage value says `ai-use=n` (a Structured Fields
+/// Dictionary; the last value of a repeated key wins, RFC 9651 section
+/// 4.2.2).
+fn says_ai_use_n(value: &str) -> bool {
+    let mut answer = false;
+    for member in value.split(',') {
+        let member = member.split(';').next().unwrap_or("").trim();
+        if let Some((k, v)) = member.split_once('=') {
+            if k.trim() == "ai-use" {
+                answer = v.trim() == "n";
+            }
+        }
+    }
+    answer
+}
+
+/// What `explain` says for a GET of `path` that prefers Markdown, from the
+/// policy alone (`agent`: the policy token the User-Agent names;
+/// `controls`: the path's URL controls). The origin's own `X-Robots-Tag`
+/// and Content-Usage, and whether the response is a 2xx HTML page, are
+/// known only when the response comes.
+pub fn explain(
+    settings: Option<&MarkdownSettings>,
+    path: &str,
+    agent: Option<&str>,
+    controls: &crate::UrlControls,
+) -> (bool, String) {
+    match negotiate(settings, "GET", path, Some("text/markdown")) {
+        Negotiation::Markdown => {}
+        _ => {
+            let why = match settings {
+                None => "no [markdown] table",
+                Some(s) if !s.enabled => "[markdown] enabled = false",
+                Some(_) => "no markdown.paths pattern matches",
+            };
+            return (false, why.to_string());
+        }
+    }
+    let ai = settings.is_some_and(|s| is_ai(s.ai_agents, agent));
+    let robots = controls.x_robots_tag.iter().map(String::as_str);
+    match guard(ai, agent, robots, controls.content_usage.as_deref()) {
+        Some(r) => (false, format!("refused for an AI agent: the policy says {}", r.as_str())),
+        None => (true, "when Accept prefers text/markdown and the origin answers 2xx text/html".to_string()),
+    }
+}
+
+/// The `Content-Signal` header of a Markdown response on a path: what the
+/// path's Content-Usage says in Content-Signal terms
+/// (`sf::content_signal_from_usage`), else the site's
+/// `robots_txt.content_signal` line, else none.
+pub fn content_signal(policy: &crate::Policy, controls: &crate::UrlControls) -> Option<String> {
+    controls
+        .content_usage
+        .as_deref()
+        .and_then(crate::sf::content_signal_from_usage)
+        .or_else(|| policy.content_signal().map(str::to_string))
+}
+
+/// The `[markdown]` table as written.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMarkdown {
+    pub enabled: Option<bool>,
+    pub paths: Option<Vec<toml::Spanned<String>>>,
+    pub drop: Option<Vec<toml::Spanned<String>>>,
+    pub max_table_bytes: Option<toml::Spanned<i64>>,
+    pub ai_agents: Option<toml::Spanned<String>>,
+}
+
+/// Compiles `[markdown]`; errors as `(offset, message)`.
+pub(crate) fn compile(raw: &RawMarkdown) -> (MarkdownSettings, Vec<(usize, String)>) {
+    let RawMarkdown { enabled, paths, drop, max_table_bytes, ai_agents } = raw;
+    let mut errors = Vec::new();
+    let mut settings = MarkdownSettings {
+        enabled: enabled.unwrap_or(true),
+        paths_src: Vec::new(),
+        paths: Vec::new(),
+        drop: DEFAULT_DROP.iter().map(|s| s.to_string()).collect(),
+        max_table_bytes: DEFAULT_MAX_TABLE_BYTES,
+        ai_agents: AiAgents::Catalog,
+    };
+    match paths {
+        None => {
+            settings.paths_src.push("/".to_string());
+            settings.paths.push(Pattern::new_lenient("/"));
+        }
+        Some(list) => {
+            for p in list {
+                match Pattern::new(p.get_ref()) {
+                    Ok(pattern) => {
+                        settings.paths_src.push(p.get_ref().clone());
+                        settings.paths.push(pattern);
+                    }
+                    Err(e) => errors.push((p.span().start, format!("markdown.paths: {e}"))),
+                }
+            }
+        }
+    }
+    if let Some(list) = drop {
+        settings.drop.clear();
+        for d in list {
+            let name = d.get_ref().to_ascii_lowercase();
+            let valid = name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+                && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if valid {
+                if !settings.drop.contains(&name) {
+                    settings.drop.push(name);
+                }
+            } else {
+                errors.push((
+                    d.span().start,
+                    format!("markdown.drop: `{}` is not an element name (letters, digits, `-`)", d.get_ref()),
+                ));
+            }
+        }
+    }
+    if let Some(m) = max_table_bytes {
+        let v = *m.get_ref();
+        if (MIN_TABLE_BYTES..=MAX_TABLE_BYTES).contains(&v) {
+            settings.max_table_bytes = v as usize;
+        } else {
+            errors.push((
+                m.span().start,
+                format!("markdown.max_table_bytes must be between {MIN_TABLE_BYTES} and {MAX_TABLE_BYTES}, found {v}"),
+            ));
+        }
+    }
+    if let Some(a) = ai_agents {
+        match a.get_ref().as_str() {
+            "catalog" => settings.ai_agents = AiAgents::Catalog,
+            "all" => settings.ai_agents = AiAgents::All,
+            other => {
+                errors.push((a.span().start, format!("markdown.ai_agents must be catalog or all, found `{other}`")))
+            }
+        }
+    }
+    (settings, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn settings(toml: &str) -> Result<MarkdownSettings, Vec<(usize, String)>> {
+        let raw: RawMarkdown = toml::from_str(toml).unwrap();
+        let (s, errors) = compile(&raw);
+        if errors.is_empty() {
+            Ok(s)
+        } else {
+            Err(errors)
+        }
+    }
+
+    #[test]
+    fn accept_negotiation() {
+        let table: &[(&str, bool)] = &[
+            ("text/markdown", true),
+            ("text/markdown, text/html", false),
+            ("text/html, text/markdown", false),
+            ("text/markdown, text/html;q=0.9", true),
+            ("text/html;q=0.9, text/markdown", true),
+            ("text/markdown;q=0.5, text/html;q=0.4", true),
+            ("text/markdown;q=0.5, text/html;q=0.5", false),
+            ("text/markdown;q=0, text/html;q=0", false),
+            ("text/markdown;q=0", false),
+            ("text/html", false),
+            ("*/*", false),
+            ("", false),
+            ("text/*", false),
+            ("text/markdown, */*;q=0.8", true),
+            ("text/*;q=0.5, text/markdown;q=0.6", true),
+            ("text/*;q=0.5, text/html;q=0.6, text/markdown;q=0.7", true),
+            ("text/markdown;q=0.9, text/*", false),
+            ("TEXT/Markdown; charset=utf-8", true),
+            ("text/markdown;q=1.0, text/html;q=0.999", true),
+            ("text/markdown;q=1.5", false),
+            ("text/markdown;q=abc, text/html;q=0.1", false),
+            ("text/markdown;q=0.001, text/html;q=0", true),
+            ("text/markdown ; q = 0.8 , text/html ; q = 0.7", true),
+            ("application/json, text/markdown;q=0.1", true),
+        ];
+        for (accept, want) in table {
+            assert_eq!(prefers_markdown(accept), *want, "{accept:?}");
+        }
+    }
+
+    #[test]
+    fn negotiation_needs_table_path_and_method() {
+        let s = settings("paths = [\"/docs/\", \"/blog/*.html\"]").unwrap();
+        let md = Some("text/markdown");
+        assert_eq!(negotiate(None, "GET", "/docs/a", md), Negotiation::NotCovered);
+        assert_eq!(negotiate(Some(&s), "GET", "/docs/a", md), Negotiation::Markdown);
+        assert_eq!(negotiate(Some(&s), "HEAD", "/docs/a", md), Negotiation::Markdown);
+        assert_eq!(negotiate(Some(&s), "POST", "/docs/a", md), Negotiation::NotCovered);
+        assert_eq!(negotiate(Some(&s), "GET", "/blog/x.html", md), Negotiation::Markdown);
+        assert_eq!(negotiate(Some(&s), "GET", "/shop/", md), Negotiation::NotCovered);
+        assert_eq!(negotiate(Some(&s), "GET", "/docs/a", Some("text/html")), Negotiation::Html);
+        assert_eq!(negotiate(Some(&s), "GET", "/docs/a", None), Negotiation::Html);
+        let off = settings("enabled = false").unwrap();
+        assert_eq!(negotiate(Some(&off), "GET", "/", md), Negotiation::NotCovered);
+        let all = settings("").unwrap();
+        assert_eq!(all.paths_src, vec!["/"]);
+        assert_eq!(negotiate(Some(&all), "GET", "/anything?q=1", md), Negotiation::Markdown);
+    }
+
+    #[test]
+    fn ai_guard() {
+        type Case<'a> = (bool, Option<&'a str>, &'a [&'a str], &'a [&'a str], Option<Refusal>);
+        let cases: &[Case<'_>] = &[
+            (true, None, &["noai"], &[], Some(Refusal::NoAi)),
+            (true, None, &["noindex, NoAI"], &[], Some(Refusal::NoAi)),
+            (false, None, &["noai"], &["ai-use=n"], None),
+            (true, Some("GPTBot"), &["gptbot: noai"], &[], Some(Refusal::NoAi)),
+            (true, Some("ClaudeBot"), &["gptbot: noai"], &[], None),
+            (true, None, &["gptbot: noai"], &[], None),
+            (true, None, &["max-snippet:20, noai"], &[], Some(Refusal::NoAi)),
+            (true, None, &["unavailable_after: 25 Jun 2010 15:00:00 PST"], &[], None),
+            (true, None, &["noimageai"], &[], None),
+            (true, None, &[], &["train-ai=n, ai-use=n"], Some(Refusal::AiUseN)),
+            (true, None, &[], &["ai-use=y"], None),
+            (true, None, &[], &["ai-use=n, ai-use=y"], None),
+            (true, None, &[], &["train-ai=n"], None),
+            (true, None, &[], &["ai-use=n;x=1"], Some(Refusal::AiUseN)),
+            (true, None, &["noai"], &["ai-use=n"], Some(Refusal::NoAi)),
+        ];
+        for (ai, agent, robots, cu, want) in cases {
+            assert_eq!(
+                guard(*ai, *agent, robots.iter().copied(), cu.iter().copied()),
+                *want,
+                "{ai} {agent:?} {robots:?} {cu:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn who_counts_as_ai() {
+        assert!(is_ai(AiAgents::Catalog, Some("GPTBot")));
+        assert!(is_ai(AiAgents::Catalog, Some("gptbot")));
+        assert!(is_ai(AiAgents::Catalog, Some("PerplexityBot")));
+        assert!(!is_ai(AiAgents::Catalog, Some("Googlebot")));
+        assert!(!is_ai(AiAgents::Catalog, Some("NotInTheCatalog")));
+        assert!(is_ai(AiAgents::Catalog, None));
+        assert!(is_ai(AiAgents::All, Some("Googlebot")));
+    }
+
+    #[test]
+    fn explain_lines() {
+        let s = settings("paths = [\"/docs/\"]").unwrap();
+        let plain = crate::UrlControls::default();
+        let noai = crate::UrlControls { x_robots_tag: vec!["noai".into()], ..Default::default() };
+        assert_eq!(explain(None, "/docs/", None, &plain), (false, "no [markdown] table".into()));
+        assert_eq!(explain(Some(&s), "/x", None, &plain), (false, "no markdown.paths pattern matches".into()));
+        assert!(explain(Some(&s), "/docs/a", None, &plain).0);
+        assert_eq!(
+            explain(Some(&s), "/docs/a", Some("GPTBot"), &noai),
+            (false, "refused for an AI agent: the policy says noai".into())
+        );
+        assert!(explain(Some(&s), "/docs/a", Some("Googlebot"), &noai).0);
+    }
+
+    #[test]
+    fn content_signal_prefers_the_paths_content_usage() {
+        let src = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\ncontent_signal = \"search=yes\"\n\n\
+                   [[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\ncontent_usage = [\"/ai/ train-ai=n, ai-use=y\"]\n";
+        let p = crate::load(src, "p.toml").unwrap().policy;
+        assert_eq!(content_signal(&p, &p.url_controls("/ai/x")).as_deref(), Some("ai-input=yes, ai-train=no"));
+        assert_eq!(content_signal(&p, &p.url_controls("/other")).as_deref(), Some("search=yes"));
+        assert!(p.settings().markdown.is_none());
+    }
+
+    #[test]
+    fn table_keys() {
+        let s = settings("drop = [\"Script\", \"header\", \"script\"]\nmax_table_bytes = 2048\nai_agents = \"all\"")
+            .unwrap();
+        assert_eq!(s.drop, vec!["script", "header"]);
+        assert_eq!(s.max_table_bytes, 2048);
+        assert_eq!(s.ai_agents, AiAgents::All);
+        let d = settings("").unwrap();
+        assert_eq!(d.drop, DEFAULT_DROP);
+        assert_eq!(d.max_table_bytes, 65536);
+        assert_eq!(d.ai_agents, AiAgents::Catalog);
+        assert!(d.enabled);
+        let e = settings("drop = [\"a b\"]\nmax_table_bytes = 10\nai_agents = \"some\"\npaths = [\"no-slash\"]")
+            .unwrap_err();
+        let messages: Vec<&str> = e.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(
+            messages,
+            vec![
+                "markdown.paths: pattern `no-slash` must start with '/' or '*'",
+                "markdown.drop: `a b` is not an element name (letters, digits, `-`)",
+                "markdown.max_table_bytes must be between 1024 and 16777216, found 10",
+                "markdown.ai_agents must be catalog or all, found `some`",
+            ]
+        );
+    }
+}

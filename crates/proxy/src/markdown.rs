@@ -1,0 +1,159 @@
+//! Markdown for agents in the proxy: the request's negotiation
+//! (`crawlgate_policy::markdown::negotiate`), and on the response the
+//! AI-use guard, the header changes and the converter of `crawlgate-html`
+//! as the response's body transform (`crate::html::Transform::Markdown`).
+//! The decisions are the policy's; this module reads headers and writes
+//! them.
+//!
+//! `x-markdown-tokens` is not sent: the headers go out before the body
+//! has streamed, so the size of the Markdown is not known then, and an
+//! estimate from the HTML's length would be a guess about another text.
+//! HTTP/1.1 trailers reach few clients, so they are not used either.
+
+use std::sync::Arc;
+
+use crawlgate_html::markdown::{MarkdownConfig, MarkdownConverter, PageInfo};
+use crawlgate_policy::markdown::{guard, is_ai, Negotiation};
+use crawlgate_policy::{Policy, UrlControls};
+use http::header::{self, HeaderName};
+use pingora::http::ResponseHeader;
+use pingora::proxy::Session;
+use pingora::Result;
+
+use crate::html::{HtmlStream, Page, Transform};
+use crate::metrics::{Metrics, Passthrough};
+
+/// Memory lol_html may use per converted response.
+const MAX_MEMORY: usize = 4 << 20;
+
+static X_MARKDOWN_REFUSED: HeaderName = HeaderName::from_static("x-markdown-refused");
+static CONTENT_SIGNAL: HeaderName = HeaderName::from_static("content-signal");
+static CONTENT_USAGE: HeaderName = HeaderName::from_static("content-usage");
+static X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
+
+/// The converter's settings of a policy, built once per snapshot.
+pub fn config(policy: &Policy) -> Option<Arc<MarkdownConfig>> {
+    let s = policy.settings().markdown.as_ref().filter(|s| s.enabled)?;
+    Some(Arc::new(MarkdownConfig::from_settings(s, MAX_MEMORY)))
+}
+
+/// The request side: whether this request on `path` (canonical) gets
+/// Markdown, HTML that varies by Accept, or is not concerned.
+pub fn negotiate(policy: &Policy, session: &Session, path: &str) -> Negotiation {
+    let Some(settings) = policy.settings().markdown.as_ref() else { return Negotiation::NotCovered };
+    let req = session.req_header();
+    let mut values = req.headers.get_all(header::ACCEPT).iter();
+    let first = values.next().map(|v| String::from_utf8_lossy(v.as_bytes()));
+    // Several Accept lines are one comma-separated list (RFC 9110 section
+    // 5.3).
+    let accept = match (first, values.next()) {
+        (Some(f), None) => Some(f.into_owned()),
+        (Some(f), Some(second)) => {
+            let mut all = vec![f.into_owned(), String::from_utf8_lossy(second.as_bytes()).into_owned()];
+            all.extend(values.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()));
+            Some(all.join(", "))
+        }
+        (None, _) => None,
+    };
+    crawlgate_policy::markdown::negotiate(Some(settings), req.method.as_str(), path, accept.as_deref())
+}
+
+/// What the response side did.
+pub enum Outcome {
+    /// Converted: the stream to feed (`None` for a HEAD), boxed as the
+    /// request context keeps it.
+    Converted(Option<Box<HtmlStream>>),
+    /// Served as it is (not a 2xx HTML page, refused by the guard, or a
+    /// charset the converter cannot read).
+    NotConverted,
+}
+
+/// The values of every line of a header, as text.
+fn values(resp: &ResponseHeader, name: &HeaderName) -> Vec<String> {
+    resp.headers.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect()
+}
+
+/// Adds `Vary: Accept` to a 2xx HTML response of a path that converts (the
+/// Markdown and the HTML both vary by it), merged with the origin's Vary.
+pub fn vary(resp: &mut ResponseHeader) -> Result<()> {
+    if !resp.status.is_success() || !crate::html::is_html(resp) {
+        return Ok(());
+    }
+    let listed = resp.headers.get_all(header::VARY).iter().any(|v| {
+        v.as_bytes().split(|b| *b == b',').any(|name| {
+            let name = name.trim_ascii();
+            name == b"*" || name.eq_ignore_ascii_case(b"accept")
+        })
+    });
+    if !listed {
+        resp.append_header(header::VARY, "Accept")?;
+    }
+    Ok(())
+}
+
+/// The response side of a request that negotiated Markdown. Runs after
+/// the policy's headers are on the response, so the guard sees the
+/// X-Robots-Tag and Content-Usage in force (the origin's and the
+/// policy's).
+#[allow(clippy::too_many_arguments)]
+pub fn start(
+    session: &mut Session,
+    resp: &mut ResponseHeader,
+    policy: &Policy,
+    config: Option<&Arc<MarkdownConfig>>,
+    controls: &UrlControls,
+    agent: Option<&str>,
+    metrics: &Metrics,
+    path: &str,
+) -> Result<Outcome> {
+    let (Some(settings), Some(config)) = (policy.settings().markdown.as_ref(), config) else {
+        return Ok(Outcome::NotConverted);
+    };
+    let (encoding, charset) = match Page::of(resp, metrics, path) {
+        Some(page) => (page.encoding, page.charset().map(str::to_string)),
+        None => return Ok(Outcome::NotConverted),
+    };
+    let robots = values(resp, &X_ROBOTS_TAG);
+    let usage = values(resp, &CONTENT_USAGE);
+    let ai = is_ai(settings.ai_agents, agent);
+    if let Some(refusal) = guard(ai, agent, robots.iter().map(String::as_str), usage.iter().map(String::as_str)) {
+        resp.insert_header(X_MARKDOWN_REFUSED.clone(), refusal.as_str())?;
+        tracing::debug!(path, refusal = refusal.as_str(), "Markdown refused for an AI agent; HTML served");
+        return Ok(Outcome::NotConverted);
+    }
+    let scheme = match session.digest().and_then(|d| d.ssl_digest.as_ref()) {
+        Some(_) => "https",
+        None => "http",
+    };
+    let host = session
+        .req_header()
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| session.req_header().uri.authority().map(|a| a.as_str()))
+        .unwrap_or("");
+    // The Host a client sends only changes the links of its own response
+    // (and of the cache entry keyed on that Host); an unparsable one
+    // leaves the links relative.
+    let page = PageInfo {
+        url: if host.is_empty() { String::new() } else { format!("{scheme}://{host}{path}") },
+        robots: (!robots.is_empty()).then(|| robots.join(", ")),
+        content_usage: (!usage.is_empty()).then(|| usage.join(", ")),
+    };
+    let converter = match MarkdownConverter::new(config, page, charset.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            metrics.html_passthrough(Passthrough::Charset);
+            tracing::info!(path, error = %e, "HTML served instead of Markdown: charset cannot be read");
+            return Ok(Outcome::NotConverted);
+        }
+    };
+    let signal = crawlgate_policy::markdown::content_signal(policy, controls);
+    let stream =
+        crate::html::begin(session, resp, encoding, Transform::Markdown(converter), "markdown", true, None, metrics)?;
+    resp.insert_header(header::CONTENT_TYPE, "text/markdown; charset=utf-8")?;
+    if let Some(signal) = signal {
+        resp.insert_header(CONTENT_SIGNAL.clone(), signal)?;
+    }
+    Ok(Outcome::Converted(stream.map(Box::new)))
+}

@@ -1,0 +1,218 @@
+//! Markdown for agents through the proxy: Accept negotiation with
+//! q-values, the Markdown response's headers and body, the AI-use guard,
+//! a gzip origin body, and what is left alone (not HTML, not 2xx, paths
+//! not converted, HEAD without a body).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::Proxy;
+use crawlgate_testkit::http::{exchange, RawResponse};
+
+const RULES: &str = r#"
+[robots_txt]
+content_signal = "search=yes, ai-train=no"
+
+[[group]]
+user_agents = ["*"]
+allow = ["/"]
+content_usage = ["train-ai=n", "/nouse/ train-ai=n, ai-use=n"]
+
+[[group]]
+user_agents = ["GPTBot"]
+allow = ["/"]
+
+[[group]]
+user_agents = ["Googlebot"]
+allow = ["/"]
+
+[[robots_tag]]
+path = "/"
+rules = ["nosnippet"]
+
+[[robots_tag]]
+path = "/noai/"
+rules = ["noai"]
+
+[markdown]
+paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai"]
+"#;
+
+const PAGE: &str = "<!doctype html><html><head><title>Hello page</title><link rel=\"canonical\" href=\"/page\"></head>\n\
+<body><nav><a href=\"/\">Home</a></nav><main><h1>Hello</h1>\n<p>See <a href=\"/docs/intro\">the intro</a> &amp; more.</p></main></body></html>\n";
+
+/// [`PAGE`] as Markdown, requested at `http://test.example/page`.
+const PAGE_MD: &str = "---\ntitle: \"Hello page\"\nurl: \"http://test.example/page\"\nrobots: \"nosnippet\"\ncontent-usage: \"train-ai=n\"\n---\n\n# Hello\n\nSee [the intro](http://test.example/docs/intro) & more.\n";
+
+const HTML: &str = "text/html; charset=utf-8";
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let _ = e.write_all(data);
+    e.finish().unwrap_or_default()
+}
+
+fn send(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &str)]) -> RawResponse {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let raw = exchange(addr, req.as_bytes(), Duration::from_secs(20));
+    RawResponse::parse(&raw, method == "HEAD")
+        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+}
+
+fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> RawResponse {
+    send(addr, "GET", path, headers)
+}
+
+fn body(r: &RawResponse) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+fn origin() -> Origin {
+    Origin::start(vec![
+        ("/page", Route::ok(HTML, PAGE).header("Vary", "Cookie").header("ETag", "\"p1\"")),
+        ("/noai/page", Route::ok(HTML, PAGE)),
+        ("/nouse/page", Route::ok(HTML, PAGE)),
+        ("/origin-noai", Route::ok(HTML, PAGE).header("X-Robots-Tag", "gptbot: noai")),
+        ("/gz", Route::ok(HTML, gzip(PAGE.as_bytes())).header("Content-Encoding", "gzip")),
+        ("/missing", Route { status: 404, ..Route::ok(HTML, PAGE) }),
+        ("/plain.txt", Route::ok("text/plain", "just <b>text</b>\n")),
+        ("/other", Route::ok(HTML, PAGE)),
+    ])
+}
+
+#[test]
+fn accept_negotiation_with_q_values() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let cases: &[(Option<&str>, bool)] = &[
+        (Some("text/markdown"), true),
+        (Some("text/markdown, text/html;q=0.9"), true),
+        (Some("text/html;q=0.5, text/markdown;q=0.6"), true),
+        (Some("text/markdown, text/html"), false),
+        (Some("text/html, text/markdown;q=0.9"), false),
+        (Some("text/markdown;q=0"), false),
+        (Some("*/*"), false),
+        (None, false),
+    ];
+    for (accept, markdown) in cases {
+        let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept", a)).into_iter().collect();
+        let r = get(proxy.addr, "/page", &headers);
+        assert_eq!(r.status, 200, "{accept:?}");
+        // Both representations vary by Accept (merged with the origin's Vary).
+        assert_eq!(r.all("vary"), ["Cookie", "Accept"], "{accept:?}");
+        if *markdown {
+            assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"), "{accept:?}");
+            assert_eq!(body(&r), PAGE_MD, "{accept:?}");
+        } else {
+            assert_eq!(r.header("content-type"), Some(HTML), "{accept:?}");
+            assert_eq!(body(&r), PAGE, "{accept:?}");
+        }
+    }
+}
+
+#[test]
+fn markdown_response_headers() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let r = get(proxy.addr, "/page", &[("Accept", "text/markdown")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(r.header("content-length"), None);
+    assert_eq!(r.header("transfer-encoding"), Some("chunked"));
+    assert!(r.complete);
+    // From the path's Content-Usage (train-ai=n), not the site's line.
+    assert_eq!(r.header("content-signal"), Some("ai-train=no"));
+    assert_eq!(r.header("x-robots-tag"), Some("nosnippet"));
+    assert_eq!(r.header("content-usage"), Some("train-ai=n"));
+    assert_eq!(r.header("etag"), Some("W/\"p1\""));
+    assert_eq!(r.header("x-markdown-refused"), None);
+    assert_eq!(r.header("x-markdown-tokens"), None);
+    // The origin was asked for an identity body.
+    assert!(origin.seen().iter().all(|s| s.header("accept-encoding") == Some("identity")));
+    // HEAD: the headers the GET gets, no body.
+    let h = send(proxy.addr, "HEAD", "/page", &[("Accept", "text/markdown")]);
+    assert_eq!(h.status, 200);
+    assert_eq!(h.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(h.header("content-length"), None);
+    assert_eq!(h.all("vary"), ["Cookie", "Accept"]);
+    assert_eq!(h.header("content-signal"), Some("ai-train=no"));
+    assert!(h.body.is_empty());
+    assert_eq!(proxy.metric("crawlgate_html_rewrites_total{mode=\"markdown\"}").unwrap_or_default(), "1");
+}
+
+#[test]
+fn the_ai_guard_serves_html_and_says_why() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let md = ("Accept", "text/markdown");
+    let gpt = ("User-Agent", "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)");
+    let google = ("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)");
+    let cases: &[(&str, (&str, &str), Option<&str>)] = &[
+        // noai in the policy's X-Robots-Tag: an AI agent gets HTML.
+        ("/noai/page", gpt, Some("noai")),
+        // A client naming no policy token counts as AI.
+        ("/noai/page", ("User-Agent", "curl/8"), Some("noai")),
+        // A search crawler is not an AI agent.
+        ("/noai/page", google, None),
+        // ai-use=n in the path's Content-Usage.
+        ("/nouse/page", gpt, Some("ai-use=n")),
+        // The origin's own X-Robots-Tag, scoped to GPTBot.
+        ("/origin-noai", gpt, Some("noai")),
+        ("/origin-noai", google, None),
+    ];
+    for (path, ua, refused) in cases {
+        let r = get(proxy.addr, path, &[md, *ua]);
+        assert_eq!(r.status, 200, "{path} {ua:?}");
+        assert_eq!(r.header("x-markdown-refused"), *refused, "{path} {ua:?}");
+        assert_eq!(r.all("vary"), ["Accept"], "{path} {ua:?}");
+        match refused {
+            Some(_) => {
+                assert_eq!(r.header("content-type"), Some(HTML), "{path} {ua:?}");
+                assert_eq!(body(&r), PAGE, "{path} {ua:?}");
+            }
+            None => {
+                assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"), "{path} {ua:?}");
+                assert!(body(&r).ends_with("# Hello\n\nSee [the intro](http://test.example/docs/intro) & more.\n"));
+            }
+        }
+    }
+}
+
+#[test]
+fn gzip_origin_body_is_decoded_then_converted() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let r = get(proxy.addr, "/gz", &[("Accept", "text/markdown"), ("Accept-Encoding", "identity")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-encoding"), None);
+    assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(r.all("vary"), ["Accept", "Accept-Encoding"]);
+    assert_eq!(body(&r), PAGE_MD);
+}
+
+#[test]
+fn non_html_non_2xx_and_other_paths_pass_untouched() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let md = [("Accept", "text/markdown")];
+    let missing = get(proxy.addr, "/missing", &md);
+    assert_eq!((missing.status, missing.header("content-type")), (404, Some(HTML)));
+    assert_eq!(body(&missing), PAGE);
+    assert_eq!(missing.all("vary"), Vec::<&str>::new());
+    let plain = get(proxy.addr, "/plain.txt", &md);
+    assert_eq!((plain.header("content-type"), body(&plain).as_str()), (Some("text/plain"), "just <b>text</b>\n"));
+    assert_eq!(plain.all("vary"), Vec::<&str>::new());
+    let other = get(proxy.addr, "/other", &md);
+    assert_eq!((other.header("content-type"), body(&other).as_str()), (Some(HTML), PAGE));
+    assert_eq!(other.all("vary"), Vec::<&str>::new());
+    // robots.txt is crawlgate's own: never converted.
+    let robots = get(proxy.addr, "/robots.txt", &md);
+    assert_eq!(robots.header("content-type"), Some("text/plain; charset=utf-8"));
+    assert!(body(&robots).contains("User-agent: *"));
+}
