@@ -10,7 +10,15 @@
 //! it is listed in the directory of a host that a built-in catalog entry
 //! names in `signature_agents` (e.g. `chatgpt.com` for `ChatGPT-User`);
 //! other directories are fetched only with `any_agent`, and their keys
-//! prove no token.
+//! prove no token, unless their Signature Agent Card names one
+//! ([`crate::directory`]).
+//!
+//! Fetches are bounded (draft-meunier-web-bot-auth-architecture, verifier
+//! rules): HTTPS only, no redirects, no private, loopback or link-local
+//! address (checked on the resolved address), at most
+//! [`MAX_DIRECTORY_BYTES`] and [`crate::directory::MAX_DIRECTORY_KEYS`]
+//! keys, a failure remembered for [`NEGATIVE_TTL`] (at most 5 minutes), and
+//! a failed refresh keeps the keys already cached.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,6 +28,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
+
+use crate::directory::{self, Card, DirectoryKey, DirectorySignature};
 
 /// The well-known path of a key directory.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -35,8 +45,10 @@ const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// The shortest and longest a directory is cached, whatever it says.
 const MIN_TTL: Duration = Duration::from_secs(60);
 const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
-/// How long a failed fetch is remembered before the next try.
-const NEGATIVE_TTL: Duration = Duration::from_secs(30);
+/// How long a failed fetch is remembered before the next try (the draft
+/// allows at most 5 minutes); a cached key set whose refresh failed is kept
+/// and retried after as long.
+pub const NEGATIVE_TTL: Duration = Duration::from_secs(30);
 /// A keyid missing from a cached directory refetches it (key rotation), at
 /// most this often.
 const REFETCH_ON_MISS: Duration = Duration::from_secs(60);
@@ -79,6 +91,9 @@ pub struct KeysConfig {
     /// client, so fetching any host lets clients make the proxy send
     /// requests anywhere.
     pub any_agent: bool,
+    /// Whether directories on private, loopback or link-local addresses
+    /// may be fetched (tests only).
+    pub allow_private: bool,
 }
 
 impl Default for KeysConfig {
@@ -93,6 +108,7 @@ impl Default for KeysConfig {
             authorities: Vec::new(),
             required_components: ["@authority", "@method", "@path"].into_iter().map(str::to_owned).collect(),
             any_agent: false,
+            allow_private: false,
         }
     }
 }
@@ -121,6 +137,9 @@ pub struct KnownKey {
     pub token: Option<String>,
     /// Where it came from.
     pub source: KeySource,
+    /// The Signature Agent Card members that describe it, if its directory
+    /// has any.
+    pub card: Option<Arc<Card>>,
 }
 
 /// The result of looking a keyid up.
@@ -149,6 +168,7 @@ struct Inner {
     required_components: Vec<String>,
     allow_http: bool,
     any_agent: bool,
+    allow_private: bool,
     client: reqwest::Client,
     directories: Mutex<HashMap<String, DirEntry>>,
     inflight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -156,7 +176,7 @@ struct Inner {
 
 #[derive(Clone, Debug)]
 struct DirEntry {
-    keys: Result<Arc<HashMap<String, VerifyingKey>>, String>,
+    keys: Result<Arc<HashMap<String, DirectoryKey>>, String>,
     fetched: Instant,
     expires: Instant,
 }
@@ -165,6 +185,7 @@ struct DirEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Directory {
     url: String,
+    host: String,
     token: Option<String>,
 }
 
@@ -181,6 +202,7 @@ impl Keys {
             authorities,
             required_components,
             any_agent,
+            allow_private,
         } = config;
         let mut by_id = HashMap::new();
         for (i, p) in pinned.iter().enumerate() {
@@ -188,26 +210,25 @@ impl Keys {
                 .map_err(|e| KeyError(format!("pinned key {} ({}): the JWK is not JSON: {e}", i + 1, p.token)))?;
             let parsed =
                 parse_ed25519_jwk(&jwk).map_err(|e| KeyError(format!("pinned key {} ({}): {e}", i + 1, p.token)))?;
-            let known = KnownKey { key: parsed.key, token: Some(p.token.clone()), source: KeySource::Pinned };
+            let known =
+                KnownKey { key: parsed.key, token: Some(p.token.clone()), source: KeySource::Pinned, card: None };
             if let Some(kid) = parsed.kid {
                 by_id.insert(kid, known.clone());
             }
             by_id.insert(parsed.thumbprint, known);
         }
-        let redirect_http = allow_http;
-        let client = reqwest::Client::builder()
+        // No redirects: a redirect would send the fetch to a place the
+        // checks above did not see.
+        let mut client = reqwest::Client::builder()
             .timeout(fetch_timeout)
             .connect_timeout(fetch_timeout)
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                if attempt.previous().len() >= 3 {
-                    attempt.error("too many redirects")
-                } else if attempt.url().scheme() == "https" || (redirect_http && attempt.url().scheme() == "http") {
-                    attempt.follow()
-                } else {
-                    attempt.error("redirect to a scheme other than https")
-                }
-            }))
-            .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")));
+        if !allow_private {
+            client = client.dns_resolver(Arc::new(directory::PublicOnly));
+        }
+        let client = client
             .build()
             .map_err(|e| KeyError(format!("cannot build the HTTP client for key directories: {e}")))?;
         Ok(Keys {
@@ -221,6 +242,7 @@ impl Keys {
                 required_components,
                 allow_http,
                 any_agent,
+                allow_private,
                 client,
                 directories: Mutex::new(HashMap::new()),
                 inflight: Mutex::new(HashMap::new()),
@@ -282,7 +304,7 @@ impl Keys {
         match entry.keys {
             Err(reason) => Some(KeyLookup::Unknown(reason)),
             Ok(keys) => match keys.get(keyid) {
-                Some(key) => Some(found(*key, &dir)),
+                Some(key) => Some(self.found(key, &dir)),
                 None if now.duration_since(entry.fetched) < REFETCH_ON_MISS => {
                     Some(KeyLookup::Unknown(format!("keyid {keyid:?} is not in {}", dir.url)))
                 }
@@ -314,11 +336,11 @@ impl Keys {
                 Some(hit) => hit,
                 None => {
                     let entry = self.fetch(&dir.url).await;
-                    self.store(&dir.url, entry.clone());
+                    let entry = self.store(&dir.url, entry);
                     match entry.keys {
                         Err(reason) => KeyLookup::Unknown(reason),
                         Ok(keys) => match keys.get(keyid) {
-                            Some(key) => found(*key, &dir),
+                            Some(key) => self.found(key, &dir),
                             None => KeyLookup::Unknown(format!("keyid {keyid:?} is not in {}", dir.url)),
                         },
                     }
@@ -347,15 +369,28 @@ impl Keys {
         if token.is_none() && !self.inner.any_agent {
             return Err(format!("Signature-Agent host {host:?} is not a known agent (no catalog entry lists it)"));
         }
+        // An address literal never reaches the client's resolver: checked
+        // here.
+        let literal = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok();
+        if let Some(ip) = literal.filter(|ip| !self.inner.allow_private && !directory::is_public(*ip)) {
+            return Err(format!("Signature-Agent {agent:?}: {ip} is not a public address; directory not fetched"));
+        }
         let origin = match url.port() {
             Some(p) => format!("{}://{host}:{p}", url.scheme()),
             None => format!("{}://{host}", url.scheme()),
         };
-        Ok(Directory { url: format!("{origin}{DIRECTORY_PATH}"), token })
+        Ok(Directory { url: format!("{origin}{DIRECTORY_PATH}"), host, token })
     }
 
-    fn store(&self, url: &str, entry: DirEntry) {
+    /// Caches `entry` and returns what is cached: a failed refresh of a
+    /// directory whose keys are cached keeps those keys, retried after
+    /// [`NEGATIVE_TTL`].
+    fn store(&self, url: &str, mut entry: DirEntry) -> DirEntry {
         let mut dirs = lock(&self.inner.directories);
+        if let (Err(reason), Some(DirEntry { keys: Ok(old), .. })) = (&entry.keys, dirs.get(url)) {
+            tracing::info!(directory = url, error = %reason, "Key directory refresh failed; the cached keys are kept");
+            entry.keys = Ok(old.clone());
+        }
         if !dirs.contains_key(url) && dirs.len() >= self.inner.cache_size {
             let now = Instant::now();
             dirs.retain(|_, e| e.expires > now);
@@ -365,12 +400,13 @@ impl Keys {
                 }
             }
         }
-        dirs.insert(url.to_owned(), entry);
+        dirs.insert(url.to_owned(), entry.clone());
+        entry
     }
 
     async fn fetch(&self, url: &str) -> DirEntry {
         let fetched = Instant::now();
-        match fetch_directory(&self.inner.client, url, self.inner.fetch_timeout).await {
+        match fetch_directory(&self.inner.client, url, self.inner.fetch_timeout, self.inner.max_skew).await {
             Ok((keys, ttl)) => {
                 tracing::debug!(directory = url, keys = keys.len(), ttl_s = ttl.as_secs(), "Fetched key directory");
                 DirEntry { keys: Ok(Arc::new(keys)), fetched, expires: fetched + ttl }
@@ -383,12 +419,32 @@ impl Keys {
     }
 }
 
-fn found(key: VerifyingKey, dir: &Directory) -> KeyLookup {
-    KeyLookup::Found(Box::new(KnownKey {
-        key,
-        token: dir.token.clone(),
-        source: KeySource::Directory(dir.url.clone()),
-    }))
+impl Keys {
+    /// A directory key and the token it proves: its card's
+    /// `rfc9309-product-token` when the card may name it (any token with
+    /// `any_agent`, else one of the tokens whose catalog entries list the
+    /// directory's host), else the catalog's token for the host.
+    fn found(&self, key: &DirectoryKey, dir: &Directory) -> KeyLookup {
+        let card_token = key.card.as_ref().and_then(|c| c.token.as_deref()).filter(|t| {
+            self.inner.any_agent || tokens_for_agent_host(&dir.host).iter().any(|c| c.eq_ignore_ascii_case(t))
+        });
+        KeyLookup::Found(Box::new(KnownKey {
+            key: key.key,
+            token: card_token.map(str::to_owned).or_else(|| dir.token.clone()),
+            source: KeySource::Directory(dir.url.clone()),
+            card: key.card.clone(),
+        }))
+    }
+}
+
+/// Every token whose catalog entry lists `host` among its
+/// `signature_agents` (ASCII case-insensitive).
+pub fn tokens_for_agent_host(host: &str) -> Vec<String> {
+    crawlgate_policy::verification::sources()
+        .iter()
+        .filter(|s| s.signature_agents.iter().any(|h| h.eq_ignore_ascii_case(host)))
+        .flat_map(|s| s.tokens.iter().cloned())
+        .collect()
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -447,15 +503,7 @@ pub fn ed25519_thumbprint(key: &VerifyingKey) -> String {
 /// Reads a key directory (a JWKS, RFC 7517 section 5): its Ed25519 keys by
 /// thumbprint. Keys of other types are skipped.
 pub fn parse_directory(body: &[u8]) -> Result<HashMap<String, VerifyingKey>, String> {
-    let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
-    let keys = doc.get("keys").and_then(serde_json::Value::as_array).ok_or("the directory has no \"keys\" array")?;
-    let mut out = HashMap::new();
-    for k in keys {
-        if let Ok(parsed) = parse_ed25519_jwk(k) {
-            out.insert(parsed.thumbprint, parsed.key);
-        }
-    }
-    Ok(out)
+    Ok(directory::parse_directory_document(body)?.into_iter().map(|(id, k)| (id, k.key)).collect())
 }
 
 /// How long a response may be cached: `Cache-Control: max-age` (RFC 9111
@@ -486,7 +534,8 @@ async fn fetch_directory(
     client: &reqwest::Client,
     url: &str,
     timeout: Duration,
-) -> Result<(HashMap<String, VerifyingKey>, Duration), String> {
+    skew: Duration,
+) -> Result<(HashMap<String, DirectoryKey>, Duration), String> {
     let request = client
         .get(url)
         .header(reqwest::header::ACCEPT, format!("{DIRECTORY_MEDIA_TYPE}, application/json;q=0.9"))
@@ -496,7 +545,7 @@ async fn fetch_directory(
         if resp.status() != reqwest::StatusCode::OK {
             return Err(format!("fetching {url}: status {}", resp.status().as_u16()));
         }
-        let headers = resp.headers();
+        let headers = resp.headers().clone();
         let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if !acceptable_media_type(content_type) {
             return Err(format!("fetching {url}: media type {content_type:?} is not {DIRECTORY_MEDIA_TYPE} or JSON"));
@@ -512,7 +561,24 @@ async fn fetch_directory(
             }
             body.extend_from_slice(&chunk);
         }
-        let keys = parse_directory(&body).map_err(|e| format!("{url}: {e}"))?;
+        let keys = directory::parse_directory_document(&body).map_err(|e| format!("{url}: {e}"))?;
+        // A directory that signs its response is trusted only when a
+        // signature verifies (draft-meunier-http-message-signatures-directory).
+        let authority = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| u.port().map_or(h.to_owned(), |p| format!("{h}:{p}"))))
+            .unwrap_or_default();
+        let now = crate::wba::unix_seconds(std::time::SystemTime::now());
+        let skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX);
+        match directory::verify_directory_response(&headers, &authority, &keys, now, skew) {
+            DirectorySignature::Invalid { reason } => {
+                return Err(format!("{url}: the directory's response signature is invalid, not trusted: {reason}"))
+            }
+            DirectorySignature::Valid { keyid } => {
+                tracing::debug!(directory = url, keyid, "Key directory response signature verified");
+            }
+            DirectorySignature::Unsigned => {}
+        }
         Ok((keys, ttl))
     };
     // The client's own timeout covers the exchange; this one also bounds a
@@ -599,13 +665,25 @@ mod tests {
             keys.directory_for("https://chatgpt.com/some/path"),
             Ok(Directory {
                 url: "https://chatgpt.com/.well-known/http-message-signatures-directory".into(),
+                host: "chatgpt.com".into(),
                 token: Some("ChatGPT-User".into())
             })
         );
         assert!(keys.directory_for("http://chatgpt.com").is_err_and(|e| e.contains("https only")));
         assert!(keys.directory_for("https://evil.example").is_err_and(|e| e.contains("not a known agent")));
         assert!(keys.directory_for("not a url").is_err_and(|e| e.contains("not a URL")));
-        let open = Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
+        // An address literal is checked here (it never reaches the
+        // resolver): private ones are refused unless allowed.
+        let public_only = Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
+            .unwrap_or_else(|e| panic!("{e}"));
+        for agent in ["http://127.0.0.1:8080", "https://10.0.0.1", "https://[::1]:8443", "https://169.254.169.254"] {
+            assert!(
+                public_only.directory_for(agent).is_err_and(|e| e.contains("is not a public address")),
+                "{agent}"
+            );
+        }
+        assert!(public_only.directory_for("https://8.8.8.8").is_ok());
+        let open = Keys::new(KeysConfig { allow_http: true, any_agent: true, allow_private: true, ..KeysConfig::default() })
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             open.directory_for("http://127.0.0.1:8080").map(|d| d.url),

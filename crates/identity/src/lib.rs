@@ -7,6 +7,7 @@
 //! Everything here that does I/O runs off the request path or under a
 //! timeout; a request never waits on a lookup longer than its budget.
 
+pub mod directory;
 pub mod keys;
 pub mod lists;
 pub mod ranges;
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crawlgate_policy::verification::{Method, Verification, VerificationSettings, VerifyMode};
+use crawlgate_policy::verification::{Method, SignatureOutcome, Verification, VerificationSettings, VerifyMode};
 use crawlgate_policy::Claim;
 
 use crate::keys::{Keys, KeysConfig, PinnedKey};
@@ -88,6 +89,22 @@ pub enum Evidence {
     /// A valid signature the replay cache had no room to record, so a
     /// replay of it could not be told.
     ReplayCacheFull,
+    /// A valid signature by a key that speaks for another token than the
+    /// User-Agent claims.
+    OtherToken {
+        /// The key's JWK thumbprint (RFC 7638).
+        keyid: String,
+        /// The token the key speaks for.
+        token: String,
+    },
+    /// A valid signature whose card's `expected-user-agent` the request's
+    /// User-Agent does not contain: it still proves the key's token.
+    UnexpectedUserAgent {
+        /// The key's JWK thumbprint (RFC 7638).
+        keyid: String,
+        /// The card's `expected-user-agent`.
+        expected: String,
+    },
 }
 
 impl fmt::Display for Evidence {
@@ -106,6 +123,10 @@ impl fmt::Display for Evidence {
             Evidence::UnknownKey { reason } => write!(f, "unknown key: {reason}"),
             Evidence::Replayed { keyid } => write!(f, "replayed signature by keyid {keyid}"),
             Evidence::ReplayCacheFull => f.write_str("replay cache full"),
+            Evidence::OtherToken { keyid, token } => write!(f, "keyid {keyid} speaks for {token}"),
+            Evidence::UnexpectedUserAgent { keyid, expected } => {
+                write!(f, "keyid {keyid}; the User-Agent lacks the card's expected-user-agent {expected:?}")
+            }
         }
     }
 }
@@ -119,6 +140,9 @@ pub struct Verdict {
     pub evidence: Evidence,
     /// The token a valid signature proves, when its key names one.
     pub signed_token: Option<String>,
+    /// What the request's Web Bot Auth signature showed; `None` without
+    /// one (or when its group does not verify signatures).
+    pub signature: Option<SignatureOutcome>,
 }
 
 /// One method's finding.
@@ -209,6 +233,7 @@ impl VerifierConfig {
                 authorities: v.signatures.authorities.clone(),
                 required_components: v.signatures.required_components.clone(),
                 any_agent: v.signatures.any_directory_host,
+                allow_private: v.signatures.allow_private_directories,
             },
             rdns_domains,
             replay_cache_size: v.signatures.replay_cache_size,
@@ -346,21 +371,32 @@ impl Verifier {
     pub async fn verify(&self, claim: Option<&Claim<'_>>, ip: IpAddr, signed: Option<&SignedRequest<'_>>) -> Verdict {
         let mut acc = Acc::default();
         let sig_allowed = claim.is_none_or(|c| c.verify.allows(Method::Signature));
+        let mut signature = None;
         if let (Some(req), true) = (signed, sig_allowed) {
             let now = SystemTime::now();
             let (check, seen) = wba::verify_seen(&self.keys, req, now).await;
             // Consulted only after the signature verified, so that a forger
             // can neither fill the cache nor make a genuine signature look
             // replayed.
+            let card = seen.as_ref().and_then(|s| s.card.clone());
             let replay = seen.map(|s| {
                 (self.replay.check(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)), s.keyid)
             });
+            signature = Some(match (&check, &replay) {
+                (_, Some((Replay::Replayed, _))) | (SignatureCheck::Invalid { .. }, _) => SignatureOutcome::Invalid,
+                (SignatureCheck::Valid { .. }, Some((Replay::Fresh, _))) => SignatureOutcome::Verified,
+                _ => SignatureOutcome::Unverified,
+            });
+            if matches!(check, SignatureCheck::Absent) {
+                signature = None;
+            }
             let check = match replay {
                 Some((Replay::Replayed, keyid)) => {
                     return Verdict {
                         verification: Verification::Spoofed(Method::Signature),
                         evidence: Evidence::Replayed { keyid },
                         signed_token: None,
+                        signature,
                     };
                 }
                 // Not recorded, so a replay of it could not be told: it
@@ -373,11 +409,32 @@ impl Verifier {
             };
             match check {
                 SignatureCheck::Absent => {}
+                // A key bound to one token that signs for a User-Agent
+                // claiming another: the claim is false.
+                SignatureCheck::Valid { keyid, token: Some(token), .. }
+                    if claim.is_some_and(|c| !c.agent.eq_ignore_ascii_case(&token)) =>
+                {
+                    return Verdict {
+                        verification: Verification::Spoofed(Method::Signature),
+                        evidence: Evidence::OtherToken { keyid, token },
+                        signed_token: None,
+                        signature: Some(SignatureOutcome::Invalid),
+                    };
+                }
                 SignatureCheck::Valid { keyid, token: Some(token), .. } => {
+                    let expected = card.as_ref().and_then(|c| c.expected_user_agent.clone());
+                    let ua = req.headers.get(http::header::USER_AGENT).map(|v| String::from_utf8_lossy(v.as_bytes()));
+                    let evidence = match expected {
+                        Some(e) if !ua.is_some_and(|ua| ua.to_ascii_lowercase().contains(&e.to_ascii_lowercase())) => {
+                            Evidence::UnexpectedUserAgent { keyid, expected: e }
+                        }
+                        _ => Evidence::Key { keyid },
+                    };
                     return Verdict {
                         verification: Verification::Verified(Method::Signature),
-                        evidence: Evidence::Key { keyid },
+                        evidence,
                         signed_token: Some(token),
+                        signature,
                     };
                 }
                 // A valid key that names no token proves no claim.
@@ -392,19 +449,20 @@ impl Verifier {
                 }
             }
         }
-        let Some(claim) = claim else { return acc.finish_unclaimed() };
+        let with_signature = |v: Verdict| Verdict { signature, ..v };
+        let Some(claim) = claim else { return with_signature(acc.finish_unclaimed()) };
         if claim.verify == VerifyMode::None {
             return Verdict::default();
         }
         if let Some(f) = self.check_ip(claim.agent, claim.verify, ip) {
             if acc.add(Method::Ip, f) {
-                return acc.finish();
+                return with_signature(acc.finish());
             }
         }
         if let Some(f) = self.check_rdns(claim.agent, claim.verify, ip).await {
             acc.add(Method::Rdns, f);
         }
-        acc.finish()
+        with_signature(acc.finish())
     }
 
     /// Every applicable method's finding for `token` from `ip`, live (for
@@ -472,7 +530,7 @@ impl Acc {
             (None, None, None) if self.checked => (Verification::Unverified, Evidence::None),
             (None, None, None) => (Verification::Unverified, Evidence::NoSource),
         };
-        Verdict { verification, evidence, signed_token: None }
+        Verdict { verification, evidence, signed_token: None, signature: None }
     }
 
     /// Without a claimed token only a signature is judged: an invalid one

@@ -82,6 +82,8 @@ pub struct Seen {
     pub signature: [u8; 64],
     /// Until when (Unix seconds, the allowed skew included) it is accepted.
     pub accepted_until: i64,
+    /// The Signature Agent Card members of the key's directory, if any.
+    pub card: Option<std::sync::Arc<crate::directory::Card>>,
 }
 
 /// Checks the request's Web Bot Auth signature at time `now`.
@@ -107,12 +109,17 @@ pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) 
             Err(reason) => SignatureCheck::Invalid { reason },
             Ok(c) => {
                 let lookup = keys.key(&c.keyid, c.agent.as_deref()).await;
+                let card = match &lookup {
+                    KeyLookup::Found(k) => k.card.clone(),
+                    KeyLookup::Unknown(_) => None,
+                };
                 let outcome = conclude(&c, lookup);
                 if matches!(outcome, SignatureCheck::Valid { .. }) {
                     let seen = Seen {
                         keyid: c.keyid.clone(),
                         signature: c.signature.to_bytes(),
                         accepted_until: c.expires.saturating_add(secs(keys.max_skew())),
+                        card,
                     };
                     return (outcome, Some(seen));
                 }

@@ -49,7 +49,12 @@ async fn outcomes_by_method() {
     let other = v.verify_cached(&gpt, ip("127.0.0.3")).unwrap_or_default();
     assert_eq!(
         other,
-        Verdict { verification: Verification::Spoofed(Method::Ip), evidence: Evidence::NotListed, signed_token: None }
+        Verdict {
+            verification: Verification::Spoofed(Method::Ip),
+            evidence: Evidence::NotListed,
+            signed_token: None,
+            signature: None
+        }
     );
     assert_eq!(v.verify(Some(&gpt), ip("127.0.0.3"), None).await, other);
 
@@ -66,7 +71,12 @@ async fn outcomes_by_method() {
 
     // No source for ClaudeBot in a group verified by `any`: nothing can tell.
     let claude = claim("ClaudeBot/1.0");
-    let none = Verdict { verification: Verification::Unverified, evidence: Evidence::NoSource, signed_token: None };
+    let none = Verdict {
+        verification: Verification::Unverified,
+        evidence: Evidence::NoSource,
+        signed_token: None,
+        signature: None,
+    };
     assert_eq!(v.verify_cached(&claude, ip("127.0.0.2")), Some(none));
     // No claim and no signature: not applicable.
     assert_eq!(v.verify(None, ip("127.0.0.2"), None).await, Verdict::default());

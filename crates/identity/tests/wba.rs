@@ -524,7 +524,8 @@ mod props {
 }
 
 fn directory_keys() -> Keys {
-    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"))
+    Keys::new(KeysConfig { allow_http: true, any_agent: true, allow_private: true, ..base() })
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]
@@ -831,7 +832,14 @@ async fn http_directories_do_not_open_every_host() {
         other => panic!("{other:?}"),
     }
     assert_eq!(server.hits(), 0);
+    // Any host, but a loopback one is refused before anything is sent.
     let got = verifier("any_directory_host = true\n").verify(None, ip, Some(&sr)).await;
+    match &got.evidence {
+        Evidence::UnknownKey { reason } => assert!(reason.ends_with("is not a public address; directory not fetched"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 0);
+    let got = verifier("any_directory_host = true\nallow_private_directories = true\n").verify(None, ip, Some(&sr)).await;
     assert_eq!(got.evidence, Evidence::Key { keyid: signer.keyid() });
     assert_eq!(server.hits(), 1);
 }

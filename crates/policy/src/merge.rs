@@ -386,6 +386,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         on_spoofed: crate::verification::OnFailure::Anonymous,
         on_unverified: crate::verification::OnFailure::Log,
         on_unverified_written: false,
+        accept_signature: None,
     }
 }
 

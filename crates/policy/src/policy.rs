@@ -389,7 +389,10 @@ impl Decision<'_> {
     /// request names none, so the `*` group's `enforce` does not apply.
     /// A claim its group blocks when spoofed or unverified is blocked.
     pub fn action(&self) -> Action {
-        if self.on_failure == Some(crate::verification::OnFailure::Block) {
+        if matches!(
+            self.on_failure,
+            Some(crate::verification::OnFailure::Block | crate::verification::OnFailure::Challenge)
+        ) {
             return Action::Block;
         }
         if self.allowed || self.agent.is_none() {
@@ -424,7 +427,10 @@ impl Decision<'_> {
         if self.action() != Action::Block {
             return None;
         }
-        if self.on_failure == Some(crate::verification::OnFailure::Block) {
+        if matches!(
+            self.on_failure,
+            Some(crate::verification::OnFailure::Block | crate::verification::OnFailure::Challenge)
+        ) {
             return Some(match self.verification {
                 crate::verification::Verification::Spoofed(_) => BlockReason::Spoofed,
                 _ => BlockReason::Unverified,
@@ -512,6 +518,9 @@ pub(crate) struct Group {
     /// Whether `on_unverified` is written (else its default depends on the
     /// methods the group has).
     pub on_unverified_written: bool,
+    /// With `on_unverified = "challenge"`, the `Accept-Signature` value its
+    /// challenge sends.
+    pub accept_signature: Option<String>,
 }
 
 /// A request's claim to be a policy token, known from its `User-Agent`
@@ -781,6 +790,17 @@ impl Policy {
     /// Index of the policy token spelled `token` (ASCII case-insensitive).
     pub(crate) fn token_index(&self, token: &str) -> Option<usize> {
         self.tokens.iter().position(|t| t.eq_ignore_ascii_case(token))
+    }
+
+    /// The `Accept-Signature` value of the challenge `decision` answers
+    /// with: `Some` exactly when its group has `on_unverified =
+    /// "challenge"` and the request's claim is unverified.
+    pub fn challenge(&self, decision: &Decision<'_>) -> Option<&str> {
+        if decision.on_failure != Some(crate::verification::OnFailure::Challenge) {
+            return None;
+        }
+        let t = decision.agent_id?;
+        self.group_of(t.index())?.accept_signature.as_deref()
     }
 
     /// The group that applies to token `t` (its own, else `*`'s).

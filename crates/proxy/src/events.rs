@@ -255,6 +255,8 @@ pub struct RequestDone<'a> {
     pub reason: Option<BlockReason>,
     /// The rule is a line of the origin's robots.txt (`rule_source=origin`).
     pub origin_rule: bool,
+    /// What the request's Web Bot Auth signature showed (`signature=`).
+    pub signature: Option<crawlgate_policy::verification::SignatureOutcome>,
 }
 
 /// A value of an access log field.
@@ -389,6 +391,9 @@ impl RequestDone<'_> {
         if let Some(reason) = self.reason {
             metrics.block(self.agent.unwrap_or(OTHER_AGENT), reason);
         }
+        if let Some(s) = self.signature {
+            metrics.verification().signature(s);
+        }
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -483,6 +488,9 @@ impl RequestDone<'_> {
         if let Some(e) = self.error {
             l.field("error", Value::Str(truncate(&error_text(e), MAX_ERROR)));
         }
+        if let Some(s) = self.signature {
+            l.field("signature", Value::Str(s.as_str()));
+        }
         l.finish()
     }
 
@@ -557,6 +565,7 @@ mod tests {
             violation: false,
             reason: None,
             origin_rule: false,
+            signature: None,
         }
     }
 

@@ -236,6 +236,7 @@ fn action_index(a: Action) -> usize {
 /// resolver's latency and cache.
 pub struct VerificationMetrics {
     verifications: IntCounterVec,
+    signatures: IntCounterVec,
     list_age: GaugeVec,
     list_prefixes: IntGaugeVec,
     list_failures: IntCounterVec,
@@ -286,6 +287,12 @@ impl VerificationMetrics {
                 "Verified identity claims by agent token, method (ip, rdns, signature, none) and result (verified, unverified, spoofed).",
                 &["agent", "method", "result"],
             )?,
+            signatures: counter(
+                r,
+                "crawlgate_signatures_total",
+                "Requests with a Web Bot Auth signature, by outcome (verified, invalid, unverified).",
+                &["outcome"],
+            )?,
             list_age,
             list_prefixes,
             list_failures: counter(
@@ -309,6 +316,20 @@ impl VerificationMetrics {
             Verification::Unverified | Verification::NotApplicable => "none",
         };
         self.verifications.with_label_values(&[agent, method, v.label()]).inc();
+    }
+
+    /// Counts one request's Web Bot Auth signature outcome.
+    pub fn signature(&self, outcome: crawlgate_policy::verification::SignatureOutcome) {
+        self.signatures.with_label_values(&[outcome.as_str()]).inc();
+    }
+
+    /// The signature outcome counts, in [`SignatureOutcome::ALL`] order
+    /// (for the page).
+    ///
+    /// [`SignatureOutcome::ALL`]: crawlgate_policy::verification::SignatureOutcome::ALL
+    pub fn signature_counts(&self) -> [u64; 3] {
+        crawlgate_policy::verification::SignatureOutcome::ALL
+            .map(|o| self.signatures.get_metric_with_label_values(&[o.as_str()]).map_or(0, |c| c.get()))
     }
 
     /// Records one list's state; `failures` is the list's running total.
