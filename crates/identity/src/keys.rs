@@ -692,6 +692,30 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_refresh_keeps_the_cached_keys() {
+        let keys = Keys::new(KeysConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        let url = "https://chatgpt.com/.well-known/http-message-signatures-directory";
+        let body = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
+        let parsed = directory::parse_directory_document(body).unwrap_or_else(|e| panic!("{e}"));
+        let now = Instant::now();
+        // Fetched once, then expired.
+        keys.store(url, DirEntry { keys: Ok(Arc::new(parsed.clone())), fetched: now, expires: now });
+        // The refresh fails: the keys stay, retried after the negative TTL.
+        let kept = keys.store(url, DirEntry { keys: Err("fetching: status 500".into()), fetched: now, expires: now + NEGATIVE_TTL });
+        assert_eq!(kept.keys.as_deref().ok(), Some(&parsed));
+        let id = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
+        match keys.cached_key(id, Some("https://chatgpt.com")) {
+            Some(KeyLookup::Found(k)) => assert_eq!(k.token.as_deref(), Some("ChatGPT-User")),
+            other => panic!("{other:?}"),
+        }
+        // A directory never fetched before remembers its failure.
+        let other = "https://example.net/.well-known/http-message-signatures-directory";
+        let failed = keys.store(other, DirEntry { keys: Err("timed out".into()), fetched: now, expires: now + NEGATIVE_TTL });
+        assert_eq!(failed.keys.err().as_deref(), Some("timed out"));
+        assert!(NEGATIVE_TTL <= Duration::from_secs(300));
+    }
+
+    #[test]
     fn pinned_keys_are_found_by_thumbprint_and_kid() {
         let keys = Keys::new(KeysConfig {
             pinned: vec![PinnedKey {

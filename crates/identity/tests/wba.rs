@@ -843,3 +843,88 @@ async fn http_directories_do_not_open_every_host() {
     assert_eq!(got.evidence, Evidence::Key { keyid: signer.keyid() });
     assert_eq!(server.hits(), 1);
 }
+
+/// A directory that signs its response (draft-meunier-http-message-signatures-directory)
+/// is trusted only when the signature verifies with a key it lists, over
+/// its own authority; an unsigned one is read as before.
+#[tokio::test]
+async fn directory_response_signatures_are_verified() {
+    let signer = Signer::from_seed(21);
+    let stranger = Signer::from_seed(22);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let signed_by = |who: &Signer, authority: &str, created: i64, expires: i64| {
+        let (input, signature) = who.sign_directory(authority, created, expires);
+        vec![("Signature-Input".to_owned(), input), ("Signature".to_owned(), signature)]
+    };
+    // (who signs, for which authority (None: the server's), created, expires, the outcome)
+    let rows: [(&Signer, Option<&str>, i64, i64, Result<(), &str>); 5] = [
+        (&signer, None, now - 5, now + 300, Ok(())),
+        (&stranger, None, now - 5, now + 300, Err("keyid \"")),
+        (&signer, Some("other.example"), now - 5, now + 300, Err("does not verify with key")),
+        (&signer, None, now - 600, now - 300, Err("expired")),
+        (&signer, None, now + 600, now + 900, Err("created in the future")),
+    ];
+    for (who, authority, created, expires, want) in rows {
+        let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+        let own = server.addr().to_string();
+        let headers = signed_by(who, authority.unwrap_or(&own), created, expires);
+        server.set_response(DirectoryResponse { headers, ..DirectoryResponse::ok(directory_json(&[&signer])) });
+        let keys = directory_keys();
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(now - 5, 60).with_agent(&server.agent_url()));
+        let got = check(&keys, &req, &h, now).await;
+        match (want, &got) {
+            (Ok(()), SignatureCheck::Valid { keyid, .. }) => assert_eq!(*keyid, signer.keyid()),
+            (Err(w), SignatureCheck::UnknownKey { reason }) => {
+                assert!(reason.contains("the directory's response signature is invalid, not trusted"), "{reason}");
+                assert!(reason.contains(w), "{w}: {reason}");
+            }
+            _ => panic!("{want:?}: {got:?}"),
+        }
+    }
+}
+
+/// A Signature Agent Card's `rfc9309-product-token` binds its keys to that
+/// token (with `any_agent`: a host the catalog does not list); a token that
+/// is not an RFC 9309 product token binds nothing.
+#[tokio::test]
+async fn card_tokens_bind_directory_keys() {
+    use crawlgate_testkit::wba::card_json;
+    let signer = Signer::from_seed(23);
+    let req = Request::get("site.example", "/");
+    for (members, want) in [
+        (r#""rfc9309-product-token":"GPTBot""#, Some("GPTBot")),
+        (r#""rfc9309-product-token":"GPT Bot/1""#, None),
+        (r#""purpose":"search""#, None),
+    ] {
+        let server = DirectoryServer::start(DirectoryResponse::ok(card_json(&[&signer], members)));
+        let keys = directory_keys();
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+        assert_eq!(
+            check(&keys, &req, &h, NOW).await,
+            SignatureCheck::Valid {
+                keyid: signer.keyid(),
+                token: want.map(str::to_owned),
+                agent: Some(server.agent_url())
+            },
+            "{members}"
+        );
+    }
+}
+
+/// A directory that goes away after its keys were fetched: the cached keys
+/// keep verifying (no refetch while they are fresh).
+#[tokio::test]
+async fn cached_keys_outlive_their_directory() {
+    let signer = Signer::from_seed(24);
+    let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let agent = server.agent_url();
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&agent));
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: None, agent: Some(agent.clone()) };
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    drop(server);
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW + 1, 60).with_agent(&agent));
+    assert_eq!(check(&keys, &req, &h, NOW + 1).await, valid);
+}
