@@ -129,6 +129,17 @@ fn challenge_then_signed_retry_then_replay() {
         proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"unverified\"}"),
         Some("1".into())
     );
+    // The admin page and /status show the outcomes.
+    let get = |path: &str| {
+        reqwest::blocking::get(proxy.admin_url(path)).and_then(|r| r.text()).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let page = get("/");
+    assert!(
+        page.contains("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">1</span> · invalid <span id=\"sig-invalid\">1</span> · unverified <span id=\"sig-unverified\">0</span></p>"),
+        "{page}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&get("/status")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status["signatures"], serde_json::json!({"verified": 1, "invalid": 1, "unverified": 0}));
 }
 
 const OPEN_DIRECTORIES: &str = "allow_http_directories = true\nany_directory_host = true\n";

@@ -29,7 +29,7 @@ use crate::keys::{Keys, KeysConfig, PinnedKey};
 use crate::lists::{IpCheck, ListSource, Lists, ListsConfig};
 use crate::ranges::IpPrefix;
 use crate::rdns::{Fcrdns, RdnsCheck, RdnsConfig};
-use crate::replay::{Replay, ReplayCache};
+use crate::replay::{Replay, ReplayCache, ReplayStore};
 use crate::wba::{SignatureCheck, SignedRequest};
 
 /// What showed the outcome: shown in logs, `explain` and `verify`.
@@ -270,7 +270,7 @@ pub struct Verifier {
     rdns: Fcrdns,
     keys: Keys,
     domains: Arc<HashMap<String, Vec<String>>>,
-    replay: Arc<ReplayCache>,
+    replay: Arc<dyn ReplayStore>,
 }
 
 impl Verifier {
@@ -284,6 +284,13 @@ impl Verifier {
             domains: Arc::new(rdns_domains.into_iter().collect()),
             replay: Arc::new(ReplayCache::new(replay_cache_size)),
         })
+    }
+
+    /// The verifier with `store` remembering verified signatures instead of
+    /// this instance's own cache (a store shared by a fleet).
+    pub fn with_replay_store(mut self, store: Arc<dyn ReplayStore>) -> Verifier {
+        self.replay = store;
+        self
     }
 
     /// The IP lists (refresh service, status).
@@ -379,9 +386,13 @@ impl Verifier {
             // can neither fill the cache nor make a genuine signature look
             // replayed.
             let card = seen.as_ref().and_then(|s| s.card.clone());
-            let replay = seen.map(|s| {
-                (self.replay.check(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)), s.keyid)
-            });
+            let replay = match seen {
+                Some(s) => Some((
+                    self.replay.seen_once(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)).await,
+                    s.keyid,
+                )),
+                None => None,
+            };
             signature = Some(match (&check, &replay) {
                 (_, Some((Replay::Replayed, _))) | (SignatureCheck::Invalid { .. }, _) => SignatureOutcome::Invalid,
                 (SignatureCheck::Valid { .. }, Some((Replay::Fresh, _))) => SignatureOutcome::Verified,

@@ -928,3 +928,54 @@ async fn cached_keys_outlive_their_directory() {
     let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW + 1, 60).with_agent(&agent));
     assert_eq!(check(&keys, &req, &h, NOW + 1).await, valid);
 }
+
+/// The replay seam: a verifier given another [`ReplayStore`] (a fleet's
+/// shared store) asks it, not its own cache, and only about signatures
+/// that verified.
+#[tokio::test]
+async fn a_replay_store_replaces_the_instance_cache() {
+    use crawlgate_identity::replay::{Replay, ReplayStore};
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    /// Says every signature was seen, and counts the questions.
+    #[derive(Debug, Default)]
+    struct SeenEverything(AtomicUsize);
+    impl ReplayStore for SeenEverything {
+        fn seen_once<'a>(
+            &'a self,
+            _keyid: &'a str,
+            _signature: &'a [u8],
+            _forget_after: i64,
+            _now: i64,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Replay> + Send + 'a>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(std::future::ready(Replay::Replayed))
+        }
+    }
+    let signer = Signer::from_seed(25);
+    let src = format!(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"site.example\"]\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n",
+        signer.jwk()
+    );
+    let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let store = std::sync::Arc::new(SeenEverything::default());
+    let verifier = Verifier::new(VerifierConfig::for_policy(&policy))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_replay_store(store.clone());
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let h = signed_map(&req, &signer, &full_opts(now - 5, 60));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    let got = verifier.verify(None, ip, Some(&sr)).await;
+    assert_eq!(got.evidence, Evidence::Replayed { keyid: signer.keyid() });
+    assert_eq!(got.signature, Some(crawlgate_policy::verification::SignatureOutcome::Invalid));
+    assert_eq!(store.0.load(Ordering::SeqCst), 1);
+    // A signature that does not verify never reaches the store.
+    let h = signed_map(&Request::get("site.example", "/other"), &signer, &full_opts(now - 5, 60));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    let got = verifier.verify(None, ip, Some(&sr)).await;
+    assert!(matches!(got.evidence, Evidence::BadSignature { .. }), "{got:?}");
+    assert_eq!(store.0.load(Ordering::SeqCst), 1);
+}

@@ -280,6 +280,16 @@ impl VerificationMetrics {
             "Identity claims from private or loopback peers that carry X-Forwarded-For or Forwarded but are not in server.trusted_proxies (a load balancer whose address is verified instead of the crawler's).",
         )?;
         r.register(Box::new(untrusted_forwarded.clone()))?;
+        let signatures = counter(
+            r,
+            "crawlgate_signatures_total",
+            "Requests with a Web Bot Auth signature, by outcome (verified, invalid, unverified).",
+            &["outcome"],
+        )?;
+        // Every outcome from the start, so that a rate over a zero reads 0.
+        for o in crawlgate_policy::verification::SignatureOutcome::ALL {
+            signatures.with_label_values(&[o.as_str()]);
+        }
         Ok(VerificationMetrics {
             verifications: counter(
                 r,
@@ -287,12 +297,7 @@ impl VerificationMetrics {
                 "Verified identity claims by agent token, method (ip, rdns, signature, none) and result (verified, unverified, spoofed).",
                 &["agent", "method", "result"],
             )?,
-            signatures: counter(
-                r,
-                "crawlgate_signatures_total",
-                "Requests with a Web Bot Auth signature, by outcome (verified, invalid, unverified).",
-                &["outcome"],
-            )?,
+            signatures,
             list_age,
             list_prefixes,
             list_failures: counter(
