@@ -219,3 +219,52 @@ fn a_directory_on_a_private_address_is_refused() {
     );
     assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"unverified\"}"), Some("1".into()));
 }
+
+/// A card's `ips_uri` is one more IP list for the token it binds: once the
+/// card was fetched (a signed request), an unsigned claim from a listed
+/// address is `verified(ip)` and one from another address `spoofed(ip)`.
+#[test]
+fn a_cards_ips_uri_is_one_more_ip_list_for_its_token() {
+    let signer = Signer::from_seed(34);
+    let list = DirectoryServer::start(DirectoryResponse {
+        content_type: "text/plain".into(),
+        cache_control: None,
+        ..DirectoryResponse::ok("# card list\n127.0.0.1/32\n".into())
+    });
+    let list_url = format!("http://{}/ips.txt", list.addr());
+    let card = DirectoryServer::start(DirectoryResponse::ok(card_json(
+        &[&signer],
+        &format!(r#""rfc9309-product-token":"ExampleBot","ips_uri":"{list_url}""#),
+    )));
+    let origin = origin();
+    let rules = "[[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"any\"\n";
+    let proxy = proxy(&origin, &(OPEN_DIRECTORIES.to_owned() + "allow_private_directories = true\n"), rules);
+    assert_eq!(send(&proxy, "/", "ExampleBot/1.0", &[]).0, 200);
+    let fields = signed(&signer, &proxy, "/", unix_now() - 5, Some(&card.agent_url()));
+    assert_eq!(send(&proxy, "/", BROWSER_UA, &fields).0, 200);
+    assert_eq!((card.hits(), list.hits()), (1, 1));
+    assert_eq!(send(&proxy, "/", "ExampleBot/1.0", &[]).0, 200);
+    let from_other = reqwest::blocking::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resp = from_other.get(proxy.url("/")).header("User-Agent", "ExampleBot/1.0").send();
+    assert_eq!(resp.map(|r| r.status().as_u16()).ok(), Some(200));
+    let l = lines(&proxy, "/", 4);
+    assert!(l[0].contains(" agent=ExampleBot verification=unverified "), "{}", l[0]);
+    assert!(l[1].contains(" agent=ExampleBot verification=verified(signature) "), "{}", l[1]);
+    assert!(
+        l[2].contains(&format!(
+            " agent=ExampleBot verification=verified(ip) evidence=\"list {list_url} prefix 127.0.0.1/32\" "
+        )),
+        "{}",
+        l[2]
+    );
+    assert!(
+        l[3].contains(" client_ip=127.0.0.2 ")
+            && l[3].contains(" verification=spoofed(ip) evidence=\"in none of the lists\" group=* "),
+        "{}",
+        l[3]
+    );
+}

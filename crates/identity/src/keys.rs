@@ -30,6 +30,18 @@ use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
 
 use crate::directory::{self, Card, DirectoryKey, DirectorySignature};
+use crate::ranges::{IpPrefix, RangeTable};
+
+/// At most this many `ips_uri` lists are fetched for one directory.
+const MAX_CARD_LISTS: usize = 4;
+
+/// An IP list a Signature Agent Card publishes (`ips_uri`): one more list
+/// for the token the card binds.
+#[derive(Clone, Debug)]
+struct CardList {
+    source: Arc<str>,
+    table: Arc<RangeTable>,
+}
 
 /// The well-known path of a key directory.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -171,6 +183,9 @@ struct Inner {
     allow_private: bool,
     client: reqwest::Client,
     directories: Mutex<HashMap<String, DirEntry>>,
+    /// Card IP lists by token (ASCII lowercase); replaced whole, read
+    /// without a lock.
+    card_lists: arc_swap::ArcSwap<HashMap<String, Vec<CardList>>>,
     inflight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -245,6 +260,7 @@ impl Keys {
                 allow_private,
                 client,
                 directories: Mutex::new(HashMap::new()),
+                card_lists: arc_swap::ArcSwap::from_pointee(HashMap::new()),
                 inflight: Mutex::new(HashMap::new()),
             }),
         })
@@ -336,7 +352,11 @@ impl Keys {
                 Some(hit) => hit,
                 None => {
                     let entry = self.fetch(&dir.url).await;
+                    let fetched = entry.keys.is_ok();
                     let entry = self.store(&dir.url, entry);
+                    if let (true, Ok(keys)) = (fetched, &entry.keys) {
+                        self.refresh_card_lists(&dir, keys).await;
+                    }
                     match entry.keys {
                         Err(reason) => KeyLookup::Unknown(reason),
                         Ok(keys) => match keys.get(keyid) {
@@ -425,15 +445,91 @@ impl Keys {
     /// `any_agent`, else one of the tokens whose catalog entries list the
     /// directory's host), else the catalog's token for the host.
     fn found(&self, key: &DirectoryKey, dir: &Directory) -> KeyLookup {
-        let card_token = key.card.as_ref().and_then(|c| c.token.as_deref()).filter(|t| {
-            self.inner.any_agent || tokens_for_agent_host(&dir.host).iter().any(|c| c.eq_ignore_ascii_case(t))
-        });
         KeyLookup::Found(Box::new(KnownKey {
             key: key.key,
-            token: card_token.map(str::to_owned).or_else(|| dir.token.clone()),
+            token: self.card_token(key, dir).map(str::to_owned).or_else(|| dir.token.clone()),
             source: KeySource::Directory(dir.url.clone()),
             card: key.card.clone(),
         }))
+    }
+}
+
+impl Keys {
+    /// The token `key`'s card binds, when the card may name it.
+    fn card_token<'k>(&self, key: &'k DirectoryKey, dir: &Directory) -> Option<&'k str> {
+        key.card.as_ref().and_then(|c| c.token.as_deref()).filter(|t| {
+            self.inner.any_agent || tokens_for_agent_host(&dir.host).iter().any(|c| c.eq_ignore_ascii_case(t))
+        })
+    }
+
+    /// Fetches the `ips_uri` lists of the cards in a directory just
+    /// fetched, for the tokens they may bind: with the lists' bounds (size,
+    /// parse) and the directories' (timeout, public addresses only, no
+    /// redirects). A list that fails keeps its previous copy.
+    async fn refresh_card_lists(&self, dir: &Directory, keys: &HashMap<String, DirectoryKey>) {
+        let mut wanted: Vec<(String, String)> = Vec::new();
+        for k in keys.values() {
+            let (Some(token), Some(uri)) = (self.card_token(k, dir), k.card.as_ref().and_then(|c| c.ips_uri.as_deref()))
+            else {
+                continue;
+            };
+            let pair = (token.to_ascii_lowercase(), uri.to_owned());
+            if !wanted.contains(&pair) && wanted.len() < MAX_CARD_LISTS {
+                wanted.push(pair);
+            }
+        }
+        for (token, uri) in wanted {
+            let fetched = match self.list_url_allowed(&uri) {
+                Err(e) => Err(e),
+                Ok(()) => tokio::time::timeout(self.inner.fetch_timeout, crate::lists::fetch(&self.inner.client, &uri))
+                    .await
+                    .unwrap_or_else(|_| Err("timed out".into()))
+                    .and_then(|body| RangeTable::parse(&body).map_err(|e| e.to_string())),
+            };
+            let table = match fetched {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::info!(list = uri, token, error = %e, "Signature Agent Card IP list fetch failed");
+                    continue;
+                }
+            };
+            tracing::debug!(list = uri, token, prefixes = table.len(), "Fetched a Signature Agent Card IP list");
+            let mut all = HashMap::clone(&self.inner.card_lists.load());
+            let lists = all.entry(token).or_default();
+            lists.retain(|l| *l.source != *uri);
+            lists.push(CardList { source: uri.as_str().into(), table: Arc::new(table) });
+            self.inner.card_lists.store(Arc::new(all));
+        }
+    }
+
+    /// Whether a card's `ips_uri` may be fetched: https (http with
+    /// `allow_http`), and an address literal only when public (a name is
+    /// checked when it resolves).
+    fn list_url_allowed(&self, uri: &str) -> Result<(), String> {
+        let url = reqwest::Url::parse(uri).map_err(|e| format!("not a URL: {e}"))?;
+        match url.scheme() {
+            "https" => {}
+            "http" if self.inner.allow_http => {}
+            other => return Err(format!("the {other:?} scheme is not fetched (https only)")),
+        }
+        let host = url.host_str().unwrap_or_default();
+        let literal = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok();
+        if let Some(ip) = literal.filter(|ip| !self.inner.allow_private && !directory::is_public(*ip)) {
+            return Err(format!("{ip} is not a public address"));
+        }
+        Ok(())
+    }
+
+    /// What the IP lists of the cards that bind `token` say about `ip`:
+    /// `None` when no card published one, else the list and prefix that
+    /// contain it, or `Some(None)` when none does.
+    pub fn card_list_check(&self, token: &str, ip: std::net::IpAddr) -> Option<Option<(Arc<str>, IpPrefix)>> {
+        let all = self.inner.card_lists.load();
+        if all.is_empty() {
+            return None;
+        }
+        let lists = all.get(&token.to_ascii_lowercase())?;
+        Some(lists.iter().find_map(|l| l.table.lookup(ip).map(|p| (l.source.clone(), p))))
     }
 }
 

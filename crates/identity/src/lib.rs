@@ -308,15 +308,22 @@ impl Verifier {
     }
 
     /// What the IP lists say, if the mode uses them and the token has any.
+    /// The lists are the token's configured ones and those its Signature
+    /// Agent Cards publish (`ips_uri`), once a card was fetched.
     pub fn check_ip(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Option<Finding> {
         if !mode.allows(Method::Ip) {
             return None;
         }
-        Some(match self.lists.check(token, ip) {
-            IpCheck::NoSource => return None,
-            IpCheck::NotLoaded => Finding::Unknown(Evidence::ListsNotLoaded),
-            IpCheck::Match { source, prefix } => Finding::Proves(Evidence::Listed { source, prefix }),
-            IpCheck::NoMatch => Finding::Disproves(Evidence::NotListed),
+        let card = self.keys.card_list_check(token, ip);
+        if let Some(Some((source, prefix))) = card {
+            return Some(Finding::Proves(Evidence::Listed { source, prefix }));
+        }
+        Some(match (self.lists.check(token, ip), card) {
+            (IpCheck::NoSource, None) => return None,
+            (IpCheck::NoSource, Some(_)) => Finding::Disproves(Evidence::NotListed),
+            (IpCheck::NotLoaded, _) => Finding::Unknown(Evidence::ListsNotLoaded),
+            (IpCheck::Match { source, prefix }, _) => Finding::Proves(Evidence::Listed { source, prefix }),
+            (IpCheck::NoMatch, _) => Finding::Disproves(Evidence::NotListed),
         })
     }
 
