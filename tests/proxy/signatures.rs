@@ -36,7 +36,13 @@ fn unix_now() -> i64 {
 
 /// The signature fields of a GET of `path` on `proxy` (`@authority`,
 /// `@method`, `@path` covered), naming the key directory at `agent` if any.
-fn signed(signer: &Signer, proxy: &Proxy, path: &str, created: i64, agent: Option<&str>) -> Vec<(&'static str, String)> {
+fn signed(
+    signer: &Signer,
+    proxy: &Proxy,
+    path: &str,
+    created: i64,
+    agent: Option<&str>,
+) -> Vec<(&'static str, String)> {
     let mut opts = SignOptions::web_bot_auth(created, 60);
     opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
     if let Some(a) = agent {
@@ -125,10 +131,7 @@ fn challenge_then_signed_retry_then_replay() {
     );
     assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"verified\"}"), Some("1".into()));
     assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some("1".into()));
-    assert_eq!(
-        proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"unverified\"}"),
-        Some("1".into())
-    );
+    assert_eq!(proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"unverified\"}"), Some("1".into()));
     // The admin page and /status show the outcomes.
     let get = |path: &str| {
         reqwest::blocking::get(proxy.admin_url(path)).and_then(|r| r.text()).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -202,7 +205,8 @@ fn a_card_binds_its_key_to_a_token_and_cached_keys_outlive_the_directory() {
 #[test]
 fn a_directory_on_a_private_address_is_refused() {
     let signer = Signer::from_seed(33);
-    let server = DirectoryServer::start(DirectoryResponse::ok(card_json(&[&signer], r#""rfc9309-product-token":"GPTBot""#)));
+    let server =
+        DirectoryServer::start(DirectoryResponse::ok(card_json(&[&signer], r#""rfc9309-product-token":"GPTBot""#)));
     let agent = server.agent_url();
     let origin = origin();
     let proxy = proxy(&origin, OPEN_DIRECTORIES, CARD_RULES);

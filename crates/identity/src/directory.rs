@@ -368,7 +368,9 @@ mod tests {
         ));
         assert_eq!(c.and_then(|c| c.token.clone()).as_deref(), Some("OAI-SearchBot"));
         // Not a product token: ignored.
-        let c = card(format!(r#"{{"rfc9309-product-token":"Bad Bot/1","keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#));
+        let c = card(format!(
+            r#"{{"rfc9309-product-token":"Bad Bot/1","keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#
+        ));
         assert_eq!(c, None);
     }
 

@@ -243,9 +243,8 @@ impl Keys {
         if !allow_private {
             client = client.dns_resolver(Arc::new(directory::PublicOnly));
         }
-        let client = client
-            .build()
-            .map_err(|e| KeyError(format!("cannot build the HTTP client for key directories: {e}")))?;
+        let client =
+            client.build().map_err(|e| KeyError(format!("cannot build the HTTP client for key directories: {e}")))?;
         Ok(Keys {
             inner: Arc::new(Inner {
                 pinned: by_id,
@@ -469,7 +468,8 @@ impl Keys {
     async fn refresh_card_lists(&self, dir: &Directory, keys: &HashMap<String, DirectoryKey>) {
         let mut wanted: Vec<(String, String)> = Vec::new();
         for k in keys.values() {
-            let (Some(token), Some(uri)) = (self.card_token(k, dir), k.card.as_ref().and_then(|c| c.ips_uri.as_deref()))
+            let (Some(token), Some(uri)) =
+                (self.card_token(k, dir), k.card.as_ref().and_then(|c| c.ips_uri.as_deref()))
             else {
                 continue;
             };
@@ -773,14 +773,12 @@ mod tests {
         let public_only = Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
             .unwrap_or_else(|e| panic!("{e}"));
         for agent in ["http://127.0.0.1:8080", "https://10.0.0.1", "https://[::1]:8443", "https://169.254.169.254"] {
-            assert!(
-                public_only.directory_for(agent).is_err_and(|e| e.contains("is not a public address")),
-                "{agent}"
-            );
+            assert!(public_only.directory_for(agent).is_err_and(|e| e.contains("is not a public address")), "{agent}");
         }
         assert!(public_only.directory_for("https://8.8.8.8").is_ok());
-        let open = Keys::new(KeysConfig { allow_http: true, any_agent: true, allow_private: true, ..KeysConfig::default() })
-            .unwrap_or_else(|e| panic!("{e}"));
+        let open =
+            Keys::new(KeysConfig { allow_http: true, any_agent: true, allow_private: true, ..KeysConfig::default() })
+                .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             open.directory_for("http://127.0.0.1:8080").map(|d| d.url),
             Ok("http://127.0.0.1:8080/.well-known/http-message-signatures-directory".into())
@@ -797,7 +795,10 @@ mod tests {
         // Fetched once, then expired.
         keys.store(url, DirEntry { keys: Ok(Arc::new(parsed.clone())), fetched: now, expires: now });
         // The refresh fails: the keys stay, retried after the negative TTL.
-        let kept = keys.store(url, DirEntry { keys: Err("fetching: status 500".into()), fetched: now, expires: now + NEGATIVE_TTL });
+        let kept = keys.store(
+            url,
+            DirEntry { keys: Err("fetching: status 500".into()), fetched: now, expires: now + NEGATIVE_TTL },
+        );
         assert_eq!(kept.keys.as_deref().ok(), Some(&parsed));
         let id = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
         match keys.cached_key(id, Some("https://chatgpt.com")) {
@@ -806,7 +807,8 @@ mod tests {
         }
         // A directory never fetched before remembers its failure.
         let other = "https://example.net/.well-known/http-message-signatures-directory";
-        let failed = keys.store(other, DirEntry { keys: Err("timed out".into()), fetched: now, expires: now + NEGATIVE_TTL });
+        let failed =
+            keys.store(other, DirEntry { keys: Err("timed out".into()), fetched: now, expires: now + NEGATIVE_TTL });
         assert_eq!(failed.keys.err().as_deref(), Some("timed out"));
         assert!(NEGATIVE_TTL <= Duration::from_secs(300));
     }

@@ -807,8 +807,9 @@ async fn a_replayed_signature_is_refused_and_a_forgery_cannot_poison_the_cache()
 }
 
 /// `allow_http_directories` allows plain http only for the hosts otherwise
-/// allowed; fetching from any `Signature-Agent` host (a client's choice,
-/// internal addresses included) is `any_directory_host` alone.
+/// allowed; fetching from any `Signature-Agent` host (a client's choice) is
+/// `any_directory_host`, and from a loopback one `allow_private_directories`
+/// too.
 #[tokio::test]
 async fn http_directories_do_not_open_every_host() {
     use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
@@ -835,11 +836,14 @@ async fn http_directories_do_not_open_every_host() {
     // Any host, but a loopback one is refused before anything is sent.
     let got = verifier("any_directory_host = true\n").verify(None, ip, Some(&sr)).await;
     match &got.evidence {
-        Evidence::UnknownKey { reason } => assert!(reason.ends_with("is not a public address; directory not fetched"), "{reason}"),
+        Evidence::UnknownKey { reason } => {
+            assert!(reason.ends_with("is not a public address; directory not fetched"), "{reason}")
+        }
         other => panic!("{other:?}"),
     }
     assert_eq!(server.hits(), 0);
-    let got = verifier("any_directory_host = true\nallow_private_directories = true\n").verify(None, ip, Some(&sr)).await;
+    let got =
+        verifier("any_directory_host = true\nallow_private_directories = true\n").verify(None, ip, Some(&sr)).await;
     assert_eq!(got.evidence, Evidence::Key { keyid: signer.keyid() });
     assert_eq!(server.hits(), 1);
 }
@@ -857,8 +861,9 @@ async fn directory_response_signatures_are_verified() {
         let (input, signature) = who.sign_directory(authority, created, expires);
         vec![("Signature-Input".to_owned(), input), ("Signature".to_owned(), signature)]
     };
-    // (who signs, for which authority (None: the server's), created, expires, the outcome)
-    let rows: [(&Signer, Option<&str>, i64, i64, Result<(), &str>); 5] = [
+    /// Who signs, for which authority (None: the server's), created, expires, the outcome.
+    type Row<'a> = (&'a Signer, Option<&'a str>, i64, i64, Result<(), &'a str>);
+    let rows: [Row<'_>; 5] = [
         (&signer, None, now - 5, now + 300, Ok(())),
         (&stranger, None, now - 5, now + 300, Err("keyid \"")),
         (&signer, Some("other.example"), now - 5, now + 300, Err("does not verify with key")),

@@ -398,8 +398,8 @@ rules = [{ path = "/", action = "allow" }]
 mod verification_tests {
     use super::*;
     use crate::load;
-    use crate::BlockReason;
     use crate::verification::{Method, VerifyMode};
+    use crate::BlockReason;
 
     const POLICY: &str = r#"
 [upstream]
@@ -621,7 +621,8 @@ disallow = ["/"]
             assert_eq!((got, challenge), (blocked, header), "{ua} {v}");
         }
         // robots.txt is never challenged.
-        let served = p.route_with(false, b"/robots.txt", UserAgentField::One("ExampleBot/1.0"), id(Verification::Unverified));
+        let served =
+            p.route_with(false, b"/robots.txt", UserAgentField::One("ExampleBot/1.0"), id(Verification::Unverified));
         assert!(matches!(served, Route::Serve { .. }), "{served:?}");
         // Challenge needs a group that accepts signatures; on_spoofed has none.
         let bad = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n\

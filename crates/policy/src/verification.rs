@@ -119,7 +119,8 @@ pub struct SignatureSettings {
     /// hosts otherwise allowed (tests only).
     pub allow_http_directories: bool,
     /// Whether the key directory of any `Signature-Agent` host may be
-    /// fetched, not only the catalog's (internal addresses included).
+    /// fetched, not only the catalog's (public addresses only unless
+    /// `allow_private_directories`).
     pub any_directory_host: bool,
     /// The authorities (`host` or `host:port`, lower-cased) a signature's
     /// covered `@authority` must name: this site. Empty: no signature is
@@ -556,13 +557,17 @@ mod tests {
     fn thumbprints_match_rfc_8037_and_the_rfc_9421_test_key() {
         // RFC 8037 appendix A.3.
         assert_eq!(
-            ed25519_jwk_thumbprint(r#"{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#)
-                .as_deref(),
+            ed25519_jwk_thumbprint(
+                r#"{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#
+            )
+            .as_deref(),
             Some("kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k")
         );
         assert_eq!(
-            ed25519_jwk_thumbprint(r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#)
-                .as_deref(),
+            ed25519_jwk_thumbprint(
+                r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#
+            )
+            .as_deref(),
             Some("poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U")
         );
         assert_eq!(ed25519_jwk_thumbprint("{}"), None);
