@@ -34,6 +34,9 @@ use crate::ranges::{IpPrefix, RangeTable};
 
 /// At most this many `ips_uri` lists are fetched for one directory.
 const MAX_CARD_LISTS: usize = 4;
+/// At most this many card lists are kept in all (each up to
+/// [`crate::lists::MAX_BODY`]); a new one past it is not fetched.
+const MAX_CARD_LISTS_TOTAL: usize = 16;
 
 /// An IP list a Signature Agent Card publishes (`ips_uri`): one more list
 /// for the token the card binds.
@@ -353,8 +356,11 @@ impl Keys {
                     let entry = self.fetch(&dir.url).await;
                     let fetched = entry.keys.is_ok();
                     let entry = self.store(&dir.url, entry);
+                    // In the background: the request waits for the
+                    // directory only, never for the lists its cards name.
                     if let (true, Ok(keys)) = (fetched, &entry.keys) {
-                        self.refresh_card_lists(&dir, keys).await;
+                        let (this, dir, keys) = (self.clone(), dir.clone(), keys.clone());
+                        tokio::spawn(async move { this.refresh_card_lists(&dir, &keys).await });
                     }
                     match entry.keys {
                         Err(reason) => KeyLookup::Unknown(reason),
@@ -479,6 +485,16 @@ impl Keys {
             }
         }
         for (token, uri) in wanted {
+            let known = self.inner.card_lists.load().values().flatten().any(|l| *l.source == *uri);
+            let total: usize = self.inner.card_lists.load().values().map(Vec::len).sum();
+            if !known && total >= MAX_CARD_LISTS_TOTAL {
+                tracing::info!(
+                    list = uri,
+                    token,
+                    "Signature Agent Card IP list not fetched: {MAX_CARD_LISTS_TOTAL} are kept already"
+                );
+                continue;
+            }
             let fetched = match self.list_url_allowed(&uri) {
                 Err(e) => Err(e),
                 Ok(()) => tokio::time::timeout(self.inner.fetch_timeout, crate::lists::fetch(&self.inner.client, &uri))
