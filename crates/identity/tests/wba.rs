@@ -984,3 +984,83 @@ async fn a_replay_store_replaces_the_instance_cache() {
     assert!(matches!(got.evidence, Evidence::BadSignature { .. }), "{got:?}");
     assert_eq!(store.0.load(Ordering::SeqCst), 1);
 }
+
+/// A directory response signed by the Cloudflare crate's signer (`"@authority";req`,
+/// `tag="http-message-signatures-directory"`) verifies here; for another
+/// authority it does not.
+#[test]
+fn web_bot_auth_crate_directory_signatures_verify() {
+    use crawlgate_identity::directory::{parse_directory_document, verify_directory_response, DirectorySignature};
+    use web_bot_auth::components::{CoveredComponent, DerivedComponent};
+    use web_bot_auth::keyring::Algorithm;
+    use web_bot_auth::message_signatures::{MessageSigner, UnsignedMessage};
+
+    struct Msg {
+        input: String,
+        signature: String,
+    }
+    impl UnsignedMessage for Msg {
+        fn fetch_components_to_cover(&self) -> indexmap::IndexMap<CoveredComponent, String> {
+            indexmap::IndexMap::from_iter([(
+                CoveredComponent::Derived(DerivedComponent::Authority { req: true }),
+                "directory.example".to_string(),
+            )])
+        }
+        fn register_header_contents(&mut self, input: String, signature: String) {
+            self.input = format!("binding0={input}");
+            self.signature = format!("binding0={signature}");
+        }
+    }
+    let signer = MessageSigner {
+        keyid: RFC_THUMBPRINT.into(),
+        nonce: "n0nce".into(),
+        tag: "http-message-signatures-directory".into(),
+    };
+    let mut msg = Msg { input: String::new(), signature: String::new() };
+    signer
+        .generate_signature_headers_content(
+            &mut msg,
+            Duration::from_secs(300),
+            Algorithm::Ed25519,
+            &crawlgate_testkit::wba::RFC9421_ED25519_SECRET,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let h = headers(&[("signature-input", &msg.input), ("signature", &msg.signature)]);
+    let body = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}]}}"#);
+    let keys = parse_directory_document(body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    assert_eq!(
+        verify_directory_response(&h, "directory.example", &keys, now, 60),
+        DirectorySignature::Valid { keyid: RFC_THUMBPRINT.into() }
+    );
+    assert!(matches!(
+        verify_directory_response(&h, "other.example", &keys, now, 60),
+        DirectorySignature::Invalid { reason } if reason.contains("does not verify")
+    ));
+    assert_eq!(
+        verify_directory_response(&HeaderMap::new(), "directory.example", &keys, now, 60),
+        DirectorySignature::Unsigned
+    );
+}
+
+/// A directory that redirects is not followed: the key stays unknown and
+/// the redirect's target is never contacted.
+#[tokio::test]
+async fn directory_redirects_are_not_followed() {
+    let signer = Signer::from_seed(26);
+    let target = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let location = format!("{}/.well-known/http-message-signatures-directory", target.agent_url());
+    let redirect = DirectoryServer::start(DirectoryResponse {
+        status: 302,
+        headers: vec![("Location".into(), location)],
+        ..DirectoryResponse::ok(String::new())
+    });
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&redirect.agent_url()));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.ends_with(": status 302"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((redirect.hits(), target.hits()), (1, 0));
+}
