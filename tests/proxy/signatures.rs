@@ -143,6 +143,23 @@ fn challenge_then_signed_retry_then_replay() {
     );
     let status: serde_json::Value = serde_json::from_str(&get("/status")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status["signatures"], serde_json::json!({"verified": 1, "invalid": 1, "unverified": 0}));
+    // In a real browser, after its script refreshed the page: the same
+    // counts, and the page still fits a 1280 px window.
+    if let Some(bin) = crate::dashboard::chromium() {
+        let profile = crawlgate_testkit::TempDir::new("chromium-signatures");
+        let dom = crate::dashboard::run_chromium(
+            &bin,
+            &profile,
+            &["--virtual-time-budget=5000", "--window-size=1280,1400", "--dump-dom", &proxy.admin_url("/")],
+        );
+        assert!(dom.contains("data-live=\"1\""), "the script did not refresh the page:\n{dom}");
+        assert!(
+            dom.contains("verified <span id=\"sig-verified\">1</span> · invalid <span id=\"sig-invalid\">1</span> · unverified <span id=\"sig-unverified\">0</span>"),
+            "{dom}"
+        );
+        let width = dom.split("data-scroll-width=\"").nth(1).and_then(|v| v.split('"').next()).unwrap_or_default();
+        assert!(width.parse::<u32>().is_ok_and(|w| w <= 1280), "document width {width}");
+    }
 }
 
 const OPEN_DIRECTORIES: &str = "allow_http_directories = true\nany_directory_host = true\n";
