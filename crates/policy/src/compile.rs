@@ -1953,6 +1953,9 @@ fn compile_verification(
         s.cache_size = cache_size_of(cx, "verification.signatures.cache_size", cache_size.as_ref(), s.cache_size);
         if let Some(a) = allow_private_directories {
             s.allow_private_directories = *a.get_ref();
+            if *a.get_ref() {
+                cx.warn(a, Warning::PrivateKeyDirectories, "verification.signatures.allow_private_directories: key directories on private, loopback and link-local addresses are fetched, so a client's Signature-Agent can make the proxy connect to internal services; for tests only");
+            }
         }
         if let Some(a) = allow_http_directories {
             s.allow_http_directories = *a.get_ref();
@@ -2243,6 +2246,18 @@ mod verification_tests {
         assert_eq!(w, ["v.toml:6:22: warning[any-directory-host]: verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, so clients choose which public host the proxy connects to, and a directory's card may bind its keys to any token; for tests only"]);
         let v = &loaded.policy.settings().verification.signatures;
         assert!(v.any_directory_host && !v.allow_http_directories);
+    }
+
+    #[test]
+    fn private_key_directories_warn() {
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nallow_private_directories = true\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:6:29: warning[private-key-directories]: verification.signatures.allow_private_directories: key directories on private, loopback and link-local addresses are fetched, so a client's Signature-Agent can make the proxy connect to internal services; for tests only"]);
+        assert!(loaded.policy.settings().verification.signatures.allow_private_directories);
+        let off = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&off, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!loaded.policy.settings().verification.signatures.allow_private_directories);
     }
 
     #[test]

@@ -87,11 +87,14 @@ pub enum Warning {
     AllowDisallowSame,
     /// A token not in the catalog, a few edits from one that is.
     TokenTypo,
+    /// Web Bot Auth key directories fetched from private, loopback or
+    /// link-local addresses.
+    PrivateKeyDirectories,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 22] = [
+    pub const ALL: [Warning; 23] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -114,6 +117,7 @@ impl Warning {
         Warning::BlockWithoutTrustedProxies,
         Warning::AllowDisallowSame,
         Warning::TokenTypo,
+        Warning::PrivateKeyDirectories,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -142,6 +146,7 @@ impl Warning {
             Warning::BlockWithoutTrustedProxies => "block-without-trusted-proxies",
             Warning::AllowDisallowSame => "allow-disallow-same",
             Warning::TokenTypo => "token-typo",
+            Warning::PrivateKeyDirectories => "private-key-directories",
         }
     }
 
