@@ -300,3 +300,31 @@ fn a_cards_ips_uri_is_one_more_ip_list_for_its_token() {
         l[3]
     );
 }
+
+/// A directory whose response signature does not verify is not trusted:
+/// its keys prove nothing, and the access line says why.
+#[test]
+fn a_directory_with_a_bad_response_signature_is_not_trusted() {
+    let signer = Signer::from_seed(35);
+    let now = unix_now();
+    let (input, signature) = signer.sign_directory("elsewhere.example", now - 5, now + 300);
+    let server = DirectoryServer::start(DirectoryResponse {
+        headers: vec![("Signature-Input".into(), input), ("Signature".into(), signature)],
+        ..DirectoryResponse::ok(card_json(&[&signer], r#""rfc9309-product-token":"GPTBot""#))
+    });
+    let agent = server.agent_url();
+    let origin = origin();
+    let proxy = proxy(&origin, &(OPEN_DIRECTORIES.to_owned() + "allow_private_directories = true\n"), CARD_RULES);
+    let fields = signed(&signer, &proxy, "/private/x", now - 5, Some(&agent));
+    // Not GPTBot's 451: the `*` group's answer.
+    assert_eq!(send(&proxy, "/private/x", BROWSER_UA, &fields), (200, None, "private x\n".into()));
+    let l = lines(&proxy, "/private/x", 1);
+    assert!(
+        l[0].contains(&format!(
+            " verification=unverified evidence=\"unknown key: {agent}/.well-known/http-message-signatures-directory: the directory's response signature is invalid, not trusted: directory signature binding0 does not verify with key {}\" ",
+            signer.keyid()
+        )) && l[0].ends_with(" signature=unverified"),
+        "{}",
+        l[0]
+    );
+}
