@@ -358,9 +358,9 @@ impl Keys {
                     let entry = self.store(&dir.url, entry);
                     // In the background: the request waits for the
                     // directory only, never for the lists its cards name.
-                    if let (true, Ok(keys)) = (fetched, &entry.keys) {
+                    if let (true, Ok(keys), Ok(rt)) = (fetched, &entry.keys, tokio::runtime::Handle::try_current()) {
                         let (this, dir, keys) = (self.clone(), dir.clone(), keys.clone());
-                        tokio::spawn(async move { this.refresh_card_lists(&dir, &keys).await });
+                        rt.spawn(async move { this.refresh_card_lists(&dir, &keys).await });
                     }
                     match entry.keys {
                         Err(reason) => KeyLookup::Unknown(reason),
@@ -457,9 +457,7 @@ impl Keys {
             card: key.card.clone(),
         }))
     }
-}
 
-impl Keys {
     /// The token `key`'s card binds, when the card may name it.
     fn card_token<'k>(&self, key: &'k DirectoryKey, dir: &Directory) -> Option<&'k str> {
         key.card.as_ref().and_then(|c| c.token.as_deref()).filter(|t| {
@@ -510,11 +508,14 @@ impl Keys {
                 }
             };
             tracing::debug!(list = uri, token, prefixes = table.len(), "Fetched a Signature Agent Card IP list");
-            let mut all = HashMap::clone(&self.inner.card_lists.load());
-            let lists = all.entry(token).or_default();
-            lists.retain(|l| *l.source != *uri);
-            lists.push(CardList { source: uri.as_str().into(), table: Arc::new(table) });
-            self.inner.card_lists.store(Arc::new(all));
+            let list = CardList { source: uri.as_str().into(), table: Arc::new(table) };
+            self.inner.card_lists.rcu(|current| {
+                let mut all = HashMap::clone(current);
+                let lists = all.entry(token.clone()).or_default();
+                lists.retain(|l| l.source != list.source);
+                lists.push(list.clone());
+                all
+            });
         }
     }
 
