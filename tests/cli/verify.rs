@@ -186,4 +186,32 @@ fn explain_verifies_an_unnamed_catalog_crawler_as_the_proxy_does() {
              /a: allowed (no rule matched) -> pass\n"
         )
     );
+/// `explain` says which signature outcome a claim needs, what an
+/// unverified one gets (the challenge and its `Accept-Signature`) and what
+/// a replayed signature gets; robots.txt is never refused.
+#[test]
+fn explain_names_the_signature_a_claim_needs_and_what_a_replay_gets() {
+    let dir = TempDir::new("cli-explain-signature");
+    let p = dir.write(
+        "p.toml",
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n[verification.signatures]\nauthorities = [\"www.example.com\"]\n\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}'\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"signature\"\non_unverified = \"challenge\"\n",
+    );
+    let (status, out, err) = run(&["explain", "-c", arg(&p), "-A", "ExampleBot/1.0", "/x"]);
+    assert_eq!((status, err.as_str()), (0, ""));
+    assert_eq!(
+        out.lines().take(3).collect::<Vec<_>>(),
+        [
+            "agent:    ExampleBot",
+            "signature: needs verified to prove the claim; otherwise a challenge: 403 with Accept-Signature: sig1=(\"@authority\" \"@method\" \"@path\");created;expires;keyid=\"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U\";alg=\"ed25519\";tag=\"web-bot-auth\"",
+            "replay:   429 Too Many Requests (reason=replayed, signature=invalid)",
+        ]
+    );
+    let (_, out, _) = run(&["explain", "-c", arg(&p), "-A", "ExampleBot/1.0", "--json", "/robots.txt"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v[0]["signature"]["replay"], "served (this file is never refused)");
+    // A group signatures cannot prove: no signature lines.
+    let (_, out, _) = run(&["explain", "-c", arg(&p), "-A", "Googlebot/2.1", "/x"]);
+    assert!(!out.contains("signature:"), "{out}");
 }

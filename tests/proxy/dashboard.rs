@@ -520,7 +520,7 @@ fn check_warns_about_an_open_admin_listener_without_auth() {
 
 /// Chromium's binary, or `None` (with a loud message) when it is absent
 /// and `CRAWLGATE_REQUIRE_BROWSER` is unset.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     let candidates = ["chromium", "chromium-browser", "google-chrome"];
     let found = std::env::var_os("CHROMIUM").map(PathBuf::from).or_else(|| {
         std::env::var_os("PATH").and_then(|paths| {
@@ -542,7 +542,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless Chromium with `args` and returns its stdout; kills it
 /// after a minute.
-fn run_chromium(bin: &PathBuf, profile: &TempDir, args: &[&str]) -> String {
+pub(crate) fn run_chromium(bin: &PathBuf, profile: &TempDir, args: &[&str]) -> String {
     let mut child = Command::new(bin)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage"])
         .arg(format!("--user-data-dir={}", profile.join("profile").display()))

@@ -29,6 +29,7 @@ mod protocols;
 mod readme_lists;
 mod serving;
 mod signals;
+mod signatures;
 mod support;
 mod targets;
 mod tls_reload;

@@ -302,6 +302,9 @@ pub fn explain(
         if let Some(rate) = rate_of(policy, user_agent, url, &path, client) {
             entry["rate"] = rate;
         }
+        if let Some(sig) = signature_needs(policy, user_agent, &path) {
+            entry["signature"] = sig;
+        }
         if let Some((ip, observed_only, report)) = &verified {
             entry["client_ip"] = ip.to_string().into();
             entry["verification"] = match report {
@@ -358,6 +361,42 @@ fn rate_of(
     Some(serde_json::json!({"limit": limit.limit.to_string(), "group": limit.group.name, "key": key}))
 }
 
+/// What Web Bot Auth asks of a request claiming the User-Agent's token on
+/// `path`, when its group can be proven by a signature: the outcome it
+/// needs, what an unverified claim gets (the challenge's
+/// `Accept-Signature`, or `on_unverified`) and what a replayed signature
+/// gets. `None` when signatures prove nothing for it.
+fn signature_needs(policy: &crawlgate_policy::Policy, user_agent: &str, path: &str) -> Option<serde_json::Value> {
+    use crawlgate_policy::verification::{Method, Verification};
+    use crawlgate_policy::{Identity, Route, UserAgentField};
+    let v = &policy.settings().verification;
+    let claim = policy.claim(user_agent)?;
+    if !v.enabled || !claim.verify.allows(Method::Signature) {
+        return None;
+    }
+    let route = |identity| policy.route_with(false, path.as_bytes(), UserAgentField::One(user_agent), identity);
+    let unverified = route(Identity { verification: Verification::Unverified, proven: None, replayed: false });
+    let (challenge, on_unverified) = match &unverified {
+        Route::Block { decision, .. } | Route::Forward { decision, .. } => {
+            (policy.challenge(decision), decision.on_failure.map(|f| f.as_str()))
+        }
+        _ => (None, None),
+    };
+    if challenge.is_none() && !v.methods_for(std::iter::once(claim.agent), claim.verify).contains(&Method::Signature) {
+        return None;
+    }
+    let replay = match route(Identity { verification: Verification::Unverified, proven: None, replayed: true }) {
+        Route::Replayed { .. } => "429 Too Many Requests (reason=replayed, signature=invalid)",
+        _ => "served (this file is never refused)",
+    };
+    Some(serde_json::json!({
+        "needs": "verified",
+        "challenge": challenge,
+        "on_unverified": on_unverified,
+        "replay": replay,
+    }))
+}
+
 /// The block `explain` prints once: agent, client and verification, group
 /// and enforcement, and the robots.txt Content-Signal line.
 fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String) {
@@ -389,6 +428,14 @@ fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> Stri
         for m in v["methods"].as_array().into_iter().flatten() {
             outln!("  {:<9} {}", format!("{}:", s(&m["method"])), s(&m["finding"]));
         }
+    }
+    if let Some(sig) = o["signature"].as_object() {
+        let otherwise = match sig["challenge"].as_str() {
+            Some(a) => format!("otherwise a challenge: 403 with Accept-Signature: {a}"),
+            None => format!("otherwise on_unverified = {}", s(&sig["on_unverified"])),
+        };
+        outln!("signature: needs {} to prove the claim; {otherwise}", s(&sig["needs"]));
+        outln!("replay:   {}", s(&sig["replay"]));
     }
     match &o["group"] {
         serde_json::Value::Null => outln!("group:    none (no group applies: everything allowed)"),

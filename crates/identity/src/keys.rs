@@ -10,7 +10,15 @@
 //! it is listed in the directory of a host that a built-in catalog entry
 //! names in `signature_agents` (e.g. `chatgpt.com` for `ChatGPT-User`);
 //! other directories are fetched only with `any_agent`, and their keys
-//! prove no token.
+//! prove no token, unless their Signature Agent Card names one
+//! ([`crate::directory`]).
+//!
+//! Fetches are bounded (draft-meunier-web-bot-auth-architecture, verifier
+//! rules): HTTPS only, no redirects, no private, loopback or link-local
+//! address (checked on the resolved address), at most
+//! [`MAX_DIRECTORY_BYTES`] and [`crate::directory::MAX_DIRECTORY_KEYS`]
+//! keys, a failure remembered for [`NEGATIVE_TTL`] (at most 5 minutes), and
+//! a failed refresh keeps the keys already cached.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,6 +28,23 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
 use sha2::{Digest, Sha256};
+
+use crate::directory::{self, Card, DirectoryKey, DirectorySignature};
+use crate::ranges::{IpPrefix, RangeTable};
+
+/// At most this many `ips_uri` lists are fetched for one directory.
+const MAX_CARD_LISTS: usize = 4;
+/// At most this many card lists are kept in all (each up to
+/// [`crate::lists::MAX_BODY`]); a new one past it is not fetched.
+const MAX_CARD_LISTS_TOTAL: usize = 16;
+
+/// An IP list a Signature Agent Card publishes (`ips_uri`): one more list
+/// for the token the card binds.
+#[derive(Clone, Debug)]
+struct CardList {
+    source: Arc<str>,
+    table: Arc<RangeTable>,
+}
 
 /// The well-known path of a key directory.
 pub const DIRECTORY_PATH: &str = "/.well-known/http-message-signatures-directory";
@@ -35,8 +60,10 @@ const DEFAULT_TTL: Duration = Duration::from_secs(3600);
 /// The shortest and longest a directory is cached, whatever it says.
 const MIN_TTL: Duration = Duration::from_secs(60);
 const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
-/// How long a failed fetch is remembered before the next try.
-const NEGATIVE_TTL: Duration = Duration::from_secs(30);
+/// How long a failed fetch is remembered before the next try (the draft
+/// allows at most 5 minutes); a cached key set whose refresh failed is kept
+/// and retried after as long.
+pub const NEGATIVE_TTL: Duration = Duration::from_secs(30);
 /// A keyid missing from a cached directory refetches it (key rotation), at
 /// most this often.
 const REFETCH_ON_MISS: Duration = Duration::from_secs(60);
@@ -79,6 +106,9 @@ pub struct KeysConfig {
     /// client, so fetching any host lets clients make the proxy send
     /// requests anywhere.
     pub any_agent: bool,
+    /// Whether directories on private, loopback or link-local addresses
+    /// may be fetched (tests only).
+    pub allow_private: bool,
 }
 
 impl Default for KeysConfig {
@@ -93,6 +123,7 @@ impl Default for KeysConfig {
             authorities: Vec::new(),
             required_components: ["@authority", "@method", "@path"].into_iter().map(str::to_owned).collect(),
             any_agent: false,
+            allow_private: false,
         }
     }
 }
@@ -121,6 +152,9 @@ pub struct KnownKey {
     pub token: Option<String>,
     /// Where it came from.
     pub source: KeySource,
+    /// The Signature Agent Card members that describe it, if its directory
+    /// has any.
+    pub card: Option<Arc<Card>>,
 }
 
 /// The result of looking a keyid up.
@@ -149,14 +183,18 @@ struct Inner {
     required_components: Vec<String>,
     allow_http: bool,
     any_agent: bool,
+    allow_private: bool,
     client: reqwest::Client,
     directories: Mutex<HashMap<String, DirEntry>>,
+    /// Card IP lists by token (ASCII lowercase); replaced whole, read
+    /// without a lock.
+    card_lists: arc_swap::ArcSwap<HashMap<String, Vec<CardList>>>,
     inflight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 #[derive(Clone, Debug)]
 struct DirEntry {
-    keys: Result<Arc<HashMap<String, VerifyingKey>>, String>,
+    keys: Result<Arc<HashMap<String, DirectoryKey>>, String>,
     fetched: Instant,
     expires: Instant,
 }
@@ -165,6 +203,7 @@ struct DirEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Directory {
     url: String,
+    host: String,
     token: Option<String>,
 }
 
@@ -181,6 +220,7 @@ impl Keys {
             authorities,
             required_components,
             any_agent,
+            allow_private,
         } = config;
         let mut by_id = HashMap::new();
         for (i, p) in pinned.iter().enumerate() {
@@ -188,28 +228,26 @@ impl Keys {
                 .map_err(|e| KeyError(format!("pinned key {} ({}): the JWK is not JSON: {e}", i + 1, p.token)))?;
             let parsed =
                 parse_ed25519_jwk(&jwk).map_err(|e| KeyError(format!("pinned key {} ({}): {e}", i + 1, p.token)))?;
-            let known = KnownKey { key: parsed.key, token: Some(p.token.clone()), source: KeySource::Pinned };
+            let known =
+                KnownKey { key: parsed.key, token: Some(p.token.clone()), source: KeySource::Pinned, card: None };
             if let Some(kid) = parsed.kid {
                 by_id.insert(kid, known.clone());
             }
             by_id.insert(parsed.thumbprint, known);
         }
-        let redirect_http = allow_http;
-        let client = reqwest::Client::builder()
+        // No redirects: a redirect would send the fetch to a place the
+        // checks above did not see.
+        let mut client = reqwest::Client::builder()
             .timeout(fetch_timeout)
             .connect_timeout(fetch_timeout)
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                if attempt.previous().len() >= 3 {
-                    attempt.error("too many redirects")
-                } else if attempt.url().scheme() == "https" || (redirect_http && attempt.url().scheme() == "http") {
-                    attempt.follow()
-                } else {
-                    attempt.error("redirect to a scheme other than https")
-                }
-            }))
-            .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| KeyError(format!("cannot build the HTTP client for key directories: {e}")))?;
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")));
+        if !allow_private {
+            client = client.dns_resolver(Arc::new(directory::PublicOnly));
+        }
+        let client =
+            client.build().map_err(|e| KeyError(format!("cannot build the HTTP client for key directories: {e}")))?;
         Ok(Keys {
             inner: Arc::new(Inner {
                 pinned: by_id,
@@ -221,8 +259,10 @@ impl Keys {
                 required_components,
                 allow_http,
                 any_agent,
+                allow_private,
                 client,
                 directories: Mutex::new(HashMap::new()),
+                card_lists: arc_swap::ArcSwap::from_pointee(HashMap::new()),
                 inflight: Mutex::new(HashMap::new()),
             }),
         })
@@ -282,7 +322,7 @@ impl Keys {
         match entry.keys {
             Err(reason) => Some(KeyLookup::Unknown(reason)),
             Ok(keys) => match keys.get(keyid) {
-                Some(key) => Some(found(*key, &dir)),
+                Some(key) => Some(self.found(key, &dir)),
                 None if now.duration_since(entry.fetched) < REFETCH_ON_MISS => {
                     Some(KeyLookup::Unknown(format!("keyid {keyid:?} is not in {}", dir.url)))
                 }
@@ -314,11 +354,18 @@ impl Keys {
                 Some(hit) => hit,
                 None => {
                     let entry = self.fetch(&dir.url).await;
-                    self.store(&dir.url, entry.clone());
+                    let fetched = entry.keys.is_ok();
+                    let entry = self.store(&dir.url, entry);
+                    // In the background: the request waits for the
+                    // directory only, never for the lists its cards name.
+                    if let (true, Ok(keys), Ok(rt)) = (fetched, &entry.keys, tokio::runtime::Handle::try_current()) {
+                        let (this, dir, keys) = (self.clone(), dir.clone(), keys.clone());
+                        rt.spawn(async move { this.refresh_card_lists(&dir, &keys).await });
+                    }
                     match entry.keys {
                         Err(reason) => KeyLookup::Unknown(reason),
                         Ok(keys) => match keys.get(keyid) {
-                            Some(key) => found(*key, &dir),
+                            Some(key) => self.found(key, &dir),
                             None => KeyLookup::Unknown(format!("keyid {keyid:?} is not in {}", dir.url)),
                         },
                     }
@@ -347,15 +394,28 @@ impl Keys {
         if token.is_none() && !self.inner.any_agent {
             return Err(format!("Signature-Agent host {host:?} is not a known agent (no catalog entry lists it)"));
         }
+        // An address literal never reaches the client's resolver: checked
+        // here.
+        let literal = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok();
+        if let Some(ip) = literal.filter(|ip| !self.inner.allow_private && !directory::is_public(*ip)) {
+            return Err(format!("Signature-Agent {agent:?}: {ip} is not a public address; directory not fetched"));
+        }
         let origin = match url.port() {
             Some(p) => format!("{}://{host}:{p}", url.scheme()),
             None => format!("{}://{host}", url.scheme()),
         };
-        Ok(Directory { url: format!("{origin}{DIRECTORY_PATH}"), token })
+        Ok(Directory { url: format!("{origin}{DIRECTORY_PATH}"), host, token })
     }
 
-    fn store(&self, url: &str, entry: DirEntry) {
+    /// Caches `entry` and returns what is cached: a failed refresh of a
+    /// directory whose keys are cached keeps those keys, retried after
+    /// [`NEGATIVE_TTL`].
+    fn store(&self, url: &str, mut entry: DirEntry) -> DirEntry {
         let mut dirs = lock(&self.inner.directories);
+        if let (Err(reason), Some(DirEntry { keys: Ok(old), .. })) = (&entry.keys, dirs.get(url)) {
+            tracing::info!(directory = url, error = %reason, "Key directory refresh failed; the cached keys are kept");
+            entry.keys = Ok(old.clone());
+        }
         if !dirs.contains_key(url) && dirs.len() >= self.inner.cache_size {
             let now = Instant::now();
             dirs.retain(|_, e| e.expires > now);
@@ -365,12 +425,13 @@ impl Keys {
                 }
             }
         }
-        dirs.insert(url.to_owned(), entry);
+        dirs.insert(url.to_owned(), entry.clone());
+        entry
     }
 
     async fn fetch(&self, url: &str) -> DirEntry {
         let fetched = Instant::now();
-        match fetch_directory(&self.inner.client, url, self.inner.fetch_timeout).await {
+        match fetch_directory(&self.inner.client, url, self.inner.fetch_timeout, self.inner.max_skew).await {
             Ok((keys, ttl)) => {
                 tracing::debug!(directory = url, keys = keys.len(), ttl_s = ttl.as_secs(), "Fetched key directory");
                 DirEntry { keys: Ok(Arc::new(keys)), fetched, expires: fetched + ttl }
@@ -383,12 +444,120 @@ impl Keys {
     }
 }
 
-fn found(key: VerifyingKey, dir: &Directory) -> KeyLookup {
-    KeyLookup::Found(Box::new(KnownKey {
-        key,
-        token: dir.token.clone(),
-        source: KeySource::Directory(dir.url.clone()),
-    }))
+impl Keys {
+    /// A directory key and the token it proves: its card's
+    /// `rfc9309-product-token` when the card may name it (any token with
+    /// `any_agent`, else one of the tokens whose catalog entries list the
+    /// directory's host), else the catalog's token for the host.
+    fn found(&self, key: &DirectoryKey, dir: &Directory) -> KeyLookup {
+        KeyLookup::Found(Box::new(KnownKey {
+            key: key.key,
+            token: self.card_token(key, dir).map(str::to_owned).or_else(|| dir.token.clone()),
+            source: KeySource::Directory(dir.url.clone()),
+            card: key.card.clone(),
+        }))
+    }
+
+    /// The token `key`'s card binds, when the card may name it.
+    fn card_token<'k>(&self, key: &'k DirectoryKey, dir: &Directory) -> Option<&'k str> {
+        key.card.as_ref().and_then(|c| c.token.as_deref()).filter(|t| {
+            self.inner.any_agent || tokens_for_agent_host(&dir.host).iter().any(|c| c.eq_ignore_ascii_case(t))
+        })
+    }
+
+    /// Fetches the `ips_uri` lists of the cards in a directory just
+    /// fetched, for the tokens they may bind: with the lists' bounds (size,
+    /// parse) and the directories' (timeout, public addresses only, no
+    /// redirects). A list that fails keeps its previous copy.
+    async fn refresh_card_lists(&self, dir: &Directory, keys: &HashMap<String, DirectoryKey>) {
+        let mut wanted: Vec<(String, String)> = Vec::new();
+        for k in keys.values() {
+            let (Some(token), Some(uri)) =
+                (self.card_token(k, dir), k.card.as_ref().and_then(|c| c.ips_uri.as_deref()))
+            else {
+                continue;
+            };
+            let pair = (token.to_ascii_lowercase(), uri.to_owned());
+            if !wanted.contains(&pair) && wanted.len() < MAX_CARD_LISTS {
+                wanted.push(pair);
+            }
+        }
+        for (token, uri) in wanted {
+            let known = self.inner.card_lists.load().values().flatten().any(|l| *l.source == *uri);
+            let total: usize = self.inner.card_lists.load().values().map(Vec::len).sum();
+            if !known && total >= MAX_CARD_LISTS_TOTAL {
+                tracing::info!(
+                    list = uri,
+                    token,
+                    "Signature Agent Card IP list not fetched: {MAX_CARD_LISTS_TOTAL} are kept already"
+                );
+                continue;
+            }
+            let fetched = match self.list_url_allowed(&uri) {
+                Err(e) => Err(e),
+                Ok(()) => tokio::time::timeout(self.inner.fetch_timeout, crate::lists::fetch(&self.inner.client, &uri))
+                    .await
+                    .unwrap_or_else(|_| Err("timed out".into()))
+                    .and_then(|body| RangeTable::parse(&body).map_err(|e| e.to_string())),
+            };
+            let table = match fetched {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::info!(list = uri, token, error = %e, "Signature Agent Card IP list fetch failed");
+                    continue;
+                }
+            };
+            tracing::debug!(list = uri, token, prefixes = table.len(), "Fetched a Signature Agent Card IP list");
+            let list = CardList { source: uri.as_str().into(), table: Arc::new(table) };
+            self.inner.card_lists.rcu(|current| {
+                let mut all = HashMap::clone(current);
+                let lists = all.entry(token.clone()).or_default();
+                lists.retain(|l| l.source != list.source);
+                lists.push(list.clone());
+                all
+            });
+        }
+    }
+
+    /// Whether a card's `ips_uri` may be fetched: https (http with
+    /// `allow_http`), and an address literal only when public (a name is
+    /// checked when it resolves).
+    fn list_url_allowed(&self, uri: &str) -> Result<(), String> {
+        let url = reqwest::Url::parse(uri).map_err(|e| format!("not a URL: {e}"))?;
+        match url.scheme() {
+            "https" => {}
+            "http" if self.inner.allow_http => {}
+            other => return Err(format!("the {other:?} scheme is not fetched (https only)")),
+        }
+        let host = url.host_str().unwrap_or_default();
+        let literal = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>().ok();
+        if let Some(ip) = literal.filter(|ip| !self.inner.allow_private && !directory::is_public(*ip)) {
+            return Err(format!("{ip} is not a public address"));
+        }
+        Ok(())
+    }
+
+    /// What the IP lists of the cards that bind `token` say about `ip`:
+    /// `None` when no card published one, else the list and prefix that
+    /// contain it, or `Some(None)` when none does.
+    pub fn card_list_check(&self, token: &str, ip: std::net::IpAddr) -> Option<Option<(Arc<str>, IpPrefix)>> {
+        let all = self.inner.card_lists.load();
+        if all.is_empty() {
+            return None;
+        }
+        let lists = all.get(&token.to_ascii_lowercase())?;
+        Some(lists.iter().find_map(|l| l.table.lookup(ip).map(|p| (l.source.clone(), p))))
+    }
+}
+
+/// Every token whose catalog entry lists `host` among its
+/// `signature_agents` (ASCII case-insensitive).
+pub fn tokens_for_agent_host(host: &str) -> Vec<String> {
+    crawlgate_policy::verification::sources()
+        .iter()
+        .filter(|s| s.signature_agents.iter().any(|h| h.eq_ignore_ascii_case(host)))
+        .flat_map(|s| s.tokens.iter().cloned())
+        .collect()
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -447,15 +616,7 @@ pub fn ed25519_thumbprint(key: &VerifyingKey) -> String {
 /// Reads a key directory (a JWKS, RFC 7517 section 5): its Ed25519 keys by
 /// thumbprint. Keys of other types are skipped.
 pub fn parse_directory(body: &[u8]) -> Result<HashMap<String, VerifyingKey>, String> {
-    let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
-    let keys = doc.get("keys").and_then(serde_json::Value::as_array).ok_or("the directory has no \"keys\" array")?;
-    let mut out = HashMap::new();
-    for k in keys {
-        if let Ok(parsed) = parse_ed25519_jwk(k) {
-            out.insert(parsed.thumbprint, parsed.key);
-        }
-    }
-    Ok(out)
+    Ok(directory::parse_directory_document(body)?.into_iter().map(|(id, k)| (id, k.key)).collect())
 }
 
 /// How long a response may be cached: `Cache-Control: max-age` (RFC 9111
@@ -486,7 +647,8 @@ async fn fetch_directory(
     client: &reqwest::Client,
     url: &str,
     timeout: Duration,
-) -> Result<(HashMap<String, VerifyingKey>, Duration), String> {
+    skew: Duration,
+) -> Result<(HashMap<String, DirectoryKey>, Duration), String> {
     let request = client
         .get(url)
         .header(reqwest::header::ACCEPT, format!("{DIRECTORY_MEDIA_TYPE}, application/json;q=0.9"))
@@ -496,7 +658,7 @@ async fn fetch_directory(
         if resp.status() != reqwest::StatusCode::OK {
             return Err(format!("fetching {url}: status {}", resp.status().as_u16()));
         }
-        let headers = resp.headers();
+        let headers = resp.headers().clone();
         let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         if !acceptable_media_type(content_type) {
             return Err(format!("fetching {url}: media type {content_type:?} is not {DIRECTORY_MEDIA_TYPE} or JSON"));
@@ -512,7 +674,24 @@ async fn fetch_directory(
             }
             body.extend_from_slice(&chunk);
         }
-        let keys = parse_directory(&body).map_err(|e| format!("{url}: {e}"))?;
+        let keys = directory::parse_directory_document(&body).map_err(|e| format!("{url}: {e}"))?;
+        // A directory that signs its response is trusted only when a
+        // signature verifies (draft-meunier-http-message-signatures-directory).
+        let authority = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(|h| u.port().map_or(h.to_owned(), |p| format!("{h}:{p}"))))
+            .unwrap_or_default();
+        let now = crate::wba::unix_seconds(std::time::SystemTime::now());
+        let skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX);
+        match directory::verify_directory_response(&headers, &authority, &keys, now, skew) {
+            DirectorySignature::Invalid { reason } => {
+                return Err(format!("{url}: the directory's response signature is invalid, not trusted: {reason}"))
+            }
+            DirectorySignature::Valid { keyid } => {
+                tracing::debug!(directory = url, keyid, "Key directory response signature verified");
+            }
+            DirectorySignature::Unsigned => {}
+        }
         Ok((keys, ttl))
     };
     // The client's own timeout covers the exchange; this one also bounds a
@@ -599,18 +778,56 @@ mod tests {
             keys.directory_for("https://chatgpt.com/some/path"),
             Ok(Directory {
                 url: "https://chatgpt.com/.well-known/http-message-signatures-directory".into(),
+                host: "chatgpt.com".into(),
                 token: Some("ChatGPT-User".into())
             })
         );
         assert!(keys.directory_for("http://chatgpt.com").is_err_and(|e| e.contains("https only")));
         assert!(keys.directory_for("https://evil.example").is_err_and(|e| e.contains("not a known agent")));
         assert!(keys.directory_for("not a url").is_err_and(|e| e.contains("not a URL")));
-        let open = Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
+        // An address literal is checked here (it never reaches the
+        // resolver): private ones are refused unless allowed.
+        let public_only = Keys::new(KeysConfig { allow_http: true, any_agent: true, ..KeysConfig::default() })
             .unwrap_or_else(|e| panic!("{e}"));
+        for agent in ["http://127.0.0.1:8080", "https://10.0.0.1", "https://[::1]:8443", "https://169.254.169.254"] {
+            assert!(public_only.directory_for(agent).is_err_and(|e| e.contains("is not a public address")), "{agent}");
+        }
+        assert!(public_only.directory_for("https://8.8.8.8").is_ok());
+        let open =
+            Keys::new(KeysConfig { allow_http: true, any_agent: true, allow_private: true, ..KeysConfig::default() })
+                .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             open.directory_for("http://127.0.0.1:8080").map(|d| d.url),
             Ok("http://127.0.0.1:8080/.well-known/http-message-signatures-directory".into())
         );
+    }
+
+    #[test]
+    fn a_failed_refresh_keeps_the_cached_keys() {
+        let keys = Keys::new(KeysConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        let url = "https://chatgpt.com/.well-known/http-message-signatures-directory";
+        let body = br#"{"keys":[{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}]}"#;
+        let parsed = directory::parse_directory_document(body).unwrap_or_else(|e| panic!("{e}"));
+        let now = Instant::now();
+        // Fetched once, then expired.
+        keys.store(url, DirEntry { keys: Ok(Arc::new(parsed.clone())), fetched: now, expires: now });
+        // The refresh fails: the keys stay, retried after the negative TTL.
+        let kept = keys.store(
+            url,
+            DirEntry { keys: Err("fetching: status 500".into()), fetched: now, expires: now + NEGATIVE_TTL },
+        );
+        assert_eq!(kept.keys.as_deref().ok(), Some(&parsed));
+        let id = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
+        match keys.cached_key(id, Some("https://chatgpt.com")) {
+            Some(KeyLookup::Found(k)) => assert_eq!(k.token.as_deref(), Some("ChatGPT-User")),
+            other => panic!("{other:?}"),
+        }
+        // A directory never fetched before remembers its failure.
+        let other = "https://example.net/.well-known/http-message-signatures-directory";
+        let failed =
+            keys.store(other, DirEntry { keys: Err("timed out".into()), fetched: now, expires: now + NEGATIVE_TTL });
+        assert_eq!(failed.keys.err().as_deref(), Some("timed out"));
+        assert!(NEGATIVE_TTL <= Duration::from_secs(300));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! Everything here that does I/O runs off the request path or under a
 //! timeout; a request never waits on a lookup longer than its budget.
 
+pub mod directory;
 pub mod keys;
 pub mod lists;
 pub mod ranges;
@@ -21,14 +22,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crawlgate_policy::verification::{Method, Verification, VerificationSettings, VerifyMode};
+use crawlgate_policy::verification::{Method, SignatureOutcome, Verification, VerificationSettings, VerifyMode};
 use crawlgate_policy::Claim;
 
 use crate::keys::{Keys, KeysConfig, PinnedKey};
 use crate::lists::{IpCheck, ListSource, Lists, ListsConfig};
 use crate::ranges::IpPrefix;
 use crate::rdns::{Fcrdns, RdnsCheck, RdnsConfig};
-use crate::replay::{Replay, ReplayCache};
+use crate::replay::{Replay, ReplayCache, ReplayStore};
 use crate::wba::{SignatureCheck, SignedRequest};
 
 /// What showed the outcome: shown in logs, `explain` and `verify`.
@@ -88,6 +89,22 @@ pub enum Evidence {
     /// A valid signature the replay cache had no room to record, so a
     /// replay of it could not be told.
     ReplayCacheFull,
+    /// A valid signature by a key that speaks for another token than the
+    /// User-Agent claims.
+    OtherToken {
+        /// The key's JWK thumbprint (RFC 7638).
+        keyid: String,
+        /// The token the key speaks for.
+        token: String,
+    },
+    /// A valid signature whose card's `expected-user-agent` the request's
+    /// User-Agent does not contain: it still proves the key's token.
+    UnexpectedUserAgent {
+        /// The key's JWK thumbprint (RFC 7638).
+        keyid: String,
+        /// The card's `expected-user-agent`.
+        expected: String,
+    },
 }
 
 impl fmt::Display for Evidence {
@@ -106,6 +123,10 @@ impl fmt::Display for Evidence {
             Evidence::UnknownKey { reason } => write!(f, "unknown key: {reason}"),
             Evidence::Replayed { keyid } => write!(f, "replayed signature by keyid {keyid}"),
             Evidence::ReplayCacheFull => f.write_str("replay cache full"),
+            Evidence::OtherToken { keyid, token } => write!(f, "keyid {keyid} speaks for {token}"),
+            Evidence::UnexpectedUserAgent { keyid, expected } => {
+                write!(f, "keyid {keyid}; the User-Agent lacks the card's expected-user-agent {expected:?}")
+            }
         }
     }
 }
@@ -122,6 +143,9 @@ pub struct Verdict {
     /// The components that valid signature covers (empty without one):
     /// a price header is agreed to only when it is among them.
     pub signed_components: Vec<String>,
+    /// What the request's Web Bot Auth signature showed; `None` without
+    /// one (or when its group does not verify signatures).
+    pub signature: Option<SignatureOutcome>,
 }
 
 /// One method's finding.
@@ -224,6 +248,7 @@ impl VerifierConfig {
                 authorities: v.signatures.authorities.clone(),
                 required_components: v.signatures.required_components.clone(),
                 any_agent: v.signatures.any_directory_host,
+                allow_private: v.signatures.allow_private_directories,
             },
             rdns_domains,
             replay_cache_size: v.signatures.replay_cache_size,
@@ -260,7 +285,7 @@ pub struct Verifier {
     rdns: Fcrdns,
     keys: Keys,
     domains: Arc<HashMap<String, Vec<String>>>,
-    replay: Arc<ReplayCache>,
+    replay: Arc<dyn ReplayStore>,
 }
 
 impl Verifier {
@@ -274,6 +299,13 @@ impl Verifier {
             domains: Arc::new(rdns_domains.into_iter().collect()),
             replay: Arc::new(ReplayCache::new(replay_cache_size)),
         })
+    }
+
+    /// The verifier with `store` remembering verified signatures instead of
+    /// this instance's own cache (a store shared by a fleet).
+    pub fn with_replay_store(mut self, store: Arc<dyn ReplayStore>) -> Verifier {
+        self.replay = store;
+        self
     }
 
     /// The IP lists (refresh service, status).
@@ -291,15 +323,22 @@ impl Verifier {
     }
 
     /// What the IP lists say, if the mode uses them and the token has any.
+    /// The lists are the token's configured ones and those its Signature
+    /// Agent Cards publish (`ips_uri`), once a card was fetched.
     pub fn check_ip(&self, token: &str, mode: VerifyMode, ip: IpAddr) -> Option<Finding> {
         if !mode.allows(Method::Ip) {
             return None;
         }
-        Some(match self.lists.check(token, ip) {
-            IpCheck::NoSource => return None,
-            IpCheck::NotLoaded => Finding::Unknown(Evidence::ListsNotLoaded),
-            IpCheck::Match { source, prefix } => Finding::Proves(Evidence::Listed { source, prefix }),
-            IpCheck::NoMatch => Finding::Disproves(Evidence::NotListed),
+        let card = self.keys.card_list_check(token, ip);
+        if let Some(Some((source, prefix))) = card {
+            return Some(Finding::Proves(Evidence::Listed { source, prefix }));
+        }
+        Some(match (self.lists.check(token, ip), card) {
+            (IpCheck::NoSource, None) => return None,
+            (IpCheck::NoSource, Some(_)) => Finding::Disproves(Evidence::NotListed),
+            (IpCheck::NotLoaded, _) => Finding::Unknown(Evidence::ListsNotLoaded),
+            (IpCheck::Match { source, prefix }, _) => Finding::Proves(Evidence::Listed { source, prefix }),
+            (IpCheck::NoMatch, _) => Finding::Disproves(Evidence::NotListed),
         })
     }
 
@@ -361,6 +400,7 @@ impl Verifier {
     pub async fn verify(&self, claim: Option<&Claim<'_>>, ip: IpAddr, signed: Option<&SignedRequest<'_>>) -> Verdict {
         let mut acc = Acc::default();
         let sig_allowed = claim.is_none_or(|c| c.verify.allows(Method::Signature));
+        let mut signature = None;
         if let (Some(req), true) = (signed, sig_allowed) {
             let now = SystemTime::now();
             let (check, seen) = wba::verify_seen(&self.keys, req, now).await;
@@ -368,9 +408,22 @@ impl Verifier {
             // can neither fill the cache nor make a genuine signature look
             // replayed.
             let covered = seen.as_ref().map(|s| s.covered.clone()).unwrap_or_default();
-            let replay = seen.map(|s| {
-                (self.replay.check(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)), s.keyid)
+            let card = seen.as_ref().and_then(|s| s.card.clone());
+            let replay = match seen {
+                Some(s) => Some((
+                    self.replay.seen_once(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)).await,
+                    s.keyid,
+                )),
+                None => None,
+            };
+            signature = Some(match (&check, &replay) {
+                (_, Some((Replay::Replayed, _))) | (SignatureCheck::Invalid { .. }, _) => SignatureOutcome::Invalid,
+                (SignatureCheck::Valid { .. }, Some((Replay::Fresh, _))) => SignatureOutcome::Verified,
+                _ => SignatureOutcome::Unverified,
             });
+            if matches!(check, SignatureCheck::Absent) {
+                signature = None;
+            }
             let check = match replay {
                 Some((Replay::Replayed, keyid)) => {
                     return Verdict {
@@ -378,6 +431,7 @@ impl Verifier {
                         evidence: Evidence::Replayed { keyid },
                         signed_token: None,
                         signed_components: Vec::new(),
+                        signature,
                     };
                 }
                 // Not recorded, so a replay of it could not be told: it
@@ -390,12 +444,34 @@ impl Verifier {
             };
             match check {
                 SignatureCheck::Absent => {}
+                // A key bound to one token that signs for a User-Agent
+                // claiming another: the claim is false.
+                SignatureCheck::Valid { keyid, token: Some(token), .. }
+                    if claim.is_some_and(|c| !c.agent.eq_ignore_ascii_case(&token)) =>
+                {
+                    return Verdict {
+                        verification: Verification::Spoofed(Method::Signature),
+                        evidence: Evidence::OtherToken { keyid, token },
+                        signed_token: None,
+                        signed_components: Vec::new(),
+                        signature: Some(SignatureOutcome::Invalid),
+                    };
+                }
                 SignatureCheck::Valid { keyid, token: Some(token), .. } => {
+                    let expected = card.as_ref().and_then(|c| c.expected_user_agent.clone());
+                    let ua = req.headers.get(http::header::USER_AGENT).map(|v| String::from_utf8_lossy(v.as_bytes()));
+                    let evidence = match expected {
+                        Some(e) if !ua.is_some_and(|ua| ua.to_ascii_lowercase().contains(&e.to_ascii_lowercase())) => {
+                            Evidence::UnexpectedUserAgent { keyid, expected: e }
+                        }
+                        _ => Evidence::Key { keyid },
+                    };
                     return Verdict {
                         verification: Verification::Verified(Method::Signature),
-                        evidence: Evidence::Key { keyid },
+                        evidence,
                         signed_token: Some(token),
                         signed_components: covered,
+                        signature,
                     };
                 }
                 // A valid key that names no token proves no claim.
@@ -410,19 +486,20 @@ impl Verifier {
                 }
             }
         }
-        let Some(claim) = claim else { return acc.finish_unclaimed() };
+        let with_signature = |v: Verdict| Verdict { signature, ..v };
+        let Some(claim) = claim else { return with_signature(acc.finish_unclaimed()) };
         if claim.verify == VerifyMode::None {
             return Verdict::default();
         }
         if let Some(f) = self.check_ip(claim.agent, claim.verify, ip) {
             if acc.add(Method::Ip, f) {
-                return acc.finish();
+                return with_signature(acc.finish());
             }
         }
         if let Some(f) = self.check_rdns(claim.agent, claim.verify, ip).await {
             acc.add(Method::Rdns, f);
         }
-        acc.finish()
+        with_signature(acc.finish())
     }
 
     /// Every applicable method's finding for `token` from `ip`, live (for
@@ -490,7 +567,7 @@ impl Acc {
             (None, None, None) if self.checked => (Verification::Unverified, Evidence::None),
             (None, None, None) => (Verification::Unverified, Evidence::NoSource),
         };
-        Verdict { verification, evidence, signed_token: None, signed_components: Vec::new() }
+        Verdict { verification, evidence, signed_token: None, signed_components: Vec::new(), signature: None }
     }
 
     /// Without a claimed token only a signature is judged: an invalid one

@@ -390,7 +390,7 @@ impl Inner {
 
 /// GETs `url`: only `http`/`https`, only a 200, at most [`MAX_BODY`]
 /// bytes, UTF-8.
-async fn fetch(client: &reqwest::Client, url: &str) -> Result<String, String> {
+pub(crate) async fn fetch(client: &reqwest::Client, url: &str) -> Result<String, String> {
     let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     if !matches!(scheme.as_deref(), Some("http" | "https")) {
         return Err("unsupported URL scheme (http or https only)".into());

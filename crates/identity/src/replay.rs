@@ -15,6 +15,8 @@
 //! take about 10 MB.
 
 use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
@@ -30,6 +32,38 @@ pub enum Replay {
     /// recorded, so a replay of it could not be told; it must not count as
     /// proof.
     Full,
+}
+
+/// Where verified signatures are remembered: this instance's
+/// [`ReplayCache`] by default; a store shared by several instances (so a
+/// signature replayed to another instance is refused too) implements it
+/// with a set-if-absent that expires at `forget_after`. The verifier asks it
+/// only about signatures that verified.
+pub trait ReplayStore: Send + Sync + std::fmt::Debug {
+    /// Records `signature` by `keyid`, remembered until the Unix second
+    /// `forget_after`, at Unix second `now`: [`Replay::Fresh`] the first
+    /// time, [`Replay::Replayed`] after; [`Replay::Full`] when it cannot be
+    /// recorded (a store that cannot answer must say so, never `Fresh`).
+    fn seen_once<'a>(
+        &'a self,
+        keyid: &'a str,
+        signature: &'a [u8],
+        forget_after: i64,
+        now: i64,
+    ) -> Pin<Box<dyn Future<Output = Replay> + Send + 'a>>;
+}
+
+impl ReplayStore for ReplayCache {
+    fn seen_once<'a>(
+        &'a self,
+        keyid: &'a str,
+        signature: &'a [u8],
+        forget_after: i64,
+        now: i64,
+    ) -> Pin<Box<dyn Future<Output = Replay> + Send + 'a>> {
+        let answer = self.check(keyid, signature, forget_after, now);
+        Box::pin(std::future::ready(answer))
+    }
 }
 
 /// Verified signatures by (keyid, signature bytes) until they expire.

@@ -86,6 +86,8 @@ pub struct Seen {
     /// (`@authority`, `crawler-exact-price`, ...): what the signer vouched
     /// for.
     pub covered: Vec<String>,
+    /// The Signature Agent Card members of the key's directory, if any.
+    pub card: Option<std::sync::Arc<crate::directory::Card>>,
 }
 
 /// Checks the request's Web Bot Auth signature at time `now`.
@@ -111,6 +113,10 @@ pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) 
             Err(reason) => SignatureCheck::Invalid { reason },
             Ok(c) => {
                 let lookup = keys.key(&c.keyid, c.agent.as_deref()).await;
+                let card = match &lookup {
+                    KeyLookup::Found(k) => k.card.clone(),
+                    KeyLookup::Unknown(_) => None,
+                };
                 let outcome = conclude(&c, lookup);
                 if matches!(outcome, SignatureCheck::Valid { .. }) {
                     let seen = Seen {
@@ -118,6 +124,7 @@ pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) 
                         signature: c.signature.to_bytes(),
                         accepted_until: c.expires.saturating_add(secs(keys.max_skew())),
                         covered: c.covered.clone(),
+                        card,
                     };
                     return (outcome, Some(seen));
                 }

@@ -53,7 +53,8 @@ async fn outcomes_by_method() {
             verification: Verification::Spoofed(Method::Ip),
             evidence: Evidence::NotListed,
             signed_token: None,
-            signed_components: Vec::new()
+            signed_components: Vec::new(),
+            signature: None
         }
     );
     assert_eq!(v.verify(Some(&gpt), ip("127.0.0.3"), None).await, other);
@@ -76,6 +77,7 @@ async fn outcomes_by_method() {
         evidence: Evidence::NoSource,
         signed_token: None,
         signed_components: Vec::new(),
+        signature: None,
     };
     assert_eq!(v.verify_cached(&claude, ip("127.0.0.2")), Some(none));
     // No claim and no signature: not applicable.

@@ -524,7 +524,8 @@ mod props {
 }
 
 fn directory_keys() -> Keys {
-    Keys::new(KeysConfig { allow_http: true, any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"))
+    Keys::new(KeysConfig { allow_http: true, any_agent: true, allow_private: true, ..base() })
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]
@@ -806,8 +807,9 @@ async fn a_replayed_signature_is_refused_and_a_forgery_cannot_poison_the_cache()
 }
 
 /// `allow_http_directories` allows plain http only for the hosts otherwise
-/// allowed; fetching from any `Signature-Agent` host (a client's choice,
-/// internal addresses included) is `any_directory_host` alone.
+/// allowed; fetching from any `Signature-Agent` host (a client's choice) is
+/// `any_directory_host`, and from a loopback one `allow_private_directories`
+/// too.
 #[tokio::test]
 async fn http_directories_do_not_open_every_host() {
     use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
@@ -831,7 +833,234 @@ async fn http_directories_do_not_open_every_host() {
         other => panic!("{other:?}"),
     }
     assert_eq!(server.hits(), 0);
+    // Any host, but a loopback one is refused before anything is sent.
     let got = verifier("any_directory_host = true\n").verify(None, ip, Some(&sr)).await;
+    match &got.evidence {
+        Evidence::UnknownKey { reason } => {
+            assert!(reason.ends_with("is not a public address; directory not fetched"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.hits(), 0);
+    let got =
+        verifier("any_directory_host = true\nallow_private_directories = true\n").verify(None, ip, Some(&sr)).await;
     assert_eq!(got.evidence, Evidence::Key { keyid: signer.keyid() });
     assert_eq!(server.hits(), 1);
+}
+
+/// A directory that signs its response (draft-meunier-http-message-signatures-directory)
+/// is trusted only when the signature verifies with a key it lists, over
+/// its own authority; an unsigned one is read as before.
+#[tokio::test]
+async fn directory_response_signatures_are_verified() {
+    let signer = Signer::from_seed(21);
+    let stranger = Signer::from_seed(22);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let signed_by = |who: &Signer, authority: &str, created: i64, expires: i64| {
+        let (input, signature) = who.sign_directory(authority, created, expires);
+        vec![("Signature-Input".to_owned(), input), ("Signature".to_owned(), signature)]
+    };
+    /// Who signs, for which authority (None: the server's), created, expires, the outcome.
+    type Row<'a> = (&'a Signer, Option<&'a str>, i64, i64, Result<(), &'a str>);
+    let rows: [Row<'_>; 5] = [
+        (&signer, None, now - 5, now + 300, Ok(())),
+        (&stranger, None, now - 5, now + 300, Err("keyid \"")),
+        (&signer, Some("other.example"), now - 5, now + 300, Err("does not verify with key")),
+        (&signer, None, now - 600, now - 300, Err("expired")),
+        (&signer, None, now + 600, now + 900, Err("created in the future")),
+    ];
+    for (who, authority, created, expires, want) in rows {
+        let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+        let own = server.addr().to_string();
+        let headers = signed_by(who, authority.unwrap_or(&own), created, expires);
+        server.set_response(DirectoryResponse { headers, ..DirectoryResponse::ok(directory_json(&[&signer])) });
+        let keys = directory_keys();
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(now - 5, 60).with_agent(&server.agent_url()));
+        let got = check(&keys, &req, &h, now).await;
+        match (want, &got) {
+            (Ok(()), SignatureCheck::Valid { keyid, .. }) => assert_eq!(*keyid, signer.keyid()),
+            (Err(w), SignatureCheck::UnknownKey { reason }) => {
+                assert!(reason.contains("the directory's response signature is invalid, not trusted"), "{reason}");
+                assert!(reason.contains(w), "{w}: {reason}");
+            }
+            _ => panic!("{want:?}: {got:?}"),
+        }
+    }
+}
+
+/// A Signature Agent Card's `rfc9309-product-token` binds its keys to that
+/// token (with `any_agent`: a host the catalog does not list); a token that
+/// is not an RFC 9309 product token binds nothing.
+#[tokio::test]
+async fn card_tokens_bind_directory_keys() {
+    use crawlgate_testkit::wba::card_json;
+    let signer = Signer::from_seed(23);
+    let req = Request::get("site.example", "/");
+    for (members, want) in [
+        (r#""rfc9309-product-token":"GPTBot""#, Some("GPTBot")),
+        (r#""rfc9309-product-token":"GPT Bot/1""#, None),
+        (r#""purpose":"search""#, None),
+    ] {
+        let server = DirectoryServer::start(DirectoryResponse::ok(card_json(&[&signer], members)));
+        let keys = directory_keys();
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+        assert_eq!(
+            check(&keys, &req, &h, NOW).await,
+            SignatureCheck::Valid {
+                keyid: signer.keyid(),
+                token: want.map(str::to_owned),
+                agent: Some(server.agent_url())
+            },
+            "{members}"
+        );
+    }
+}
+
+/// A directory that goes away after its keys were fetched: the cached keys
+/// keep verifying (no refetch while they are fresh).
+#[tokio::test]
+async fn cached_keys_outlive_their_directory() {
+    let signer = Signer::from_seed(24);
+    let server = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let agent = server.agent_url();
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&agent));
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: None, agent: Some(agent.clone()) };
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    drop(server);
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW + 1, 60).with_agent(&agent));
+    assert_eq!(check(&keys, &req, &h, NOW + 1).await, valid);
+}
+
+/// The replay seam: a verifier given another [`ReplayStore`] (a fleet's
+/// shared store) asks it, not its own cache, and only about signatures
+/// that verified.
+#[tokio::test]
+async fn a_replay_store_replaces_the_instance_cache() {
+    use crawlgate_identity::replay::{Replay, ReplayStore};
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    /// Says every signature was seen, and counts the questions.
+    #[derive(Debug, Default)]
+    struct SeenEverything(AtomicUsize);
+    impl ReplayStore for SeenEverything {
+        fn seen_once<'a>(
+            &'a self,
+            _keyid: &'a str,
+            _signature: &'a [u8],
+            _forget_after: i64,
+            _now: i64,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Replay> + Send + 'a>> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(std::future::ready(Replay::Replayed))
+        }
+    }
+    let signer = Signer::from_seed(25);
+    let src = format!(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"site.example\"]\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n",
+        signer.jwk()
+    );
+    let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let store = std::sync::Arc::new(SeenEverything::default());
+    let verifier = Verifier::new(VerifierConfig::for_policy(&policy))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .with_replay_store(store.clone());
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let h = signed_map(&req, &signer, &full_opts(now - 5, 60));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    let got = verifier.verify(None, ip, Some(&sr)).await;
+    assert_eq!(got.evidence, Evidence::Replayed { keyid: signer.keyid() });
+    assert_eq!(got.signature, Some(crawlgate_policy::verification::SignatureOutcome::Invalid));
+    assert_eq!(store.0.load(Ordering::SeqCst), 1);
+    // A signature that does not verify never reaches the store.
+    let h = signed_map(&Request::get("site.example", "/other"), &signer, &full_opts(now - 5, 60));
+    let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+    let got = verifier.verify(None, ip, Some(&sr)).await;
+    assert!(matches!(got.evidence, Evidence::BadSignature { .. }), "{got:?}");
+    assert_eq!(store.0.load(Ordering::SeqCst), 1);
+}
+
+/// A directory response signed by the Cloudflare crate's signer (`"@authority";req`,
+/// `tag="http-message-signatures-directory"`) verifies here; for another
+/// authority it does not.
+#[test]
+fn web_bot_auth_crate_directory_signatures_verify() {
+    use crawlgate_identity::directory::{parse_directory_document, verify_directory_response, DirectorySignature};
+    use web_bot_auth::components::{CoveredComponent, DerivedComponent};
+    use web_bot_auth::keyring::Algorithm;
+    use web_bot_auth::message_signatures::{MessageSigner, UnsignedMessage};
+
+    struct Msg {
+        input: String,
+        signature: String,
+    }
+    impl UnsignedMessage for Msg {
+        fn fetch_components_to_cover(&self) -> indexmap::IndexMap<CoveredComponent, String> {
+            indexmap::IndexMap::from_iter([(
+                CoveredComponent::Derived(DerivedComponent::Authority { req: true }),
+                "directory.example".to_string(),
+            )])
+        }
+        fn register_header_contents(&mut self, input: String, signature: String) {
+            self.input = format!("binding0={input}");
+            self.signature = format!("binding0={signature}");
+        }
+    }
+    let signer = MessageSigner {
+        keyid: RFC_THUMBPRINT.into(),
+        nonce: "n0nce".into(),
+        tag: "http-message-signatures-directory".into(),
+    };
+    let mut msg = Msg { input: String::new(), signature: String::new() };
+    signer
+        .generate_signature_headers_content(
+            &mut msg,
+            Duration::from_secs(300),
+            Algorithm::Ed25519,
+            &crawlgate_testkit::wba::RFC9421_ED25519_SECRET,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let h = headers(&[("signature-input", &msg.input), ("signature", &msg.signature)]);
+    let body = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}]}}"#);
+    let keys = parse_directory_document(body.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    assert_eq!(
+        verify_directory_response(&h, "directory.example", &keys, now, 60),
+        DirectorySignature::Valid { keyid: RFC_THUMBPRINT.into() }
+    );
+    assert!(matches!(
+        verify_directory_response(&h, "other.example", &keys, now, 60),
+        DirectorySignature::Invalid { reason } if reason.contains("does not verify")
+    ));
+    assert_eq!(
+        verify_directory_response(&HeaderMap::new(), "directory.example", &keys, now, 60),
+        DirectorySignature::Unsigned
+    );
+}
+
+/// A directory that redirects is not followed: the key stays unknown and
+/// the redirect's target is never contacted.
+#[tokio::test]
+async fn directory_redirects_are_not_followed() {
+    let signer = Signer::from_seed(26);
+    let target = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let location = format!("{}/.well-known/http-message-signatures-directory", target.agent_url());
+    let redirect = DirectoryServer::start(DirectoryResponse {
+        status: 302,
+        headers: vec![("Location".into(), location)],
+        ..DirectoryResponse::ok(String::new())
+    });
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&redirect.agent_url()));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.ends_with(": status 302"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((redirect.hits(), target.hits()), (1, 0));
 }

@@ -1319,7 +1319,14 @@ fn compile_group(
     let spoofed_default = if charge_at.is_some() { OnFailure::Log } else { OnFailure::Anonymous };
     let on_spoofed = compile_on_failure(cx, "on_spoofed", on_spoofed.as_ref(), spoofed_default);
     let on_unverified_written = on_unverified.is_some();
+    let on_unverified_at = on_unverified.clone();
     let on_unverified = compile_on_failure(cx, "on_unverified", on_unverified.as_ref(), OnFailure::Log);
+    // A challenge asks for a signature: the group must accept one.
+    if let (OnFailure::Challenge, Some(at)) = (on_unverified, &on_unverified_at) {
+        if !verify_written.is_some_and(|(m, _)| m.allows(Method::Signature)) {
+            cx.err(at, "group.on_unverified = \"challenge\" asks for a Web Bot Auth signature: the group needs verify = \"signature\" (or \"any\")");
+        }
+    }
     if empty_after_overrides {
         return None;
     }
@@ -1345,6 +1352,7 @@ fn compile_group(
         on_unverified,
         on_unverified_written,
         limit,
+        accept_signature: None,
     })
 }
 
@@ -2005,6 +2013,7 @@ fn compile_verification(
             max_validity,
             required_components,
             replay_cache_size,
+            allow_private_directories,
         } = sig.get_ref();
         let s = &mut v.signatures;
         if let Some(list) = authorities {
@@ -2058,13 +2067,19 @@ fn compile_verification(
         if let Some(a) = any_directory_host {
             s.any_directory_host = *a.get_ref();
             if *a.get_ref() {
-                cx.warn(a, Warning::AnyDirectoryHost, "verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, internal addresses included, so clients choose where the proxy connects; for tests only");
+                cx.warn(a, Warning::AnyDirectoryHost, "verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, so clients choose which public host the proxy connects to, and a directory's card may bind its keys to any token; for tests only");
             }
         }
         s.max_skew = cx.duration("verification.signatures.max_skew", max_skew.as_ref(), s.max_skew);
         s.directory_timeout =
             cx.positive_duration("verification.signatures.directory_timeout", directory_timeout, s.directory_timeout);
         s.cache_size = cache_size_of(cx, "verification.signatures.cache_size", cache_size.as_ref(), s.cache_size);
+        if let Some(a) = allow_private_directories {
+            s.allow_private_directories = *a.get_ref();
+            if *a.get_ref() {
+                cx.warn(a, Warning::PrivateKeyDirectories, "verification.signatures.allow_private_directories: key directories on private, loopback and link-local addresses are fetched, so a client's Signature-Agent can make the proxy connect to internal services; for tests only");
+            }
+        }
         if let Some(a) = allow_http_directories {
             s.allow_http_directories = *a.get_ref();
             if *a.get_ref() {
@@ -2162,12 +2177,19 @@ fn block_without_trusted_proxies(cx: &mut Ctx<'_>, raw: &[Spanned<RawGroup>]) {
 }
 
 /// The group's `on_spoofed` or `on_unverified`.
+/// `challenge` only for `on_unverified`: a spoofed claim was already
+/// signed, or proven false another way.
 fn compile_on_failure(cx: &mut Ctx<'_>, key: &str, v: Option<&Spanned<String>>, default: OnFailure) -> OnFailure {
     let Some(v) = v else { return default };
-    OnFailure::parse(v.get_ref()).unwrap_or_else(|| {
-        cx.err(v, format!("group.{key} must be block, log or anonymous, found `{}`", v.get_ref()));
-        default
-    })
+    let challenge = key == "on_unverified";
+    match OnFailure::parse(v.get_ref()) {
+        Some(OnFailure::Challenge) if !challenge => {}
+        Some(f) => return f,
+        None => {}
+    }
+    let allowed = if challenge { "block, log, anonymous or challenge" } else { "block, log or anonymous" };
+    cx.err(v, format!("group.{key} must be {allowed}, found `{}`", v.get_ref()));
+    default
 }
 
 /// Each group's effective `verify`: none without a `[verification]` table;
@@ -2205,6 +2227,19 @@ fn resolve_verify(cx: &mut Ctx<'_>, groups: &mut [Group], v: &VerificationSettin
         let methods = v.methods_for(tokens.iter().map(|t| t.as_str()), g.verify);
         if !g.on_unverified_written && methods == [Method::Rdns] {
             g.on_unverified = OnFailure::Anonymous;
+        }
+        if g.on_unverified == OnFailure::Challenge && v.enabled {
+            let keyids: Vec<String> = v
+                .keys
+                .iter()
+                .filter(|k| tokens.iter().any(|t| t.eq_ignore_ascii_case(&k.token)))
+                .filter_map(|k| crate::verification::ed25519_jwk_thumbprint(&k.jwk))
+                .collect();
+            let keyid = match keyids.as_slice() {
+                [one] => Some(one.as_str()),
+                _ => None,
+            };
+            g.accept_signature = Some(crate::verification::accept_signature(&v.signatures.required_components, keyid));
         }
     }
 }
@@ -2274,7 +2309,7 @@ mod verification_tests {
             ),
             (
                 "[verification]\n[[group]]\nuser_agents = [\"GPTBot\"]\nverify = \"dns\"\non_spoofed = \"deny\"\non_unverified = \"allow\"\n",
-                "v.toml:6:10: group.verify must be none, ip, rdns, signature or any, found `dns`\nv.toml:7:14: group.on_spoofed must be block, log or anonymous, found `deny`\nv.toml:8:17: group.on_unverified must be block, log or anonymous, found `allow`",
+                "v.toml:6:10: group.verify must be none, ip, rdns, signature or any, found `dns`\nv.toml:7:14: group.on_spoofed must be block, log or anonymous, found `deny`\nv.toml:8:17: group.on_unverified must be block, log, anonymous or challenge, found `allow`",
             ),
             (
                 "[verification]\nrefresh = \"0s\"\nstate_dir = \"state\"\n[verification.lists]\nNoSuchBot = [\"ftp://x\"]\n[[group]]\nuser_agents = [\"*\"]\n",
@@ -2342,9 +2377,21 @@ mod verification_tests {
         let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nany_directory_host = true\n[[group]]\nuser_agents = [\"*\"]\n");
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
-        assert_eq!(w, ["v.toml:6:22: warning[any-directory-host]: verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, internal addresses included, so clients choose where the proxy connects; for tests only"]);
+        assert_eq!(w, ["v.toml:6:22: warning[any-directory-host]: verification.signatures.any_directory_host: the key directory of any Signature-Agent host is fetched, so clients choose which public host the proxy connects to, and a directory's card may bind its keys to any token; for tests only"]);
         let v = &loaded.policy.settings().verification.signatures;
         assert!(v.any_directory_host && !v.allow_http_directories);
+    }
+
+    #[test]
+    fn private_key_directories_warn() {
+        let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nallow_private_directories = true\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        let w: Vec<String> = loaded.warnings.iter().map(ToString::to_string).collect();
+        assert_eq!(w, ["v.toml:6:29: warning[private-key-directories]: verification.signatures.allow_private_directories: key directories on private, loopback and link-local addresses are fetched, so a client's Signature-Agent can make the proxy connect to internal services; for tests only"]);
+        assert!(loaded.policy.settings().verification.signatures.allow_private_directories);
+        let off = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\n[[group]]\nuser_agents = [\"*\"]\n");
+        let loaded = load(&off, "v.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!loaded.policy.settings().verification.signatures.allow_private_directories);
     }
 
     #[test]

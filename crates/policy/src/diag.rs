@@ -95,11 +95,14 @@ pub enum Warning {
     /// A `rate` that would refuse a crawler keeping to the group's
     /// published Crawl-delay.
     RateStricterThanCrawlDelay,
+    /// Web Bot Auth key directories fetched from private, loopback or
+    /// link-local addresses.
+    PrivateKeyDirectories,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 25] = [
+    pub const ALL: [Warning; 26] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -125,6 +128,7 @@ impl Warning {
         Warning::ContentSignalUseConflict,
         Warning::EnforceCrawlDelayWithoutDelay,
         Warning::RateStricterThanCrawlDelay,
+        Warning::PrivateKeyDirectories,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -156,6 +160,7 @@ impl Warning {
             Warning::ContentSignalUseConflict => "content-signal-use-conflict",
             Warning::EnforceCrawlDelayWithoutDelay => "enforce-crawl-delay-without-delay",
             Warning::RateStricterThanCrawlDelay => "rate-stricter-than-crawl-delay",
+            Warning::PrivateKeyDirectories => "private-key-directories",
         }
     }
 

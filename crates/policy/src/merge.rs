@@ -391,6 +391,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         // The origin's Crawl-delay is published, never enforced: limits
         // are the policy's.
         limit: None,
+        accept_signature: None,
     }
 }
 

@@ -403,7 +403,10 @@ impl Decision<'_> {
     /// request names none, so the `*` group's `enforce` does not apply.
     /// A claim its group blocks when spoofed or unverified is blocked.
     pub fn action(&self) -> Action {
-        if self.on_failure == Some(crate::verification::OnFailure::Block) {
+        if matches!(
+            self.on_failure,
+            Some(crate::verification::OnFailure::Block | crate::verification::OnFailure::Challenge)
+        ) {
             return Action::Block;
         }
         if self.allowed || self.agent.is_none() {
@@ -438,7 +441,10 @@ impl Decision<'_> {
         if self.action() != Action::Block {
             return None;
         }
-        if self.on_failure == Some(crate::verification::OnFailure::Block) {
+        if matches!(
+            self.on_failure,
+            Some(crate::verification::OnFailure::Block | crate::verification::OnFailure::Challenge)
+        ) {
             return Some(match self.verification {
                 crate::verification::Verification::Spoofed(_) => BlockReason::Spoofed,
                 _ => BlockReason::Unverified,
@@ -530,6 +536,9 @@ pub(crate) struct Group {
     pub on_unverified_written: bool,
     /// `rate` / `burst` / `enforce_crawl_delay`, compiled.
     pub limit: Option<crate::limits::GroupLimit>,
+    /// With `on_unverified = "challenge"`, the `Accept-Signature` value its
+    /// challenge sends.
+    pub accept_signature: Option<String>,
 }
 
 /// A request's claim to be a policy token, known from its `User-Agent`
@@ -840,6 +849,17 @@ impl Policy {
     /// Index of the policy token spelled `token` (ASCII case-insensitive).
     pub(crate) fn token_index(&self, token: &str) -> Option<usize> {
         self.tokens.iter().position(|t| t.eq_ignore_ascii_case(token))
+    }
+
+    /// The `Accept-Signature` value of the challenge `decision` answers
+    /// with: `Some` exactly when its group has `on_unverified =
+    /// "challenge"` and the request's claim is unverified.
+    pub fn challenge(&self, decision: &Decision<'_>) -> Option<&str> {
+        if decision.on_failure != Some(crate::verification::OnFailure::Challenge) {
+            return None;
+        }
+        let t = decision.agent_id?;
+        self.group_of(t.index())?.accept_signature.as_deref()
     }
 
     /// The group that applies to token `t` (its own, else `*`'s).

@@ -172,6 +172,7 @@ pub(crate) struct RawSignatures {
     pub max_validity: Option<S<String>>,
     pub required_components: Option<Vec<S<String>>>,
     pub replay_cache_size: Option<S<i64>>,
+    pub allow_private_directories: Option<S<bool>>,
 }
 
 #[derive(Debug, Deserialize)]

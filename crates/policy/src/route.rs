@@ -248,6 +248,11 @@ impl Policy {
         }
         decision.verification = identity.verification;
         decision.on_failure = failure;
+        // RFC 9421 section 5.1 and the Web Bot Auth draft: a challenge is a
+        // 403 whatever the group's block_status.
+        if failure == Some(OnFailure::Challenge) {
+            decision.block_status = 403;
+        }
         if let Some(file) = self.local_file(&target.canonical) {
             let published = match file {
                 LocalFile::RobotsTxt => true,
@@ -394,6 +399,7 @@ mod verification_tests {
     use super::*;
     use crate::load;
     use crate::verification::{Method, VerifyMode};
+    use crate::BlockReason;
 
     const POLICY: &str = r#"
 [upstream]
@@ -573,6 +579,60 @@ disallow = ["/"]
         let id = Identity { verification: un, proven: None, replayed: false };
         let got = summary(&p.route_with(false, b"x", UserAgentField::One("GPTBot"), id));
         assert_eq!(got.0, "400 request target must start with '/' or be an absolute http(s) URL");
+    }
+
+    #[test]
+    fn challenge_answers_an_unsigned_claim_with_accept_signature() {
+        let jwk = r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#;
+        let src = format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n\
+             [verification.signatures]\nauthorities = [\"www.example.com\"]\n\
+             [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{jwk}'\n\
+             [[group]]\nuser_agents = [\"*\"]\n\
+             [[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"signature\"\non_unverified = \"challenge\"\nblock_status = 451\n\
+             [[group]]\nuser_agents = [\"OtherBot\"]\nverify = \"any\"\non_unverified = \"challenge\"\n"
+        );
+        let loaded = load(&src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
+        let p = &loaded.policy;
+        let id = |verification| Identity { verification, proven: None, replayed: false };
+        let pinned = r#"sig1=("@authority" "@method" "@path");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#;
+        let unpinned = r#"sig1=("@authority" "@method" "@path");created;expires;alg="ed25519";tag="web-bot-auth""#;
+        // (User-Agent, verification, status and reason, Accept-Signature)
+        let rows = [
+            ("ExampleBot/1.0", Verification::Unverified, Some((403, "unverified")), Some(pinned)),
+            ("OtherBot/1.0", Verification::Unverified, Some((403, "unverified")), Some(unpinned)),
+            // A signed, verified claim passes; a spoofed one gets
+            // on_spoofed (anonymous), never a challenge.
+            ("ExampleBot/1.0", Verification::Verified(crate::verification::Method::Signature), None, None),
+            ("ExampleBot/1.0", Verification::Spoofed(crate::verification::Method::Signature), None, None),
+            // A browser is never challenged.
+            ("Mozilla/5.0", Verification::NotApplicable, None, None),
+        ];
+        for (ua, v, blocked, header) in rows {
+            let route = p.route_with(false, b"/a", UserAgentField::One(ua), id(v));
+            let (got, challenge) = match &route {
+                Route::Block { decision, .. } => (
+                    Some((decision.block_status, decision.block_reason().map_or("", BlockReason::as_str))),
+                    p.challenge(decision),
+                ),
+                Route::Forward { decision, .. } => (None, p.challenge(decision)),
+                other => panic!("{ua}: {other:?}"),
+            };
+            assert_eq!((got, challenge), (blocked, header), "{ua} {v}");
+        }
+        // robots.txt is never challenged.
+        let served =
+            p.route_with(false, b"/robots.txt", UserAgentField::One("ExampleBot/1.0"), id(Verification::Unverified));
+        assert!(matches!(served, Route::Serve { .. }), "{served:?}");
+        // Challenge needs a group that accepts signatures; on_spoofed has none.
+        let bad = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n\
+                   [[group]]\nuser_agents = [\"GPTBot\"]\nverify = \"ip\"\non_unverified = \"challenge\"\non_spoofed = \"challenge\"\n";
+        let err = load(bad, "t.toml").err().map(|e| e.to_string()).unwrap_or_default();
+        assert_eq!(
+            err,
+            "t.toml:7:17: group.on_unverified = \"challenge\" asks for a Web Bot Auth signature: the group needs verify = \"signature\" (or \"any\")\n\
+             t.toml:8:14: group.on_spoofed must be block, log or anonymous, found `challenge`"
+        );
     }
 
     #[test]

@@ -119,7 +119,8 @@ pub struct SignatureSettings {
     /// hosts otherwise allowed (tests only).
     pub allow_http_directories: bool,
     /// Whether the key directory of any `Signature-Agent` host may be
-    /// fetched, not only the catalog's (internal addresses included).
+    /// fetched, not only the catalog's (public addresses only unless
+    /// `allow_private_directories`).
     pub any_directory_host: bool,
     /// The authorities (`host` or `host:port`, lower-cased) a signature's
     /// covered `@authority` must name: this site. Empty: no signature is
@@ -138,6 +139,9 @@ pub struct SignatureSettings {
     /// How many verified signatures are remembered to refuse replays
     /// (default 100000).
     pub replay_cache_size: usize,
+    /// Whether key directories on private, loopback or link-local
+    /// addresses may be fetched (tests only; default false).
+    pub allow_private_directories: bool,
 }
 
 /// The components a signature must cover by default.
@@ -177,6 +181,7 @@ impl Default for VerificationSettings {
                 max_validity: Duration::from_secs(300),
                 required_components: DEFAULT_REQUIRED_COMPONENTS.iter().map(|c| (*c).to_owned()).collect(),
                 replay_cache_size: 100_000,
+                allow_private_directories: false,
             },
             keys: Vec::new(),
             observe_catalog: true,
@@ -286,6 +291,36 @@ impl Verification {
     }
 }
 
+/// What a request's Web Bot Auth signature showed, as the
+/// draft-meunier-web-bot-auth-architecture names the outcomes: for the
+/// access line (`signature=`), `crawlgate_signatures_total` and the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SignatureOutcome {
+    /// It verified with a known key and was not seen before.
+    Verified,
+    /// It is present and wrong: bad bytes, expired, not bound to this
+    /// site, a replay, or a key that speaks for another token.
+    Invalid,
+    /// Nothing could tell: the key or its directory could not be obtained,
+    /// or the replay cache had no room.
+    Unverified,
+}
+
+impl SignatureOutcome {
+    /// Every outcome, in metric label order.
+    pub const ALL: [SignatureOutcome; 3] =
+        [SignatureOutcome::Verified, SignatureOutcome::Invalid, SignatureOutcome::Unverified];
+
+    /// Its name in logs and metrics.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SignatureOutcome::Verified => "verified",
+            SignatureOutcome::Invalid => "invalid",
+            SignatureOutcome::Unverified => "unverified",
+        }
+    }
+}
+
 impl Default for Verification {
     /// Nothing verified.
     fn default() -> Verification {
@@ -361,11 +396,15 @@ pub enum OnFailure {
     Log,
     /// Treat the request like one with no token (the `*` group).
     Anonymous,
+    /// Ask for a Web Bot Auth signature: 403 with `Accept-Signature`
+    /// (RFC 9421 section 5.1). Only for `on_unverified` of a group whose
+    /// `verify` allows signatures.
+    Challenge,
 }
 
 impl OnFailure {
     /// Every choice.
-    pub const ALL: [OnFailure; 3] = [OnFailure::Block, OnFailure::Log, OnFailure::Anonymous];
+    pub const ALL: [OnFailure; 4] = [OnFailure::Block, OnFailure::Log, OnFailure::Anonymous, OnFailure::Challenge];
 
     /// The policy spelling.
     pub fn as_str(self) -> &'static str {
@@ -373,6 +412,7 @@ impl OnFailure {
             OnFailure::Block => "block",
             OnFailure::Log => "log",
             OnFailure::Anonymous => "anonymous",
+            OnFailure::Challenge => "challenge",
         }
     }
 
@@ -380,6 +420,46 @@ impl OnFailure {
     pub fn parse(s: &str) -> Option<OnFailure> {
         OnFailure::ALL.into_iter().find(|m| m.as_str() == s)
     }
+}
+
+/// The `Accept-Signature` value (RFC 9421 section 5.1) that asks for a Web
+/// Bot Auth signature: one member `sig1` covering `components` (the
+/// site's `required_components`), asking for `created` and `expires`
+/// (RFC 9421 section 5.1: a boolean parameter asks the signer to include
+/// it), the Ed25519 algorithm, the key `keyid` when one is known for the
+/// token, and `tag="web-bot-auth"`.
+pub fn accept_signature(components: &[String], keyid: Option<&str>) -> String {
+    let covered: Vec<String> = components.iter().map(|c| format!("\"{c}\"")).collect();
+    let mut out = format!("sig1=({});created;expires", covered.join(" "));
+    if let Some(k) = keyid {
+        out.push_str(&format!(";keyid=\"{k}\""));
+    }
+    out.push_str(";alg=\"ed25519\";tag=\"web-bot-auth\"");
+    out
+}
+
+/// The RFC 7638 thumbprint of an Ed25519 JWK (the `keyid` Web Bot Auth
+/// uses): base64url of SHA-256 over `{"crv":"Ed25519","kty":"OKP","x":..}`;
+/// `None` for a JWK without an `x` string.
+pub fn ed25519_jwk_thumbprint(jwk: &str) -> Option<String> {
+    use sha2::Digest as _;
+    let v: serde_json::Value = serde_json::from_str(jwk).ok()?;
+    let x = v.get("x")?.as_str()?;
+    let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
+    Some(base64url(&sha2::Sha256::digest(canonical.as_bytes())))
+}
+
+/// Unpadded base64url (RFC 4648 section 5).
+fn base64url(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk.iter().enumerate().fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..=chunk.len() {
+            out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+        }
+    }
+    out
 }
 
 /// Checks a pinned key: a JSON object with `kty` `OKP`, `crv` `Ed25519` and
@@ -449,6 +529,54 @@ pub fn source_for(token: &str) -> Option<&'static Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_signature_asks_for_the_required_components() {
+        let c = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let rows: &[(&[&str], Option<&str>, &str)] = &[
+            (
+                &DEFAULT_REQUIRED_COMPONENTS,
+                None,
+                r#"sig1=("@authority" "@method" "@path");created;expires;alg="ed25519";tag="web-bot-auth""#,
+            ),
+            (
+                &["@target-uri"],
+                Some("poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"),
+                r#"sig1=("@target-uri");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#,
+            ),
+        ];
+        for (components, keyid, want) in rows {
+            let got = accept_signature(&c(components), *keyid);
+            assert_eq!(got, *want);
+            // A valid RFC 9651 dictionary, as RFC 9421 section 5.1 defines the field.
+            assert!(sfv::Parser::new(got.as_bytes()).parse::<sfv::Dictionary>().is_ok(), "{got}");
+        }
+    }
+
+    #[test]
+    fn thumbprints_match_rfc_8037_and_the_rfc_9421_test_key() {
+        // RFC 8037 appendix A.3.
+        assert_eq!(
+            ed25519_jwk_thumbprint(
+                r#"{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#
+            )
+            .as_deref(),
+            Some("kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k")
+        );
+        assert_eq!(
+            ed25519_jwk_thumbprint(
+                r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#
+            )
+            .as_deref(),
+            Some("poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U")
+        );
+        assert_eq!(ed25519_jwk_thumbprint("{}"), None);
+        assert_eq!(base64url(b""), "");
+        assert_eq!(base64url(b"f"), "Zg");
+        assert_eq!(base64url(b"fo"), "Zm8");
+        assert_eq!(base64url(b"foo"), "Zm9v");
+        assert_eq!(base64url(&[0xfb, 0xff]), "-_8");
+    }
 
     #[test]
     fn embedded_sources_parse_and_name_catalog_tokens() {

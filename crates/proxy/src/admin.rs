@@ -103,7 +103,16 @@ impl Admin {
             "origin_robots": crate::origin::status_json(&self.shared),
             "verification_lists": self.verification_lists(),
             "tls": self.shared.tls.get().map(|t| t.status_json()),
+            "signatures": self.signatures(),
         })
+    }
+
+    /// The Web Bot Auth signature outcomes counted since the start (`null`
+    /// without verification).
+    fn signatures(&self) -> Option<serde_json::Value> {
+        self.shared.verifier.get()?;
+        let [verified, invalid, unverified] = self.shared.metrics.verification().signature_counts();
+        Some(serde_json::json!({"verified": verified, "invalid": invalid, "unverified": unverified}))
     }
 
     /// Each IP list's source, age, size and last error (empty without

@@ -348,10 +348,20 @@ fn policy_block(status: &Value) -> String {
             text(&u["address"])
         );
     }
+    // Web Bot Auth signature outcomes (with `[verification]` only).
+    let signatures = match status["signatures"].as_object() {
+        Some(s) => format!(
+            "<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">{}</span> · invalid <span id=\"sig-invalid\">{}</span> · unverified <span id=\"sig-unverified\">{}</span></p>",
+            text(&s["verified"]),
+            text(&s["invalid"]),
+            text(&s["unverified"])
+        ),
+        None => String::new(),
+    };
     format!(
         "<dl id=\"policy\"><dt>File</dt><dd><code>{}</code></dd><dt>SHA-256</dt><dd><code title=\"{}\">{}</code></dd>\
          <dt>Generation</dt><dd>{}</dd><dt>Loaded</dt><dd>{}</dd><dt>Groups</dt><dd>{}</dd><dt>Rules</dt><dd>{}</dd></dl>{error}\
-         <h3>Upstream</h3><ul id=\"upstreams\">{upstreams}</ul>",
+         <h3>Upstream</h3><ul id=\"upstreams\">{upstreams}</ul>{signatures}",
         status["policy_file"].as_str().map_or("(embedded)".to_string(), esc),
         esc(sha),
         esc(sha.get(..12).unwrap_or(sha)),
@@ -489,6 +499,7 @@ document.querySelector("#products tbody").innerHTML=rowsOf(f.products,function(x
 document.querySelector("#operators tbody").innerHTML=rowsOf(f.operators,function(x){return "<tr><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.crawl_requests)+'</td><td class="n">'+txt(x.referrals)+'</td><td class="n">'+(x.crawls_per_referral===null?"–":x.crawls_per_referral.toFixed(1))+"</td></tr>";},"No crawls or referrals by these operators yet.",4);
 document.getElementById("generation").textContent=String(s.generation);
 var e=document.getElementById("policy-error");if(s.last_error){e.className="error";e.textContent="Last reload failed at "+utc(s.last_error_at)+": "+s.last_error+" (the previous policy stays in force)";}else{e.textContent="";}
+if(s.signatures){["verified","invalid","unverified"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
 var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);
 var w=document.querySelector("#agents").parentNode,b=document.body;b.setAttribute("data-scroll-width",String(document.documentElement.scrollWidth));
 b.setAttribute("data-agents-overflow",String(w.scrollWidth-w.clientWidth));b.setAttribute("data-live","1");

@@ -261,6 +261,8 @@ pub struct RequestDone<'a> {
     /// The rate limit a refused request is over (`limit=` in the access
     /// line).
     pub limit: Option<crawlgate_policy::limits::GroupLimit>,
+    /// What the request's Web Bot Auth signature showed (`signature=`).
+    pub signature: Option<crawlgate_policy::verification::SignatureOutcome>,
 }
 
 /// A value of an access log field.
@@ -398,6 +400,9 @@ impl RequestDone<'_> {
         if let (Some(BlockReason::Rate), Some(group)) = (self.reason, self.group) {
             metrics.rate_limited(self.agent.unwrap_or(OTHER_AGENT), group);
         }
+        if let Some(s) = self.signature {
+            metrics.verification().signature(s);
+        }
     }
 
     /// Adds the request to the activity model (the admin dashboard).
@@ -495,6 +500,9 @@ impl RequestDone<'_> {
         if let Some(limit) = self.limit {
             l.field("limit", Value::Str(&limit.to_string()));
         }
+        if let Some(s) = self.signature {
+            l.field("signature", Value::Str(s.as_str()));
+        }
         l.finish()
     }
 
@@ -570,6 +578,7 @@ mod tests {
             reason: None,
             origin_rule: false,
             limit: None,
+            signature: None,
         }
     }
 

@@ -264,6 +264,7 @@ impl StoreMetrics {
 /// resolver's latency and cache.
 pub struct VerificationMetrics {
     verifications: IntCounterVec,
+    signatures: IntCounterVec,
     list_age: GaugeVec,
     list_prefixes: IntGaugeVec,
     list_failures: IntCounterVec,
@@ -307,6 +308,16 @@ impl VerificationMetrics {
             "Identity claims from private or loopback peers that carry X-Forwarded-For or Forwarded but are not in server.trusted_proxies (a load balancer whose address is verified instead of the crawler's).",
         )?;
         r.register(Box::new(untrusted_forwarded.clone()))?;
+        let signatures = counter(
+            r,
+            "crawlgate_signatures_total",
+            "Requests with a Web Bot Auth signature, by outcome (verified, invalid, unverified).",
+            &["outcome"],
+        )?;
+        // Every outcome from the start, so that a rate over a zero reads 0.
+        for o in crawlgate_policy::verification::SignatureOutcome::ALL {
+            signatures.with_label_values(&[o.as_str()]);
+        }
         Ok(VerificationMetrics {
             verifications: counter(
                 r,
@@ -314,6 +325,7 @@ impl VerificationMetrics {
                 "Verified identity claims by agent token, method (ip, rdns, signature, none) and result (verified, unverified, spoofed).",
                 &["agent", "method", "result"],
             )?,
+            signatures,
             list_age,
             list_prefixes,
             list_failures: counter(
@@ -337,6 +349,20 @@ impl VerificationMetrics {
             Verification::Unverified | Verification::NotApplicable => "none",
         };
         self.verifications.with_label_values(&[agent, method, v.label()]).inc();
+    }
+
+    /// Counts one request's Web Bot Auth signature outcome.
+    pub fn signature(&self, outcome: crawlgate_policy::verification::SignatureOutcome) {
+        self.signatures.with_label_values(&[outcome.as_str()]).inc();
+    }
+
+    /// The signature outcome counts, in [`SignatureOutcome::ALL`] order
+    /// (for the page).
+    ///
+    /// [`SignatureOutcome::ALL`]: crawlgate_policy::verification::SignatureOutcome::ALL
+    pub fn signature_counts(&self) -> [u64; 3] {
+        crawlgate_policy::verification::SignatureOutcome::ALL
+            .map(|o| self.signatures.get_metric_with_label_values(&[o.as_str()]).map_or(0, |c| c.get()))
     }
 
     /// Records one list's state; `failures` is the list's running total.

@@ -122,6 +122,29 @@ pub async fn plain(session: &mut Session, status: u16, text: String) -> Result<(
     .await
 }
 
+/// The Web Bot Auth challenge: 403 with `Accept-Signature` (RFC 9421
+/// section 5.1), asking the agent to sign its request.
+pub async fn challenge(session: &mut Session, accept_signature: &str, text: String) -> Result<()> {
+    write(
+        session,
+        403,
+        &[
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (http::HeaderName::from_static("accept-signature"), accept_signature),
+        ],
+        Bytes::from(text),
+    )
+    .await
+}
+
+/// The body of a Web Bot Auth challenge.
+pub fn challenge_body(token: &str, accept_signature: &str) -> String {
+    format!(
+        "403 Forbidden\n\nThis request claims to be {token}, and this site asks {token} to prove it with a Web Bot Auth signature (HTTP Message Signatures, RFC 9421): sign the request as Accept-Signature asks and send it again.\nAccept-Signature: {accept_signature}\n"
+    )
+}
+
 /// The body of an enforcement block: states the true reason, a robots.txt
 /// rule or a claimed identity that failed verification, and points to
 /// /robots.txt.

@@ -131,6 +131,8 @@ pub struct Ctx {
     /// The verification outcome and what showed it.
     verification: Verification,
     evidence: Option<Evidence>,
+    /// What the request's Web Bot Auth signature showed.
+    signature: Option<crawlgate_policy::verification::SignatureOutcome>,
     /// The request broke a robots.txt rule (a block for a failed
     /// verification alone is none).
     violation: bool,
@@ -246,6 +248,7 @@ impl ProxyHttp for Gate {
             client: None,
             verification: Verification::NotApplicable,
             evidence: None,
+            signature: None,
             violation: false,
             reason: None,
             observed: None,
@@ -319,7 +322,8 @@ impl ProxyHttp for Gate {
             _ => Verdict::default(),
         };
         self.count_verification(&snap, claim, &verdict);
-        let Verdict { verification, evidence, signed_token, signed_components } = verdict;
+        let Verdict { verification, evidence, signed_token, signed_components, signature } = verdict;
+        ctx.signature = signature;
         let replayed = matches!(evidence, Evidence::Replayed { .. });
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
@@ -356,6 +360,7 @@ impl ProxyHttp for Gate {
                 self.count_verification(&snap, Some(claim), &verdict);
                 ctx.verification = verdict.verification;
                 ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+                ctx.signature = ctx.signature.or(verdict.signature);
             }
         }
         let limit = match client {
@@ -423,7 +428,13 @@ impl ProxyHttp for Gate {
                     Box::pin(crate::payment::forbidden(&self.shared, session, &snap.policy, body)).await?;
                     return Ok(true);
                 }
-                Box::pin(respond::plain(session, status, body)).await?;
+                match snap.policy.challenge(&decision) {
+                    Some(accept) => {
+                        let body = respond::challenge_body(agent, accept);
+                        Box::pin(respond::challenge(session, accept, body)).await?;
+                    }
+                    None => Box::pin(respond::plain(session, status, body)).await?,
+                }
                 return Ok(true);
             }
             Route::Replayed { decision, target } => {
@@ -767,6 +778,7 @@ impl ProxyHttp for Gate {
             referer: req.headers.get(header::REFERER).and_then(|v| v.to_str().ok()),
             verification: ctx.verification,
             evidence: ctx.evidence.as_ref(),
+            signature: ctx.signature,
             violation: ctx.violation,
             reason: ctx.reason,
             origin_rule: ctx.origin_rule,

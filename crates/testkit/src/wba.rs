@@ -288,6 +288,31 @@ fn component_value(req: &Request, headers: &[(String, String)], c: &Component) -
     }
 }
 
+impl Signer {
+    /// The `Signature-Input` and `Signature` of a key directory's response
+    /// (draft-meunier-http-message-signatures-directory): covers
+    /// `"@authority";req` (the directory's `authority`), tagged
+    /// `http-message-signatures-directory`, labelled `binding0`.
+    pub fn sign_directory(&self, authority: &str, created: i64, expires: i64) -> (String, String) {
+        let params = format!(
+            "(\"@authority\";req);created={created};keyid=\"{}\";alg=\"ed25519\";expires={expires};tag=\"http-message-signatures-directory\"",
+            self.keyid()
+        );
+        let base = format!("\"@authority\";req: {}\n\"@signature-params\": {params}", authority.to_ascii_lowercase());
+        let signature = self.key.sign(base.as_bytes());
+        (format!("binding0={params}"), format!("binding0=:{}:", STANDARD.encode(signature.to_bytes())))
+    }
+}
+
+/// The JSON of a Signature Agent Card (draft-meunier-webbotauth-registry)
+/// listing these signers' keys under `jwks`, with `members` (JSON object
+/// members, e.g. `"rfc9309-product-token":"GPTBot"`) in its `web_bot_auth`
+/// object.
+pub fn card_json(signers: &[&Signer], members: &str) -> String {
+    let keys: Vec<String> = signers.iter().map(|s| s.jwk()).collect();
+    format!(r#"{{"client_name":"Test agent","web_bot_auth":{{{members}}},"jwks":{{"keys":[{}]}}}}"#, keys.join(","))
+}
+
 /// The JSON of a key directory (a JWKS) listing these signers' public keys.
 pub fn directory_json(signers: &[&Signer]) -> String {
     let keys: Vec<String> = signers.iter().map(|s| s.jwk()).collect();
@@ -305,6 +330,8 @@ pub struct DirectoryResponse {
     pub cache_control: Option<String>,
     /// The body.
     pub body: String,
+    /// More header fields (e.g. the response's own signature).
+    pub headers: Vec<(String, String)>,
 }
 
 impl DirectoryResponse {
@@ -315,6 +342,7 @@ impl DirectoryResponse {
             content_type: "application/http-message-signatures-directory+json".into(),
             cache_control: Some("max-age=3600".into()),
             body,
+            headers: Vec::new(),
         }
     }
 }
@@ -371,6 +399,9 @@ impl DirectoryServer {
                 );
                 if let Some(cc) = &resp.cache_control {
                     out.push_str(&format!("Cache-Control: {cc}\r\n"));
+                }
+                for (name, value) in &resp.headers {
+                    out.push_str(&format!("{name}: {value}\r\n"));
                 }
                 out.push_str("\r\n");
                 out.push_str(&resp.body);

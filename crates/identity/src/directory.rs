@@ -1,0 +1,388 @@
+//! What a key directory holds beyond its keys, and how it is fetched
+//! safely: the Signature Agent Card members that bind a key to a robots.txt
+//! product token (draft-meunier-webbotauth-registry), the directory's own
+//! response signature (draft-meunier-http-message-signatures-directory,
+//! `tag="http-message-signatures-directory"`), and the address rules that
+//! keep a client-chosen `Signature-Agent` from making the proxy fetch an
+//! internal address (no private, loopback or link-local address, checked on
+//! the resolved address).
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use ed25519_dalek::{Signature, VerifyingKey};
+use sfv::{BareItem, Dictionary, FieldType, Item, List, ListEntry, Parser};
+
+use crate::keys::parse_ed25519_jwk;
+
+/// The `tag` of a directory's response signature.
+pub const DIRECTORY_TAG: &str = "http-message-signatures-directory";
+
+/// At most this many keys are read from one directory; a larger one is
+/// refused whole.
+pub const MAX_DIRECTORY_KEYS: usize = 64;
+
+/// The Signature Agent Card members crawlgate uses
+/// (draft-meunier-webbotauth-registry): read from the card's
+/// `web_bot_auth` object, else from its top level, and a key's own JWK
+/// members win over the card's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Card {
+    /// `rfc9309-product-token`: the robots.txt token the key speaks for.
+    pub token: Option<String>,
+    /// `expected-user-agent`: the User-Agent its requests carry.
+    pub expected_user_agent: Option<String>,
+    /// `ips_uri`: where the agent publishes its addresses.
+    pub ips_uri: Option<String>,
+}
+
+impl Card {
+    fn from_json(v: &serde_json::Value) -> Card {
+        let scopes = [v.get("web_bot_auth"), Some(v)];
+        let member = |name: &str| {
+            scopes
+                .iter()
+                .flatten()
+                .find_map(|s| s.get(name).and_then(serde_json::Value::as_str))
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        };
+        Card {
+            token: member("rfc9309-product-token").filter(|t| valid_token(t)),
+            expected_user_agent: member("expected-user-agent"),
+            ips_uri: member("ips_uri"),
+        }
+    }
+
+    /// `self` with the members `over` sets replacing its own.
+    fn overlaid(&self, over: &Card) -> Card {
+        Card {
+            token: over.token.clone().or_else(|| self.token.clone()),
+            expected_user_agent: over.expected_user_agent.clone().or_else(|| self.expected_user_agent.clone()),
+            ips_uri: over.ips_uri.clone().or_else(|| self.ips_uri.clone()),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.token.is_none() && self.expected_user_agent.is_none() && self.ips_uri.is_none()
+    }
+}
+
+/// An RFC 9309 product token: `[a-zA-Z_-]+`.
+fn valid_token(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-')
+}
+
+/// One key of a directory, with the card that describes it, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirectoryKey {
+    /// The key.
+    pub key: VerifyingKey,
+    /// The card members that apply to it.
+    pub card: Option<Arc<Card>>,
+}
+
+/// Reads a key directory or a Signature Agent Card: a JWKS (RFC 7517
+/// section 5, `keys`) or a card with `jwks.keys` or `keys`; its Ed25519
+/// keys by thumbprint, each with the card members that apply to it. Keys
+/// of other types are skipped; more than [`MAX_DIRECTORY_KEYS`] keys is an
+/// error.
+pub fn parse_directory_document(body: &[u8]) -> Result<HashMap<String, DirectoryKey>, String> {
+    let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
+    if !doc.is_object() {
+        return Err("the directory is not a JSON object".into());
+    }
+    let keys = doc
+        .get("keys")
+        .or_else(|| doc.get("jwks").and_then(|j| j.get("keys")))
+        .and_then(serde_json::Value::as_array)
+        .ok_or("the directory has no \"keys\" array")?;
+    if keys.len() > MAX_DIRECTORY_KEYS {
+        return Err(format!("the directory lists {} keys, more than {MAX_DIRECTORY_KEYS}", keys.len()));
+    }
+    let card = Card::from_json(&doc);
+    let mut out = HashMap::new();
+    for k in keys {
+        if let Ok(parsed) = parse_ed25519_jwk(k) {
+            let own = card.overlaid(&Card::from_json(k));
+            let card = (!own.is_empty()).then(|| Arc::new(own));
+            out.insert(parsed.thumbprint, DirectoryKey { key: parsed.key, card });
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a directory may be fetched from `ip`: not loopback, private
+/// (RFC 1918, RFC 4193), link-local, shared (RFC 6598), unspecified,
+/// multicast, broadcast or documentation space; an IPv4-mapped IPv6
+/// address is judged as the IPv4 one.
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || a >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || first == 0x2001 && v6.segments()[1] == 0x0db8)
+        }
+    }
+}
+
+/// A resolver for the directory client that drops every address
+/// [`is_public`] refuses and fails when none is left, so the connection is
+/// made only to an address that was checked (a name cannot resolve to a
+/// public address for the check and a private one for the connection).
+#[derive(Debug, Default)]
+pub struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = addrs.iter().copied().filter(|a| is_public(a.ip())).collect();
+            if public.is_empty() {
+                let err: Box<dyn std::error::Error + Send + Sync> = if addrs.is_empty() {
+                    format!("{host} has no address").into()
+                } else {
+                    format!("{host} resolves only to non-public addresses ({}); refused", addrs[0].ip()).into()
+                };
+                return Err(err);
+            }
+            let addrs: reqwest::dns::Addrs = Box::new(public.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The outcome of checking a directory response's own signatures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DirectorySignature {
+    /// The response carries no `tag="http-message-signatures-directory"`
+    /// signature.
+    Unsigned,
+    /// One verified with a key the directory lists.
+    Valid {
+        /// The key's thumbprint.
+        keyid: String,
+    },
+    /// Signed, and no signature verified: the directory is not trusted.
+    Invalid {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Checks the response signatures of a directory fetched from `authority`
+/// (draft-meunier-http-message-signatures-directory: the response is
+/// signed, per RFC 9421, by keys it lists, covering at least
+/// `"@authority";req`, with `tag="http-message-signatures-directory"`)
+/// at Unix second `now`, allowing `skew` seconds on `created` and
+/// `expires`.
+pub fn verify_directory_response(
+    headers: &http::HeaderMap,
+    authority: &str,
+    keys: &HashMap<String, DirectoryKey>,
+    now: i64,
+    skew: i64,
+) -> DirectorySignature {
+    let joined = |name: &str| {
+        let v: Vec<&[u8]> = headers.get_all(name).iter().map(|v| v.as_bytes().trim_ascii()).collect();
+        (!v.is_empty()).then(|| v.join(&b", "[..]))
+    };
+    let Some(input) = joined("signature-input") else { return DirectorySignature::Unsigned };
+    let invalid = |reason: String| DirectorySignature::Invalid { reason };
+    let Ok(input) = Parser::new(&input).parse::<Dictionary>() else {
+        return invalid("Signature-Input is not a structured-field dictionary".into());
+    };
+    let tagged: Vec<(String, sfv::InnerList)> = input
+        .into_iter()
+        .filter_map(|(label, e)| match e {
+            ListEntry::InnerList(l)
+                if l.params.get("tag").and_then(BareItem::as_string).is_some_and(|t| t.as_str() == DIRECTORY_TAG) =>
+            {
+                Some((label.as_str().to_owned(), l))
+            }
+            _ => None,
+        })
+        .take(MAX_DIRECTORY_KEYS)
+        .collect();
+    if tagged.is_empty() {
+        return DirectorySignature::Unsigned;
+    }
+    let signatures = joined("signature").and_then(|s| Parser::new(&s).parse::<Dictionary>().ok());
+    let Some(signatures) = signatures else {
+        return invalid("the response is signed but its Signature field is missing or malformed".into());
+    };
+    let mut first_error = None;
+    for (label, list) in tagged {
+        match check_one(&label, &list, &signatures, authority, keys, now, skew) {
+            Ok(keyid) => return DirectorySignature::Valid { keyid },
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    invalid(first_error.unwrap_or_default())
+}
+
+fn check_one(
+    label: &str,
+    list: &sfv::InnerList,
+    signatures: &Dictionary,
+    authority: &str,
+    keys: &HashMap<String, DirectoryKey>,
+    now: i64,
+    skew: i64,
+) -> Result<String, String> {
+    let keyid = list
+        .params
+        .get("keyid")
+        .and_then(BareItem::as_string)
+        .ok_or_else(|| format!("directory signature {label}: no keyid"))?
+        .as_str()
+        .to_owned();
+    let key = keys.get(&keyid).ok_or_else(|| format!("directory signature {label}: keyid {keyid:?} is not listed"))?;
+    let int = |name: &str| list.params.get(name).and_then(BareItem::as_integer).map(i64::from);
+    if let Some(created) = int("created") {
+        if created > now.saturating_add(skew) {
+            return Err(format!("directory signature {label}: created in the future"));
+        }
+    }
+    if let Some(expires) = int("expires") {
+        if expires.saturating_add(skew) < now {
+            return Err(format!("directory signature {label}: expired"));
+        }
+    }
+    let mut base = Vec::new();
+    let mut covers_authority = false;
+    for item in &list.items {
+        let name = item.bare_item.as_string().map(|s| s.as_str()).unwrap_or_default();
+        let req = item.params.get("req").is_some_and(|v| v == &BareItem::Boolean(true));
+        if name == "@authority" && req && item.params.len() == 1 {
+            covers_authority = true;
+            base.extend_from_slice(item.serialize().as_bytes());
+            base.extend_from_slice(b": ");
+            base.extend_from_slice(authority.to_ascii_lowercase().as_bytes());
+            base.push(b'\n');
+        } else {
+            return Err(format!("directory signature {label}: component {} is not supported", item.serialize()));
+        }
+    }
+    if !covers_authority {
+        return Err(format!("directory signature {label}: \"@authority\";req is not covered"));
+    }
+    let params: List = vec![ListEntry::InnerList(list.clone())];
+    let params = params.serialize().ok_or_else(|| format!("directory signature {label}: parameters"))?;
+    base.extend_from_slice(b"\"@signature-params\": ");
+    base.extend_from_slice(params.as_bytes());
+    let sig = match signatures.get(label) {
+        Some(ListEntry::Item(Item { bare_item: BareItem::ByteSequence(b), .. })) => {
+            Signature::from_slice(b).map_err(|_| format!("directory signature {label} is not 64 bytes"))?
+        }
+        _ => return Err(format!("directory signature {label}: no Signature member")),
+    };
+    key.key
+        .verify_strict(&base, &sig)
+        .map(|()| keyid.clone())
+        .map_err(|_| format!("directory signature {label} does not verify with key {keyid}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_addresses() {
+        let rows = [
+            ("127.0.0.1", false),
+            ("10.1.2.3", false),
+            ("172.16.0.1", false),
+            ("192.168.1.1", false),
+            ("169.254.169.254", false),
+            ("100.64.0.1", false),
+            ("0.0.0.0", false),
+            ("255.255.255.255", false),
+            ("224.0.0.1", false),
+            ("::1", false),
+            ("::", false),
+            ("fe80::1", false),
+            ("fd00::1", false),
+            ("::ffff:127.0.0.1", false),
+            ("::ffff:10.0.0.1", false),
+            ("8.8.8.8", true),
+            ("172.32.0.1", true),
+            ("2606:4700::1111", true),
+            ("::ffff:1.1.1.1", true),
+        ];
+        for (ip, want) in rows {
+            let parsed: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
+            assert_eq!(is_public(parsed), want, "{ip}");
+        }
+    }
+
+    #[test]
+    fn cards_bind_keys_to_tokens() {
+        let x = "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs";
+        let id = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
+        let card = |body: String| {
+            parse_directory_document(body.as_bytes()).unwrap_or_else(|e| panic!("{e}")).remove(id).and_then(|k| k.card)
+        };
+        // A plain JWKS: no card.
+        assert_eq!(card(format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#)), None);
+        // Card members in the web_bot_auth object, keys in jwks.
+        let c = card(format!(
+            r#"{{"client_name":"Example","web_bot_auth":{{"rfc9309-product-token":"GPTBot","expected-user-agent":"Mozilla/5.0 GPTBot/1.0","ips_uri":"https://a.example/ips.json"}},"jwks":{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}}}"#
+        ));
+        assert_eq!(
+            c.as_deref(),
+            Some(&Card {
+                token: Some("GPTBot".into()),
+                expected_user_agent: Some("Mozilla/5.0 GPTBot/1.0".into()),
+                ips_uri: Some("https://a.example/ips.json".into())
+            })
+        );
+        // Top-level members, overridden by the key's own.
+        let c = card(format!(
+            r#"{{"rfc9309-product-token":"GPTBot","keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}","rfc9309-product-token":"OAI-SearchBot"}}]}}"#
+        ));
+        assert_eq!(c.and_then(|c| c.token.clone()).as_deref(), Some("OAI-SearchBot"));
+        // Not a product token: ignored.
+        let c = card(format!(
+            r#"{{"rfc9309-product-token":"Bad Bot/1","keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#
+        ));
+        assert_eq!(c, None);
+    }
+
+    #[test]
+    fn too_many_keys_is_refused_whole() {
+        let one = r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#;
+        let body = format!(r#"{{"keys":[{}]}}"#, vec![one; MAX_DIRECTORY_KEYS + 1].join(","));
+        assert_eq!(
+            parse_directory_document(body.as_bytes()).err().as_deref(),
+            Some("the directory lists 65 keys, more than 64")
+        );
+        let body = format!(r#"{{"keys":[{}]}}"#, vec![one; MAX_DIRECTORY_KEYS].join(","));
+        assert!(parse_directory_document(body.as_bytes()).is_ok());
+    }
+}

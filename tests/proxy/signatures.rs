@@ -1,0 +1,330 @@
+//! Web Bot Auth through the proxy: the signature challenge and the signed
+//! retry, a replay, a Signature Agent Card that binds a key to a token, a
+//! key directory on a private address refused, and cached keys that
+//! outlive their directory; the `signature=` access-log field and
+//! `crawlgate_signatures_total`.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+use crawlgate_testkit::wba::{card_json, Component, DirectoryResponse, DirectoryServer, Request, SignOptions, Signer};
+
+fn origin() -> Origin {
+    Origin::start(vec![
+        ("/", Route::ok("text/plain", "home\n")),
+        ("/private/x", Route::ok("text/plain", "private x\n")),
+    ])
+}
+
+/// A proxy in front of `origin` with `rules` after `[verification]`, its
+/// signatures bound to the proxy's own address.
+fn proxy(origin: &Origin, signatures: &str, rules: &str) -> Proxy {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let policy = format!(
+        "{}[verification]\n\n[verification.signatures]\nauthorities = [\"{addr}\"]\n{signatures}\n{rules}",
+        base_policy(addr, admin, origin.addr)
+    );
+    Proxy::start_with(addr, admin, &policy)
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// The signature fields of a GET of `path` on `proxy` (`@authority`,
+/// `@method`, `@path` covered), naming the key directory at `agent` if any.
+fn signed(
+    signer: &Signer,
+    proxy: &Proxy,
+    path: &str,
+    created: i64,
+    agent: Option<&str>,
+) -> Vec<(&'static str, String)> {
+    let mut opts = SignOptions::web_bot_auth(created, 60);
+    opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
+    if let Some(a) = agent {
+        opts = opts.with_agent(a);
+    }
+    signer.sign(&Request::get(&proxy.addr.to_string(), path), &opts).pairs()
+}
+
+/// A GET through `proxy`: `(status, Accept-Signature, body)`.
+fn send(proxy: &Proxy, path: &str, ua: &str, fields: &[(&str, String)]) -> (u16, Option<String>, String) {
+    let client =
+        reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap_or_else(|e| panic!("{e}"));
+    let mut req = client.get(proxy.url(path)).header("User-Agent", ua);
+    for (name, value) in fields {
+        req = req.header(*name, value);
+    }
+    let resp = req.send().unwrap_or_else(|e| panic!("GET {path}: {e}"));
+    let status = resp.status().as_u16();
+    let accept = resp.headers().get("accept-signature").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    (status, accept, resp.text().unwrap_or_default())
+}
+
+/// The access lines of `path`, once there are `n`.
+fn lines(proxy: &Proxy, path: &str, n: usize) -> Vec<String> {
+    let needle = format!(" path={path} ");
+    wait_for(&format!("{n} access lines for {path}"), Duration::from_secs(10), || {
+        let l: Vec<String> =
+            proxy.log().lines().filter(|l| l.starts_with("time=") && l.contains(&needle)).map(str::to_owned).collect();
+        (l.len() >= n).then_some(l)
+    })
+}
+
+const BROWSER_UA: &str = "Mozilla/5.0 Firefox/130.0";
+
+/// `on_unverified = "challenge"`: an unsigned ExampleBot gets 403 with
+/// `Accept-Signature` naming the required components, its pinned key and
+/// `tag="web-bot-auth"`; the signed retry passes; the same signature again
+/// is a replay (429). robots.txt is never challenged.
+#[test]
+fn challenge_then_signed_retry_then_replay() {
+    let signer = Signer::from_seed(31);
+    let origin = origin();
+    let rules = format!(
+        "[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"signature\"\non_unverified = \"challenge\"\n",
+        signer.jwk()
+    );
+    let proxy = proxy(&origin, "", &rules);
+    let accept = format!(
+        "sig1=(\"@authority\" \"@method\" \"@path\");created;expires;keyid=\"{}\";alg=\"ed25519\";tag=\"web-bot-auth\"",
+        signer.keyid()
+    );
+    assert_eq!(
+        send(&proxy, "/", "ExampleBot/1.0", &[]),
+        (
+            403,
+            Some(accept.clone()),
+            format!("403 Forbidden\n\nThis request claims to be ExampleBot, and this site asks ExampleBot to prove it with a Web Bot Auth signature (HTTP Message Signatures, RFC 9421): sign the request as Accept-Signature asks and send it again.\nAccept-Signature: {accept}\n")
+        )
+    );
+    let fields = signed(&signer, &proxy, "/", unix_now() - 5, None);
+    assert_eq!(send(&proxy, "/", "ExampleBot/1.0", &fields), (200, None, "home\n".into()));
+    assert_eq!(send(&proxy, "/", "ExampleBot/1.0", &fields).0, 429);
+    assert_eq!(send(&proxy, "/robots.txt", "ExampleBot/1.0", &[]).0, 200);
+    let l = lines(&proxy, "/", 3);
+    assert!(
+        l[0].contains(" status=403 ")
+            && l[0].contains(" agent=ExampleBot verification=unverified ")
+            && l[0].contains(" decision=block reason=unverified ")
+            && !l[0].contains(" signature="),
+        "{}",
+        l[0]
+    );
+    assert!(
+        l[1].contains(" status=200 ")
+            && l[1].contains(" verification=verified(signature) ")
+            && l[1].ends_with(" signature=verified"),
+        "{}",
+        l[1]
+    );
+    assert!(
+        l[2].contains(" status=429 ") && l[2].contains(" reason=replayed ") && l[2].ends_with(" signature=invalid"),
+        "{}",
+        l[2]
+    );
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"verified\"}"), Some("1".into()));
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some("1".into()));
+    assert_eq!(proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"unverified\"}"), Some("1".into()));
+    // The admin page and /status show the outcomes.
+    let get = |path: &str| {
+        reqwest::blocking::get(proxy.admin_url(path)).and_then(|r| r.text()).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    let page = get("/");
+    assert!(
+        page.contains("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">1</span> · invalid <span id=\"sig-invalid\">1</span> · unverified <span id=\"sig-unverified\">0</span></p>"),
+        "{page}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&get("/status")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status["signatures"], serde_json::json!({"verified": 1, "invalid": 1, "unverified": 0}));
+    // In a real browser, after its script refreshed the page: the same
+    // counts, and the page still fits a 1280 px window.
+    if let Some(bin) = crate::dashboard::chromium() {
+        let profile = crawlgate_testkit::TempDir::new("chromium-signatures");
+        let dom = crate::dashboard::run_chromium(
+            &bin,
+            &profile,
+            &["--virtual-time-budget=5000", "--window-size=1280,1400", "--dump-dom", &proxy.admin_url("/")],
+        );
+        assert!(dom.contains("data-live=\"1\""), "the script did not refresh the page:\n{dom}");
+        assert!(
+            dom.contains("verified <span id=\"sig-verified\">1</span> · invalid <span id=\"sig-invalid\">1</span> · unverified <span id=\"sig-unverified\">0</span>"),
+            "{dom}"
+        );
+        let width = dom.split("data-scroll-width=\"").nth(1).and_then(|v| v.split('"').next()).unwrap_or_default();
+        assert!(width.parse::<u32>().is_ok_and(|w| w <= 1280), "document width {width}");
+    }
+}
+
+const OPEN_DIRECTORIES: &str = "allow_http_directories = true\nany_directory_host = true\n";
+
+/// GPTBot may not fetch /private/; ClaudeBot may, but a spoofed ClaudeBot
+/// is blocked.
+const CARD_RULES: &str = "[[group]]\nuser_agents = [\"*\"]\n\n\
+     [[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/private/\"]\nenforce = \"block\"\nblock_status = 451\nverify = \"signature\"\n\n\
+     [[group]]\nuser_agents = [\"ClaudeBot\"]\nverify = \"signature\"\non_spoofed = \"block\"\n";
+
+/// A key whose card names GPTBot identifies the request as GPTBot whatever
+/// its User-Agent says; a User-Agent claiming another token is
+/// `spoofed(signature)`; once fetched, the keys outlive their directory.
+#[test]
+fn a_card_binds_its_key_to_a_token_and_cached_keys_outlive_the_directory() {
+    let signer = Signer::from_seed(32);
+    let server = DirectoryServer::start(DirectoryResponse::ok(card_json(
+        &[&signer],
+        r#""rfc9309-product-token":"GPTBot","expected-user-agent":"GPTBot""#,
+    )));
+    let agent = server.agent_url();
+    let origin = origin();
+    let proxy = proxy(&origin, &(OPEN_DIRECTORIES.to_owned() + "allow_private_directories = true\n"), CARD_RULES);
+    let path = "/private/x";
+    let first = signed(&signer, &proxy, path, unix_now() - 5, Some(&agent));
+    assert_eq!(send(&proxy, path, BROWSER_UA, &first).0, 451);
+    assert_eq!(server.hits(), 1);
+    let claude = signed(&signer, &proxy, path, unix_now() - 4, Some(&agent));
+    assert_eq!(send(&proxy, path, "ClaudeBot/1.0", &claude).0, 403);
+    drop(server);
+    let later = signed(&signer, &proxy, path, unix_now() - 3, Some(&agent));
+    assert_eq!(send(&proxy, path, "Mozilla/5.0 GPTBot/1.2", &later).0, 451);
+    let l = lines(&proxy, path, 3);
+    let keyid = signer.keyid();
+    assert!(
+        l[0].contains(&format!(
+            " agent=GPTBot verification=verified(signature) evidence=\"keyid {keyid}; the User-Agent lacks the card's expected-user-agent \\\"GPTBot\\\"\" group=GPTBot decision=block reason=robots "
+        )) && l[0].ends_with(" signature=verified"),
+        "{}",
+        l[0]
+    );
+    assert!(
+        l[1].contains(&format!(
+            " agent=ClaudeBot verification=spoofed(signature) evidence=\"keyid {keyid} speaks for GPTBot\" group=ClaudeBot decision=block reason=spoofed "
+        )) && l[1].ends_with(" signature=invalid"),
+        "{}",
+        l[1]
+    );
+    assert!(
+        l[2].contains(&format!(" agent=GPTBot verification=verified(signature) evidence=\"keyid {keyid}\" "))
+            && l[2].ends_with(" signature=verified"),
+        "{}",
+        l[2]
+    );
+}
+
+/// Without `allow_private_directories`, a `Signature-Agent` on a loopback
+/// address is never contacted: the key is unknown, the signature
+/// unverified.
+#[test]
+fn a_directory_on_a_private_address_is_refused() {
+    let signer = Signer::from_seed(33);
+    let server =
+        DirectoryServer::start(DirectoryResponse::ok(card_json(&[&signer], r#""rfc9309-product-token":"GPTBot""#)));
+    let agent = server.agent_url();
+    let origin = origin();
+    let proxy = proxy(&origin, OPEN_DIRECTORIES, CARD_RULES);
+    let fields = signed(&signer, &proxy, "/private/x", unix_now() - 5, Some(&agent));
+    assert_eq!(send(&proxy, "/private/x", BROWSER_UA, &fields), (200, None, "private x\n".into()));
+    assert_eq!(server.hits(), 0);
+    let l = lines(&proxy, "/private/x", 1);
+    assert!(
+        l[0].contains(&format!(
+            " verification=unverified evidence=\"unknown key: Signature-Agent \\\"{agent}\\\": 127.0.0.1 is not a public address; directory not fetched\" group=* "
+        )) && l[0].ends_with(" signature=unverified"),
+        "{}",
+        l[0]
+    );
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"unverified\"}"), Some("1".into()));
+}
+
+/// A card's `ips_uri` is one more IP list for the token it binds: once the
+/// card was fetched (a signed request), an unsigned claim from a listed
+/// address is `verified(ip)` and one from another address `spoofed(ip)`.
+#[test]
+fn a_cards_ips_uri_is_one_more_ip_list_for_its_token() {
+    let signer = Signer::from_seed(34);
+    let list = DirectoryServer::start(DirectoryResponse {
+        content_type: "text/plain".into(),
+        cache_control: None,
+        ..DirectoryResponse::ok("# card list\n127.0.0.1/32\n".into())
+    });
+    let list_url = format!("http://{}/ips.txt", list.addr());
+    let card = DirectoryServer::start(DirectoryResponse::ok(card_json(
+        &[&signer],
+        &format!(r#""rfc9309-product-token":"ExampleBot","ips_uri":"{list_url}""#),
+    )));
+    let origin = origin();
+    let rules = "[[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"any\"\n";
+    let proxy = proxy(&origin, &(OPEN_DIRECTORIES.to_owned() + "allow_private_directories = true\n"), rules);
+    assert_eq!(send(&proxy, "/", "ExampleBot/1.0", &[]).0, 200);
+    let fields = signed(&signer, &proxy, "/", unix_now() - 5, Some(&card.agent_url()));
+    assert_eq!(send(&proxy, "/", BROWSER_UA, &fields).0, 200);
+    assert_eq!(card.hits(), 1);
+    // The card's list is fetched in the background.
+    // (Probed on another path, so the lines of `/` stay four.)
+    wait_for("the card's IP list to be in use", Duration::from_secs(10), || {
+        send(&proxy, "/private/x", "ExampleBot/1.0", &[]);
+        proxy
+            .log()
+            .lines()
+            .any(|l| l.contains(" path=/private/x ") && l.contains(" verification=verified(ip) "))
+            .then_some(())
+    });
+    assert_eq!(list.hits(), 1);
+    assert_eq!(send(&proxy, "/", "ExampleBot/1.0", &[]).0, 200);
+    let from_other = reqwest::blocking::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resp = from_other.get(proxy.url("/")).header("User-Agent", "ExampleBot/1.0").send();
+    assert_eq!(resp.map(|r| r.status().as_u16()).ok(), Some(200));
+    let l = lines(&proxy, "/", 4);
+    assert!(l[0].contains(" agent=ExampleBot verification=unverified "), "{}", l[0]);
+    assert!(l[1].contains(" agent=ExampleBot verification=verified(signature) "), "{}", l[1]);
+    assert!(
+        l[2].contains(&format!(
+            " agent=ExampleBot verification=verified(ip) evidence=\"list {list_url} prefix 127.0.0.1/32\" "
+        )),
+        "{}",
+        l[2]
+    );
+    assert!(
+        l[3].contains(" client_ip=127.0.0.2 ")
+            && l[3].contains(" verification=spoofed(ip) evidence=\"in none of the lists\" group=* "),
+        "{}",
+        l[3]
+    );
+}
+
+/// A directory whose response signature does not verify is not trusted:
+/// its keys prove nothing, and the access line says why.
+#[test]
+fn a_directory_with_a_bad_response_signature_is_not_trusted() {
+    let signer = Signer::from_seed(35);
+    let now = unix_now();
+    let (input, signature) = signer.sign_directory("elsewhere.example", now - 5, now + 300);
+    let server = DirectoryServer::start(DirectoryResponse {
+        headers: vec![("Signature-Input".into(), input), ("Signature".into(), signature)],
+        ..DirectoryResponse::ok(card_json(&[&signer], r#""rfc9309-product-token":"GPTBot""#))
+    });
+    let agent = server.agent_url();
+    let origin = origin();
+    let proxy = proxy(&origin, &(OPEN_DIRECTORIES.to_owned() + "allow_private_directories = true\n"), CARD_RULES);
+    let fields = signed(&signer, &proxy, "/private/x", now - 5, Some(&agent));
+    // Not GPTBot's 451: the `*` group's answer.
+    assert_eq!(send(&proxy, "/private/x", BROWSER_UA, &fields), (200, None, "private x\n".into()));
+    let l = lines(&proxy, "/private/x", 1);
+    assert!(
+        l[0].contains(&format!(
+            " verification=unverified evidence=\"unknown key: {agent}/.well-known/http-message-signatures-directory: the directory's response signature is invalid, not trusted: directory signature binding0 does not verify with key {}\" ",
+            signer.keyid()
+        )) && l[0].ends_with(" signature=unverified"),
+        "{}",
+        l[0]
+    );
+}
