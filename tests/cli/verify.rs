@@ -186,6 +186,8 @@ fn explain_verifies_an_unnamed_catalog_crawler_as_the_proxy_does() {
              /a: allowed (no rule matched) -> pass\n"
         )
     );
+}
+
 /// `explain` says which signature outcome a claim needs, what an
 /// unverified one gets (the challenge and its `Accept-Signature`) and what
 /// a replayed signature gets; robots.txt is never refused.
