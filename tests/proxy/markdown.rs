@@ -94,7 +94,7 @@ fn accept_negotiation_with_q_values() {
         (Some("text/markdown"), true),
         (Some("text/markdown, text/html;q=0.9"), true),
         (Some("text/html;q=0.5, text/markdown;q=0.6"), true),
-        (Some("text/markdown, text/html"), false),
+        (Some("text/markdown, text/html"), true),
         (Some("text/html, text/markdown;q=0.9"), false),
         (Some("text/markdown;q=0"), false),
         (Some("*/*"), false),

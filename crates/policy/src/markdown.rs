@@ -117,18 +117,22 @@ pub fn negotiate(settings: Option<&MarkdownSettings>, method: &str, path: &str, 
     }
 }
 
-/// Whether an `Accept` value prefers `text/markdown` over `text/html`:
+/// Whether an `Accept` value asks for `text/markdown` over `text/html`:
 /// each gets the quality of the most specific range that matches it
 /// (`type/subtype` over `type/*` over `*/*`, RFC 9110 section 12.5.1), a
-/// type no range matches gets 0. Markdown must be acceptable (q > 0) and
-/// strictly preferred.
+/// type no range matches gets 0. Markdown must be named by its own range,
+/// acceptable (q > 0) and at least as preferred as HTML: an agent sending
+/// `text/markdown, text/html` asks for Markdown (as Cloudflare reads it,
+/// where naming `text/markdown` is the trigger), while `*/*` or `text/*`
+/// alone, which every browser sends, never does.
 pub fn prefers_markdown(accept: &str) -> bool {
-    let md = quality(accept, "text", "markdown");
-    md > 0 && md > quality(accept, "text", "html")
+    let (md, named) = quality(accept, "text", "markdown");
+    named && md > 0 && md >= quality(accept, "text", "html").0
 }
 
-/// The quality (in thousandths) `accept` gives `kind/sub`.
-fn quality(accept: &str, kind: &str, sub: &str) -> u16 {
+/// The quality (in thousandths) `accept` gives `kind/sub`, and whether a
+/// range names `kind/sub` itself.
+fn quality(accept: &str, kind: &str, sub: &str) -> (u16, bool) {
     let mut best: Option<(u8, u16)> = None;
     for range in accept.split(',') {
         let mut parts = range.split(';');
@@ -156,7 +160,7 @@ fn quality(accept: &str, kind: &str, sub: &str) -> u16 {
             best = Some((specificity, q));
         }
     }
-    best.map_or(0, |(_, q)| q)
+    best.map_or((0, false), |(spec, q)| (q, spec == 2))
 }
 
 /// An RFC 9110 `qvalue` (`0`, `0.5`, `1.000`) in thousandths.
@@ -387,12 +391,12 @@ mod tests {
     fn accept_negotiation() {
         let table: &[(&str, bool)] = &[
             ("text/markdown", true),
-            ("text/markdown, text/html", false),
-            ("text/html, text/markdown", false),
+            ("text/markdown, text/html", true),
+            ("text/html, text/markdown", true),
             ("text/markdown, text/html;q=0.9", true),
             ("text/html;q=0.9, text/markdown", true),
             ("text/markdown;q=0.5, text/html;q=0.4", true),
-            ("text/markdown;q=0.5, text/html;q=0.5", false),
+            ("text/markdown;q=0.5, text/html;q=0.5", true),
             ("text/markdown;q=0, text/html;q=0", false),
             ("text/markdown;q=0", false),
             ("text/html", false),
