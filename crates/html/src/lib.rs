@@ -56,6 +56,7 @@ mod handlers;
 mod plan;
 mod rewriter;
 mod rules;
+mod scan;
 mod slots;
 
 pub use plan::RewritePlan;

@@ -64,11 +64,15 @@ impl RewritePlan {
                 relevant.push(key);
             }
         }
+        let head: Vec<(Vec<String>, String)> = head.iter().map(|h| (h.unless.clone(), h.html.clone())).collect();
+        let inserted =
+            metas.iter().map(|(_, _, html)| html.as_str()).chain(head.iter().map(|(_, html)| html.as_str())).collect();
         RewritePlan(Arc::new(PlanInner {
             mode: config.mode,
             rules,
             metas,
-            head: head.iter().map(|h| (h.unless.clone(), h.html.clone())).collect(),
+            head,
+            inserted,
             nonce,
             max_memory: config.max_memory,
             markers,
@@ -88,6 +92,9 @@ pub(crate) struct PlanInner {
     /// `unless` naming the page elements (`meta:<name>`, `link:<rel>`)
     /// that make it redundant.
     pub(crate) head: Vec<(Vec<String>, String)>,
+    /// Everything the plan inserts into a head that has none of it: the
+    /// metas, then the head elements ([`PlanInner::all_html`] joined).
+    pub(crate) inserted: String,
     /// Random per plan; see [`crate::slots::Slot`]. Markers never leave the rewriter, so
     /// a page cannot learn it.
     pub(crate) nonce: u64,
