@@ -218,8 +218,7 @@ fn plain(value: &[u8]) -> Option<&str> {
 fn meta_attr_is_plain(plan: &PlanInner, name: &[u8], value: &[u8]) -> bool {
     if name.eq_ignore_ascii_case(b"name") {
         let Some(v) = plain(value) else { return false };
-        let key = format!("meta:{}", v.trim().to_ascii_lowercase());
-        plan.token_of(v).is_none() && !plan.head_key_matters(&key)
+        plan.token_of(v).is_none() && plan.head_key("meta", v.trim()).is_none()
     } else if name.eq_ignore_ascii_case(b"charset") {
         plain(value).is_some_and(|v| plain_encoding(v.as_bytes()))
     } else {
@@ -233,7 +232,7 @@ fn link_attr_is_plain(plan: &PlanInner, name: &[u8], value: &[u8]) -> bool {
         return true;
     }
     let Some(v) = plain(value) else { return false };
-    v.split_ascii_whitespace().all(|kw| !plan.head_key_matters(&format!("link:{}", kw.to_ascii_lowercase())))
+    v.split_ascii_whitespace().all(|kw| plan.head_key("link", kw).is_none())
 }
 
 impl HeadScan {
