@@ -496,9 +496,9 @@ impl ProxyHttp for Gate {
                 other => other.cloned(),
             };
             if let Some(plan) = own.as_ref() {
-                ctx.html =
-                    crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?
-                        .map(Box::new);
+                let head = session.req_header().method == http::Method::HEAD;
+                ctx.html = crate::html::start(head, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?
+                    .map(Box::new);
             }
         }
         // A rewritten response is compressed for a client that asked for it
