@@ -215,6 +215,16 @@ impl Transform {
     }
 }
 
+/// Adds `Vary: Accept-Encoding` unless the response varies on it already:
+/// a transformed body is compressed for a client that asks (RFC 9110
+/// section 12.5.5: every variant names the fields it was selected by).
+pub fn vary_on_encoding(resp: &mut ResponseHeader) -> Result<()> {
+    if !varies_on_encoding(resp) {
+        resp.append_header(header::VARY, "Accept-Encoding")?;
+    }
+    Ok(())
+}
+
 /// Sets up the robots meta rewrite for a response to a GET (`head`: to a
 /// HEAD, whose headers are adjusted alike), or returns `None` when
 /// it does not apply: see [`Page::of`], plus a charset lol_html cannot
@@ -312,9 +322,7 @@ pub fn begin(
         resp.remove_header(&header::CONTENT_ENCODING);
         // The client's Accept-Encoding still selects what it gets: the
         // rewritten body is compressed again for a client that asks.
-        if !varies_on_encoding(resp) {
-            resp.append_header(header::VARY, "Accept-Encoding")?;
-        }
+        vary_on_encoding(resp)?;
     }
     if head {
         return Ok(None);

@@ -503,7 +503,11 @@ impl ProxyHttp for Gate {
         }
         // A rewritten response is compressed for a client that asked for it
         // (the origin was asked for identity); anything else is left as the
-        // origin sent it.
+        // origin sent it. For a client that asks for no coding Pingora's
+        // module is off, and the Vary it would add is added here.
+        if ctx.html.is_some() && !accepts_coding(session.req_header()) {
+            crate::html::vary_on_encoding(resp)?;
+        }
         compress(session, &ctx.snap, ctx.html.is_some());
         Ok(())
     }
