@@ -9,8 +9,9 @@
 //!
 //! The scanner accepts only markup whose tokenization it is sure of (the
 //! WHATWG HTML tokenizer's start tag, attribute and raw text states, on
-//! the subset without parse errors) and answers [`Verdict::Unsure`] on
-//! anything else: a comment, a `<!` other than a leading doctype, a
+//! the subset without parse errors, and comments) and answers
+//! [`Verdict::Unsure`] on anything else: a `<!` other than a comment or a
+//! leading doctype, a
 //! `<noscript>` or `<template>`, a raw text element holding a `<`, a
 //! character reference or an odd byte in an attribute name or in an
 //! attribute it reads, a robots or crawler `<meta>`, a `<meta>` or
@@ -205,6 +206,28 @@ fn end_tag_at(doc: &[u8], at: usize, name: &[u8]) -> Option<bool> {
     }
 }
 
+/// The offset after the comment whose `<!--` is at `lt`, `None` when
+/// `doc` ends before it: the WHATWG comment states end one at `-->` or
+/// `--!>`, and at once for `<!-->` and `<!--->` (abrupt closing of empty
+/// comment); nothing else ends it.
+fn comment_end(doc: &[u8], lt: usize) -> Option<usize> {
+    let body = lt + 4;
+    match doc.get(body..) {
+        Some([b'>', ..]) => return Some(body + 1),
+        Some([b'-', b'>', ..]) => return Some(body + 2),
+        Some([] | [b'-']) | None => return None,
+        _ => {}
+    }
+    let text = &doc[body..];
+    let close = memchr::memmem::find(text, b"-->").map(|n| n + 3);
+    let bang = memchr::memmem::find(text, b"--!>").map(|n| n + 4);
+    let end = match (close, bang) {
+        (Some(c), Some(b)) => c.min(b),
+        (c, b) => c.or(b)?,
+    };
+    Some(body + end)
+}
+
 /// The value of an attribute the scanner reads: its text, unless it holds
 /// a character reference (`&`), which only lol_html decodes.
 fn plain(value: &[u8]) -> Option<&str> {
@@ -282,6 +305,19 @@ impl HeadScan {
             let lt = self.pos + n;
             self.pos = lt;
             let Some(&next) = doc.get(lt + 1) else { return Verdict::More };
+            if doc[lt..].starts_with(b"<!--") {
+                // A comment: the rewriter reads none.
+                match comment_end(doc, lt) {
+                    Some(end) => {
+                        self.pos = end;
+                        continue;
+                    }
+                    None => return Verdict::More,
+                }
+            }
+            if next == b'!' && doc.len() < lt + 4 && b"<!--".starts_with(&doc[lt..]) {
+                return Verdict::More;
+            }
             if next == b'!' && self.phase == Phase::BeforeHtml {
                 // A leading doctype; it ends at its first `>`.
                 let Some(head) = doc.get(lt..lt + 9) else {

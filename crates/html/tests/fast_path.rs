@@ -58,6 +58,8 @@ const ORDINARY: &[&str] = &[
     "<html><head><meta name=viewport content=device-width><div>body starts</div>",
     "<!doctype html><html><head><title>T</title></head>",
     "<html><head><meta name=x/><title/>x</title></head>",
+    "<!-- a comment --><html><!----><head><!-- <meta name=robots content=index> --><title>T</title></head>",
+    "<html><head><!--><!---><!-- a --!> <title>x</title></head>",
 ];
 
 /// Heads the scanner must leave to lol_html (or may: what matters is that
@@ -65,6 +67,15 @@ const ORDINARY: &[&str] = &[
 const TRICKY: &[&str] = &[
     "<!-- a comment --><html><head><title>T</title></head>",
     "<html><head><!-- <meta name=robots content=index> --></head>",
+    "<html><head><!-- a --!> <meta name=robots content=index> --></head>",
+    "<html><head><!--> <meta name=robots content=index> --></head>",
+    "<html><head><!---> <meta name=robots content=index> --></head>",
+    "<html><head><!-- <!-- --> <meta name=robots content=index> --></head>",
+    "<html><head><!-- -- > <meta name=robots content=index> --></head>",
+    "<html><head><!-- unterminated <meta name=robots content=index></head>",
+    "<html><head><!-></head>",
+    "<html><head><!-x--></head>",
+    "<html><head><!DOCTYPE html></head>",
     "<html><head><meta name=\"robots\" content=\"noindex, nosnippet\"><meta name=gptbot content=noai></head>",
     "<html><head><meta name=ROBOTS content=index></head>",
     "<html><head><meta name=googlebot content=nosnippet></head>",
