@@ -9,9 +9,7 @@ use lol_html::html_content::ContentType;
 use lol_html::send::Element;
 
 use crate::plan::PlanInner;
-use crate::rules::{
-    bounded_rule, content_rules, covers, is_key_of, key_matches, rule_key, rule_name, split_rule, RESTRICTIVE_RULES,
-};
+use crate::rules::{bounded_rule, content_rules, covers_split, key_matches, rule_key, split_rule, RESTRICTIVE_RULES};
 use crate::slots::{lock, Fill, Phase, State};
 use crate::{FindingKind, Mode, KNOWLEDGE_WINDOW, MAX_FINDINGS};
 
@@ -270,7 +268,8 @@ fn remember_head_rules<'r>(
 ) {
     if plan.mode == Mode::Audit {
         for r in rules.clone() {
-            let Some(key) = plan.relevant.iter().find(|k| is_key_of(k, r)) else { continue };
+            let split = split_rule(r);
+            let Some(key) = plan.relevant.iter().find(|k| key_matches(k, split)) else { continue };
             let keys = match st.page_keys.get_mut(token) {
                 Some(keys) => keys,
                 None => st.page_keys.entry(token.to_owned()).or_default(),
@@ -281,10 +280,8 @@ fn remember_head_rules<'r>(
         }
     }
     for r in rules {
-        if !RESTRICTIVE_RULES.contains(&rule_name(r)) {
-            continue;
-        }
-        if covers(plan.policy_keys(token), r) {
+        let split = split_rule(r);
+        if !RESTRICTIVE_RULES.contains(&split.0) || covers_split(plan.policy_keys(token), split) {
             continue;
         }
         let (list, more) = match st.extras.get_mut(token) {

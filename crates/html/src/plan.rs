@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crawlgate_policy::{catalog, robots_tag, HeadElement};
 
-use crate::rules::{contradicts, key_matches, rule_key, rule_set, split_rule};
+use crate::rules::{contradicts_split, key_matches, rule_key, rule_set, split_rule};
 use crate::{Config, Mode};
 
 /// The policy's side of a rewriter (the rule table, the meta elements to
@@ -181,7 +181,7 @@ impl PlanInner {
         let mut known: HashSet<&str> = HashSet::new();
         for p in self.names.get(token).unwrap_or(&self.default_names) {
             for r in rules() {
-                if contradicts(p, r) && known.insert(r) {
+                if contradicts_split(p, crawlgate_policy::robots_tag::split_rule(r)) && known.insert(r) {
                     out.push(r);
                 }
             }

@@ -4,7 +4,7 @@
 //! rule, how a rule splits into name and value) is the policy crate's
 //! `robots_tag` module.
 
-pub(crate) use crawlgate_policy::robots_tag::{contradicts, RESTRICTIVE_RULES};
+pub(crate) use crawlgate_policy::robots_tag::{contradicts_split, RESTRICTIVE_RULES};
 
 use crate::MAX_RULE_LEN;
 
@@ -27,10 +27,6 @@ pub(crate) fn split_rule(rule: &str) -> (&str, &str) {
     (name, value.unwrap_or(""))
 }
 
-pub(crate) fn rule_name(rule: &str) -> &str {
-    split_rule(rule).0
-}
-
 /// The rule as compared: `max-snippet : 50` and `max-snippet:50` agree.
 pub(crate) fn rule_key(rule: &str) -> String {
     match split_rule(rule) {
@@ -39,13 +35,8 @@ pub(crate) fn rule_key(rule: &str) -> String {
     }
 }
 
-/// Whether `key` (a [`rule_key`]) is the key of `rule`, without building
-/// the rule's key.
-pub(crate) fn is_key_of(key: &str, rule: &str) -> bool {
-    key_matches(key, split_rule(rule))
-}
-
-/// [`is_key_of`] on a rule split already.
+/// Whether `key` (a [`rule_key`]) is the key of the rule split into
+/// `(name, value)` by [`split_rule`], without building the rule's key.
 pub(crate) fn key_matches(key: &str, (name, value): (&str, &str)) -> bool {
     if value.is_empty() {
         return key == name;
@@ -59,7 +50,11 @@ pub(crate) fn key_matches(key: &str, (name, value): (&str, &str)) -> bool {
 /// Whether a set of rules (as [`rule_key`]s) includes `rule`; `none` stands
 /// for `noindex, nofollow` and the other way round.
 pub(crate) fn covers(keys: &[String], rule: &str) -> bool {
-    let split = split_rule(rule);
+    covers_split(keys, split_rule(rule))
+}
+
+/// [`covers`] on a rule split already.
+pub(crate) fn covers_split(keys: &[String], split: (&str, &str)) -> bool {
     let has = |r: &str| keys.iter().any(|k| k == r);
     let flag = |f: &str| split.1.is_empty() && split.0 == f;
     keys.iter().any(|k| key_matches(k, split))
@@ -86,6 +81,11 @@ pub(crate) fn rule_set(rules: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crawlgate_policy::robots_tag::contradicts;
+
+    fn is_key_of(key: &str, rule: &str) -> bool {
+        key_matches(key, split_rule(rule))
+    }
 
     /// The rules of a `content` attribute, lowercase, in order.
     fn parse_content(content: &str) -> Vec<String> {
