@@ -158,6 +158,28 @@ fn compressed_origins_are_decoded_and_the_client_gets_compression_back() {
     }
 }
 
+/// A rewritten page is compressed for a client that asks: every variant
+/// says it was selected by Accept-Encoding, also for a client that asks
+/// for no coding (Pingora's compression module is off for it).
+#[test]
+fn rewritten_pages_vary_on_accept_encoding_whatever_the_client_asks() {
+    let origin = html_origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let mut conn = Conn::open(proxy.addr);
+    for asks in [None, Some("identity"), Some("gzip")] {
+        let fields: Vec<(&str, &str)> = asks.map(|a| ("Accept-Encoding", a)).into_iter().collect();
+        let page = conn.request("GET", "/page.html", &fields);
+        assert_eq!(page.status, 200, "{asks:?}");
+        // Pingora's module writes the name in lowercase.
+        assert_eq!(page.header("vary").map(str::to_ascii_lowercase).as_deref(), Some("accept-encoding"), "{asks:?}");
+        let coding = if asks == Some("gzip") { Some("gzip") } else { None };
+        assert_eq!(page.header("content-encoding"), coding, "{asks:?}");
+    }
+    // Not rewritten: no Vary of crawlgate's.
+    let pdf = conn.request("GET", "/doc.pdf", &[]);
+    assert_eq!(pdf.header("vary"), None);
+}
+
 #[test]
 fn head_errors_304_and_non_html_pass_untouched() {
     let origin = html_origin();

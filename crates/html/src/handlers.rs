@@ -1,6 +1,7 @@
 //! The lol_html element handler: tracks the head the way an HTML parser
 //! does, places the insertion point and reads the page's robots metas.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -8,7 +9,7 @@ use lol_html::html_content::ContentType;
 use lol_html::send::Element;
 
 use crate::plan::PlanInner;
-use crate::rules::{bounded_rule, content_rules, covers, rule_key, rule_name, RESTRICTIVE_RULES};
+use crate::rules::{bounded_rule, content_rules, covers_split, key_matches, rule_key, split_rule, RESTRICTIVE_RULES};
 use crate::slots::{lock, Fill, Phase, State};
 use crate::{FindingKind, Mode, KNOWLEDGE_WINDOW, MAX_FINDINGS};
 
@@ -154,10 +155,29 @@ fn open_head(
 }
 
 fn outside_head(st: &mut State, plan: &PlanInner, el: &Element<'_, '_>) {
-    let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
-    let lower = el.get_attribute("content").unwrap_or_default().to_ascii_lowercase();
-    for rule in content_rules(&lower) {
+    let Some(name) = el.get_attribute("name") else { return };
+    let Some(token) = plan.token_of(&name) else { return };
+    let content = el.get_attribute("content").unwrap_or_default();
+    for rule in content_rules(&lowercase(&content)) {
         st.record(FindingKind::OutsideHead, &token, rule);
+    }
+}
+
+/// `text` in ASCII lowercase, copied only when it has an uppercase letter.
+fn lowercase(text: &str) -> Cow<'_, str> {
+    if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(text.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Remembers a page head element that makes a plan head element redundant.
+fn see_head(st: &mut State, key: Option<&str>) {
+    if let Some(key) = key {
+        if !st.seen_head.iter().any(|k| k == key) {
+            st.seen_head.push(key.to_owned());
+        }
     }
 }
 
@@ -170,28 +190,21 @@ fn head_link(st: &mut State, plan: &PlanInner, el: &Element<'_, '_>) {
     }
     let Some(rel) = el.get_attribute("rel") else { return };
     for kw in rel.split_ascii_whitespace() {
-        let key = format!("link:{}", kw.to_ascii_lowercase());
-        if plan.head_key_matters(&key) && !st.seen_head.contains(&key) {
-            st.seen_head.push(key);
-        }
+        see_head(st, plan.head_key("link", kw));
     }
 }
 
 /// A `<meta>` in the head.
 fn head_meta(st: &mut State, plan: &PlanInner, el: &mut Element<'_, '_>, start: usize) {
+    let Some(name) = el.get_attribute("name") else { return };
     if plan.inserts() && start < st.window_end && !plan.head.is_empty() {
-        if let Some(name) = el.get_attribute("name") {
-            let key = format!("meta:{}", name.trim().to_ascii_lowercase());
-            if plan.head_key_matters(&key) && !st.seen_head.contains(&key) {
-                st.seen_head.push(key);
-            }
-        }
+        see_head(st, plan.head_key("meta", name.trim()));
     }
-    let Some(token) = el.get_attribute("name").and_then(|n| plan.token_of(&n)) else { return };
+    let Some(token) = plan.token_of(&name) else { return };
     let content = el.get_attribute("content").unwrap_or_default();
     // ASCII lowercasing keeps every byte where it was: `lower` splits at
     // the same offsets as `content`.
-    let lower = content.to_ascii_lowercase();
+    let lower = lowercase(&content);
     let mut stripped: HashSet<&str> = HashSet::new();
     if plan.mode != Mode::Inject {
         let (conflicts, set) = plan.conflicts(&token, || content_rules(&lower));
@@ -230,16 +243,16 @@ fn head_meta(st: &mut State, plan: &PlanInner, el: &mut Element<'_, '_>, start: 
     if plan.inserts() && start < st.window_end {
         let mut set: Vec<String> = Vec::new();
         for r in rules() {
-            let key = rule_key(r);
-            if !plan.could_match(&token, &key) {
+            let split = split_rule(r);
+            if !plan.could_match(&token, split) {
                 return;
             }
-            if !set.contains(&key) {
-                set.push(key);
+            if !set.iter().any(|k| key_matches(k, split)) {
+                set.push(rule_key(r));
             }
         }
         set.sort();
-        st.seen.push((token, set));
+        st.seen.push((token.into_owned(), set));
     }
 }
 
@@ -255,25 +268,26 @@ fn remember_head_rules<'r>(
 ) {
     if plan.mode == Mode::Audit {
         for r in rules.clone() {
-            let key = rule_key(r);
-            if plan.relevant.contains(&key) {
-                let keys = st.page_keys.entry(token.to_owned()).or_default();
-                if !keys.contains(&key) {
-                    keys.push(key);
-                }
+            let split = split_rule(r);
+            let Some(key) = plan.relevant.iter().find(|k| key_matches(k, split)) else { continue };
+            let keys = match st.page_keys.get_mut(token) {
+                Some(keys) => keys,
+                None => st.page_keys.entry(token.to_owned()).or_default(),
+            };
+            if !keys.contains(key) {
+                keys.push(key.clone());
             }
         }
     }
-    let mut policy: Option<Vec<String>> = None;
     for r in rules {
-        if !RESTRICTIVE_RULES.contains(&rule_name(r)) {
+        let split = split_rule(r);
+        if !RESTRICTIVE_RULES.contains(&split.0) || covers_split(plan.policy_keys(token), split) {
             continue;
         }
-        let policy = policy.get_or_insert_with(|| plan.for_token(token).into_iter().map(rule_key).collect());
-        if covers(policy, r) {
-            continue;
-        }
-        let (list, more) = st.extras.entry(token.to_owned()).or_default();
+        let (list, more) = match st.extras.get_mut(token) {
+            Some(entry) => entry,
+            None => st.extras.entry(token.to_owned()).or_default(),
+        };
         if list.len() < MAX_FINDINGS {
             list.push(bounded_rule(r).to_owned());
         } else {

@@ -22,7 +22,9 @@
 //! Modules: `plan` ([`RewritePlan`], the policy's side, built once per
 //! plan), `rewriter` ([`Rewriter`], one response), `handlers` (the lol_html
 //! element handler), `slots` (the per-response state and the held-back
-//! output), `rules` (comparing rules).
+//! output), `rules` (comparing rules), `scan` (the byte scanner that
+//! places inject's metas without lol_html in a plain head, and hands any
+//! other head to lol_html).
 //!
 //! Where the head is, is decided the way an HTML parser decides it: an
 //! explicit `<head>`, else the implicit head that `<html>` or the first
@@ -57,6 +59,7 @@ pub mod markdown;
 mod plan;
 mod rewriter;
 mod rules;
+mod scan;
 mod slots;
 
 pub use plan::RewritePlan;

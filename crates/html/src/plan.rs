@@ -1,13 +1,14 @@
 //! [`RewritePlan`]: the policy's side of a rewriter, built once per HTML
 //! plan of the policy and shared by every response that uses it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
 use crawlgate_policy::{catalog, robots_tag, HeadElement};
 
-use crate::rules::{contradicts, rule_key, rule_set};
+use crate::rules::{contradicts_split, key_matches, rule_key, rule_set, split_rule};
 use crate::{Config, Mode};
 
 /// The policy's side of a rewriter (the rule table, the meta elements to
@@ -64,11 +65,53 @@ impl RewritePlan {
                 relevant.push(key);
             }
         }
+        let head: Vec<(Vec<String>, String)> = head.iter().map(|h| (h.unless.clone(), h.html.clone())).collect();
+        let inserted =
+            metas.iter().map(|(_, _, html)| html.as_str()).chain(head.iter().map(|(_, html)| html.as_str())).collect();
+        // The policy rule names a page meta is checked against, per token
+        // (distinct, in the order `for_token` gives them): a `robots` meta
+        // against every token's, a crawler meta against its own and `*`'s.
+        let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let star: Vec<String> = rules.get("*").cloned().unwrap_or_default();
+        let distinct_names = |list: &mut Vec<String>, rs: &[String]| {
+            for r in rs {
+                let name = split_rule(r).0;
+                if !list.iter().any(|n| n == name) {
+                    list.push(name.to_string());
+                }
+            }
+        };
+        let mut everyone = Vec::new();
+        for (token, rs) in &rules {
+            let mut own = Vec::new();
+            distinct_names(&mut own, &star);
+            let mut all: Vec<String> = star.iter().map(|r| rule_key(r)).collect();
+            if token != "*" {
+                distinct_names(&mut own, rs);
+                all.extend(rs.iter().map(|r| rule_key(r)));
+            }
+            distinct_names(&mut everyone, &star);
+            if token != "*" {
+                distinct_names(&mut everyone, rs);
+            }
+            names.insert(token.clone(), own);
+            keys.insert(token.clone(), all);
+        }
+        let mut default_names = Vec::new();
+        distinct_names(&mut default_names, &star);
+        let default_keys: Vec<String> = star.iter().map(|r| rule_key(r)).collect();
+        names.insert("*".to_string(), everyone);
         RewritePlan(Arc::new(PlanInner {
             mode: config.mode,
+            names,
+            default_names,
+            keys,
+            default_keys,
             rules,
             metas,
-            head: head.iter().map(|h| (h.unless.clone(), h.html.clone())).collect(),
+            head,
+            inserted,
             nonce,
             max_memory: config.max_memory,
             markers,
@@ -82,12 +125,25 @@ pub(crate) struct PlanInner {
     pub(crate) mode: Mode,
     /// token (lowercase, `*`) -> rules.
     pub(crate) rules: BTreeMap<String, Vec<String>>,
+    /// token -> the distinct names of the policy rules a page meta for it
+    /// contradicts ([`PlanInner::conflicts`]); `*` has every token's.
+    names: BTreeMap<String, Vec<String>>,
+    /// The names for a crawler meta of a token the policy does not name:
+    /// `*`'s.
+    default_names: Vec<String>,
+    /// token -> [`rule_key`]s of [`PlanInner::for_token`].
+    keys: BTreeMap<String, Vec<String>>,
+    /// The keys for a token the policy does not name: `*`'s.
+    default_keys: Vec<String>,
     /// The metas to insert, `robots` first: `(token, rule_set, html)`.
     pub(crate) metas: Vec<(String, Vec<String>, String)>,
     /// Other head elements to insert after the metas: `(unless, html)`,
     /// `unless` naming the page elements (`meta:<name>`, `link:<rel>`)
     /// that make it redundant.
     pub(crate) head: Vec<(Vec<String>, String)>,
+    /// Everything the plan inserts into a head that has none of it: the
+    /// metas, then the head elements ([`PlanInner::all_html`] joined).
+    pub(crate) inserted: String,
     /// Random per plan; see [`crate::slots::Slot`]. Markers never leave the rewriter, so
     /// a page cannot learn it.
     pub(crate) nonce: u64,
@@ -103,71 +159,69 @@ pub(crate) struct PlanInner {
 }
 
 impl PlanInner {
-    /// Rules that apply to `token` (its own plus `*`'s).
-    pub(crate) fn for_token(&self, token: &str) -> Vec<&str> {
-        let mut v: Vec<&str> = self.rules.get("*").into_iter().flatten().map(String::as_str).collect();
-        if token != "*" {
-            v.extend(self.rules.get(token).into_iter().flatten().map(String::as_str));
-        }
-        v
+    /// The [`rule_key`]s of the rules that apply to `token` (its own plus
+    /// `*`'s), built with the plan.
+    pub(crate) fn policy_keys(&self, token: &str) -> &[String] {
+        self.keys.get(token).unwrap_or(&self.default_keys)
     }
 
     /// The page rules of a meta for `token` that contradict the policy,
     /// once each, policy rule by policy rule and then in page order, and
     /// the same as a set. `rules` walks the meta's rules; it is called once
-    /// per policy rule instead of collecting them.
+    /// per policy rule name instead of collecting them. A `robots` meta
+    /// speaks for every crawler: it is checked against every token's rules.
     pub(crate) fn conflicts<'r, I: Iterator<Item = &'r str>>(
         &self,
         token: &str,
         rules: impl Fn() -> I,
     ) -> (Vec<&'r str>, HashSet<&'r str>) {
-        // A `robots` meta speaks for every crawler: check every token.
-        let tokens: Vec<&str> =
-            if token == "*" { self.rules.keys().map(String::as_str).collect() } else { vec![token] };
         // The set keeps a `content` of many distinct rules from costing
         // quadratic time.
         let mut out: Vec<&str> = Vec::new();
         let mut known: HashSet<&str> = HashSet::new();
-        for t in tokens {
-            for p in self.for_token(t) {
-                for r in rules() {
-                    if contradicts(p, r) && known.insert(r) {
-                        out.push(r);
-                    }
+        for p in self.names.get(token).unwrap_or(&self.default_names) {
+            for r in rules() {
+                if contradicts_split(p, crawlgate_policy::robots_tag::split_rule(r)) && known.insert(r) {
+                    out.push(r);
                 }
             }
         }
         (out, known)
     }
 
-    /// Whether `key` is a rule key of one of the policy's metas for
-    /// `token`: a page meta with any other key is identical to none of
+    /// Whether `rule` has the key of a rule of one of the policy's metas
+    /// for `token`: a page meta with any other key is identical to none of
     /// them (see [`crate::slots::State::decide`]).
-    pub(crate) fn could_match(&self, token: &str, key: &str) -> bool {
-        self.metas.iter().any(|(t, set, _)| t == token && set.iter().any(|k| k == key))
+    pub(crate) fn could_match(&self, token: &str, rule: (&str, &str)) -> bool {
+        self.metas.iter().any(|(t, set, _)| t == token && set.iter().any(|k| key_matches(k, rule)))
     }
 
     /// `*` for `robots`, the lowercase name for a policy token or a known
-    /// crawler, `None` for every other meta.
-    pub(crate) fn token_of(&self, name: &str) -> Option<String> {
-        let name = name.trim().to_ascii_lowercase();
-        if name == "robots" {
-            Some("*".to_string())
-        } else if self.rules.contains_key(&name) || catalog::is_crawler_meta_name(&name) {
-            Some(name)
-        } else {
-            None
+    /// crawler, `None` for every other meta. Borrowed from the plan but for
+    /// a crawler the policy does not name.
+    pub(crate) fn token_of(&self, name: &str) -> Option<Cow<'_, str>> {
+        let name = name.trim();
+        if name.eq_ignore_ascii_case("robots") {
+            return Some(Cow::Borrowed("*"));
         }
+        if let Some(token) = self.rules.keys().find(|t| t.eq_ignore_ascii_case(name)) {
+            return Some(Cow::Borrowed(token));
+        }
+        catalog::is_crawler_meta_name(name).then(|| Cow::Owned(name.to_ascii_lowercase()))
     }
 
     pub(crate) fn inserts(&self) -> bool {
         self.mode != Mode::Audit && (!self.metas.is_empty() || !self.head.is_empty())
     }
 
-    /// Whether a page head element with key `key` (`meta:<name>`,
-    /// `link:<rel>`) makes one of the head elements redundant.
-    pub(crate) fn head_key_matters(&self, key: &str) -> bool {
-        self.head.iter().any(|(unless, _)| unless.iter().any(|u| u == key))
+    /// The key (`meta:<name>`, `link:<rel>`) of a page head element of
+    /// `kind` (`meta`, `link`) named `name` (any case), when it makes one of
+    /// the head elements redundant.
+    pub(crate) fn head_key(&self, kind: &str, name: &str) -> Option<&str> {
+        let is = |u: &&String| {
+            u.strip_prefix(kind).and_then(|rest| rest.strip_prefix(':')).is_some_and(|n| n.eq_ignore_ascii_case(name))
+        };
+        self.head.iter().find_map(|(unless, _)| unless.iter().find(is)).map(String::as_str)
     }
 
     /// Every byte the plan can insert: the metas and the head elements.

@@ -9,6 +9,7 @@ use lol_html::{AsciiCompatibleEncoding, MemorySettings, Selector};
 
 use crate::handlers::{is_head_over, on_element, HeadOver};
 use crate::plan::{PlanInner, RewritePlan};
+use crate::scan::{plain_encoding, HeadScan, Verdict, MAX_HELD};
 use crate::slots::{lock, Phase, Sink, State};
 use crate::{Config, DroppedFindings, Finding, Mode, Unsupported};
 
@@ -64,9 +65,57 @@ fn utf16_bom(start: &[u8]) -> Option<bool> {
     }
 }
 
+/// lol_html on `plan` for one response, its output into `state`.
+fn lol(
+    plan: &Arc<PlanInner>,
+    state: &Arc<Mutex<State>>,
+    encoding: Option<AsciiCompatibleEncoding>,
+) -> HtmlRewriter<'static, Sink> {
+    let max_memory = plan.max_memory;
+    let (s, p) = (state.clone(), plan.clone());
+    let handler = move |el: &mut Element<'_, '_>| -> lol_html::HandlerResult {
+        let mut st = lock(&s);
+        let (phase, placed) = (st.phase, st.placed);
+        on_element(&mut st, &p, el, &s);
+        // Inject and enforce change nothing after the head. When this
+        // element ended it (and did not get the metas itself), stop
+        // lol_html right here: it passes this tag and the rest of the
+        // input through as they are, and `write` copies the rest.
+        if p.mode != Mode::Audit && phase != Phase::AfterHead && st.phase == Phase::AfterHead && st.placed == placed {
+            return Err(Box::new(HeadOver));
+        }
+        Ok(())
+    };
+    let mut settings = Settings::new_send()
+        .with_strict(false)
+        .with_memory_settings(
+            MemorySettings::new()
+                .with_max_allowed_memory_usage(max_memory)
+                .with_preallocated_parsing_buffer_size(1024.min(max_memory))
+                .with_graceful_bail_out_on_memory_limit_exceeded(true),
+        )
+        .with_graceful_bail_out_on_content_handler_error(true);
+    if let Some(every) = EVERY_ELEMENT.as_ref() {
+        settings = settings
+            .append_element_content_handler((Cow::Borrowed(every), ElementContentHandlers::default().element(handler)));
+    }
+    settings = match encoding {
+        Some(e) => settings.with_encoding(e),
+        None => settings.with_adjust_charset_on_meta_tag(true),
+    };
+    HtmlRewriter::new(settings, Sink(state.clone()))
+}
+
 /// A streaming rewriter for one response. `Send`, not `Sync`.
 pub struct Rewriter {
+    /// lol_html, while it parses.
     inner: Option<HtmlRewriter<'static, Sink>>,
+    /// The byte scanner, while it reads the head (before lol_html).
+    scan: Option<HeadScan>,
+    /// The charset label's encoding, for lol_html.
+    encoding: Option<AsciiCompatibleEncoding>,
+    /// lol_html was started.
+    lol_html: bool,
     state: Arc<Mutex<State>>,
     plan: Arc<PlanInner>,
     bail: Option<Bail>,
@@ -92,11 +141,24 @@ impl Rewriter {
     }
 
     /// A rewriter on a plan built beforehand: what the proxy does for every
-    /// response, with one [`RewritePlan`] per HTML plan of the policy.
+    /// response, with one [`RewritePlan`] per HTML plan of the policy. In
+    /// inject mode the head is first read by a byte scanner
+    /// (`crate::scan`), which places the metas without lol_html when it is
+    /// sure of the head, and otherwise hands what it read to lol_html.
     pub fn with_plan(plan: &RewritePlan, charset: Option<&str>) -> Result<Rewriter, Unsupported> {
+        Rewriter::build(plan, charset, true)
+    }
+
+    /// [`Rewriter::with_plan`] without the byte scanner: lol_html reads
+    /// every head. The reference the scanner is tested against.
+    pub fn exact(plan: &RewritePlan, charset: Option<&str>) -> Result<Rewriter, Unsupported> {
+        Rewriter::build(plan, charset, false)
+    }
+
+    fn build(plan: &RewritePlan, charset: Option<&str>, scan: bool) -> Result<Rewriter, Unsupported> {
         let plan = plan.0.clone();
-        let max_memory = plan.max_memory;
-        let encoding = match charset.map(str::trim).filter(|l| !l.is_empty()) {
+        let label = charset.map(str::trim).filter(|l| !l.is_empty());
+        let encoding = match label {
             None => None,
             Some(label) => {
                 let enc =
@@ -105,43 +167,19 @@ impl Rewriter {
             }
         };
         let state = Arc::new(Mutex::new(State::new()));
-        let (s, p) = (state.clone(), plan.clone());
-        let handler = move |el: &mut Element<'_, '_>| -> lol_html::HandlerResult {
-            let mut st = lock(&s);
-            let (phase, placed) = (st.phase, st.placed);
-            on_element(&mut st, &p, el, &s);
-            // Inject and enforce change nothing after the head. When this
-            // element ended it (and did not get the metas itself), stop
-            // lol_html right here: it passes this tag and the rest of the
-            // input through as they are, and `write` copies the rest.
-            if p.mode != Mode::Audit && phase != Phase::AfterHead && st.phase == Phase::AfterHead && st.placed == placed
-            {
-                return Err(Box::new(HeadOver));
-            }
-            Ok(())
-        };
-        let mut settings = Settings::new_send()
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new()
-                    .with_max_allowed_memory_usage(max_memory)
-                    .with_preallocated_parsing_buffer_size(1024.min(max_memory))
-                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
-            )
-            .with_graceful_bail_out_on_content_handler_error(true);
-        if let Some(every) = EVERY_ELEMENT.as_ref() {
-            settings = settings.append_element_content_handler((
-                Cow::Borrowed(every),
-                ElementContentHandlers::default().element(handler),
-            ));
-        }
-        settings = match encoding {
-            Some(e) => settings.with_encoding(e),
-            None => settings.with_adjust_charset_on_meta_tag(true),
-        };
-        let inner = HtmlRewriter::new(settings, Sink(state.clone()));
+        // The scanner holds at most `scan::MAX_HELD` bytes, far below any
+        // memory limit lol_html would reach on them; a tiny limit (tests)
+        // keeps lol_html's bail-out.
+        let scan = scan
+            && plan.mode == Mode::Inject
+            && plan.max_memory >= 64 * MAX_HELD
+            && label.is_none_or(|l| plain_encoding(l.as_bytes()));
+        let inner = if scan { None } else { Some(lol(&plan, &state, encoding)) };
         Ok(Rewriter {
-            inner: Some(inner),
+            inner,
+            scan: scan.then(HeadScan::new),
+            encoding,
+            lol_html: !scan,
             state,
             plan,
             bail: None,
@@ -180,6 +218,7 @@ impl Rewriter {
     /// to its end, so what it lacks is not reported.
     fn give_up(&mut self, reason: Bail) {
         self.inner = None;
+        self.scan = None;
         self.bail = Some(reason);
         lock(&self.state).phase = Phase::AfterHead;
     }
@@ -219,6 +258,37 @@ impl Rewriter {
 
     /// [`Rewriter::write`] once the start of the body is known.
     fn feed(&mut self, chunk: &[u8]) -> Bytes {
+        if let Some(scan) = self.scan.as_mut() {
+            let verdict = scan.push(chunk, &self.plan);
+            if verdict == Verdict::More {
+                return Bytes::new();
+            }
+            let held = self.scan.take().map(|s| s.held).unwrap_or_default();
+            let input = if held.is_empty() { chunk } else { &held };
+            return match verdict {
+                Verdict::Insert(at) => {
+                    let inserted = self.plan.inserted.as_bytes();
+                    let mut out = Vec::with_capacity(input.len() + inserted.len());
+                    out.extend_from_slice(&input[..at]);
+                    out.extend_from_slice(inserted);
+                    out.extend_from_slice(&input[at..]);
+                    let mut st = lock(&self.state);
+                    st.grown += inserted.len();
+                    st.phase = Phase::AfterHead;
+                    Bytes::from(out)
+                }
+                _ => {
+                    self.inner = Some(lol(&self.plan, &self.state, self.encoding));
+                    self.lol_html = true;
+                    self.parse(input)
+                }
+            };
+        }
+        self.parse(chunk)
+    }
+
+    /// [`Rewriter::feed`] through lol_html.
+    fn parse(&mut self, chunk: &[u8]) -> Bytes {
         // Nothing after the head is rewritten in inject and enforce mode.
         // The element that ends the head usually stops lol_html on the spot
         // (`HeadOver`); when that element itself got the metas (a fragment)
@@ -266,7 +336,7 @@ impl Rewriter {
     /// (the head ended in inject or enforce mode, or the rewriter gave up)
     /// the chunk comes back as it is, without a copy.
     pub fn write_bytes(&mut self, chunk: Bytes) -> Bytes {
-        if self.inner.is_some() || !self.sniffed {
+        if self.inner.is_some() || self.scan.is_some() || !self.sniffed {
             return self.write(&chunk);
         }
         let mut st = lock(&self.state);
@@ -284,6 +354,13 @@ impl Rewriter {
             Some(first) => self.feed(&[first]).to_vec(),
             None => Vec::new(),
         };
+        // The scanner was still unsure where the head ends: lol_html
+        // decides on what it held.
+        if let Some(scan) = self.scan.take() {
+            self.inner = Some(lol(&self.plan, &self.state, self.encoding));
+            self.lol_html = true;
+            out.extend_from_slice(&self.parse(&scan.held));
+        }
         if let Some(rw) = self.inner.take() {
             if let Err(e) = rw.end() {
                 self.give_up(Bail::Rewriting(e.to_string()));
@@ -326,6 +403,12 @@ impl Rewriter {
     /// for a caller that counts findings as they come.
     pub fn take_dropped_findings(&mut self) -> DroppedFindings {
         std::mem::take(&mut lock(&self.state).dropped_untaken)
+    }
+
+    /// Whether lol_html has read (part of) the body: false while, and
+    /// after, the byte scanner placed the metas on its own.
+    pub fn parsed_by_lol_html(&self) -> bool {
+        self.lol_html
     }
 
     /// Why the rewriter gave up, if it did.

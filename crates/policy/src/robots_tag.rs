@@ -48,8 +48,13 @@ pub fn split_rule(rule: &str) -> (&str, Option<&str>) {
 /// any of [`RESTRICTIVE_RULES`], a snippet limit other than 0 against
 /// `nosnippet`. Both rules lowercase.
 pub fn contradicts(policy: &str, page: &str) -> bool {
-    let p = split_rule(policy).0;
-    let (q, value) = split_rule(page);
+    contradicts_split(split_rule(policy).0, split_rule(page))
+}
+
+/// [`contradicts`] on the policy rule's name and the page rule split by
+/// [`split_rule`] already (a caller comparing many pairs splits each rule
+/// once).
+pub fn contradicts_split(p: &str, (q, value): (&str, Option<&str>)) -> bool {
     if q == "all" {
         return RESTRICTIVE_RULES.contains(&p);
     }

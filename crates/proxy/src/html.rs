@@ -14,7 +14,6 @@ use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
-use pingora::proxy::Session;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
 use crate::decode::{Decoder, Encoding};
@@ -227,13 +226,24 @@ impl Transform {
     }
 }
 
-/// Sets up the robots meta rewrite for a response, or returns `None` when
+/// Adds `Vary: Accept-Encoding` unless the response varies on it already:
+/// a transformed body is compressed for a client that asks (RFC 9110
+/// section 12.5.5: every variant names the fields it was selected by).
+pub fn vary_on_encoding(resp: &mut ResponseHeader) -> Result<()> {
+    if !varies_on_encoding(resp) {
+        resp.append_header(header::VARY, "Accept-Encoding")?;
+    }
+    Ok(())
+}
+
+/// Sets up the robots meta rewrite for a response to a GET (`head`: to a
+/// HEAD, whose headers are adjusted alike), or returns `None` when
 /// it does not apply: see [`Page::of`], plus a charset lol_html cannot
 /// rewrite (passed through, logged). A gzip, deflate or br body is decoded
 /// for the rewriter (the origin was asked for identity, but may not
 /// comply); such a response loses its Content-Encoding and is sent chunked.
 pub fn start(
-    session: &mut Session,
+    head: bool,
     resp: &mut ResponseHeader,
     plan: &Arc<HtmlPlan>,
     plans: &RewritePlans,
@@ -260,18 +270,18 @@ pub fn start(
         true => rewriter.fix_growth(),
         false => None,
     };
-    begin(session, resp, encoding, Transform::Robots(rewriter), plan.mode.as_str(), changes, growth, metrics)
+    begin(head, resp, encoding, Transform::Robots(rewriter), plan.mode.as_str(), changes, growth, metrics)
 }
 
 /// Adjusts the headers of a response whose body `transform` takes and
-/// returns the stream that feeds it, or `None` for a HEAD (the headers the
-/// GET would get, no body). `changes`: the transform changes bytes of the
+/// returns the stream that feeds it, or `None` for a `head` request (the
+/// headers the GET would get, no body). `changes`: the transform changes bytes of the
 /// body; `growth`: it makes the body exactly this many bytes longer (a
 /// Content-Length response then keeps one). `encoding`: the body's coding,
 /// decoded before the transform.
 #[allow(clippy::too_many_arguments)]
 pub fn begin(
-    session: &mut Session,
+    head: bool,
     resp: &mut ResponseHeader,
     encoding: Option<Encoding>,
     transform: Transform,
@@ -280,7 +290,6 @@ pub fn begin(
     growth: Option<usize>,
     metrics: &Metrics,
 ) -> Result<Option<HtmlStream>> {
-    let head = session.req_header().method == http::Method::HEAD;
     // A decoded body changes even when the transform changes nothing.
     if changes || encoding.is_some() {
         // A known growth keeps a Content-Length response one, which saves
@@ -324,9 +333,7 @@ pub fn begin(
         resp.remove_header(&header::CONTENT_ENCODING);
         // The client's Accept-Encoding still selects what it gets: the
         // rewritten body is compressed again for a client that asks.
-        if !varies_on_encoding(resp) {
-            resp.append_header(header::VARY, "Accept-Encoding")?;
-        }
+        vary_on_encoding(resp)?;
     }
     if head {
         return Ok(None);

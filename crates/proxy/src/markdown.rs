@@ -149,8 +149,9 @@ pub fn start(
         }
     };
     let signal = crawlgate_policy::markdown::content_signal(policy, controls);
+    let head = session.req_header().method == http::Method::HEAD;
     let stream =
-        crate::html::begin(session, resp, encoding, Transform::Markdown(converter), "markdown", true, None, metrics)?;
+        crate::html::begin(head, resp, encoding, Transform::Markdown(converter), "markdown", true, None, metrics)?;
     resp.insert_header(header::CONTENT_TYPE, "text/markdown; charset=utf-8")?;
     if let Some(signal) = signal {
         resp.insert_header(CONTENT_SIGNAL.clone(), signal)?;

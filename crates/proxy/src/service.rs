@@ -274,7 +274,7 @@ impl ProxyHttp for Gate {
             session.as_downstream_mut().set_pipelining_enabled(true);
         }
         ctx.client = client_addr(session, &ctx.snap);
-        if ctx.snap.rewrites_html {
+        if ctx.snap.rewrites_html && accepts_coding(session.req_header()) {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
             }
@@ -616,14 +616,18 @@ impl ProxyHttp for Gate {
                 other => other.cloned(),
             };
             if let Some(plan) = own.as_ref() {
-                ctx.html =
-                    crate::html::start(session, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?
-                        .map(Box::new);
+                let head = session.req_header().method == http::Method::HEAD;
+                ctx.html = crate::html::start(head, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?
+                    .map(Box::new);
             }
         }
         // A rewritten response is compressed for a client that asked for it
         // (the origin was asked for identity); anything else is left as the
-        // origin sent it.
+        // origin sent it. For a client that asks for no coding Pingora's
+        // module is off, and the Vary it would add is added here.
+        if ctx.html.is_some() && !accepts_coding(session.req_header()) {
+            crate::html::vary_on_encoding(resp)?;
+        }
         compress(session, &ctx.snap, ctx.html.is_some());
         Ok(())
     }
@@ -926,10 +930,24 @@ static X_REQUEST_ID: http::HeaderName = http::HeaderName::from_static("x-request
 /// gzip/br level for rewritten responses.
 const COMPRESSION_LEVEL: u32 = 5;
 
+/// Whether the client's Accept-Encoding names a coding other than
+/// `identity` (RFC 9110 section 12.5.3). Pingora's compression module
+/// compresses nothing for any other client, so it is not switched on for
+/// one (it would still read the response's headers).
+fn accepts_coding(req: &RequestHeader) -> bool {
+    req.headers.get_all(header::ACCEPT_ENCODING).iter().any(|v| {
+        v.as_bytes().split(|b| *b == b',').any(|item| {
+            let coding = item.split(|b| *b == b';').next().unwrap_or_default().trim_ascii();
+            !coding.is_empty() && !coding.eq_ignore_ascii_case(b"identity")
+        })
+    })
+}
+
 /// Switches response compression on or off for this response. A policy
-/// that rewrites no HTML never turned it on (`early_request_filter`).
+/// that rewrites no HTML, or a client that accepts no coding, never turned
+/// it on (`early_request_filter`).
 fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
-    if !snap.rewrites_html {
+    if !snap.rewrites_html || !accepts_coding(session.req_header()) {
         return;
     }
     if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
@@ -940,6 +958,26 @@ fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
 }
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn accepts_coding_reads_every_field_line() {
+        let cases: &[(&[&str], bool)] = &[
+            (&[], false),
+            (&["identity"], false),
+            (&[" Identity ;q=1, "], false),
+            (&["gzip"], true),
+            (&["identity", "br;q=0.5"], true),
+            (&["deflate, identity"], true),
+            (&["*"], true),
+        ];
+        for (values, want) in cases {
+            let mut req = super::RequestHeader::build("GET", b"/", None).unwrap_or_else(|e| panic!("{e}"));
+            for v in *values {
+                req.append_header(super::header::ACCEPT_ENCODING, *v).unwrap_or_else(|e| panic!("{e}"));
+            }
+            assert_eq!(super::accepts_coding(&req), *want, "{values:?}");
+        }
+    }
+
     /// The context is part of every request's futures, which Pingora and
     /// async-trait move whole (a copy per move): it stays small, and large
     /// per-response state (the HTML rewrite) is boxed.
