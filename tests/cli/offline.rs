@@ -104,7 +104,7 @@ fn check_invalid_policy_lists_every_error() {
         format!(
             "{f}:5:16: group.user_agents: `GPT Bot` is not a product token (letters, digits, '_', '-' and '.' only, or \"*\")\n\
              {f}:6:13: group.disallow: pattern `private/` must start with '/' or '*'\n\
-             {f}:7:11: group.enforce must be off, log or block, found `always`\n\
+             {f}:7:11: group.enforce must be off, log, block or charge, found `always`\n\
              {f}:10:16: group.user_agents: duplicate group for token `*` (first at {f}:5:27)\n\
              {f}:11:15: group.crawl_delay must be a positive number of seconds, found -1\n"
         )
