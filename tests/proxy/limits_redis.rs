@@ -291,8 +291,7 @@ fn with_redis_stopped_each_instance_still_refuses_its_own_replays() {
     assert_eq!((status, body.as_str()), PAGE, "{}", b.log());
     assert_eq!(send_signed(&b, &fields), (429, REPLAYED.into()), "{}", b.log());
     for proxy in [&a, &b] {
-        let errors: u64 =
-            proxy.metric("crawlgate_limits_store_errors_total").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let errors: u64 = proxy.metric("crawlgate_limits_store_errors_total").and_then(|v| v.parse().ok()).unwrap_or(0);
         assert!(errors >= 2, "{}", proxy.metrics());
     }
 }
