@@ -4,7 +4,10 @@
 //! to each instance's own limits with no 5xx, one log line and the gauge at
 //! 0; started again, the shared limits resume; a wrong password is a clear
 //! error at start and limits stay local; the right one works; the fleet
-//! view adds both instances up.
+//! view adds both instances up. The Web Bot Auth replay cache is shared
+//! the same way: a signature accepted by one instance is a replay (429) at
+//! the other; with Redis stopped each instance still refuses its own
+//! replays.
 
 use std::time::Duration;
 
@@ -191,4 +194,104 @@ fn without_a_store_the_page_says_it_shows_one_instance() {
     let page = reqwest::blocking::get(proxy.admin_url("/")).and_then(|r| r.text()).unwrap();
     assert!(page.contains("This page shows one instance: no shared store ([limits] store) is configured."));
     assert_eq!(proxy.metric("crawlgate_limits_store_up"), Some("0".into()));
+}
+
+/// The Host both instances are reached under, the `@authority` the
+/// signatures cover.
+const SITE: &str = "www.example.com";
+
+/// Signatures by `signer`'s pinned key verified for [`SITE`], the replay
+/// cache in `store`.
+fn signed_policy(store: &str, signer: &crawlgate_testkit::wba::Signer) -> String {
+    format!(
+        "[limits]\nstore = \"{store}\"\ntimeout = \"1s\"\n\n\
+         [verification]\n\n[verification.signatures]\nauthorities = [\"{SITE}\"]\n\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n",
+        signer.jwk()
+    )
+}
+
+/// A signature of `GET /page` at [`SITE`] covering `@authority`, `@method`
+/// and `@path`, created now less `ago` seconds.
+fn signature(signer: &crawlgate_testkit::wba::Signer, ago: i64) -> Vec<(&'static str, String)> {
+    use crawlgate_testkit::wba::{Component, Request, SignOptions};
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let created = i64::try_from(now).unwrap_or(i64::MAX) - ago;
+    let mut opts = SignOptions::web_bot_auth(created, 60);
+    opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
+    signer.sign(&Request::get(SITE, "/page"), &opts).pairs()
+}
+
+/// `GET /page` through `proxy` with Host [`SITE`] and `fields`;
+/// `(status, body)`.
+fn send_signed(proxy: &Proxy, fields: &[(&str, String)]) -> (u16, String) {
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
+    let mut req = client.get(proxy.url("/page")).header("User-Agent", "Mozilla/5.0 Firefox/130.0").header("Host", SITE);
+    for (name, value) in fields {
+        req = req.header(*name, value);
+    }
+    let resp = req.send().unwrap_or_else(|e| panic!("GET /page: {e}\n{}", proxy.log()));
+    (resp.status().as_u16(), resp.text().unwrap_or_default())
+}
+
+const PAGE: (u16, &str) = (200, "page\n");
+const REPLAYED: &str = "429 Too Many Requests: this Web Bot Auth signature was already used; sign each request anew\n";
+
+fn replay_keys(redis: &RedisServer, keyid: &str) -> usize {
+    match redis.command(&["KEYS", &format!("crawlgate:replay:{keyid}:*")]) {
+        Resp::Array(Some(keys)) => keys.len(),
+        other => panic!("KEYS: {other:?}"),
+    }
+}
+
+#[test]
+fn a_signature_accepted_by_one_instance_is_a_replay_at_the_other() {
+    let redis = RedisServer::start();
+    let signer = crawlgate_testkit::wba::Signer::from_seed(11);
+    let origin = origin();
+    let a = Proxy::start(origin.addr, &signed_policy(&redis.url(), &signer));
+    let b = Proxy::start(origin.addr, &signed_policy(&redis.url(), &signer));
+    wait_gauge(&a, "1");
+    wait_gauge(&b, "1");
+    let fields = signature(&signer, 5);
+    let (status, body) = send_signed(&a, &fields);
+    assert_eq!((status, body.as_str()), PAGE, "{}", a.log());
+    assert_eq!(send_signed(&b, &fields), (429, REPLAYED.into()), "{}", b.log());
+    assert_eq!(send_signed(&a, &fields), (429, REPLAYED.into()));
+    assert_eq!(replay_keys(&redis, &signer.keyid()), 1);
+    // A fresh signature by the same crawler passes, once.
+    let fresh = signature(&signer, 4);
+    let (status, body) = send_signed(&b, &fresh);
+    assert_eq!((status, body.as_str()), PAGE);
+    assert_eq!(send_signed(&a, &fresh), (429, REPLAYED.into()));
+    assert_eq!(replay_keys(&redis, &signer.keyid()), 2);
+    let blocked = "crawlgate_requests_total{agent=\"other\",decision=\"blocked\",verification=\"spoofed\"}";
+    assert_eq!(b.metric(blocked), Some("1".into()), "{}", b.metrics());
+    assert_eq!(a.metric(blocked), Some("2".into()), "{}", a.metrics());
+    assert_eq!(a.metric("crawlgate_limits_store_errors_total"), Some("0".into()));
+}
+
+#[test]
+fn with_redis_stopped_each_instance_still_refuses_its_own_replays() {
+    let mut redis = RedisServer::start();
+    let signer = crawlgate_testkit::wba::Signer::from_seed(12);
+    let origin = origin();
+    let a = Proxy::start(origin.addr, &signed_policy(&redis.url(), &signer));
+    let b = Proxy::start(origin.addr, &signed_policy(&redis.url(), &signer));
+    wait_gauge(&a, "1");
+    wait_gauge(&b, "1");
+    redis.stop();
+    let fields = signature(&signer, 5);
+    let (status, body) = send_signed(&a, &fields);
+    assert_eq!((status, body.as_str()), PAGE, "{}", a.log());
+    assert_eq!(send_signed(&a, &fields), (429, REPLAYED.into()), "{}", a.log());
+    // Each instance remembers alone now: B has not seen it.
+    let (status, body) = send_signed(&b, &fields);
+    assert_eq!((status, body.as_str()), PAGE, "{}", b.log());
+    assert_eq!(send_signed(&b, &fields), (429, REPLAYED.into()), "{}", b.log());
+    for proxy in [&a, &b] {
+        let errors: u64 = proxy.metric("crawlgate_limits_store_errors_total").and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(errors >= 2, "{}", proxy.metrics());
+    }
 }

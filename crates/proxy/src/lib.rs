@@ -154,11 +154,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     if let Some(c) = charging {
         let _ = shared.payment.set(c);
     }
-    if let Some(v) = verifier {
-        let _ = shared.verifier.set(v);
-    }
     let limit_settings = shared.snapshot.load().policy.limit_settings().clone();
     crate::limits::install(&shared, &limit_settings);
+    if let Some(v) = verifier {
+        let _ = shared.verifier.set(verify::with_shared_replay(v, &shared));
+    }
     let certs = if tls_listen.is_empty() {
         None
     } else {

@@ -37,6 +37,15 @@ pub fn build(policy: &Policy) -> anyhow::Result<Option<Verifier>> {
     Verifier::new(config(policy)).map(Some).map_err(|e| anyhow::anyhow!("verification: {e}"))
 }
 
+/// `verifier` remembering verified signatures in the shared store when one
+/// is configured (`[limits] store`), so a signature replayed to another
+/// instance is refused too; else it keeps its own cache.
+pub fn with_shared_replay(verifier: Verifier, shared: &Shared) -> Verifier {
+    let Some(store) = shared.store.get() else { return verifier };
+    let local = shared.snapshot.load().policy.settings().verification.signatures.replay_cache_size;
+    verifier.with_replay_store(Arc::new(crate::shared_store::StoreReplay::new(store.clone(), local)))
+}
+
 /// What of the verification applies only after a restart, for the reload's
 /// warning: the settings (not `trusted_proxies`, read per request) and the
 /// tokens whose lists and domains the verifier checks.
