@@ -82,7 +82,8 @@ pub enum BlockReason {
     Replayed,
     /// Over a rate limit (429 with `Retry-After`).
     Rate,
-    /// Reserved: a payment requirement.
+    /// A charge group answered without a page: a price to pay, a payment
+    /// or license refused (402, 400, 401, 403; docs/payment.md).
     Payment,
 }
 
