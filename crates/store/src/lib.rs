@@ -19,7 +19,7 @@
 mod fleet;
 mod gcra;
 
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,9 @@ const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The first and the longest wait between reconnection attempts.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// Calls in a row past their budget before the store counts as down: one
+/// slow answer under load is that request's alone.
+const TIMEOUTS_BEFORE_DOWN: u32 = 3;
 
 /// What a store is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,6 +128,8 @@ struct Inner {
     conn: ArcSwapOption<MultiplexedConnection>,
     state: AtomicU8,
     errors: AtomicU64,
+    /// Timeouts in a row on the current connection (any answer resets it).
+    timeouts: AtomicU32,
     /// Woken when a call finds the connection broken.
     broken: Notify,
     gcra: redis::Script,
@@ -162,6 +167,7 @@ impl Store {
                 conn: ArcSwapOption::empty(),
                 state: AtomicU8::new(UNKNOWN),
                 errors: AtomicU64::new(0),
+                timeouts: AtomicU32::new(0),
                 broken: Notify::new(),
                 gcra: redis::Script::new(GCRA_SCRIPT),
             }),
@@ -198,6 +204,7 @@ impl Store {
         match self.try_connect().await {
             Ok(conn) => {
                 self.inner.conn.store(Some(Arc::new(conn)));
+                self.inner.timeouts.store(0, Ordering::Relaxed);
                 self.set_state(UP, None);
                 Ok(())
             }
@@ -282,6 +289,16 @@ impl Store {
         self.inner.broken.notify_one();
     }
 
+    /// Counts a call that ran past its budget: the store is marked down
+    /// only after [`TIMEOUTS_BEFORE_DOWN`] in a row, so one slow answer
+    /// under load (that request is decided locally) does not send every
+    /// following request to the local store and log a state change.
+    fn timed_out(&self, used: &Arc<MultiplexedConnection>, why: &StoreError) {
+        if self.inner.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= TIMEOUTS_BEFORE_DOWN {
+            self.broken(used, why);
+        }
+    }
+
     fn error(&self, source: RedisError) -> StoreError {
         let target = self.inner.target.clone();
         if source.kind() == ErrorKind::AuthenticationFailed
@@ -314,7 +331,10 @@ impl Store {
         let result = tokio::time::timeout(budget, f(conn)).await;
         guard.done = true;
         let err = match result {
-            Ok(Ok(v)) => return Ok(v),
+            Ok(Ok(v)) => {
+                self.inner.timeouts.store(0, Ordering::Relaxed);
+                return Ok(v);
+            }
             Ok(Err(e)) => {
                 let connection_lost = e.is_io_error()
                     || e.is_connection_dropped()
@@ -329,7 +349,7 @@ impl Store {
             }
             Err(_) => {
                 let err = StoreError::Timeout { target: self.inner.target.clone(), budget };
-                self.broken(&used, &err);
+                self.timed_out(&used, &err);
                 err
             }
         };
@@ -368,7 +388,7 @@ impl Drop for InFlight<'_> {
         if !self.done && self.start.elapsed() >= self.budget {
             self.store.inner.errors.fetch_add(1, Ordering::Relaxed);
             let err = StoreError::Timeout { target: self.store.inner.target.clone(), budget: self.budget };
-            self.store.broken(self.used, &err);
+            self.store.timed_out(self.used, &err);
         }
     }
 }

@@ -150,13 +150,17 @@ async fn a_frozen_server_fails_within_the_budget_and_is_reconnected_when_it_thaw
     });
     wait_up(&s, true).await;
     redis.pause();
-    let err = s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()).await.unwrap_err();
-    assert!(matches!(err, StoreError::Timeout { budget, .. } if budget == Duration::from_millis(5)), "{err}");
-    assert_eq!(err.to_string(), format!("Redis at 127.0.0.1:{} did not answer within 5ms", redis.port()));
-    assert!(!s.is_up());
+    // Each call fails within its budget; the store counts as down only
+    // after three in a row (one slow answer is that request's alone).
+    for n in 1..=3 {
+        let err = s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()).await.unwrap_err();
+        assert!(matches!(err, StoreError::Timeout { budget, .. } if budget == Duration::from_millis(5)), "{err}");
+        assert_eq!(err.to_string(), format!("Redis at 127.0.0.1:{} did not answer within 5ms", redis.port()));
+        assert_eq!(s.is_up(), n < 3, "after {n} timeouts");
+    }
     // Down: calls are not tried, they fail at once and are counted.
     assert!(matches!(s.seen_once("n", Duration::from_secs(1)).await, Err(StoreError::Down { .. })));
-    assert_eq!(s.errors_total(), 2);
+    assert_eq!(s.errors_total(), 4);
     redis.resume();
     wait_up(&s, true).await;
     assert!(s.gcra("k2", Gcra::per(1, Duration::from_secs(1), 1).unwrap()).await.unwrap().allowed);
@@ -297,11 +301,15 @@ async fn a_caller_timeout_of_the_same_length_still_counts_and_marks_down() {
     s.connect().await.unwrap();
     redis.pause();
     // The limiter bounds each call with its own timeout of `[limits] timeout`.
-    let outer =
-        tokio::time::timeout(Duration::from_millis(5), s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()))
-            .await;
-    assert!(!matches!(outer, Ok(Ok(_))), "{outer:?}");
-    assert!(!s.is_up());
-    assert_eq!(s.errors_total(), 1);
+    for n in 1..=3 {
+        let outer = tokio::time::timeout(
+            Duration::from_millis(5),
+            s.gcra("k", Gcra::per(1, Duration::from_secs(1), 1).unwrap()),
+        )
+        .await;
+        assert!(!matches!(outer, Ok(Ok(_))), "{outer:?}");
+        assert_eq!(s.is_up(), n < 3, "after {n} timeouts");
+    }
+    assert_eq!(s.errors_total(), 3);
     redis.resume();
 }
