@@ -55,7 +55,7 @@ pub struct Refused {
     pub retry_after: u64,
 }
 
-/// Counts one request that arrived at `now` against `limit`; `Some` when
+/// Counts one request checked at `now` against `limit`; `Some` when
 /// it is over.
 pub async fn check(shared: &Shared, limit: &Limit<'_>, now: Instant) -> Option<Refused> {
     let limiter = shared.limiter.get_or_init(|| Limiter::new(limit_settings(shared).max_keys));

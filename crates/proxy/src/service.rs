@@ -456,7 +456,13 @@ impl ProxyHttp for Gate {
                     ctx.violation = true;
                 }
                 if let Some(limit) = limit {
-                    if let Some(refused) = crate::limits::check(&self.shared, &limit, ctx.started).await {
+                    // The time of the check, not of arrival: checks of one key
+                    // then see times in order, so a request held up (by
+                    // verification, by the scheduler) is not counted as coming
+                    // before the ones checked while it waited, which GCRA would
+                    // refuse as a burst.
+                    let now = std::time::Instant::now();
+                    if let Some(refused) = crate::limits::check(&self.shared, &limit, now).await {
                         ctx.outcome = Action::Block;
                         ctx.local = Some(Local::RateLimited);
                         ctx.reason = Some(BlockReason::Rate);
