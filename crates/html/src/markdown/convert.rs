@@ -530,8 +530,12 @@ impl Conv {
         if matches!(scheme.as_deref(), Some("javascript" | "vbscript" | "data")) {
             return None;
         }
+        // A URL parser drops tabs and newlines (`java&#9;script:`): the
+        // scheme is checked again on what it made of the address.
         let url = match self.base.as_ref().and_then(|b| b.join(raw).ok()) {
+            Some(u) if matches!(u.scheme(), "javascript" | "vbscript" | "data") => return None,
             Some(u) => u.to_string(),
+            None if raw.contains(['\t', '\n', '\r']) => return None,
             None => raw.to_string(),
         };
         let mut dest = String::with_capacity(url.len());

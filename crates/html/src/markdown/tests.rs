@@ -89,3 +89,13 @@ fn deep_nesting_is_bounded() {
     let page = format!("{}deep{}", "<div>".repeat(MAX_DEPTH * 3), "</div>".repeat(MAX_DEPTH * 3));
     assert_eq!(body(&page), "deep\n");
 }
+
+/// A script address hidden from the scheme check by a tab or newline
+/// (which a URL parser drops) is still no link target.
+#[test]
+fn script_schemes_split_by_whitespace_are_dropped() {
+    assert_eq!(
+        body("<p><a href=\"java&#9;script:alert(1)\">a</a> <a href=\"JaVa&#10;script:x\">b</a> <img src=\"da&#13;ta:x\" alt=\"c\"></p>"),
+        "a b\n"
+    );
+}
