@@ -340,9 +340,18 @@ impl Facilitator {
             .post_json(&url, body.to_string().into_bytes(), MAX_FACILITATOR_BODY)
             .await
             .map_err(Self::failed)?;
-        // A facilitator may answer a refusal with a 4xx and the usual body.
+        // A facilitator may answer a refusal with a 4xx and the usual body;
+        // such an answer never grants, whatever it says.
         match serde_json::from_slice(&r.body) {
-            Ok(serde_json::Value::Object(m)) if r.status < 500 => Ok(m),
+            Ok(serde_json::Value::Object(m)) if (200..300).contains(&r.status) => Ok(m),
+            Ok(serde_json::Value::Object(mut m)) if r.status < 500 => {
+                for k in ["isValid", "success"] {
+                    if let Some(v @ serde_json::Value::Bool(true)) = m.get_mut(k) {
+                        *v = serde_json::Value::Bool(false);
+                    }
+                }
+                Ok(m)
+            }
             _ => Err(X402Error::Facilitator(format!("{url}: status {} without a JSON answer", r.status))),
         }
     }

@@ -123,6 +123,19 @@ async fn a_settle_failure_is_reported_with_its_reason() {
     assert!(f.settled().is_empty());
 }
 
+/// A refusal status never grants, whatever its body says: a 400 saying
+/// `isValid: true` / `success: true` is a refusal.
+#[tokio::test]
+async fn a_4xx_answer_that_claims_success_grants_nothing() {
+    let f = facilitator::Facilitator::start(NETWORK);
+    let cfg = config(&f);
+    let client = Facilitator::new(&cfg).unwrap_or_else(|e| panic!("{e}"));
+    let (ours, payment) = pay(&cfg, "0x06");
+    f.set_mode(Mode::Contradictory);
+    assert!(client.verify(&payment, &ours).await.is_err(), "a 400 verified the payment");
+    assert!(client.settle(&payment, &ours).await.is_err(), "a 400 settled the payment");
+}
+
 #[tokio::test]
 async fn a_facilitator_that_is_gone_is_a_facilitator_error() {
     let f = facilitator::Facilitator::start(NETWORK);

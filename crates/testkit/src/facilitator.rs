@@ -31,6 +31,10 @@ pub enum Mode {
     Slow(Duration),
     /// Verifies, then fails every settlement (`insufficient_funds`).
     SettleFailure,
+    /// Answers `/verify` and `/settle` with a 400 whose body grants
+    /// (`isValid: true`, `success: true`): a status and a body that
+    /// disagree.
+    Contradictory,
 }
 
 struct State {
@@ -195,6 +199,10 @@ fn answer_now(state: &Mutex<State>, req: &StubRequest, mode: Mode) -> StubReply 
     let network = st.network.clone();
     let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or(serde_json::Value::Null);
     match (req.method.as_str(), req.target.as_str()) {
+        ("POST", "/verify" | "/settle") if mode == Mode::Contradictory => StubReply::json(
+            400,
+            &serde_json::json!({"isValid": true, "success": true, "transaction": "0xforged", "network": network}),
+        ),
         ("GET", "/supported") => StubReply::json(
             200,
             &serde_json::json!({
