@@ -115,7 +115,7 @@ pub fn parse_directory_document(body: &[u8]) -> Result<HashMap<String, Directory
 
 /// Whether a directory may be fetched from `ip`: not loopback, private
 /// (RFC 1918, RFC 4193), link-local, shared (RFC 6598), unspecified,
-/// multicast, broadcast or documentation space; an IPv4-mapped IPv6
+/// multicast, broadcast, documentation or benchmarking (RFC 2544) space; an IPv4-mapped, NAT64 or 6to4 IPv6
 /// address is judged as the IPv4 one.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
@@ -131,18 +131,32 @@ pub fn is_public(ip: IpAddr) -> bool {
                 || a == 0
                 || (a == 100 && (64..128).contains(&b))
                 || (a == 192 && b == 0 && v4.octets()[2] == 0)
+                || (a == 198 && (18..20).contains(&b))
                 || a >= 240)
         }
         IpAddr::V6(v6) => {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_public(IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let seg = v6.segments();
+            let [.., x, y, z, w] = v6.octets();
+            // NAT64 (RFC 6052 64:ff9b::/96) and 6to4 (RFC 3056 2002::/16)
+            // reach the IPv4 address they embed.
+            if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_public(IpAddr::V4([x, y, z, w].into()));
+            }
+            if seg[0] == 0x2002 {
+                let [a, b] = seg[1].to_be_bytes();
+                let [c, d] = seg[2].to_be_bytes();
+                return is_public(IpAddr::V4([a, b, c, d].into()));
+            }
+            let first = seg[0];
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
+                || (first & 0xffc0) == 0xfec0
                 || first == 0x2001 && v6.segments()[1] == 0x0db8)
         }
     }
@@ -165,7 +179,7 @@ impl reqwest::dns::Resolve for PublicOnly {
                 let err: Box<dyn std::error::Error + Send + Sync> = if addrs.is_empty() {
                     format!("{host} has no address").into()
                 } else {
-                    format!("{host} resolves only to non-public addresses ({}); refused", addrs[0].ip()).into()
+                    format!("{host} resolves only to addresses that are not public ({}); refused", addrs[0].ip()).into()
                 };
                 return Err(err);
             }
@@ -334,6 +348,13 @@ mod tests {
             ("172.32.0.1", true),
             ("2606:4700::1111", true),
             ("::ffff:1.1.1.1", true),
+            ("64:ff9b::a9fe:a9fe", false),
+            ("64:ff9b::7f00:1", false),
+            ("64:ff9b::808:808", true),
+            ("2002:7f00:1::", false),
+            ("2002:a00:1::1", false),
+            ("2002:808:808::1", true),
+            ("fec0::1", false),
         ];
         for (ip, want) in rows {
             let parsed: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));

@@ -6,9 +6,11 @@
 //! client's own resolver, so a name that resolves to 127.0.0.1 is refused
 //! like the literal address.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+use crawlgate_identity::directory::{is_public, PublicOnly};
 
 /// What an [`Outbound`] client may reach.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +62,11 @@ pub struct Outbound {
 impl Outbound {
     /// A client whose every exchange ends within `timeout`.
     pub fn new(reach: Reach, timeout: Duration) -> Result<Outbound, String> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(CheckedResolver { allow_private: reach.allow_private }))
+        let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        if !reach.allow_private {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        let client = builder
             .timeout(timeout)
             .connect_timeout(timeout)
             .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION")))
@@ -88,7 +92,7 @@ impl Outbound {
         let host = parsed.host_str().ok_or_else(|| format!("{url}: no host"))?;
         let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
         if let Ok(ip) = literal.parse::<IpAddr>() {
-            if !self.reach.allow_private && !is_global(ip) {
+            if !self.reach.allow_private && !is_public(ip) {
                 return Err(format!("{url}: {ip} is not a public address"));
             }
         }
@@ -165,75 +169,6 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
-/// Resolves with the system resolver and drops every address that is not
-/// global (unless allowed); a name left with none fails.
-#[derive(Debug)]
-struct CheckedResolver {
-    allow_private: bool,
-}
-
-impl reqwest::dns::Resolve for CheckedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let allow_private = self.allow_private;
-        Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let kept: Vec<SocketAddr> = addrs.iter().copied().filter(|a| allow_private || is_global(a.ip())).collect();
-            if kept.is_empty() {
-                let err: Box<dyn std::error::Error + Send + Sync> = if addrs.is_empty() {
-                    format!("{host} has no address").into()
-                } else {
-                    format!("{host} resolves only to addresses that are not public").into()
-                };
-                return Err(err);
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(kept.into_iter());
-            Ok(addrs)
-        })
-    }
-}
-
-/// Whether `ip` is a globally routable unicast address: not private
-/// (RFC 1918, RFC 4193), loopback, link-local, shared (RFC 6598),
-/// documentation, benchmarking, multicast, reserved or unspecified; an
-/// IPv4-mapped IPv6 address is judged as its IPv4 address.
-pub fn is_global(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(a) => is_global_v4(a),
-        IpAddr::V6(a) => match a.to_ipv4_mapped() {
-            Some(v4) => is_global_v4(v4),
-            None => is_global_v6(a),
-        },
-    }
-}
-
-fn is_global_v4(a: Ipv4Addr) -> bool {
-    let [o1, o2, o3, _] = a.octets();
-    !(a.is_private()
-        || a.is_loopback()
-        || a.is_link_local()
-        || a.is_broadcast()
-        || a.is_documentation()
-        || a.is_unspecified()
-        || a.is_multicast()
-        || o1 == 0
-        || (o1 == 100 && (64..128).contains(&o2))
-        || (o1 == 192 && o2 == 0 && o3 == 0)
-        || (o1 == 198 && (18..20).contains(&o2))
-        || o1 >= 240)
-}
-
-fn is_global_v6(a: Ipv6Addr) -> bool {
-    let s = a.segments();
-    !(a.is_loopback()
-        || a.is_unspecified()
-        || a.is_multicast()
-        || (s[0] & 0xfe00) == 0xfc00
-        || (s[0] & 0xffc0) == 0xfe80
-        || (s[0] == 0x2001 && s[1] == 0x0db8)
-        || (s[0] == 0x64 && s[1] == 0xff9b))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,11 +200,11 @@ mod tests {
             "64:ff9b::a00:1",
         ] {
             let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
-            assert!(!is_global(ip), "{ip} counted as public");
+            assert!(!is_public(ip), "{ip} counted as public");
         }
         for ip in ["93.184.216.34", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
             let ip: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
-            assert!(is_global(ip), "{ip} counted as private");
+            assert!(is_public(ip), "{ip} counted as private");
         }
     }
 
