@@ -29,7 +29,8 @@ impl Rate {
         self.per / self.count.max(1)
     }
 
-    /// Parses `"N/s"`, `"N/min"` or `"N/h"` (N from 1 to 1,000,000,000).
+    /// Parses `"N/s"`, `"N/min"` or `"N/h"` (N from 1 to 1,000,000,000, at
+    /// most one request per microsecond).
     pub fn parse(s: &str) -> Result<Rate, String> {
         let bad = || format!("`{s}` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")");
         let (n, unit) = s.trim().split_once('/').ok_or_else(bad)?;
@@ -43,6 +44,11 @@ impl Rate {
             "h" => Duration::from_secs(3600),
             _ => return Err(bad()),
         };
+        // The shared store keeps times in microseconds (a Lua number is a
+        // double): a finer emission interval would never advance there.
+        if per / count < Duration::from_micros(1) {
+            return Err(format!("`{s}`: at most one request per microsecond (1000000/s)"));
+        }
         Ok(Rate { count, per })
     }
 }

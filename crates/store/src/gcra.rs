@@ -12,7 +12,9 @@
 //! The clock is the server's `TIME`, so instances with skewed clocks agree.
 //! Redis Lua numbers are doubles, which hold the Unix time exactly in
 //! microseconds (the resolution of `TIME`) but not in nanoseconds, so the
-//! script keeps times in microseconds (fractions kept, to 1/1000 µs) and
+//! script keeps times in microseconds (a double near today's Unix time in
+//! microseconds has a spacing of 0.25 µs, so an emission interval under
+//! about 1 µs would be lost: the policy refuses rates over 1000000/s) and
 //! answers `retry_after` in nanoseconds. The key expires one second after
 //! its `tat` has passed, when an absent key means the same as the stored
 //! one: Redis holds only the keys of active clients.

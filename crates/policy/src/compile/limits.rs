@@ -307,6 +307,10 @@ mod tests {
                 "l.toml:5:8: group.rate: `2/d` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")",
             ),
             ("rate = \"0/s\"", "l.toml:5:8: group.rate: `0/s`: the count must be from 1 to 1000000000"),
+            (
+                "rate = \"2000000/s\"",
+                "l.toml:5:8: group.rate: `2000000/s`: at most one request per microsecond (1000000/s)",
+            ),
             ("rate = 2", "l.toml:5:8: group.rate: expected a string, found an integer"),
             ("rate = \"1/s\"\nburst = 0", "l.toml:6:9: group.burst must be from 1 to 1000000, found 0"),
             ("burst = 4", "l.toml:5:9: group.burst: needs a rate (rate, or enforce_crawl_delay with crawl_delay)"),
