@@ -221,3 +221,22 @@ fn non_html_non_2xx_and_other_paths_pass_untouched() {
     assert_eq!(robots.header("content-type"), Some("text/plain; charset=utf-8"));
     assert!(body(&robots).contains("User-agent: *"));
 }
+
+/// A Host that is not a plain host[:port] cannot point the converted
+/// page's links at another site: they stay relative.
+#[test]
+fn a_hostile_host_leaves_the_links_relative() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    for host in ["test.example@evil.example", "evil.example/x?"] {
+        let req = format!("GET /page HTTP/1.1\r\nHost: {host}\r\nAccept: text/markdown\r\nConnection: close\r\n\r\n");
+        let raw = exchange(proxy.addr, req.as_bytes(), Duration::from_secs(20));
+        let r = RawResponse::parse(&raw, false).unwrap_or_else(|| panic!("no response to Host {host}"));
+        if r.status != 200 {
+            continue;
+        }
+        let text = body(&r);
+        assert!(!text.contains("evil.example"), "{host}: {text}");
+        assert!(text.ends_with("See [the intro](/docs/intro) & more.\n"), "{host}: {text}");
+    }
+}

@@ -131,12 +131,14 @@ pub fn start(
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .or_else(|| session.req_header().uri.authority().map(|a| a.as_str()))
-        .unwrap_or("");
+        .and_then(|h| h.parse::<http::uri::Authority>().ok())
+        .filter(|a| !a.as_str().contains('@'));
     // The Host a client sends only changes the links of its own response
-    // (and of the cache entry keyed on that Host); an unparsable one
-    // leaves the links relative.
+    // (and of the cache entry keyed on that Host); one that is not a plain
+    // host[:port] (`a@evil.example`, `evil.example/x?`) leaves the links
+    // relative.
     let page = PageInfo {
-        url: if host.is_empty() { String::new() } else { format!("{scheme}://{host}{path}") },
+        url: host.map_or_else(String::new, |host| format!("{scheme}://{host}{path}")),
         robots: (!robots.is_empty()).then(|| robots.join(", ")),
         content_usage: (!usage.is_empty()).then(|| usage.join(", ")),
     };
