@@ -149,10 +149,6 @@ pub struct Ctx {
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     browser: bool,
-    /// The policy rewrites HTML and the client accepts a coding other
-    /// than identity: Pingora's compression module is on for it (read once,
-    /// in `early_request_filter`).
-    compressible: bool,
     /// The rate limit a refused request is over.
     limit: Option<crawlgate_policy::limits::GroupLimit>,
     /// A charge to record or a price to state in the response phase.
@@ -259,7 +255,6 @@ impl ProxyHttp for Gate {
             observing: None,
             origin_rule: false,
             browser: false,
-            compressible: false,
             limit: None,
             pay: None,
         }
@@ -279,8 +274,7 @@ impl ProxyHttp for Gate {
             session.as_downstream_mut().set_pipelining_enabled(true);
         }
         ctx.client = client_addr(session, &ctx.snap);
-        ctx.compressible = ctx.snap.rewrites_html && accepts_coding(session.req_header());
-        if ctx.compressible {
+        if ctx.snap.rewrites_html && accepts_coding(session.req_header()) {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
             }
@@ -297,7 +291,7 @@ impl ProxyHttp for Gate {
     /// allocates.
     async fn request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
         // Responses written here (robots.txt, blocks) are sent as they are.
-        compress(session, ctx.compressible, false);
+        compress(session, &ctx.snap, false);
         let snap = ctx.snap.clone();
         let req = session.req_header();
         if self.looped(req) {
@@ -587,7 +581,7 @@ impl ProxyHttp for Gate {
             }
         }
         let Some(controls) = ctx.controls.as_ref() else {
-            compress(session, ctx.compressible, false);
+            compress(session, &ctx.snap, false);
             return Ok(());
         };
         let origin_tdm = crate::headers::origin_states_tdm(resp);
@@ -637,10 +631,10 @@ impl ProxyHttp for Gate {
         // (the origin was asked for identity); anything else is left as the
         // origin sent it. For a client that asks for no coding Pingora's
         // module is off, and the Vary it would add is added here.
-        if ctx.html.is_some() && !ctx.compressible {
+        if ctx.html.is_some() && !accepts_coding(session.req_header()) {
             crate::html::vary_on_encoding(resp)?;
         }
-        compress(session, ctx.compressible, ctx.html.is_some());
+        compress(session, &ctx.snap, ctx.html.is_some());
         Ok(())
     }
 
@@ -958,8 +952,8 @@ fn accepts_coding(req: &RequestHeader) -> bool {
 /// Switches response compression on or off for this response. A policy
 /// that rewrites no HTML, or a client that accepts no coding, never turned
 /// it on (`early_request_filter`).
-fn compress(session: &mut Session, compressible: bool, on: bool) {
-    if !compressible {
+fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
+    if !snap.rewrites_html || !accepts_coding(session.req_header()) {
         return;
     }
     if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
