@@ -1145,6 +1145,107 @@ mod tests {
         );
     }
 
+    /// A client connection over a real socket, and its peer.
+    async fn guarded_pair() -> (Guarded, tokio::net::TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+        let client = tokio::net::TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect: {e}"));
+        let (server, _) = listener.accept().await.unwrap_or_else(|e| panic!("accept: {e}"));
+        let gauge = prometheus::IntGauge::new("open", "open").unwrap_or_else(|e| panic!("{e}"));
+        let counter = || prometheus::IntCounter::new("c", "c").unwrap_or_else(|e| panic!("{e}"));
+        let metrics = ConnMetrics {
+            open: gauge,
+            refused: counter(),
+            idle_timeouts: counter(),
+            header_timeouts: counter(),
+            preface_timeouts: counter(),
+        };
+        let second = Duration::from_secs(1);
+        let limits = Limits { idle: second, header: second, body: second, max_connections: 1 };
+        let stream: Stream = Box::new(pingora::protocols::l4::stream::Stream::from(server));
+        (Guarded::new(stream, limits, Arc::new(metrics)), client)
+    }
+
+    /// What the peer has received: what arrives within 200 ms (a send on
+    /// loopback arrives before it returns; the wait covers the runtime's
+    /// readiness).
+    async fn sent(peer: &tokio::net::TcpStream) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(Ok(())) = tokio::time::timeout(Duration::from_millis(200), peer.readable()).await {
+            match peer.try_read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
+    /// While a response's end is coalesced, Pingora's flushes of the header
+    /// and of a data chunk send nothing; the flush after the last chunk
+    /// sends all of it at once, and later writes go out as flushed again.
+    #[tokio::test]
+    async fn a_coalesced_response_end_leaves_with_its_last_chunk() {
+        let (mut conn, peer) = guarded_pair().await;
+        let parts: [&[u8]; 3] =
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"5\r\nhello\r\n", LAST_CHUNK];
+        conn.coalesce.store(true, Ordering::Relaxed);
+        for part in &parts[..2] {
+            assert!(conn.write_all(part).await.is_ok() && conn.flush().await.is_ok());
+            assert_eq!(sent(&peer).await, b"", "sent before the last chunk");
+        }
+        assert!(conn.write_all(LAST_CHUNK).await.is_ok() && conn.flush().await.is_ok());
+        // Loopback delivers a send before it returns.
+        assert_eq!(sent(&peer).await, parts.concat());
+        assert!(!conn.coalesce.load(Ordering::Relaxed) && conn.held.is_empty());
+        assert!(conn.write_all(b"more").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"more");
+    }
+
+    /// Held bytes never wait for a last chunk that does not come: a read
+    /// (the next request) or a shutdown sends them first.
+    #[tokio::test]
+    async fn held_bytes_leave_before_a_read_or_a_shutdown() {
+        let (mut conn, peer) = guarded_pair().await;
+        conn.phase = Phase::Open;
+        conn.coalesce.store(true, Ordering::Relaxed);
+        assert!(conn.write_all(b"held").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"");
+        assert!(peer.try_write(b"GET").is_ok());
+        let mut buf = [0u8; 8];
+        let n = conn.read(&mut buf).await.unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(&buf[..n], b"GET");
+        assert_eq!(sent(&peer).await, b"held");
+        conn.coalesce.store(true, Ordering::Relaxed);
+        assert!(conn.write_all(b"bye").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"");
+        assert!(AsyncWriteExt::shutdown(&mut conn).await.is_ok());
+        assert_eq!(sent(&peer).await, b"bye");
+    }
+
+    /// Past `MAX_COALESCED` the held bytes go out and the rest is written
+    /// as it comes.
+    #[tokio::test]
+    async fn coalescing_is_bounded() {
+        let (mut conn, peer) = guarded_pair().await;
+        conn.coalesce.store(true, Ordering::Relaxed);
+        let big = vec![b'a'; MAX_COALESCED];
+        assert!(conn.write_all(b"head").await.is_ok());
+        assert!(conn.write_all(&big).await.is_ok() && conn.flush().await.is_ok());
+        assert!(!conn.coalesce.load(Ordering::Relaxed) && conn.held.is_empty());
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            got.extend(sent(&peer).await);
+            if got.len() >= big.len() + 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(got.len() == big.len() + 4 && got.starts_with(b"head"), "{} bytes", got.len());
+    }
+
     #[test]
     fn header_end() {
         let ends = |parts: &[&[u8]]| {
