@@ -1,6 +1,7 @@
 # Sourced by bench/paired-compare, bench/verify-compare and bench/instructions: the origin they
 # share. `start_origin DIR` writes the pages and starts nginx (one worker,
-# static files, keep-alive) on 127.0.0.1:38081; `stop_origin DIR` stops it
+# static files, keep-alive) on 127.0.0.1:$ORIGIN_PORT (default 38081, so that
+# helpers running benchmarks side by side can each have one); `stop_origin DIR` stops it
 # and waits until it has exited. The pages, in DIR/www:
 #   small.html    1.5 KB, a head of a charset and a title (the default);
 #   page.html     the load test's 1.5 KB page (scripts/load-test: also a
@@ -8,6 +9,7 @@
 #   page20k.html  the load test's 20 KB page;
 #   metas5.html   page.html with 5 robots metas in its head, for the audit
 #                 and enforce rows (conflicts, extras, a crawler's meta).
+ORIGIN_PORT=${ORIGIN_PORT:-38081}
 start_origin() {
   local d=$1
   mkdir -p "$d/www" "$d/nginx"
@@ -43,7 +45,7 @@ error_log $d/nginx/error.log;
 events { worker_connections 1024; }
 http { access_log off; types { text/html html; }
   client_body_temp_path $d/nginx; proxy_temp_path $d/nginx; fastcgi_temp_path $d/nginx; uwsgi_temp_path $d/nginx; scgi_temp_path $d/nginx;
-  keepalive_requests 100000; server { listen 127.0.0.1:38081; root $d/www; } }
+  keepalive_requests 100000; server { listen 127.0.0.1:$ORIGIN_PORT; root $d/www; } }
 NGINX
   nginx -c "$d/nginx/nginx.conf"
 }

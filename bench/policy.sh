@@ -7,7 +7,7 @@
 # the HTML with that `html` mode.
 write_policy() {
   local kind=$1 listen=$2 admin=$3
-  python3 bench/gen-realistic-policy.py "$listen" "$admin" 127.0.0.1:38081
+  python3 bench/gen-realistic-policy.py "$listen" "$admin" 127.0.0.1:${ORIGIN_PORT:-38081}
   case $kind in
     cg) ;;
     cg+tag|cg+inject|cg+audit|cg+enforce)

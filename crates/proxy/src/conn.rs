@@ -19,8 +19,9 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -561,6 +562,15 @@ impl HeaderEnd {
 /// in the connection until Pingora reads them).
 const PREFETCH: usize = 1024;
 
+/// The last chunk of a chunked body (RFC 9112 section 7.1), which Pingora
+/// writes on its own when a chunked response ends.
+const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+/// The most a response's end held by [`coalesce_response_end`] keeps in
+/// memory; past it the held bytes go out and the rest is written as
+/// Pingora writes it.
+const MAX_COALESCED: usize = 64 * 1024;
+
 /// The longest absolute-form request header read whole before Pingora
 /// parses it, so that its `Host` can be set from its target; a longer one
 /// is left to Pingora.
@@ -589,6 +599,34 @@ pub struct Guarded {
     /// handed to Pingora before anything else is read (`prefetched[at..]`).
     prefetched: Vec<u8>,
     at: usize,
+    /// Set by [`coalesce_response_end`]: what Pingora writes and flushes
+    /// is held in `held` until the last chunk of the response is flushed,
+    /// then written at once.
+    coalesce: AtomicBool,
+    /// Bytes held while coalescing; `held[held_at..]` are not written yet.
+    held: Vec<u8>,
+    held_at: usize,
+    /// The last write held was the last chunk.
+    last_chunk: bool,
+}
+
+/// Makes the HTTP/1 client connection of `session` send the end of the
+/// current chunked response in one write: its body filter has seen the
+/// end of the stream, so Pingora writes the rest (the header if it has not
+/// gone yet, the last data chunk and the last chunk) right after, and each
+/// of its flushes would be a system call and a packet of its own. Held
+/// bytes go out when the last chunk is flushed, before the next read, at
+/// shutdown, or when more than [`MAX_COALESCED`] bytes would be held.
+/// Returns whether the connection is one of [`ConnApp`]'s (not HTTP/2).
+pub fn coalesce_response_end(session: &ServerSession) -> bool {
+    let Some(stream) = session.stream() else { return false };
+    match stream.as_ref().as_any().downcast_ref::<Guarded>() {
+        Some(guarded) => {
+            guarded.coalesce.store(true, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
 }
 
 impl fmt::Debug for Guarded {
@@ -613,7 +651,45 @@ impl Guarded {
             socket_digest: None,
             prefetched: Vec::new(),
             at: 0,
+            coalesce: AtomicBool::new(false),
+            held: Vec::new(),
+            held_at: 0,
+            last_chunk: false,
         }
+    }
+
+    /// Whether a write of `len` more bytes is held ([`coalesce_response_end`]).
+    fn holds(&self, len: usize) -> bool {
+        self.coalesce.load(Ordering::Relaxed) && self.held.len().saturating_add(len) <= MAX_COALESCED
+    }
+
+    /// Writes the held bytes to the stream below and stops coalescing.
+    fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.held_at < self.held.len() {
+            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.held[self.held_at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.held_at += n;
+        }
+        if self.held_at > 0 {
+            // Not kept for the next response: an idle connection holds no
+            // buffer.
+            self.held = Vec::new();
+            self.held_at = 0;
+        }
+        self.last_chunk = false;
+        self.coalesce.store(false, Ordering::Relaxed);
+        Poll::Ready(Ok(()))
+    }
+
+    /// Sends whatever is held, before a read or a shutdown.
+    fn poll_send_held(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.held.is_empty() && !self.coalesce.load(Ordering::Relaxed) {
+            return Poll::Ready(Ok(()));
+        }
+        ready!(self.poll_release(cx))?;
+        Pin::new(&mut self.inner).poll_flush(cx)
     }
 
     /// Sets the deadline of the current phase; the timer follows when a
@@ -643,6 +719,7 @@ impl Guarded {
     /// Reading rather than peeking costs no extra system call per request
     /// (a peek would be followed by Pingora's own read of the same bytes).
     async fn wait_for_request(&mut self) -> io::Result<()> {
+        std::future::poll_fn(|cx| self.poll_send_held(cx)).await?;
         // Bytes read past a request may hold the next ones, which Pingora
         // keeps and parses without reading the socket again; how many it
         // still holds is not visible here, so such a connection is no
@@ -843,6 +920,7 @@ impl Guarded {
 impl AsyncRead for Guarded {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        ready!(this.poll_send_held(cx))?;
         if this.at < this.prefetched.len() {
             let n = buf.remaining().min(this.prefetched.len() - this.at);
             let (from, to) = (this.at, this.at + n);
@@ -884,7 +962,14 @@ impl AsyncRead for Guarded {
 
 impl AsyncWrite for Guarded {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+        let this = self.get_mut();
+        if this.holds(buf.len()) {
+            this.held.extend_from_slice(buf);
+            this.last_chunk = buf == LAST_CHUNK;
+            return Poll::Ready(Ok(buf.len()));
+        }
+        ready!(this.poll_release(cx))?;
+        Pin::new(&mut this.inner).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -892,15 +977,31 @@ impl AsyncWrite for Guarded {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+        let this = self.get_mut();
+        let len = bufs.iter().fold(0usize, |n, b| n.saturating_add(b.len()));
+        if this.holds(len) {
+            for b in bufs {
+                this.held.extend_from_slice(b);
+            }
+            this.last_chunk = false;
+            return Poll::Ready(Ok(len));
+        }
+        ready!(this.poll_release(cx))?;
+        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
     }
 
+    /// While coalescing, a flush before the last chunk's sends nothing.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+        let this = self.get_mut();
+        if this.coalesce.load(Ordering::Relaxed) && !this.last_chunk {
+            return Poll::Ready(Ok(()));
+        }
+        ready!(this.poll_release(cx))?;
+        Pin::new(&mut this.inner).poll_flush(cx)
     }
 
     /// After a header timeout, answers 408 before shutting down (Pingora
@@ -914,7 +1015,21 @@ impl AsyncWrite for Guarded {
             }
             Phase::Closing { sent, shut } => this.poll_close_with_408(cx, sent, shut),
             Phase::Closed => Poll::Ready(Ok(())),
-            _ => Pin::new(&mut this.inner).poll_shutdown(cx),
+            _ => {
+                ready!(this.poll_release(cx))?;
+                Pin::new(&mut this.inner).poll_shutdown(cx)
+            }
+        }
+    }
+}
+
+impl Drop for Guarded {
+    /// Held bytes of a response cut short (Pingora gave up on it before its
+    /// last chunk) get one try to leave without waiting.
+    fn drop(&mut self) {
+        if !self.held.is_empty() {
+            let mut cx = Context::from_waker(Waker::noop());
+            let _ = self.poll_send_held(&mut cx);
         }
     }
 }
@@ -925,6 +1040,7 @@ impl Shutdown for Guarded {
         if matches!(self.phase, Phase::Expired(Expired::Header) | Phase::Closing { .. } | Phase::Closed) {
             let _ = AsyncWriteExt::shutdown(self).await;
         } else {
+            let _ = std::future::poll_fn(|cx| self.poll_release(cx)).await;
             Shutdown::shutdown(self.inner.as_mut()).await;
         }
     }
@@ -1027,6 +1143,107 @@ mod tests {
             ["2001:db8:1:2:3:4:5:6", "::ffff:10.0.0.1", "10.0.0.1", "::1"].map(|s| client_key(ip(s)).to_string()),
             ["2001:db8:1:2::", "10.0.0.1", "10.0.0.1", "::"]
         );
+    }
+
+    /// A client connection over a real socket, and its peer.
+    async fn guarded_pair() -> (Guarded, tokio::net::TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("bind: {e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("addr: {e}"));
+        let client = tokio::net::TcpStream::connect(addr).await.unwrap_or_else(|e| panic!("connect: {e}"));
+        let (server, _) = listener.accept().await.unwrap_or_else(|e| panic!("accept: {e}"));
+        let gauge = prometheus::IntGauge::new("open", "open").unwrap_or_else(|e| panic!("{e}"));
+        let counter = || prometheus::IntCounter::new("c", "c").unwrap_or_else(|e| panic!("{e}"));
+        let metrics = ConnMetrics {
+            open: gauge,
+            refused: counter(),
+            idle_timeouts: counter(),
+            header_timeouts: counter(),
+            preface_timeouts: counter(),
+        };
+        let second = Duration::from_secs(1);
+        let limits = Limits { idle: second, header: second, body: second, max_connections: 1 };
+        let stream: Stream = Box::new(pingora::protocols::l4::stream::Stream::from(server));
+        (Guarded::new(stream, limits, Arc::new(metrics)), client)
+    }
+
+    /// What the peer has received: what arrives within 200 ms (a send on
+    /// loopback arrives before it returns; the wait covers the runtime's
+    /// readiness).
+    async fn sent(peer: &tokio::net::TcpStream) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(Ok(())) = tokio::time::timeout(Duration::from_millis(200), peer.readable()).await {
+            match peer.try_read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        out
+    }
+
+    /// While a response's end is coalesced, Pingora's flushes of the header
+    /// and of a data chunk send nothing; the flush after the last chunk
+    /// sends all of it at once, and later writes go out as flushed again.
+    #[tokio::test]
+    async fn a_coalesced_response_end_leaves_with_its_last_chunk() {
+        let (mut conn, peer) = guarded_pair().await;
+        let parts: [&[u8]; 3] =
+            [b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", b"5\r\nhello\r\n", LAST_CHUNK];
+        conn.coalesce.store(true, Ordering::Relaxed);
+        for part in &parts[..2] {
+            assert!(conn.write_all(part).await.is_ok() && conn.flush().await.is_ok());
+            assert_eq!(sent(&peer).await, b"", "sent before the last chunk");
+        }
+        assert!(conn.write_all(LAST_CHUNK).await.is_ok() && conn.flush().await.is_ok());
+        // Loopback delivers a send before it returns.
+        assert_eq!(sent(&peer).await, parts.concat());
+        assert!(!conn.coalesce.load(Ordering::Relaxed) && conn.held.is_empty());
+        assert!(conn.write_all(b"more").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"more");
+    }
+
+    /// Held bytes never wait for a last chunk that does not come: a read
+    /// (the next request) or a shutdown sends them first.
+    #[tokio::test]
+    async fn held_bytes_leave_before_a_read_or_a_shutdown() {
+        let (mut conn, peer) = guarded_pair().await;
+        conn.phase = Phase::Open;
+        conn.coalesce.store(true, Ordering::Relaxed);
+        assert!(conn.write_all(b"held").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"");
+        assert!(peer.try_write(b"GET").is_ok());
+        let mut buf = [0u8; 8];
+        let n = conn.read(&mut buf).await.unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!(&buf[..n], b"GET");
+        assert_eq!(sent(&peer).await, b"held");
+        conn.coalesce.store(true, Ordering::Relaxed);
+        assert!(conn.write_all(b"bye").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"");
+        assert!(AsyncWriteExt::shutdown(&mut conn).await.is_ok());
+        assert_eq!(sent(&peer).await, b"bye");
+    }
+
+    /// Past `MAX_COALESCED` the held bytes go out and the rest is written
+    /// as it comes.
+    #[tokio::test]
+    async fn coalescing_is_bounded() {
+        let (mut conn, peer) = guarded_pair().await;
+        conn.coalesce.store(true, Ordering::Relaxed);
+        let big = vec![b'a'; MAX_COALESCED];
+        assert!(conn.write_all(b"head").await.is_ok());
+        assert!(conn.write_all(&big).await.is_ok() && conn.flush().await.is_ok());
+        assert!(!conn.coalesce.load(Ordering::Relaxed) && conn.held.is_empty());
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            got.extend(sent(&peer).await);
+            if got.len() >= big.len() + 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert!(got.len() == big.len() + 4 && got.starts_with(b"head"), "{} bytes", got.len());
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub struct HtmlStream {
     inner: Mutex<Inner>,
     mode: &'static str,
     bailed: bool,
+    /// The response is sent chunked (its length was not known).
+    chunked: bool,
 }
 
 struct Inner {
@@ -290,6 +292,7 @@ pub fn begin(
     growth: Option<usize>,
     metrics: &Metrics,
 ) -> Result<Option<HtmlStream>> {
+    let mut chunked = false;
     // A decoded body changes even when the transform changes nothing.
     if changes || encoding.is_some() {
         // A known growth keeps a Content-Length response one, which saves
@@ -313,6 +316,7 @@ pub fn begin(
             None => {
                 resp.remove_header(&header::CONTENT_LENGTH);
                 resp.insert_header(header::TRANSFER_ENCODING, "chunked")?;
+                chunked = true;
             }
         }
         resp.remove_header(&header::ACCEPT_RANGES);
@@ -340,7 +344,7 @@ pub fn begin(
     }
     metrics.html_rewrite(mode);
     let decoder = encoding.map(Decoder::new);
-    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false }))
+    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false, chunked }))
 }
 
 /// The body chunks one call of the body filter hands on, joined: one chunk
@@ -379,6 +383,13 @@ impl Joined {
 }
 
 impl HtmlStream {
+    /// Whether the response is sent chunked: its end (the rest of the body
+    /// and the last chunk) is worth writing at once
+    /// (`crate::conn::coalesce_response_end`).
+    pub fn chunked(&self) -> bool {
+        self.chunked
+    }
+
     /// Replaces a body chunk with the rewriter's output. A compressed body
     /// is decoded piece by piece, each piece rewritten before the next is
     /// decoded. An error (the decoded body breaks a limit of

@@ -642,13 +642,18 @@ impl ProxyHttp for Gate {
     /// a compressed HTML body cannot be decoded within the limits.
     fn response_body_filter(
         &self,
-        _session: &mut Session,
+        session: &mut Session,
         body: &mut Option<Bytes>,
         end_of_stream: bool,
         ctx: &mut Ctx,
     ) -> Result<Option<Duration>> {
         if let Some(html) = ctx.html.as_mut() {
             html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path, ctx.logged)?;
+            // The rest of a chunked rewrite is written right after this
+            // filter: one write instead of one per chunk and the last chunk.
+            if end_of_stream && html.chunked() {
+                crate::conn::coalesce_response_end(session);
+            }
         }
         Ok(None)
     }
