@@ -483,7 +483,10 @@ fn a_reload_that_adds_the_first_charge_group_opens_the_ledger() {
 
     reload(&proxy, &charging);
     let s = status(&proxy);
-    assert_eq!((s["last_error"].clone(), s["restart_required"].clone()), (serde_json::Value::Null, serde_json::json!([])));
+    assert_eq!(
+        (s["last_error"].clone(), s["restart_required"].clone()),
+        (serde_json::Value::Null, serde_json::json!([]))
+    );
     assert_eq!(
         get(&proxy, "/", UA, &paid()),
         answer(200, &["content-type: text/plain", "crawler-charged: USD 0.01", TERMS], "home\n")
@@ -522,10 +525,9 @@ fn a_crawler_price_402_also_offers_x402_when_offered() {
     assert_eq!(resp.status().as_u16(), 402);
     assert_eq!(resp.headers().get("crawler-price").map(|v| v.to_str().unwrap()), Some("USD 0.01"));
     let required = resp.headers().get("payment-required").expect("PAYMENT-REQUIRED in the crawler-price 402");
-    let doc: serde_json::Value = serde_json::from_slice(
-        &base64::engine::general_purpose::STANDARD.decode(required.as_bytes()).unwrap(),
-    )
-    .unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(required.as_bytes()).unwrap())
+            .unwrap();
     assert_eq!(doc["error"], "PAYMENT-SIGNATURE header is required");
     assert_eq!(doc["resource"]["url"], format!("https://{addr}/"));
     assert_eq!(doc["accepts"][0]["amount"], "10000");

@@ -149,7 +149,10 @@ impl Charge<'_> {
 }
 
 /// Records `record` (awaiting its commit).
-pub async fn commit(charging: &Charging, record: Record) -> std::result::Result<Row, crawlgate_payment::ledger::LedgerError> {
+pub async fn commit(
+    charging: &Charging,
+    record: Record,
+) -> std::result::Result<Row, crawlgate_payment::ledger::LedgerError> {
     let bytes = record.bytes;
     charging.ledger.record(record).await.map(|id| Row { id, bytes })
 }
@@ -254,7 +257,8 @@ pub async fn request(
                             .then(|| crate::paid::x402_required(shared, pay, session.req_header(), price, path))
                             .flatten();
                         let terms = pay.terms_link();
-                        let refusal = Refusal { terms: terms.as_deref(), status, error, price: stated, x402: x402.as_deref() };
+                        let refusal =
+                            Refusal { terms: terms.as_deref(), status, error, price: stated, x402: x402.as_deref() };
                         Box::pin(refuse_with(session, refusal, None)).await?;
                         return Ok(Step::Answered);
                     }
@@ -277,8 +281,13 @@ pub async fn request(
 pub async fn forbidden(shared: &Shared, session: &mut Session, policy: &Policy, body: String) -> Result<()> {
     shared.metrics.payment().error(CrawlerError::CrawlerForbidden);
     let terms = policy.payment().terms_link();
-    let refusal =
-        Refusal { terms: terms.as_deref(), status: 403, error: Some(CrawlerError::CrawlerForbidden), price: None, x402: None };
+    let refusal = Refusal {
+        terms: terms.as_deref(),
+        status: 403,
+        error: Some(CrawlerError::CrawlerForbidden),
+        price: None,
+        x402: None,
+    };
     refuse_with(session, refusal, Some(body)).await
 }
 
