@@ -85,8 +85,11 @@ pub enum LedgerError {
     Invalid(String),
 }
 
+/// Where a charge waits for its row id (or why it was not recorded).
+type Done = oneshot::Sender<Result<i64, String>>;
+
 enum Msg {
-    Insert(Box<Record>, oneshot::Sender<Result<i64, String>>),
+    Insert(Box<Record>, Done),
     Bytes(i64, u64),
 }
 
@@ -196,7 +199,7 @@ struct Writer {
 #[derive(Default)]
 struct Batch {
     /// Charges, each with its waiting request.
-    inserts: Vec<(Box<Record>, oneshot::Sender<Result<i64, String>>)>,
+    inserts: Vec<(Box<Record>, Done)>,
     /// Body byte counts of rows already committed: `(row, bytes)`.
     bytes: Vec<(i64, u64)>,
 }
