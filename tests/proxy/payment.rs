@@ -27,6 +27,17 @@ fn origin() -> Origin {
 /// A proxy whose ExampleBot group charges USD 0.01 (USD 0.05 under
 /// /premium/), pinning `signer`'s key, and the directory of its ledger.
 fn proxy(origin: &Origin, signer: &Signer) -> (Proxy, TempDir) {
+    let (addr, admin, policy, dir) = policy(origin, signer, "");
+    (Proxy::start_with(addr, admin, &policy), dir)
+}
+
+/// The policy of [`proxy`] with `payment` appended to its `[payment]`
+/// table, its addresses and its ledger's directory.
+fn policy(
+    origin: &Origin,
+    signer: &Signer,
+    payment: &str,
+) -> (std::net::SocketAddr, std::net::SocketAddr, String, TempDir) {
     let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let admin: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let rules = format!(
@@ -35,14 +46,14 @@ fn proxy(origin: &Origin, signer: &Signer) -> (Proxy, TempDir) {
          [[group]]\nuser_agents = [\"*\"]\n\n\
          [[group]]\nuser_agents = [\"ExampleBot\"]\ndisallow = [\"/private/\"]\nenforce = \"charge\"\nprice = \"USD 0.01\"\n\
          prices = [{{ path = \"/premium/\", price = \"USD 0.05\" }}]\n\n\
-         [payment]\nterms = \"https://example.com/terms\"\nfree = [\"/press/\"]\ninstance_id = \"test-1\"\n",
+         [payment]\nterms = \"https://example.com/terms\"\nfree = [\"/press/\"]\ninstance_id = \"test-1\"\n{payment}",
         signer.jwk()
     );
     let policy = base_policy(addr, admin, origin.addr) + &rules;
     let dir = TempDir::new("ledger");
     let ledger = dir.join("ledger.sqlite");
     let policy = policy.replace("[payment]\n", &format!("[payment]\nledger = \"{}\"\n", ledger.display()));
-    (Proxy::start_with(addr, admin, &policy), dir)
+    (addr, admin, policy, dir)
 }
 
 fn ledger_path(proxy: &Proxy) -> String {
@@ -427,4 +438,98 @@ fn kill_9_loses_no_announced_charge() {
     let charged = charged.lock().unwrap();
     let missing: Vec<&String> = charged.iter().filter(|p| !rows.contains(&format!(",{},USD,0.01,", p))).collect();
     assert!(missing.is_empty(), "{} of {} announced charges have no row: {missing:?}", missing.len(), charged.len());
+}
+
+/// The proxy's `/status`.
+fn status(proxy: &Proxy) -> serde_json::Value {
+    let text = reqwest::blocking::get(proxy.admin_url("/status")).unwrap().text().unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn reload(proxy: &Proxy, policy: &str) {
+    let before = status(proxy);
+    std::fs::write(&proxy.policy_path, policy).unwrap();
+    proxy.signal("HUP");
+    crawlgate_e2e::proxy::wait_for("the reload", Duration::from_secs(20), || {
+        let s = status(proxy);
+        (s["generation"] != before["generation"] || s["last_error_at"] != before["last_error_at"]).then_some(())
+    });
+}
+
+/// A process started without charging opens its ledger when a reload
+/// brings the first charge group; a ledger that cannot be opened keeps the
+/// running policy, with the reason on /status.
+#[test]
+fn a_reload_that_adds_the_first_charge_group_opens_the_ledger() {
+    let signer = Signer::from_seed(28);
+    let origin = origin();
+    let (addr, admin, charging, _dir) = policy(&origin, &signer, "");
+    let free = charging
+        .replace("enforce = \"charge\"\nprice = \"USD 0.01\"\n", "")
+        .replace("prices = [{ path = \"/premium/\", price = \"USD 0.05\" }]\n", "");
+    let free = free[..free.find("[payment]").unwrap()].to_string();
+    let proxy = Proxy::start_with(addr, admin, &free);
+    let paid = || sign(&signer, &proxy, "/", &[("crawler-max-price", "USD 1")], &["crawler-max-price"], 5);
+    assert_eq!(get(&proxy, "/", UA, &paid()), answer(200, &["content-type: text/plain"], "home\n"));
+
+    let unwritable = charging.replace(&ledger_line(&charging), "ledger = \"/nonexistent-dir/ledger.sqlite\"");
+    reload(&proxy, &unwritable);
+    let error = status(&proxy)["last_error"].as_str().unwrap_or_default().to_string();
+    assert_eq!(
+        error,
+        "payment.ledger: ledger /nonexistent-dir/ledger.sqlite: unable to open database file: /nonexistent-dir/ledger.sqlite; the running policy stays in force"
+    );
+    assert_eq!(get(&proxy, "/", UA, &paid()), answer(200, &["content-type: text/plain"], "home\n"));
+
+    reload(&proxy, &charging);
+    let s = status(&proxy);
+    assert_eq!(
+        (s["last_error"].clone(), s["restart_required"].clone()),
+        (serde_json::Value::Null, serde_json::json!([]))
+    );
+    assert_eq!(
+        get(&proxy, "/", UA, &paid()),
+        answer(200, &["content-type: text/plain", "crawler-charged: USD 0.01", TERMS], "home\n")
+    );
+    assert_eq!(export(&proxy, "csv").lines().count(), 2);
+}
+
+fn ledger_line(policy: &str) -> String {
+    policy.lines().find(|l| l.starts_with("ledger = ")).unwrap().to_string()
+}
+
+/// With x402 offered beside Cloudflare's dialect, the `crawler-price` 402
+/// also carries x402's `PAYMENT-REQUIRED`, so a client of either dialect
+/// learns how to pay.
+#[test]
+fn a_crawler_price_402_also_offers_x402_when_offered() {
+    use base64::Engine as _;
+    let signer = Signer::from_seed(29);
+    let origin = origin();
+    let facilitator = crawlgate_testkit::facilitator::Facilitator::start("eip155:84532");
+    let x402 = format!(
+        "dialects = [\"crawler-price\", \"x402\"]\n\n[payment.x402]\nfacilitator = \"{}\"\n\
+         pay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\nnetwork = \"eip155:84532\"\n\
+         asset = \"0x036CbD53842c5426634e7929541eC2318f3dCF7e\"\ndecimals = 6\nallow_http = true\nallow_private_addresses = true\n",
+        facilitator.url()
+    );
+    let (addr, admin, policy, _dir) = policy(&origin, &signer, &x402);
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let first = sign(&signer, &proxy, "/", &[], &[], 5);
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let mut req = client.get(proxy.url("/")).header("User-Agent", UA);
+    for (k, v) in &first {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let resp = req.send().unwrap();
+    assert_eq!(resp.status().as_u16(), 402);
+    assert_eq!(resp.headers().get("crawler-price").map(|v| v.to_str().unwrap()), Some("USD 0.01"));
+    let required = resp.headers().get("payment-required").expect("PAYMENT-REQUIRED in the crawler-price 402");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&base64::engine::general_purpose::STANDARD.decode(required.as_bytes()).unwrap())
+            .unwrap();
+    assert_eq!(doc["error"], "PAYMENT-SIGNATURE header is required");
+    assert_eq!(doc["resource"]["url"], format!("https://{addr}/"));
+    assert_eq!(doc["accepts"][0]["amount"], "10000");
+    assert_eq!(doc["accepts"][0]["network"], "eip155:84532");
 }

@@ -23,6 +23,10 @@ const MAX_BATCH: usize = 512;
 /// Charges waiting for the writer; past this a charge waits to be queued.
 const QUEUE: usize = 4096;
 
+/// How long byte counts wait for charges to commit with before they are
+/// committed alone.
+const BYTES_DELAY: Duration = Duration::from_secs(1);
+
 /// How long a write waits for a lock another process holds before it
 /// fails (the charge then fails with it).
 const BUSY_TIMEOUT: Duration = Duration::from_millis(500);
@@ -81,8 +85,11 @@ pub enum LedgerError {
     Invalid(String),
 }
 
+/// Where a charge waits for its row id (or why it was not recorded).
+type Done = oneshot::Sender<Result<i64, String>>;
+
 enum Msg {
-    Insert(Box<Record>, oneshot::Sender<Result<i64, String>>),
+    Insert(Box<Record>, Done),
     Bytes(i64, u64),
 }
 
@@ -164,7 +171,8 @@ impl Ledger {
 
     /// Sets a recorded row's bytes to the body bytes actually sent, when
     /// the response has ended. Best effort: dropped when the queue is
-    /// full, and committed with the next batch.
+    /// full; committed with the next charges, or alone a second later
+    /// (never an fsync of its own per response).
     pub fn set_bytes(&self, id: i64, bytes: u64) {
         let _ = self.tx.try_send(Msg::Bytes(id, bytes));
     }
@@ -187,55 +195,109 @@ struct Writer {
     path: PathBuf,
 }
 
+/// What the writer has taken from the queue and not committed yet.
+#[derive(Default)]
+struct Batch {
+    /// Charges, each with its waiting request.
+    inserts: Vec<(Box<Record>, Done)>,
+    /// Body byte counts of rows already committed: `(row, bytes)`.
+    bytes: Vec<(i64, u64)>,
+}
+
+impl Batch {
+    fn take(&mut self, m: Msg) {
+        match m {
+            Msg::Insert(r, done) => self.inserts.push((r, done)),
+            Msg::Bytes(id, n) => self.bytes.push((id, n)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.inserts.len() + self.bytes.len()
+    }
+}
+
 impl Writer {
     fn run(mut self) {
-        let mut batch = Vec::with_capacity(MAX_BATCH);
-        while let Some(first) = self.rx.blocking_recv() {
-            batch.push(first);
+        // A runtime of this thread alone, for a receive that can time out.
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                tracing::error!(ledger = %self.path.display(), error = %e, "The ledger writer could not start; charging stops");
+                self.healthy.store(false, Ordering::Relaxed);
+                return;
+            }
+        };
+        rt.block_on(self.serve());
+    }
+
+    /// Commits what is waiting, as soon as a charge waits: every charge
+    /// that queued while the last commit ran goes into the next one. Byte
+    /// counts alone do not commit (each would cost an fsync): they ride
+    /// with the next charges, or go in after [`BYTES_DELAY`].
+    async fn serve(&mut self) {
+        let mut batch = Batch::default();
+        loop {
+            let next = if batch.bytes.is_empty() {
+                self.rx.recv().await
+            } else {
+                match tokio::time::timeout(BYTES_DELAY, self.rx.recv()).await {
+                    Ok(m) => m,
+                    Err(_) => {
+                        self.commit(&mut batch);
+                        continue;
+                    }
+                }
+            };
+            let Some(first) = next else { break };
+            batch.take(first);
             while batch.len() < MAX_BATCH {
                 match self.rx.try_recv() {
-                    Ok(m) => batch.push(m),
+                    Ok(m) => batch.take(m),
                     Err(_) => break,
                 }
             }
+            if !batch.inserts.is_empty() || batch.len() >= MAX_BATCH {
+                self.commit(&mut batch);
+            }
+        }
+        if batch.len() > 0 {
             self.commit(&mut batch);
         }
     }
 
     /// Writes `batch` in one transaction and answers every waiting
     /// charge with the outcome of its commit.
-    fn commit(&mut self, batch: &mut Vec<Msg>) {
+    fn commit(&mut self, batch: &mut Batch) {
         let result = (|| -> rusqlite::Result<Vec<i64>> {
             let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let mut ids = Vec::new();
+            let mut ids = Vec::with_capacity(batch.inserts.len());
             {
                 let mut insert = tx.prepare_cached(
                     "INSERT INTO charges (time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )?;
-                let mut bytes = tx.prepare_cached("UPDATE charges SET bytes = ?2 WHERE id = ?1")?;
-                for m in batch.iter() {
-                    match m {
-                        Msg::Insert(r, _) => {
-                            insert.execute(params![
-                                r.time_ms,
-                                r.request_id,
-                                r.agent,
-                                r.subject,
-                                r.path,
-                                i64::try_from(r.amount_minor).unwrap_or(i64::MAX),
-                                r.currency,
-                                r.exponent,
-                                r.dialect,
-                                r.settlement,
-                                r.status,
-                                r.bytes.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
-                                r.instance,
-                            ])?;
-                            ids.push(tx.last_insert_rowid());
-                        }
-                        Msg::Bytes(id, n) => {
-                            bytes.execute(params![id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
-                        }
+                for (r, _) in &batch.inserts {
+                    insert.execute(params![
+                        r.time_ms,
+                        r.request_id,
+                        r.agent,
+                        r.subject,
+                        r.path,
+                        i64::try_from(r.amount_minor).unwrap_or(i64::MAX),
+                        r.currency,
+                        r.exponent,
+                        r.dialect,
+                        r.settlement,
+                        r.status,
+                        r.bytes.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
+                        r.instance,
+                    ])?;
+                    ids.push(tx.last_insert_rowid());
+                }
+                if !batch.bytes.is_empty() {
+                    let mut bytes = tx.prepare_cached("UPDATE charges SET bytes = ?2 WHERE id = ?1")?;
+                    for (id, n) in &batch.bytes {
+                        bytes.execute(params![id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
                     }
                 }
             }
@@ -250,14 +312,13 @@ impl Writer {
                 Err(e.to_string())
             }
         };
-        for m in batch.drain(..) {
-            if let Msg::Insert(_, done) = m {
-                let answer = match &mut ids {
-                    Ok(it) => it.next().ok_or_else(|| "no row id".to_string()),
-                    Err(e) => Err(e.clone()),
-                };
-                let _ = done.send(answer);
-            }
+        batch.bytes.clear();
+        for (_, done) in batch.inserts.drain(..) {
+            let answer = match &mut ids {
+                Ok(it) => it.next().ok_or_else(|| "no row id".to_string()),
+                Err(e) => Err(e.clone()),
+            };
+            let _ = done.send(answer);
         }
     }
 }

@@ -38,6 +38,11 @@ pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 pub const MAX_JWKS_BYTES: usize = 64 * 1024;
 /// The most keys taken from one JWKS (the rest are ignored, logged).
 pub const MAX_JWKS_KEYS: usize = 32;
+/// The most keys a token without `kid` is tried against in one key set
+/// (pinned keys, the JWKS): each try is a signature verification, and a
+/// forged kid-less RS256 token would otherwise cost one RSA verification
+/// per key. Only keys of the token's `alg` count.
+pub const KIDLESS_KEYS: usize = 2;
 /// How long a failed JWKS fetch waits before the next try.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
 /// A token naming a key the cached JWKS lacks refetches it (rotation), at
@@ -203,6 +208,14 @@ struct Jws<'a> {
     signing_input: &'a str,
     alg: Alg,
     signature: Vec<u8>,
+}
+
+/// `msg`, and for a token without `kid` that only some keys were tried.
+fn no_key(msg: &str, kid: Option<&str>) -> String {
+    match kid {
+        Some(_) => msg.to_string(),
+        None => format!("{msg} (it names no kid: only the first {KIDLESS_KEYS} keys of its alg are tried)"),
+    }
 }
 
 fn invalid(msg: impl Into<String>) -> LicenseError {
@@ -451,15 +464,20 @@ impl LicenseVerifier {
             return Ok(found);
         }
         let Some(url) = self.inner.config.jwks_url.as_deref() else {
-            return Err(invalid("no pinned key of the license server verifies the token"));
+            return Err(invalid(no_key("no pinned key of the license server verifies the token", kid)));
         };
         let (cached, generation) = self.snapshot();
         let now = Instant::now();
+        // The cached keys' verdict, kept so that the same keys are not
+        // tried twice when no refetch replaces them.
+        let mut tried = None;
         if let Some(c) = &cached {
-            if let Some(found) = c.keys.as_ref().and_then(|k| self.try_keys(k, kid, jws)) {
-                if c.expires > now || c.next_try > now {
-                    return Ok(found);
+            if let Some(keys) = &c.keys {
+                let found = self.try_keys(keys, kid, jws);
+                if found.is_some() && (c.expires > now || c.next_try > now) {
+                    return Ok(found.unwrap_or_default());
                 }
+                tried = Some((Arc::clone(keys), found));
             }
         }
         let stale = match &cached {
@@ -472,17 +490,24 @@ impl LicenseVerifier {
         let keys = lock(&self.inner.jwks).as_ref().and_then(|c| c.keys.clone());
         match keys {
             Some(k) => {
-                self.try_keys(&k, kid, jws).ok_or_else(|| invalid("no key of the license server verifies the token"))
+                let found = match tried {
+                    Some((old, found)) if Arc::ptr_eq(&old, &k) => found,
+                    _ => self.try_keys(&k, kid, jws),
+                };
+                found.ok_or_else(|| invalid(no_key("no key of the license server verifies the token", kid)))
             }
             None => Err(LicenseError::KeysUnavailable("the license server's keys could not be fetched".into())),
         }
     }
 
-    /// The first of `keys` (those named `kid` when the token names one)
-    /// that verifies the signature.
+    /// The first of `keys` (those named `kid` when the token names one,
+    /// else the first [`KIDLESS_KEYS`] of its `alg`) that verifies the
+    /// signature.
     fn try_keys(&self, keys: &[(String, PublicKey)], kid: Option<&str>, jws: &Jws<'_>) -> Option<String> {
+        let limit = if kid.is_some() { usize::MAX } else { KIDLESS_KEYS };
         keys.iter()
-            .filter(|(id, _)| kid.is_none_or(|k| k == id))
+            .filter(|(id, key)| kid.is_none_or(|k| k == id) && key.alg() == jws.alg)
+            .take(limit)
             .find(|(_, key)| key.verifies(jws.alg, jws.signing_input.as_bytes(), &jws.signature))
             .map(|(id, _)| id.clone())
     }

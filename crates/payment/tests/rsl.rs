@@ -359,3 +359,34 @@ async fn es256_and_rs256_tokens_verify_with_their_own_keys_only() {
         "no pinned key of the license server verifies the token"
     );
 }
+
+#[tokio::test]
+async fn a_token_without_kid_is_tried_against_two_keys_of_its_alg_only() {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    use crawlgate_testkit::license_server::public_jwk;
+    use ed25519_dalek::Signer as _;
+    let server = LicenseServer::start();
+    let keys: Vec<ed25519_dalek::SigningKey> =
+        (1..=3).map(|i| ed25519_dalek::SigningKey::from_bytes(&[40 + i; 32])).collect();
+    let mut cfg = config(&server);
+    cfg.jwks_url = None;
+    cfg.pinned_keys = keys.iter().enumerate().map(|(i, k)| public_jwk(k, &format!("k{}", i + 1)).to_string()).collect();
+    let v = LicenseVerifier::new(cfg).unwrap_or_else(|e| panic!("{e}"));
+    let claims = claims(&server).to_json();
+    let kidless = |key: &ed25519_dalek::SigningKey| {
+        let header = serde_json::json!({"alg": "EdDSA", "typ": "JWT"});
+        let input =
+            format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(key.sign(input.as_bytes()).to_bytes()))
+    };
+    assert_eq!(v.verify(&kidless(&keys[1]), "/articles/1", now()).await.map(|l| l.key_id), Ok("k2".to_string()));
+    // The third key is never tried for a token that does not name it (a
+    // forged kid-less token costs two verifications, not one per key).
+    assert_eq!(
+        invalid_token(v.verify(&kidless(&keys[2]), "/articles/1", now()).await),
+        "no pinned key of the license server verifies the token (it names no kid: only the first 2 keys of its alg are tried)"
+    );
+    let named = jws("EdDSA", "k3", &claims, |input| keys[2].sign(input).to_bytes().to_vec());
+    assert_eq!(v.verify(&named, "/articles/1", now()).await.map(|l| l.key_id), Ok("k3".to_string()));
+}

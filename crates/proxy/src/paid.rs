@@ -14,7 +14,6 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use crawlgate_payment::ledger::Record;
 use crawlgate_payment::rsl::{self, LicenseError, LicenseVerifier, RslConfig};
 use crawlgate_payment::x402::{self, Facilitator, PaymentPayload, Requirements, X402Config, X402Error};
 use crawlgate_policy::payment::{Dialect, PaymentSettings, Price};
@@ -130,6 +129,23 @@ fn requirements(d: &Dialects, price: Price) -> Option<(&Facilitator, Requirement
     cfg.requirements(price.currency.code(), &decimal).ok().map(|r| (client, r))
 }
 
+/// The `PAYMENT-REQUIRED` value for `price` when the policy offers x402:
+/// another dialect's 402 names it too, so that a client that speaks only
+/// x402 learns how to pay.
+pub fn x402_required(
+    shared: &Shared,
+    pay: &PaymentSettings,
+    req: &RequestHeader,
+    price: Price,
+    path: &str,
+) -> Option<String> {
+    if !pay.offers(Dialect::X402) {
+        return None;
+    }
+    let (_, ours) = requirements(&shared.payment.get()?.dialects, price)?;
+    Some(x402::payment_required(&ours, &resource_url(req, path), "PAYMENT-SIGNATURE header is required"))
+}
+
 /// `price` as a decimal number (`0.01`).
 fn decimal(price: Price) -> String {
     let text = price.to_string();
@@ -153,8 +169,7 @@ pub async fn request(
     let req = session.req_header();
     let auth = authorization(req);
     let has_license = auth.iter().any(|v| rsl::is_license_authorization(v));
-    let signature = req.headers.get(x402::PAYMENT_SIGNATURE).map(|v| v.as_bytes().to_vec());
-    let resource = resource_url(req, path);
+    let signature = req.headers.get(x402::PAYMENT_SIGNATURE).map(|v| v.as_bytes());
     let signed = req.headers.contains_key("signature-input");
     let outcome = match (&d.license, has_license, &signature) {
         (Some(verifier), true, _) if pay.offers(Dialect::License) => {
@@ -175,6 +190,7 @@ pub async fn request(
         (_, _, Some(sig)) if pay.offers(Dialect::X402) => match requirements(d, price) {
             None => Outcome::NotMine,
             Some((client, ours)) => {
+                let resource = resource_url(session.req_header(), path);
                 let checked =
                     x402::parse_payment_signature(sig).and_then(|p| x402::check_accepted(&p, &ours).map(|()| p));
                 let verified = match checked {
@@ -205,6 +221,7 @@ pub async fn request(
         }
         _ => match requirements(d, price).filter(|_| pay.offers(Dialect::X402)) {
             Some((_, ours)) => {
+                let resource = resource_url(session.req_header(), path);
                 let error = "PAYMENT-SIGNATURE header is required";
                 Box::pin(payment_required(session, pay, &ours, &resource, error, None)).await?;
                 Outcome::Answered
@@ -301,18 +318,6 @@ async fn payment_required(
     crate::respond::write(session, 402, &headers, Bytes::from(body)).await
 }
 
-/// What the response phase needs besides the [`Paid`] state.
-pub struct ChargeContext<'a> {
-    /// The request's price.
-    pub price: Price,
-    /// The agent's token.
-    pub agent: &'a str,
-    /// The canonical path.
-    pub path: &'a str,
-    /// The request id.
-    pub request_id: String,
-}
-
 /// Response phase of a paid request: on a 2xx, settles an x402 payment,
 /// records the charge (awaiting the commit), and adds `PAYMENT-RESPONSE`
 /// or the license `Link`. Other statuses are neither settled nor charged.
@@ -323,8 +328,8 @@ pub async fn response(
     resp: &mut ResponseHeader,
     paid: &mut Paid,
     policy: &Policy,
-    c: ChargeContext<'_>,
-) -> std::result::Result<Option<i64>, Charged> {
+    c: crate::payment::Charge<'_>,
+) -> std::result::Result<Option<crate::payment::Row>, Charged> {
     for name in [x402::PAYMENT_RESPONSE, x402::PAYMENT_REQUIRED] {
         resp.remove_header(name);
     }
@@ -359,24 +364,11 @@ pub async fn response(
             }
         }
     };
-    let record = Record {
-        time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0)),
-        request_id: c.request_id,
-        agent: c.agent.to_string(),
-        subject: subject.unwrap_or_default(),
-        path: c.path.to_string(),
-        amount_minor: c.price.minor,
-        currency: c.price.currency.code().to_string(),
-        exponent: c.price.currency.exponent(),
-        dialect: dialect.as_str().to_string(),
-        settlement: settlement.clone(),
-        status,
-        bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
-        instance: charging.instance.clone(),
-    };
-    match charging.ledger.record(record).await {
+    let (agent, path, price) = (c.agent, c.path, c.price);
+    let record = c.record(charging, resp, dialect, subject.unwrap_or_default(), settlement.clone());
+    match crate::payment::commit(charging, record).await {
         Ok(row) => {
-            shared.metrics.payment().charge(c.agent, dialect, c.price);
+            shared.metrics.payment().charge(agent, dialect, price);
             if dialect == Dialect::License {
                 if let Some(link) = policy.license_link() {
                     resp.append_header(header::LINK, link).map_err(|e| Charged::Ledger(e.to_string()))?;
@@ -390,7 +382,7 @@ pub async fn response(
         Err(e) => {
             if let Some(s) = &settlement {
                 // Settled but not recorded: the operator reconciles from the log.
-                tracing::error!(dialect = dialect.as_str(), settlement = %s, path = c.path, "A settled payment could not be recorded in the ledger");
+                tracing::error!(dialect = dialect.as_str(), settlement = %s, path, "A settled payment could not be recorded in the ledger");
             }
             Err(Charged::Ledger(e.to_string()))
         }

@@ -52,6 +52,20 @@ pub fn open(policy: &Policy, metrics: &crate::metrics::Metrics) -> anyhow::Resul
     Ok(Some(Charging { ledger, instance, dialects }))
 }
 
+/// On reload: opens the ledger when `policy` is the first to charge
+/// (the process started without charging). `Ok(true)` when it opened one;
+/// an error keeps the running policy (its message names the key).
+pub fn open_on_reload(shared: &Shared, policy: &Policy) -> std::result::Result<bool, String> {
+    if shared.payment.get().is_some() {
+        return Ok(false);
+    }
+    match open(policy, &shared.metrics) {
+        Ok(Some(c)) => Ok(shared.payment.set(c).is_ok()),
+        Ok(None) => Ok(false),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
 /// The host name (Linux `/proc`, else `HOSTNAME`), else `crawlgate`.
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -63,7 +77,8 @@ fn host_name() -> String {
 }
 
 /// The payment keys that only a restart applies: the ledger is opened
-/// once (and only when the policy at start charges).
+/// once, when the first policy that charges is loaded (at start or on a
+/// reload).
 pub fn restart_only(policy: &Policy) -> (&'static str, String) {
     let p = policy.payment();
     ("payment.ledger", format!("{:?} {:?} {}", p.ledger, p.instance_id, p.charging))
@@ -77,9 +92,69 @@ pub struct Pending {
     /// The ledger could not record the charge: the response is a 500.
     failed: bool,
     /// The ledger row, once recorded (its bytes are set at the end).
-    row: Option<i64>,
+    row: Option<Row>,
     /// Paid with a license token or x402 rather than Cloudflare's headers.
     paid: Option<crate::paid::Paid>,
+}
+
+/// A committed ledger row, for the bytes of [`Pending::finish`].
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    id: i64,
+    /// The bytes it was written with (the origin's Content-Length).
+    bytes: Option<u64>,
+}
+
+/// A charge about to be recorded: the parts both dialect paths share.
+pub struct Charge<'a> {
+    /// The request's price.
+    pub price: Price,
+    /// The agent's token.
+    pub agent: &'a str,
+    /// The canonical path.
+    pub path: &'a str,
+    /// The request id.
+    pub request_id: String,
+}
+
+impl Charge<'_> {
+    /// The ledger row of this charge, paid in `dialect` by `subject` and
+    /// answered with `resp`.
+    pub fn record(
+        self,
+        charging: &Charging,
+        resp: &ResponseHeader,
+        dialect: Dialect,
+        subject: String,
+        settlement: Option<String>,
+    ) -> Record {
+        Record {
+            time_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0)),
+            request_id: self.request_id,
+            agent: self.agent.to_string(),
+            subject,
+            path: self.path.to_string(),
+            amount_minor: self.price.minor,
+            currency: self.price.currency.code().to_string(),
+            exponent: self.price.currency.exponent(),
+            dialect: dialect.as_str().to_string(),
+            settlement,
+            status: resp.status.as_u16(),
+            bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
+            instance: charging.instance.clone(),
+        }
+    }
+}
+
+/// Records `record` (awaiting its commit).
+pub async fn commit(
+    charging: &Charging,
+    record: Record,
+) -> std::result::Result<Row, crawlgate_payment::ledger::LedgerError> {
+    let bytes = record.bytes;
+    charging.ledger.record(record).await.map(|id| Row { id, bytes })
 }
 
 /// What the request phase did.
@@ -172,11 +247,19 @@ pub async fn request(
                         Step::Forward(Box::new(Pending { price, in_band: true, failed: false, row: None, paid: None }))
                     }
                     Answer::Untouched => Step::Pass,
-                    Answer::Refuse { status, error, price } => {
+                    Answer::Refuse { status, error, price: stated } => {
                         if let Some(e) = error {
                             shared.metrics.payment().error(e);
                         }
-                        Box::pin(refuse(session, pay.terms_link().as_deref(), status, error, price)).await?;
+                        // A 402 names every dialect offered: x402's
+                        // requirements too, when the policy offers it.
+                        let x402 = (status == 402)
+                            .then(|| crate::paid::x402_required(shared, pay, session.req_header(), price, path))
+                            .flatten();
+                        let terms = pay.terms_link();
+                        let refusal =
+                            Refusal { terms: terms.as_deref(), status, error, price: stated, x402: x402.as_deref() };
+                        Box::pin(refuse_with(session, refusal, None)).await?;
                         return Ok(Step::Answered);
                     }
                 }
@@ -198,7 +281,14 @@ pub async fn request(
 pub async fn forbidden(shared: &Shared, session: &mut Session, policy: &Policy, body: String) -> Result<()> {
     shared.metrics.payment().error(CrawlerError::CrawlerForbidden);
     let terms = policy.payment().terms_link();
-    refuse_with(session, terms.as_deref(), 403, Some(CrawlerError::CrawlerForbidden), None, Some(body)).await
+    let refusal = Refusal {
+        terms: terms.as_deref(),
+        status: 403,
+        error: Some(CrawlerError::CrawlerForbidden),
+        price: None,
+        x402: None,
+    };
+    refuse_with(session, refusal, Some(body)).await
 }
 
 /// Writes a refusal: `status`, `crawler-error`, `crawler-price` and the
@@ -210,17 +300,21 @@ pub async fn refuse(
     error: Option<CrawlerError>,
     price: Option<Price>,
 ) -> Result<()> {
-    refuse_with(session, terms, status, error, price, None).await
+    refuse_with(session, Refusal { terms, status, error, price, x402: None }, None).await
 }
 
-async fn refuse_with(
-    session: &mut Session,
-    terms: Option<&str>,
+/// What a refusal says.
+struct Refusal<'a> {
+    terms: Option<&'a str>,
     status: u16,
     error: Option<CrawlerError>,
     price: Option<Price>,
-    body: Option<String>,
-) -> Result<()> {
+    /// x402's `PAYMENT-REQUIRED`, when that dialect is offered too.
+    x402: Option<&'a str>,
+}
+
+async fn refuse_with(session: &mut Session, r: Refusal<'_>, body: Option<String>) -> Result<()> {
+    let Refusal { terms, status, error, price, x402 } = r;
     let price_text = price.map(|p| p.to_string());
     let mut headers: Vec<(http::HeaderName, &str)> =
         vec![(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")];
@@ -229,6 +323,9 @@ async fn refuse_with(
     }
     if let Some(e) = error {
         headers.push((http::HeaderName::from_static(cloudflare::ERROR), e.as_str()));
+    }
+    if let Some(x) = x402 {
+        headers.push((http::HeaderName::from_static(crawlgate_payment::x402::PAYMENT_REQUIRED), x));
     }
     if let Some(t) = terms {
         headers.push((header::LINK, t));
@@ -264,8 +361,9 @@ pub async fn response(
     for name in [cloudflare::PRICE, cloudflare::CHARGED, cloudflare::ERROR] {
         resp.remove_header(name);
     }
+    let charge = Charge { price: pending.price, agent, path, request_id };
     if let Some(paid) = pending.paid.as_mut() {
-        let c = crate::paid::ChargeContext { price: pending.price, agent, path, request_id };
+        let c = charge;
         return match crate::paid::response(shared, resp, paid, policy, c).await {
             Ok(row) => {
                 if row.is_some() {
@@ -289,23 +387,9 @@ pub async fn response(
     let Some(charging) = shared.payment.get() else {
         return Err(ledger_failed(shared, pending, "no ledger is open (the policy at start charged nothing; restart)"));
     };
-    let record = Record {
-        time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0)),
-        request_id,
-        agent: agent.to_string(),
-        subject: subject.to_string(),
-        path: path.to_string(),
-        amount_minor: pending.price.minor,
-        currency: pending.price.currency.code().to_string(),
-        exponent: pending.price.currency.exponent(),
-        dialect: Dialect::CrawlerPrice.as_str().to_string(),
-        settlement: None,
-        status,
-        bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
-        instance: charging.instance.clone(),
-    };
+    let record = charge.record(charging, resp, Dialect::CrawlerPrice, subject.to_string(), None);
     let m = shared.metrics.payment();
-    match charging.ledger.record(record).await {
+    match commit(charging, record).await {
         Ok(row) => {
             m.ledger_healthy(true);
             m.charge(agent, Dialect::CrawlerPrice, pending.price);
@@ -344,8 +428,11 @@ impl Pending {
     /// At the end of the request: the row's bytes become the body bytes
     /// actually sent.
     pub fn finish(&self, shared: &Shared, bytes: usize) {
-        if let (Some(row), Some(c)) = (self.row, shared.payment.get()) {
-            c.ledger.set_bytes(row, bytes as u64);
+        let bytes = bytes as u64;
+        // Most rows were written with the right count (the origin's
+        // Content-Length): an update is one more write for the ledger.
+        if let (Some(row), Some(c)) = (self.row.filter(|r| r.bytes != Some(bytes)), shared.payment.get()) {
+            c.ledger.set_bytes(row.id, bytes);
         }
     }
 }

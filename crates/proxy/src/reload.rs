@@ -46,7 +46,8 @@ pub struct Reloader {
     path: PathBuf,
     /// The restart-only settings the process started with: what a reload
     /// compares with, so changing one and changing it back needs no restart.
-    started: Vec<(&'static str, String)>,
+    /// The payment ones change once, when a reload opens the ledger.
+    started: std::sync::Mutex<Vec<(&'static str, String)>>,
 }
 
 /// Every restart-only setting of `policy`: the server's and verification's.
@@ -57,6 +58,19 @@ fn restart_settings(policy: &crawlgate_policy::Policy) -> Vec<(&'static str, Str
     all.push(crate::payment::restart_only(policy));
     all.push(crate::paid::restart_only(policy));
     all
+}
+
+/// `started` with the payment settings of `policy`, whose ledger a
+/// reload has just opened.
+fn restart_settings_with_payment(
+    started: &[(&'static str, String)],
+    policy: &crawlgate_policy::Policy,
+) -> Vec<(&'static str, String)> {
+    let payment = [crate::payment::restart_only(policy), crate::paid::restart_only(policy)];
+    started
+        .iter()
+        .map(|(k, v)| payment.iter().find(|(pk, _)| pk == k).cloned().unwrap_or_else(|| (*k, v.clone())))
+        .collect()
 }
 
 /// The keys whose value in `file` differs from the value the process
@@ -94,7 +108,7 @@ impl Reloader {
     /// the process applied.
     pub fn new(shared: Arc<Shared>, path: PathBuf) -> Reloader {
         let started = restart_settings(&shared.snapshot.load().policy);
-        Reloader { shared, path, started }
+        Reloader { shared, path, started: std::sync::Mutex::new(started) }
     }
 
     /// Reads, compiles and (if it changed and is valid) swaps in the policy.
@@ -135,7 +149,21 @@ impl Reloader {
                 for w in &warnings {
                     tracing::warn!(target: "crawlgate::policy", "{w}");
                 }
-                let restart = restart_required(&self.started, &restart_settings(&snap.policy));
+                // The first policy that charges opens the ledger (and the
+                // dialects' clients) here; one that cannot keeps the old.
+                match crate::payment::open_on_reload(shared, &snap.policy) {
+                    Ok(opened) => {
+                        if opened {
+                            let mut settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            *settings = restart_settings_with_payment(&settings, &snap.policy);
+                        }
+                    }
+                    Err(e) => return self.fail(trigger, &LoadError::Payment(e)),
+                }
+                let restart = {
+                    let settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    restart_required(&settings, &restart_settings(&snap.policy))
+                };
                 let generation = snap.generation;
                 // Merged with the last good copy of the origin's robots.txt
                 // when the policy asks for it.

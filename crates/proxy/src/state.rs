@@ -71,6 +71,10 @@ pub enum LoadError {
         /// What went wrong.
         error: String,
     },
+    /// The policy charges for the first time and its ledger (or a payment
+    /// dialect's client) cannot be opened.
+    #[error("{0}; the running policy stays in force")]
+    Payment(String),
 }
 
 impl Snapshot {

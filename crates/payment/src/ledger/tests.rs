@@ -46,6 +46,23 @@ async fn concurrent_charges_are_committed_before_they_are_acknowledged() {
     assert_eq!(first.iter().find(|r| r.request_id == "0a1b2c3d-0").unwrap().bytes, Some(7));
 }
 
+/// A byte count with no charge after it is not left waiting: it is
+/// committed alone after `BYTES_DELAY`.
+#[tokio::test]
+async fn a_byte_count_alone_is_committed_after_the_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let ledger = Ledger::open(&path).unwrap();
+    let id = ledger.record(record(0, "ExampleBot")).await.unwrap();
+    ledger.set_bytes(id, 7);
+    let bytes = || Reader::open(&path).unwrap().export(0).unwrap()[0].bytes;
+    let started = std::time::Instant::now();
+    while bytes() != Some(7) {
+        assert!(started.elapsed() < BYTES_DELAY * 5, "the byte count was never committed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_locked_ledger_refuses_the_charge_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
