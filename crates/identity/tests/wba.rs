@@ -1064,3 +1064,97 @@ async fn directory_redirects_are_not_followed() {
     }
     assert_eq!((redirect.hits(), target.hits()), (1, 0));
 }
+
+/// A Signature Agent Card that names its keys by `jwks_uri` instead of
+/// listing them: the JWKS is fetched (once, then cached with the card) and
+/// its keys carry the card's members (here the token it binds).
+#[tokio::test]
+async fn card_jwks_uri_is_followed_and_cached() {
+    let signer = Signer::from_seed(27);
+    let jwks = DirectoryServer::start(DirectoryResponse {
+        content_type: "application/jwk-set+json".into(),
+        ..DirectoryResponse::ok(directory_json(&[&signer]))
+    });
+    let card = DirectoryServer::start(DirectoryResponse::ok(format!(
+        r#"{{"client_name":"Test agent","jwks_uri":"{}/jwks.json","web_bot_auth":{{"rfc9309-product-token":"GPTBot"}}}}"#,
+        jwks.agent_url()
+    )));
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("GPTBot".into()), agent: Some(card.agent_url()) };
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    assert_eq!(check(&keys, &req, &h, NOW).await, valid);
+    assert_eq!((card.hits(), jwks.hits()), (1, 1));
+    // A key the JWKS does not list is not in the card's directory.
+    let stranger = Signer::from_seed(28);
+    let h = signed_map(&req, &stranger, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not in http://127.0.0.1:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A card's `jwks_uri` is fetched with the directory's bounds: no
+/// redirect, no other scheme, the size and key caps, one indirection only;
+/// a failure leaves the key unknown and is remembered (no second fetch of
+/// the card or the JWKS), and a refused address is never contacted.
+#[tokio::test]
+async fn card_jwks_uri_has_the_directory_bounds() {
+    let signer = Signer::from_seed(29);
+    let req = Request::get("site.example", "/");
+    let one = r#"{"kty":"OKP","crv":"Ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"}"#;
+    let target = DirectoryServer::start(DirectoryResponse::ok(directory_json(&[&signer])));
+    let down = {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .port();
+        format!("http://127.0.0.1:{port}/jwks.json")
+    };
+    let cases: Vec<(Option<DirectoryResponse>, Option<String>, &str)> = vec![
+        (
+            Some(DirectoryResponse {
+                status: 302,
+                headers: vec![("Location".into(), format!("{}/jwks.json", target.agent_url()))],
+                ..DirectoryResponse::ok(String::new())
+            }),
+            None,
+            ": status 302",
+        ),
+        (Some(DirectoryResponse::ok(format!(r#"{{"keys":[],"pad":"{}"}}"#, "x".repeat(70_000)))), None, "larger than 65536 bytes"),
+        (
+            Some(DirectoryResponse::ok(format!(r#"{{"keys":[{}]}}"#, vec![one; 65].join(",")))),
+            None,
+            "lists 65 keys, more than 64",
+        ),
+        (Some(DirectoryResponse::ok(r#"{"jwks_uri":"https://a.example/jwks.json"}"#.into())), None, "no \"keys\" array"),
+        (
+            Some(DirectoryResponse { content_type: "text/html".into(), ..DirectoryResponse::ok(directory_json(&[&signer])) }),
+            None,
+            "media type \"text/html\"",
+        ),
+        (None, Some("ftp://127.0.0.1/jwks.json".into()), "the \"ftp\" scheme is not fetched"),
+        (None, Some(down.clone()), &down),
+    ];
+    for (jwks_response, uri, want) in cases {
+        let jwks = jwks_response.map(DirectoryServer::start);
+        let uri = uri.unwrap_or_else(|| format!("{}/jwks.json", jwks.as_ref().map(|j| j.agent_url()).unwrap_or_default()));
+        let card = DirectoryServer::start(DirectoryResponse::ok(format!(r#"{{"jwks_uri":"{uri}"}}"#)));
+        let keys = directory_keys();
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+        for _ in 0..2 {
+            match check(&keys, &req, &h, NOW).await {
+                SignatureCheck::UnknownKey { reason } => {
+                    assert!(reason.contains("jwks_uri") || reason.contains("/jwks.json"), "{want}: {reason}");
+                    assert!(reason.contains(want), "{want}: {reason}");
+                }
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+        assert_eq!(card.hits(), 1, "{want}");
+        assert_eq!(jwks.map(|j| j.hits()).unwrap_or(1), 1, "{want}");
+    }
+    assert_eq!(target.hits(), 0, "a redirect was followed");
+
+}
