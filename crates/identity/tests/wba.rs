@@ -1158,3 +1158,47 @@ async fn card_jwks_uri_has_the_directory_bounds() {
     assert_eq!(target.hits(), 0, "a redirect was followed");
 
 }
+
+/// `wba::unparsable` tells signature fields that cannot be parsed (a
+/// malformed request, 400 where a signature is required) from a signature
+/// that parses and is wrong (invalid).
+#[test]
+fn unparsable_fields_are_told_from_wrong_signatures() {
+    let signer = Signer::from_seed(1);
+    let good = signer.sign(&Request::get("a.example", "/"), &SignOptions::web_bot_auth(NOW, 60));
+    let gi = good.signature_input.as_str();
+    let gs = good.signature.as_str();
+    let huge = format!("sig1=(\"@authority\");tag=\"web-bot-auth\";x=\"{}\"", "a".repeat(20_000));
+    let rows: Vec<(Vec<(&str, &str)>, Option<&str>)> = vec![
+        (vec![("signature-input", gi), ("signature", gs)], None),
+        (vec![], None),
+        (vec![("signature", "keyId=\"cavage\",signature=\"abc\"")], None),
+        (vec![("signature-input", "sig1=(\"@authority\");tag=\"other\"")], None),
+        (vec![("signature-input", gi), ("signature", "sig1=:AAAA:")], None),
+        (vec![("signature-input", "garbage(((")], Some("Signature-Input is not a structured-field dictionary: ")),
+        (vec![("signature-input", &huge)], Some("signature-input is longer than 16384 bytes")),
+        (vec![("signature-input", gi)], Some("Signature-Input has a web-bot-auth signature but there is no Signature header")),
+        (vec![("signature-input", gi), ("signature", "sig1=:not base64!:")], Some("Signature is not a structured-field dictionary: ")),
+        (vec![("signature-input", gi), ("signature", "other=:AAAA:")], Some("Signature has no member sig1")),
+        (vec![("signature-input", gi), ("signature", "sig1=\"text\"")], Some("Signature sig1 is not a byte sequence")),
+        (
+            vec![("signature-input", r#"sig1=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#), ("signature", gs)],
+            Some("Signature-Input sig1: keyid is not a string"),
+        ),
+        (
+            vec![("signature-input", r#"sig1=("@authority");tag="web-bot-auth";keyid="k";created="x";expires=2"#), ("signature", gs)],
+            Some("Signature-Input sig1: created is not an integer"),
+        ),
+        (
+            vec![("signature-input", r#"sig1=("@authority" 1);tag="web-bot-auth";keyid="k";created=1;expires=2"#), ("signature", gs)],
+            Some("Signature-Input sig1: a covered component is not a string"),
+        ),
+    ];
+    for (i, (pairs, want)) in rows.iter().enumerate() {
+        let got = wba::unparsable(&headers(pairs));
+        match want {
+            None => assert_eq!(got, None, "row {i}"),
+            Some(w) => assert!(got.as_deref().is_some_and(|g| g.starts_with(w)), "row {i}: want {w:?}, got {got:?}"),
+        }
+    }
+}
