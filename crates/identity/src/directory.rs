@@ -123,15 +123,17 @@ pub fn read_directory_document(body: &[u8]) -> Result<DirectoryDocument, String>
         return Err("the directory is not a JSON object".into());
     }
     let card = Card::from_json(&doc);
-    let listed = doc.get("keys").or_else(|| doc.get("jwks").and_then(|j| j.get("keys")));
-    if listed.is_none() {
-        let scopes = [doc.get("web_bot_auth"), Some(&doc)];
-        let uri = scopes.iter().flatten().find_map(|s| s.get("jwks_uri").and_then(serde_json::Value::as_str));
-        if let Some(uri) = uri.map(str::trim).filter(|u| !u.is_empty()) {
-            return Ok(DirectoryDocument::JwksUri { uri: uri.to_owned(), card });
-        }
+    let scopes = [doc.get("web_bot_auth"), Some(&doc)];
+    let uri = scopes.iter().flatten().find_map(|s| s.get("jwks_uri").and_then(serde_json::Value::as_str));
+    let uri = uri.map(str::trim).filter(|u| !u.is_empty());
+    if uri.is_some() && doc.get("jwks").is_some() {
+        return Err("the card names both jwks and jwks_uri (RFC 7591 section 2 allows one)".into());
     }
-    keys_with_card(listed, &card).map(DirectoryDocument::Keys)
+    let listed = doc.get("keys").or_else(|| doc.get("jwks").and_then(|j| j.get("keys")));
+    match (listed, uri) {
+        (None, Some(uri)) => Ok(DirectoryDocument::JwksUri { uri: uri.to_owned(), card }),
+        _ => keys_with_card(listed, &card).map(DirectoryDocument::Keys),
+    }
 }
 
 /// Reads the JWKS a card's `jwks_uri` names: its Ed25519 keys, each with
