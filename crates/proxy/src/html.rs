@@ -290,6 +290,24 @@ pub fn begin(
     growth: Option<usize>,
     metrics: &Metrics,
 ) -> Result<Option<HtmlStream>> {
+    adjust_headers(resp, encoding, changes, growth)?;
+    if head {
+        return Ok(None);
+    }
+    metrics.html_rewrite(mode);
+    let decoder = encoding.map(Decoder::new);
+    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false }))
+}
+
+/// The header changes of a response whose body a transform takes (see
+/// [`begin`]): framing, ranges, digests, a weak ETag, the removed coding.
+/// Alone for a HEAD, which gets the headers a GET would and no transform.
+pub fn adjust_headers(
+    resp: &mut ResponseHeader,
+    encoding: Option<Encoding>,
+    changes: bool,
+    growth: Option<usize>,
+) -> Result<()> {
     // A decoded body changes even when the transform changes nothing.
     if changes || encoding.is_some() {
         // A known growth keeps a Content-Length response one, which saves
@@ -335,12 +353,7 @@ pub fn begin(
         // rewritten body is compressed again for a client that asks.
         vary_on_encoding(resp)?;
     }
-    if head {
-        return Ok(None);
-    }
-    metrics.html_rewrite(mode);
-    let decoder = encoding.map(Decoder::new);
-    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false }))
+    Ok(())
 }
 
 /// The body chunks one call of the body filter hands on, joined: one chunk
