@@ -29,11 +29,10 @@ struct StaticNginx {
 
 impl StaticNginx {
     fn start() -> StaticNginx {
-        let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .into_iter()
-            .map(PathBuf::from)
-            .find(|p| p.is_file())
-            .unwrap_or_else(|| panic!("nginx is not installed: run scripts/prereqs (it installs Debian's nginx-light)"));
+        let bin =
+            ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.is_file()).unwrap_or_else(
+                || panic!("nginx is not installed: run scripts/prereqs (it installs Debian's nginx-light)"),
+            );
         let dir = TempDir::new("nginx-static");
         std::fs::create_dir_all(dir.join("root")).unwrap_or_else(|e| panic!("{e}"));
         dir.write("root/page.html", PAGE);

@@ -347,16 +347,27 @@ fn unparsable_signature_fields_get_400_where_a_signature_is_required() {
     );
     let proxy = proxy(&origin, "", &rules);
     let good = signed(&signer, &proxy, "/", unix_now() - 5, None);
-    let input = good.iter().find(|(n, _)| n.eq_ignore_ascii_case("signature-input")).map(|(_, v)| v.clone()).unwrap_or_default();
+    let input = good
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("signature-input"))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
     assert!(input.contains("tag=\"web-bot-auth\""), "{input}");
     let garbage = vec![("signature-input", "sig1=(((".to_owned()), ("signature", "sig1=:AAAA:".to_owned())];
     let no_signature = vec![("signature-input", input.clone())];
     let text_signature = vec![("signature-input", input.clone()), ("signature", "sig1=\"text\"".to_owned())];
     let wrong_bytes = vec![("signature-input", input), ("signature", format!("sig1=:{}:", "A".repeat(86) + "=="))];
     let prefix = "400 Bad Request: the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): ";
-    let cases: [(&str, &Vec<(&str, String)>, u16, Option<&str>); 6] = [
+    // (User-Agent, signature fields, status, the 400's reason)
+    type Case<'a> = (&'a str, &'a Vec<(&'a str, String)>, u16, Option<&'a str>);
+    let cases: [Case; 6] = [
         ("ExampleBot/1.0", &garbage, 400, Some("Signature-Input is not a structured-field dictionary: ")),
-        ("ExampleBot/1.0", &no_signature, 400, Some("Signature-Input has a web-bot-auth signature but there is no Signature header")),
+        (
+            "ExampleBot/1.0",
+            &no_signature,
+            400,
+            Some("Signature-Input has a web-bot-auth signature but there is no Signature header"),
+        ),
         ("ExampleBot/1.0", &text_signature, 400, Some("Signature sig1 is not a byte sequence")),
         ("ExampleBot/1.0", &wrong_bytes, 200, None),
         ("OtherBot/1.0", &garbage, 200, None),
@@ -375,7 +386,11 @@ fn unparsable_signature_fields_get_400_where_a_signature_is_required() {
         assert!(line.ends_with(" signature=invalid"), "case {i}: {line}");
         assert_eq!(line.contains(" reason=bad-request "), cases[i].2 == 400, "case {i}: {line}");
     }
-    assert!(l[0].contains(" evidence=\"unparsable signature: Signature-Input is not a structured-field dictionary"), "{}", l[0]);
+    assert!(
+        l[0].contains(" evidence=\"unparsable signature: Signature-Input is not a structured-field dictionary"),
+        "{}",
+        l[0]
+    );
     assert!(l[3].contains(" evidence=\"invalid signature: "), "{}", l[3]);
     assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some(cases.len().to_string()));
 }

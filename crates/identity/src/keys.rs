@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
-use sha2::{Digest, Sha256};
 
 use crate::directory::{self, Card, DirectoryKey, DirectorySignature};
 use crate::ranges::{IpPrefix, RangeTable};
@@ -610,9 +609,7 @@ pub fn parse_ed25519_jwk(jwk: &serde_json::Value) -> Result<ParsedJwk, String> {
 /// `{"crv":"Ed25519","kty":"OKP","x":"<x>"}` (the required members in
 /// lexicographic order, RFC 8037 section 2), base64url without padding.
 pub fn ed25519_thumbprint(key: &VerifyingKey) -> String {
-    let x = URL_SAFE_NO_PAD.encode(key.as_bytes());
-    let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
-    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+    crawlgate_policy::verification::ed25519_x_thumbprint(&URL_SAFE_NO_PAD.encode(key.as_bytes()))
 }
 
 /// Reads a key directory (a JWKS, RFC 7517 section 5): its Ed25519 keys by
@@ -878,9 +875,8 @@ mod tests {
             assert_eq!(strict.fetch_url_allowed(uri), want.map_err(str::to_owned), "{uri}");
         }
         // The test-only allowances open exactly what they name.
-        let open =
-            Keys::new(KeysConfig { allow_http: true, allow_private: true, ..KeysConfig::default() })
-                .unwrap_or_else(|e| panic!("{e}"));
+        let open = Keys::new(KeysConfig { allow_http: true, allow_private: true, ..KeysConfig::default() })
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(open.fetch_url_allowed("http://127.0.0.1:8080/jwks.json"), Ok(()));
         assert!(open.fetch_url_allowed("ftp://127.0.0.1/x").is_err());
     }

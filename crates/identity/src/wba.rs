@@ -230,7 +230,9 @@ pub fn unparsable(headers: &http::HeaderMap) -> Option<String> {
     }
     let signatures = match field(headers, "signature") {
         Err(e) => return Some(e),
-        Ok(None) => return Some("Signature-Input has a web-bot-auth signature but there is no Signature header".into()),
+        Ok(None) => {
+            return Some("Signature-Input has a web-bot-auth signature but there is no Signature header".into())
+        }
         Ok(Some(v)) => v,
     };
     let signatures: Dictionary = match Parser::new(&signatures).parse() {

@@ -1082,7 +1082,8 @@ async fn card_jwks_uri_is_followed_and_cached() {
     let keys = directory_keys();
     let req = Request::get("site.example", "/");
     let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
-    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("GPTBot".into()), agent: Some(card.agent_url()) };
+    let valid =
+        SignatureCheck::Valid { keyid: signer.keyid(), token: Some("GPTBot".into()), agent: Some(card.agent_url()) };
     assert_eq!(check(&keys, &req, &h, NOW).await, valid);
     assert_eq!(check(&keys, &req, &h, NOW).await, valid);
     assert_eq!((card.hits(), jwks.hits()), (1, 1));
@@ -1122,15 +1123,26 @@ async fn card_jwks_uri_has_the_directory_bounds() {
             None,
             ": status 302",
         ),
-        (Some(DirectoryResponse::ok(format!(r#"{{"keys":[],"pad":"{}"}}"#, "x".repeat(70_000)))), None, "larger than 65536 bytes"),
+        (
+            Some(DirectoryResponse::ok(format!(r#"{{"keys":[],"pad":"{}"}}"#, "x".repeat(70_000)))),
+            None,
+            "larger than 65536 bytes",
+        ),
         (
             Some(DirectoryResponse::ok(format!(r#"{{"keys":[{}]}}"#, vec![one; 65].join(",")))),
             None,
             "lists 65 keys, more than 64",
         ),
-        (Some(DirectoryResponse::ok(r#"{"jwks_uri":"https://a.example/jwks.json"}"#.into())), None, "no \"keys\" array"),
         (
-            Some(DirectoryResponse { content_type: "text/html".into(), ..DirectoryResponse::ok(directory_json(&[&signer])) }),
+            Some(DirectoryResponse::ok(r#"{"jwks_uri":"https://a.example/jwks.json"}"#.into())),
+            None,
+            "no \"keys\" array",
+        ),
+        (
+            Some(DirectoryResponse {
+                content_type: "text/html".into(),
+                ..DirectoryResponse::ok(directory_json(&[&signer]))
+            }),
             None,
             "media type \"text/html\"",
         ),
@@ -1139,7 +1151,8 @@ async fn card_jwks_uri_has_the_directory_bounds() {
     ];
     for (jwks_response, uri, want) in cases {
         let jwks = jwks_response.map(DirectoryServer::start);
-        let uri = uri.unwrap_or_else(|| format!("{}/jwks.json", jwks.as_ref().map(|j| j.agent_url()).unwrap_or_default()));
+        let uri =
+            uri.unwrap_or_else(|| format!("{}/jwks.json", jwks.as_ref().map(|j| j.agent_url()).unwrap_or_default()));
         let card = DirectoryServer::start(DirectoryResponse::ok(format!(r#"{{"jwks_uri":"{uri}"}}"#)));
         let keys = directory_keys();
         let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
@@ -1156,7 +1169,6 @@ async fn card_jwks_uri_has_the_directory_bounds() {
         assert_eq!(jwks.map(|j| j.hits()).unwrap_or(1), 1, "{want}");
     }
     assert_eq!(target.hits(), 0, "a redirect was followed");
-
 }
 
 /// `wba::unparsable` tells signature fields that cannot be parsed (a
@@ -1169,7 +1181,9 @@ fn unparsable_fields_are_told_from_wrong_signatures() {
     let gi = good.signature_input.as_str();
     let gs = good.signature.as_str();
     let huge = format!("sig1=(\"@authority\");tag=\"web-bot-auth\";x=\"{}\"", "a".repeat(20_000));
-    let rows: Vec<(Vec<(&str, &str)>, Option<&str>)> = vec![
+    // (header fields, the start of the reason or None when they parse)
+    type Row<'a> = (Vec<(&'a str, &'a str)>, Option<&'a str>);
+    let rows: Vec<Row> = vec![
         (vec![("signature-input", gi), ("signature", gs)], None),
         (vec![], None),
         (vec![("signature", "keyId=\"cavage\",signature=\"abc\"")], None),
@@ -1177,20 +1191,35 @@ fn unparsable_fields_are_told_from_wrong_signatures() {
         (vec![("signature-input", gi), ("signature", "sig1=:AAAA:")], None),
         (vec![("signature-input", "garbage(((")], Some("Signature-Input is not a structured-field dictionary: ")),
         (vec![("signature-input", &huge)], Some("signature-input is longer than 16384 bytes")),
-        (vec![("signature-input", gi)], Some("Signature-Input has a web-bot-auth signature but there is no Signature header")),
-        (vec![("signature-input", gi), ("signature", "sig1=:not base64!:")], Some("Signature is not a structured-field dictionary: ")),
+        (
+            vec![("signature-input", gi)],
+            Some("Signature-Input has a web-bot-auth signature but there is no Signature header"),
+        ),
+        (
+            vec![("signature-input", gi), ("signature", "sig1=:not base64!:")],
+            Some("Signature is not a structured-field dictionary: "),
+        ),
         (vec![("signature-input", gi), ("signature", "other=:AAAA:")], Some("Signature has no member sig1")),
         (vec![("signature-input", gi), ("signature", "sig1=\"text\"")], Some("Signature sig1 is not a byte sequence")),
         (
-            vec![("signature-input", r#"sig1=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#), ("signature", gs)],
+            vec![
+                ("signature-input", r#"sig1=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#),
+                ("signature", gs),
+            ],
             Some("Signature-Input sig1: keyid is not a string"),
         ),
         (
-            vec![("signature-input", r#"sig1=("@authority");tag="web-bot-auth";keyid="k";created="x";expires=2"#), ("signature", gs)],
+            vec![
+                ("signature-input", r#"sig1=("@authority");tag="web-bot-auth";keyid="k";created="x";expires=2"#),
+                ("signature", gs),
+            ],
             Some("Signature-Input sig1: created is not an integer"),
         ),
         (
-            vec![("signature-input", r#"sig1=("@authority" 1);tag="web-bot-auth";keyid="k";created=1;expires=2"#), ("signature", gs)],
+            vec![
+                ("signature-input", r#"sig1=("@authority" 1);tag="web-bot-auth";keyid="k";created=1;expires=2"#),
+                ("signature", gs),
+            ],
             Some("Signature-Input sig1: a covered component is not a string"),
         ),
     ];
@@ -1246,7 +1275,10 @@ async fn web_bot_auth_repository_vectors_verify() {
             let req = SignedRequest { method: "GET", authority: url.0, target: url.1, headers: &h };
             let x = v.key.get("x").and_then(serde_json::Value::as_str);
             let keys = Keys::new(KeysConfig {
-                pinned: vec![PinnedKey { token: "ChatGPT-User".into(), jwk: format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}"#) }],
+                pinned: vec![PinnedKey {
+                    token: "ChatGPT-User".into(),
+                    jwk: format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}"#),
+                }],
                 max_validity: Duration::from_secs(200 * 365 * 86400),
                 ..base()
             })
@@ -1275,13 +1307,18 @@ async fn web_bot_auth_repository_vectors_verify() {
                     let mut pairs2 = pairs.clone();
                     pairs2[1] = ("signature", &flipped);
                     let h2 = headers(&pairs2);
-                    let got = wba::verify(&keys, &SignedRequest { headers: &h2, ..req }, at_(v.created_ms + 10_000)).await;
+                    let got =
+                        wba::verify(&keys, &SignedRequest { headers: &h2, ..req }, at_(v.created_ms + 10_000)).await;
                     assert!(invalid(&got).contains("does not verify"), "{file} {i}: {got:?}");
                     checked.0 += 1;
                 }
                 Some("RSA") => {
                     // A 256-byte RSA-PSS signature is not an Ed25519 one.
-                    assert_eq!(invalid(&got), format!("Signature {} is 256 bytes, an Ed25519 signature is 64", v.label), "{file} {i}");
+                    assert_eq!(
+                        invalid(&got),
+                        format!("Signature {} is 256 bytes, an Ed25519 signature is 64", v.label),
+                        "{file} {i}"
+                    );
                     checked.1 += 1;
                 }
                 other => panic!("{file} {i}: key type {other:?}"),
@@ -1316,7 +1353,10 @@ async fn web_bot_auth_crate_vectors_verify() {
     const SIG: &str = "sig1=:uz2SAv+VIemw+Oo890bhYh6Xf5qZdLUgv6/PbiQfCFXcX/vt1A8Pf7OcgL2yUDUYXFtffNpkEr5W6dldqFrkDg==:";
     const INPUT: &str = r#"sig1=("@authority");created=1735689600;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";expires=1735693200;nonce="gubxywVx7hzbYKatLgzuKDllDAIXAkz41PydU7aOY7vT+Mb3GJNxW0qD4zJ+IOQ1NVtg+BNbTCRUMt1Ojr5BgA==";tag="web-bot-auth""#;
     let keys = Keys::new(KeysConfig {
-        pinned: vec![PinnedKey { token: "ChatGPT-User".into(), jwk: format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}"#) }],
+        pinned: vec![PinnedKey {
+            token: "ChatGPT-User".into(),
+            jwk: format!(r#"{{"kty":"OKP","crv":"Ed25519","x":"{RFC_X}"}}"#),
+        }],
         max_validity: Duration::from_secs(3600),
         ..base()
     })
@@ -1338,7 +1378,11 @@ async fn web_bot_auth_crate_vectors_verify() {
     );
     // test_missing_tags_break_web_bot_auth
     assert_eq!(
-        run(vec![("signature-input", INPUT.replace("tag=\"web-bot-auth\"", "tag=\"not-web-bot-auth\"")), ("signature", SIG.into())]).await,
+        run(vec![
+            ("signature-input", INPUT.replace("tag=\"web-bot-auth\"", "tag=\"not-web-bot-auth\"")),
+            ("signature", SIG.into())
+        ])
+        .await,
         SignatureCheck::Absent
     );
     // test_signature_agents_are_required_in_signature_input

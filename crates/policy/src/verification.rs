@@ -457,11 +457,18 @@ pub fn check_signature_fields(claimed: Option<VerifyMode>, unparsable: Option<&s
 /// uses): base64url of SHA-256 over `{"crv":"Ed25519","kty":"OKP","x":..}`;
 /// `None` for a JWK without an `x` string.
 pub fn ed25519_jwk_thumbprint(jwk: &str) -> Option<String> {
-    use sha2::Digest as _;
     let v: serde_json::Value = serde_json::from_str(jwk).ok()?;
-    let x = v.get("x")?.as_str()?;
+    Some(ed25519_x_thumbprint(v.get("x")?.as_str()?))
+}
+
+/// The RFC 7638 thumbprint of the Ed25519 key whose `x` member (RFC 8037
+/// section 2, unpadded base64url) is `x`: SHA-256 over the required members
+/// in lexicographic order, base64url without padding. The one copy:
+/// `crawlgate-identity` names the keys it reads with it too.
+pub fn ed25519_x_thumbprint(x: &str) -> String {
+    use sha2::Digest as _;
     let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
-    Some(base64url(&sha2::Sha256::digest(canonical.as_bytes())))
+    base64url(&sha2::Sha256::digest(canonical.as_bytes()))
 }
 
 /// Unpadded base64url (RFC 4648 section 5).

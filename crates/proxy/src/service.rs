@@ -329,10 +329,8 @@ impl ProxyHttp for Gate {
             Evidence::BadSignature { reason, unparsable: true } => Some(reason.clone()),
             _ => None,
         };
-        let fields = crawlgate_policy::verification::check_signature_fields(
-            claim.map(|c| c.verify),
-            unparsable.as_deref(),
-        );
+        let fields =
+            crawlgate_policy::verification::check_signature_fields(claim.map(|c| c.verify), unparsable.as_deref());
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
         let identity = Identity { verification, proven: signed_token.as_deref(), replayed };
