@@ -18,6 +18,7 @@ mod identity;
 mod limits;
 mod limits_redis;
 mod markdown;
+mod markdown_conditional;
 mod observe;
 mod oplog;
 mod ops;

@@ -328,3 +328,69 @@ fn a_directory_with_a_bad_response_signature_is_not_trusted() {
         l[0]
     );
 }
+
+/// Signature fields that cannot be parsed: 400 with the reason for a claim
+/// of a group that verifies by signature only; elsewhere (a group verified
+/// by any method, a browser) the request goes on and its signature is
+/// counted `invalid`. A Signature-Input without its Signature is
+/// malformed too; a wrong but well-formed signature is not a 400.
+#[test]
+fn unparsable_signature_fields_get_400_where_a_signature_is_required() {
+    let signer = Signer::from_seed(33);
+    let origin = origin();
+    let rules = format!(
+        "[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"signature\"\n\n\
+         [[group]]\nuser_agents = [\"OtherBot\"]\nverify = \"any\"\n",
+        signer.jwk()
+    );
+    let proxy = proxy(&origin, "", &rules);
+    let good = signed(&signer, &proxy, "/", unix_now() - 5, None);
+    let input = good
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("signature-input"))
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    assert!(input.contains("tag=\"web-bot-auth\""), "{input}");
+    let garbage = vec![("signature-input", "sig1=(((".to_owned()), ("signature", "sig1=:AAAA:".to_owned())];
+    let no_signature = vec![("signature-input", input.clone())];
+    let text_signature = vec![("signature-input", input.clone()), ("signature", "sig1=\"text\"".to_owned())];
+    let wrong_bytes = vec![("signature-input", input), ("signature", format!("sig1=:{}:", "A".repeat(86) + "=="))];
+    let prefix = "400 Bad Request: the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): ";
+    // (User-Agent, signature fields, status, the 400's reason)
+    type Case<'a> = (&'a str, &'a Vec<(&'a str, String)>, u16, Option<&'a str>);
+    let cases: [Case; 6] = [
+        ("ExampleBot/1.0", &garbage, 400, Some("Signature-Input is not a structured-field dictionary: ")),
+        (
+            "ExampleBot/1.0",
+            &no_signature,
+            400,
+            Some("Signature-Input has a web-bot-auth signature but there is no Signature header"),
+        ),
+        ("ExampleBot/1.0", &text_signature, 400, Some("Signature sig1 is not a byte sequence")),
+        ("ExampleBot/1.0", &wrong_bytes, 200, None),
+        ("OtherBot/1.0", &garbage, 200, None),
+        (BROWSER_UA, &garbage, 200, None),
+    ];
+    for (i, (ua, fields, status, reason)) in cases.iter().enumerate() {
+        let (got, _, body) = send(&proxy, "/", ua, fields);
+        assert_eq!(got, *status, "case {i}: {body}");
+        match reason {
+            Some(r) => assert!(body.starts_with(&format!("{prefix}{r}")) && body.ends_with('\n'), "case {i}: {body}"),
+            None => assert_eq!(body, "home\n", "case {i}"),
+        }
+    }
+    let l = lines(&proxy, "/", cases.len());
+    for (i, line) in l.iter().enumerate() {
+        assert!(line.ends_with(" signature=invalid"), "case {i}: {line}");
+        assert_eq!(line.contains(" reason=bad-request "), cases[i].2 == 400, "case {i}: {line}");
+    }
+    assert!(
+        l[0].contains(" evidence=\"unparsable signature: Signature-Input is not a structured-field dictionary"),
+        "{}",
+        l[0]
+    );
+    assert!(l[3].contains(" evidence=\"invalid signature: "), "{}", l[3]);
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some(cases.len().to_string()));
+}

@@ -87,21 +87,71 @@ pub struct DirectoryKey {
 /// section 5, `keys`) or a card with `jwks.keys` or `keys`; its Ed25519
 /// keys by thumbprint, each with the card members that apply to it. Keys
 /// of other types are skipped; more than [`MAX_DIRECTORY_KEYS`] keys is an
-/// error.
+/// error. A card that names its keys by `jwks_uri` only is an error here:
+/// [`read_directory_document`] says where to fetch them.
 pub fn parse_directory_document(body: &[u8]) -> Result<HashMap<String, DirectoryKey>, String> {
+    match read_directory_document(body)? {
+        DirectoryDocument::Keys(keys) => Ok(keys),
+        DirectoryDocument::JwksUri { uri, .. } => {
+            Err(format!("the directory names its keys by jwks_uri {uri:?} and lists none"))
+        }
+    }
+}
+
+/// What a key directory document holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DirectoryDocument {
+    /// Its keys, by thumbprint.
+    Keys(HashMap<String, DirectoryKey>),
+    /// A Signature Agent Card that lists no keys and names a JWKS by
+    /// `jwks_uri` (draft-meunier-webbotauth-registry; RFC 7591 section
+    /// 2): its keys are there, described by the card's members.
+    JwksUri {
+        /// The `jwks_uri` as written (absolute or relative to the card).
+        uri: String,
+        /// The card's members, applied to the keys fetched.
+        card: Card,
+    },
+}
+
+/// Reads a key directory or a Signature Agent Card: its keys when it lists
+/// them (`keys` or `jwks.keys`), else its `jwks_uri` (top level or in
+/// `web_bot_auth`). A card that lists keys is read for those alone.
+pub fn read_directory_document(body: &[u8]) -> Result<DirectoryDocument, String> {
     let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
     if !doc.is_object() {
         return Err("the directory is not a JSON object".into());
     }
-    let keys = doc
-        .get("keys")
-        .or_else(|| doc.get("jwks").and_then(|j| j.get("keys")))
-        .and_then(serde_json::Value::as_array)
-        .ok_or("the directory has no \"keys\" array")?;
+    let card = Card::from_json(&doc);
+    let scopes = [doc.get("web_bot_auth"), Some(&doc)];
+    let uri = scopes.iter().flatten().find_map(|s| s.get("jwks_uri").and_then(serde_json::Value::as_str));
+    let uri = uri.map(str::trim).filter(|u| !u.is_empty());
+    if uri.is_some() && doc.get("jwks").is_some() {
+        return Err("the card names both jwks and jwks_uri (RFC 7591 section 2 allows one)".into());
+    }
+    let listed = doc.get("keys").or_else(|| doc.get("jwks").and_then(|j| j.get("keys")));
+    match (listed, uri) {
+        (None, Some(uri)) => Ok(DirectoryDocument::JwksUri { uri: uri.to_owned(), card }),
+        _ => keys_with_card(listed, &card).map(DirectoryDocument::Keys),
+    }
+}
+
+/// Reads the JWKS a card's `jwks_uri` names: its Ed25519 keys, each with
+/// `card`'s members under its own. A JWKS that names a further `jwks_uri`
+/// instead of keys is refused (one indirection only).
+pub fn parse_card_jwks(body: &[u8], card: &Card) -> Result<HashMap<String, DirectoryKey>, String> {
+    let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the JWKS is not JSON: {e}"))?;
+    if !doc.is_object() {
+        return Err("the JWKS is not a JSON object".into());
+    }
+    keys_with_card(doc.get("keys"), card)
+}
+
+fn keys_with_card(keys: Option<&serde_json::Value>, card: &Card) -> Result<HashMap<String, DirectoryKey>, String> {
+    let keys = keys.and_then(serde_json::Value::as_array).ok_or("the directory has no \"keys\" array")?;
     if keys.len() > MAX_DIRECTORY_KEYS {
         return Err(format!("the directory lists {} keys, more than {MAX_DIRECTORY_KEYS}", keys.len()));
     }
-    let card = Card::from_json(&doc);
     let mut out = HashMap::new();
     for k in keys {
         if let Ok(parsed) = parse_ed25519_jwk(k) {

@@ -11,7 +11,8 @@
 //! names in `signature_agents` (e.g. `chatgpt.com` for `ChatGPT-User`);
 //! other directories are fetched only with `any_agent`, and their keys
 //! prove no token, unless their Signature Agent Card names one
-//! ([`crate::directory`]).
+//! ([`crate::directory`]). A card that names its keys by `jwks_uri`
+//! instead of listing them has that JWKS fetched with the same bounds.
 //!
 //! Fetches are bounded (draft-meunier-web-bot-auth-architecture, verifier
 //! rules): HTTPS only, no redirects, no private, loopback or link-local
@@ -27,7 +28,6 @@ use std::time::{Duration, Instant};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use ed25519_dalek::VerifyingKey;
-use sha2::{Digest, Sha256};
 
 use crate::directory::{self, Card, DirectoryKey, DirectorySignature};
 use crate::ranges::{IpPrefix, RangeTable};
@@ -431,7 +431,7 @@ impl Keys {
 
     async fn fetch(&self, url: &str) -> DirEntry {
         let fetched = Instant::now();
-        match fetch_directory(&self.inner.client, url, self.inner.fetch_timeout, self.inner.max_skew).await {
+        match self.fetch_directory(url).await {
             Ok((keys, ttl)) => {
                 tracing::debug!(directory = url, keys = keys.len(), ttl_s = ttl.as_secs(), "Fetched key directory");
                 DirEntry { keys: Ok(Arc::new(keys)), fetched, expires: fetched + ttl }
@@ -493,7 +493,7 @@ impl Keys {
                 );
                 continue;
             }
-            let fetched = match self.list_url_allowed(&uri) {
+            let fetched = match self.fetch_url_allowed(&uri) {
                 Err(e) => Err(e),
                 Ok(()) => tokio::time::timeout(self.inner.fetch_timeout, crate::lists::fetch(&self.inner.client, &uri))
                     .await
@@ -519,10 +519,11 @@ impl Keys {
         }
     }
 
-    /// Whether a card's `ips_uri` may be fetched: https (http with
-    /// `allow_http`), and an address literal only when public (a name is
-    /// checked when it resolves).
-    fn list_url_allowed(&self, uri: &str) -> Result<(), String> {
+    /// Whether a URL a card names (`ips_uri`, `jwks_uri`) may be fetched:
+    /// https (http with `allow_http`), and an address literal only when
+    /// public (a name is checked when it resolves, by the client's
+    /// resolver).
+    fn fetch_url_allowed(&self, uri: &str) -> Result<(), String> {
         let url = reqwest::Url::parse(uri).map_err(|e| format!("not a URL: {e}"))?;
         match url.scheme() {
             "https" => {}
@@ -608,9 +609,7 @@ pub fn parse_ed25519_jwk(jwk: &serde_json::Value) -> Result<ParsedJwk, String> {
 /// `{"crv":"Ed25519","kty":"OKP","x":"<x>"}` (the required members in
 /// lexicographic order, RFC 8037 section 2), base64url without padding.
 pub fn ed25519_thumbprint(key: &VerifyingKey) -> String {
-    let x = URL_SAFE_NO_PAD.encode(key.as_bytes());
-    let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
-    URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))
+    crawlgate_policy::verification::ed25519_x_thumbprint(&URL_SAFE_NO_PAD.encode(key.as_bytes()))
 }
 
 /// Reads a key directory (a JWKS, RFC 7517 section 5): its Ed25519 keys by
@@ -643,62 +642,116 @@ fn acceptable_media_type(content_type: &str) -> bool {
     essence == DIRECTORY_MEDIA_TYPE || essence == "application/json" || essence.ends_with("+json")
 }
 
-async fn fetch_directory(
-    client: &reqwest::Client,
-    url: &str,
-    timeout: Duration,
-    skew: Duration,
-) -> Result<(HashMap<String, DirectoryKey>, Duration), String> {
-    let request = client
+/// A fetched JSON document: its body, header and cache lifetime.
+struct Fetched {
+    body: Vec<u8>,
+    headers: reqwest::header::HeaderMap,
+    ttl: Duration,
+}
+
+/// One GET of a directory, card or JWKS with the directory bounds: status
+/// 200, a JSON media type, at most [`MAX_DIRECTORY_BYTES`] (the client
+/// brings the rest: no redirects, public addresses only, its timeout).
+async fn fetch_json(client: &reqwest::Client, url: &str) -> Result<Fetched, String> {
+    let mut resp = client
         .get(url)
         .header(reqwest::header::ACCEPT, format!("{DIRECTORY_MEDIA_TYPE}, application/json;q=0.9"))
-        .send();
-    let fetch = async {
-        let mut resp = request.await.map_err(|e| format!("fetching {url}: {e}"))?;
-        if resp.status() != reqwest::StatusCode::OK {
-            return Err(format!("fetching {url}: status {}", resp.status().as_u16()));
-        }
-        let headers = resp.headers().clone();
-        let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        if !acceptable_media_type(content_type) {
-            return Err(format!("fetching {url}: media type {content_type:?} is not {DIRECTORY_MEDIA_TYPE} or JSON"));
-        }
-        let ttl = directory_ttl(headers.get(reqwest::header::CACHE_CONTROL).and_then(|v| v.to_str().ok()));
-        if resp.content_length().is_some_and(|n| n > MAX_DIRECTORY_BYTES as u64) {
+        .send()
+        .await
+        .map_err(|e| format!("fetching {url}: {e}"))?;
+    if resp.status() != reqwest::StatusCode::OK {
+        return Err(format!("fetching {url}: status {}", resp.status().as_u16()));
+    }
+    let headers = resp.headers().clone();
+    let content_type = headers.get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !acceptable_media_type(content_type) {
+        return Err(format!("fetching {url}: media type {content_type:?} is not {DIRECTORY_MEDIA_TYPE} or JSON"));
+    }
+    let ttl = directory_ttl(headers.get(reqwest::header::CACHE_CONTROL).and_then(|v| v.to_str().ok()));
+    if resp.content_length().is_some_and(|n| n > MAX_DIRECTORY_BYTES as u64) {
+        return Err(format!("fetching {url}: the directory is larger than {MAX_DIRECTORY_BYTES} bytes"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading {url}: {e}"))? {
+        if body.len() + chunk.len() > MAX_DIRECTORY_BYTES {
             return Err(format!("fetching {url}: the directory is larger than {MAX_DIRECTORY_BYTES} bytes"));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading {url}: {e}"))? {
-            if body.len() + chunk.len() > MAX_DIRECTORY_BYTES {
-                return Err(format!("fetching {url}: the directory is larger than {MAX_DIRECTORY_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Fetched { body, headers, ttl })
+}
+
+/// The `host[:port]` of a URL, as a response signature covers it.
+fn url_authority(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(|h| u.port().map_or(h.to_owned(), |p| format!("{h}:{p}"))))
+        .unwrap_or_default()
+}
+
+/// Checks the response signature of a document fetched from `url` with
+/// the keys it lists (or its card's JWKS lists): a signed response is
+/// trusted only when a signature verifies
+/// (draft-meunier-http-message-signatures-directory).
+fn check_response_signature(
+    url: &str,
+    headers: &reqwest::header::HeaderMap,
+    keys: &HashMap<String, DirectoryKey>,
+    skew: Duration,
+) -> Result<(), String> {
+    let now = crate::wba::unix_seconds(std::time::SystemTime::now());
+    let skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX);
+    match directory::verify_directory_response(headers, &url_authority(url), keys, now, skew) {
+        DirectorySignature::Invalid { reason } => {
+            Err(format!("{url}: the directory's response signature is invalid, not trusted: {reason}"))
         }
-        let keys = directory::parse_directory_document(&body).map_err(|e| format!("{url}: {e}"))?;
-        // A directory that signs its response is trusted only when a
-        // signature verifies (draft-meunier-http-message-signatures-directory).
-        let authority = reqwest::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(|h| u.port().map_or(h.to_owned(), |p| format!("{h}:{p}"))))
-            .unwrap_or_default();
-        let now = crate::wba::unix_seconds(std::time::SystemTime::now());
-        let skew = i64::try_from(skew.as_secs()).unwrap_or(i64::MAX);
-        match directory::verify_directory_response(&headers, &authority, &keys, now, skew) {
-            DirectorySignature::Invalid { reason } => {
-                return Err(format!("{url}: the directory's response signature is invalid, not trusted: {reason}"))
-            }
-            DirectorySignature::Valid { keyid } => {
-                tracing::debug!(directory = url, keyid, "Key directory response signature verified");
-            }
-            DirectorySignature::Unsigned => {}
+        DirectorySignature::Valid { keyid } => {
+            tracing::debug!(directory = url, keyid, "Key directory response signature verified");
+            Ok(())
         }
-        Ok((keys, ttl))
-    };
-    // The client's own timeout covers the exchange; this one also bounds a
-    // server that trickles the body.
-    tokio::time::timeout(timeout, fetch)
-        .await
-        .unwrap_or_else(|_| Err(format!("fetching {url}: timed out after {} ms", timeout.as_millis())))
+        DirectorySignature::Unsigned => Ok(()),
+    }
+}
+
+impl Keys {
+    /// Fetches the directory at `url` and, when it is a Signature Agent
+    /// Card that names its keys by `jwks_uri`, that JWKS: both with the
+    /// directory bounds ([`fetch_json`], [`Keys::fetch_url_allowed`]), the
+    /// two within one `fetch_timeout`, cached for the shorter lifetime.
+    async fn fetch_directory(&self, url: &str) -> Result<(HashMap<String, DirectoryKey>, Duration), String> {
+        let client = &self.inner.client;
+        let skew = self.inner.max_skew;
+        let fetch = async {
+            let card = fetch_json(client, url).await?;
+            match directory::read_directory_document(&card.body).map_err(|e| format!("{url}: {e}"))? {
+                directory::DirectoryDocument::Keys(keys) => {
+                    check_response_signature(url, &card.headers, &keys, skew)?;
+                    Ok((keys, card.ttl))
+                }
+                directory::DirectoryDocument::JwksUri { uri, card: members } => {
+                    let jwks_url = reqwest::Url::parse(url)
+                        .and_then(|base| base.join(&uri))
+                        .map_err(|e| format!("{url}: jwks_uri {uri:?} is not a URL: {e}"))?
+                        .to_string();
+                    self.fetch_url_allowed(&jwks_url).map_err(|e| format!("{url}: jwks_uri {jwks_url}: {e}"))?;
+                    let jwks = fetch_json(client, &jwks_url).await?;
+                    let keys = directory::parse_card_jwks(&jwks.body, &members)
+                        .map_err(|e| format!("{url}: jwks_uri {jwks_url}: {e}"))?;
+                    // The card's own signature is made with a key its JWKS
+                    // lists; the JWKS may sign its response as well.
+                    check_response_signature(url, &card.headers, &keys, skew)?;
+                    check_response_signature(&jwks_url, &jwks.headers, &keys, skew)?;
+                    Ok((keys, card.ttl.min(jwks.ttl)))
+                }
+            }
+        };
+        // The client's own timeout covers each exchange; this one bounds
+        // the whole (a card and its JWKS, a server that trickles the body).
+        let timeout = self.inner.fetch_timeout;
+        tokio::time::timeout(timeout, fetch)
+            .await
+            .unwrap_or_else(|_| Err(format!("fetching {url}: timed out after {} ms", timeout.as_millis())))
+    }
 }
 
 #[cfg(test)]
@@ -800,6 +853,32 @@ mod tests {
             open.directory_for("http://127.0.0.1:8080").map(|d| d.url),
             Ok("http://127.0.0.1:8080/.well-known/http-message-signatures-directory".into())
         );
+    }
+
+    #[test]
+    fn card_urls_are_refused_like_directories() {
+        let strict = Keys::new(KeysConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        let rows: &[(&str, Result<(), &str>)] = &[
+            ("https://a.example/ips.json", Ok(())),
+            ("https://8.8.8.8/jwks.json", Ok(())),
+            ("http://a.example/ips.json", Err("the \"http\" scheme is not fetched (https only)")),
+            ("ftp://a.example/ips.json", Err("the \"ftp\" scheme is not fetched (https only)")),
+            ("file:///etc/passwd", Err("the \"file\" scheme is not fetched (https only)")),
+            ("https://127.0.0.1/jwks.json", Err("127.0.0.1 is not a public address")),
+            ("https://10.1.2.3/ips.json", Err("10.1.2.3 is not a public address")),
+            ("https://169.254.169.254/latest", Err("169.254.169.254 is not a public address")),
+            ("https://[::1]:8443/jwks.json", Err("::1 is not a public address")),
+            ("https://[::ffff:192.168.0.1]/jwks.json", Err("::ffff:192.168.0.1 is not a public address")),
+            ("not a url", Err("not a URL: relative URL without a base")),
+        ];
+        for (uri, want) in rows {
+            assert_eq!(strict.fetch_url_allowed(uri), want.map_err(str::to_owned), "{uri}");
+        }
+        // The test-only allowances open exactly what they name.
+        let open = Keys::new(KeysConfig { allow_http: true, allow_private: true, ..KeysConfig::default() })
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(open.fetch_url_allowed("http://127.0.0.1:8080/jwks.json"), Ok(()));
+        assert!(open.fetch_url_allowed("ftp://127.0.0.1/x").is_err());
     }
 
     #[test]

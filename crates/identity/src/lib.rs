@@ -75,6 +75,10 @@ pub enum Evidence {
     BadSignature {
         /// What is wrong.
         reason: String,
+        /// Whether its fields cannot even be parsed
+        /// ([`wba::unparsable`]): a malformed request rather than a wrong
+        /// signature.
+        unparsable: bool,
     },
     /// The signing key could not be obtained.
     UnknownKey {
@@ -119,7 +123,8 @@ impl fmt::Display for Evidence {
             Evidence::RdnsMismatch { detail } => write!(f, "rdns mismatch: {detail}"),
             Evidence::RdnsFailed { reason } => write!(f, "rdns failed: {reason}"),
             Evidence::Key { keyid } => write!(f, "keyid {keyid}"),
-            Evidence::BadSignature { reason } => write!(f, "invalid signature: {reason}"),
+            Evidence::BadSignature { reason, unparsable: false } => write!(f, "invalid signature: {reason}"),
+            Evidence::BadSignature { reason, unparsable: true } => write!(f, "unparsable signature: {reason}"),
             Evidence::UnknownKey { reason } => write!(f, "unknown key: {reason}"),
             Evidence::Replayed { keyid } => write!(f, "replayed signature by keyid {keyid}"),
             Evidence::ReplayCacheFull => f.write_str("replay cache full"),
@@ -479,7 +484,10 @@ impl Verifier {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::Key { keyid }));
                 }
                 SignatureCheck::Invalid { reason } => {
-                    acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason }));
+                    // Only an invalid signature is looked at again, so a
+                    // valid one is parsed once.
+                    let unparsable = wba::unparsable(req.headers).is_some();
+                    acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable }));
                 }
                 SignatureCheck::UnknownKey { reason } => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::UnknownKey { reason }));

@@ -172,6 +172,83 @@ pub fn verify_cached(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) -> O
     }
 }
 
+/// Why the request's signature fields cannot be parsed, if they cannot:
+/// `Signature-Input` is not an RFC 9651 dictionary (or is longer than
+/// [`MAX_FIELD_BYTES`]); or it has a `tag="web-bot-auth"` member whose
+/// covered components are not strings or whose `keyid`, `alg`, `nonce`,
+/// `tag` (strings) or `created`, `expires` (integers) have another type
+/// (RFC 9421 section 2.3), and `Signature` is missing, not a dictionary,
+/// or has no Byte Sequence for that label (RFC 9421 section 4.2).
+///
+/// A request with such fields is malformed rather than wrongly signed
+/// (draft-meunier-web-bot-auth-architecture: a verifier answers 400 to
+/// headers it cannot parse); what it gets is the policy's call
+/// (`crawlgate_policy::verification::refuses_unparsable_signature`). A
+/// `Signature` without `Signature-Input` is not judged: it may be another
+/// scheme's (draft-cavage-http-signatures).
+pub fn unparsable(headers: &http::HeaderMap) -> Option<String> {
+    let input = match field(headers, "signature-input") {
+        Err(e) => return Some(e),
+        Ok(None) => return None,
+        Ok(Some(v)) => v,
+    };
+    let input: Dictionary = match Parser::new(&input).parse() {
+        Ok(d) => d,
+        Err(e) => return Some(format!("Signature-Input is not a structured-field dictionary: {e}")),
+    };
+    let tagged: Vec<(String, sfv::InnerList)> = input
+        .into_iter()
+        .filter_map(|(label, entry)| match entry {
+            ListEntry::InnerList(list)
+                if list.params.get("tag").and_then(BareItem::as_string).is_some_and(|t| t.as_str() == TAG) =>
+            {
+                Some((label.as_str().to_owned(), list))
+            }
+            _ => None,
+        })
+        .collect();
+    if tagged.is_empty() {
+        return None;
+    }
+    for (label, list) in &tagged {
+        if list.items.iter().any(|i| i.bare_item.as_string().is_none()) {
+            return Some(format!("Signature-Input {label}: a covered component is not a string"));
+        }
+        for (name, want_string) in
+            [("keyid", true), ("alg", true), ("nonce", true), ("created", false), ("expires", false)]
+        {
+            let ok = match list.params.get(name) {
+                None => true,
+                Some(v) if want_string => v.as_string().is_some(),
+                Some(v) => v.as_integer().is_some(),
+            };
+            if !ok {
+                let kind = if want_string { "a string" } else { "an integer" };
+                return Some(format!("Signature-Input {label}: {name} is not {kind}"));
+            }
+        }
+    }
+    let signatures = match field(headers, "signature") {
+        Err(e) => return Some(e),
+        Ok(None) => {
+            return Some("Signature-Input has a web-bot-auth signature but there is no Signature header".into())
+        }
+        Ok(Some(v)) => v,
+    };
+    let signatures: Dictionary = match Parser::new(&signatures).parse() {
+        Ok(d) => d,
+        Err(e) => return Some(format!("Signature is not a structured-field dictionary: {e}")),
+    };
+    for (label, _) in &tagged {
+        match signatures.get(label.as_str()) {
+            Some(ListEntry::Item(Item { bare_item: BareItem::ByteSequence(_), .. })) => {}
+            Some(_) => return Some(format!("Signature {label} is not a byte sequence")),
+            None => return Some(format!("Signature has no member {label}")),
+        }
+    }
+    None
+}
+
 /// Checks the RFC 9421 signature under `label` with `key`, without the Web
 /// Bot Auth profile (no tag, time or coverage rules): the plain
 /// verification of RFC 9421 section 3.2.

@@ -291,6 +291,95 @@ pub fn content_signal(policy: &crate::Policy, controls: &crate::UrlControls) -> 
         .or_else(|| policy.content_signal().map(str::to_string))
 }
 
+/// The suffix that marks the Markdown representation's entity-tag.
+const MARKDOWN_TAG_SUFFIX: &str = "-md";
+
+/// One entity-tag (RFC 9110 section 8.8.3): `W/` or not, and its opaque
+/// part without the quotes.
+fn entity_tags(value: &str) -> Option<Vec<(bool, &str)>> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        if rest.is_empty() {
+            return Some(out);
+        }
+        let weak = rest.starts_with("W/");
+        let quoted = rest.strip_prefix("W/").unwrap_or(rest).strip_prefix('"')?;
+        let end = quoted.find('"')?;
+        let opaque = &quoted[..end];
+        // etagc: %x21 / %x23-7E / obs-text.
+        if opaque.bytes().any(|b| b < 0x21 || b == 0x7f) {
+            return None;
+        }
+        out.push((weak, opaque));
+        rest = &quoted[end + 1..];
+        if !(rest.is_empty() || rest.starts_with([' ', '\t', ','])) {
+            return None;
+        }
+    }
+}
+
+/// The entity-tag of the Markdown made from a page whose `ETag` is `etag`:
+/// the page's opaque tag with `-md` appended, weak (RFC 9110 section
+/// 8.8.3: a representation of its own needs a validator of its own, and a
+/// converted body is not byte-identical to anything the origin stored).
+/// `None` for a value that is not one entity-tag.
+pub fn markdown_etag(etag: &str) -> Option<String> {
+    match entity_tags(etag)?.as_slice() {
+        [(_, opaque)] => Some(format!("W/\"{opaque}{MARKDOWN_TAG_SUFFIX}\"")),
+        _ => None,
+    }
+}
+
+/// What to send the origin for a precondition field of a request that
+/// negotiated Markdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    /// Leave the field as it is (`*`, or a value that does not parse: the
+    /// origin judges it).
+    Keep,
+    /// Send this value instead.
+    Replace(String),
+    /// Remove the field.
+    Remove,
+}
+
+/// Maps an `If-None-Match` (`if_match` false) or `If-Match` (`if_match`
+/// true) of a request that negotiated Markdown onto the origin's
+/// validators: an entity-tag of the Markdown ([`markdown_etag`]) becomes
+/// the page's, so the origin can answer 304 (or 412) for it. Any other
+/// entity-tag names another representation (the HTML): If-None-Match drops
+/// it, since the HTML being current says nothing of a Markdown copy the
+/// client holds; If-Match keeps it (it never matches a weak Markdown tag,
+/// RFC 9110 section 13.1.1, and must fail as it would have).
+pub fn origin_precondition(value: &str, if_match: bool) -> Precondition {
+    if value.trim() == "*" {
+        return Precondition::Keep;
+    }
+    let Some(tags) = entity_tags(value) else { return Precondition::Keep };
+    let mapped: Vec<String> = tags
+        .iter()
+        .filter_map(|(weak, opaque)| {
+            let w = if *weak { "W/" } else { "" };
+            match opaque.strip_suffix(MARKDOWN_TAG_SUFFIX) {
+                Some(page) => Some(format!("{w}\"{page}\"")),
+                None if if_match => Some(format!("{w}\"{opaque}\"")),
+                None => None,
+            }
+        })
+        .collect();
+    if mapped.is_empty() {
+        return Precondition::Remove;
+    }
+    let joined = mapped.join(", ");
+    if joined == value {
+        Precondition::Keep
+    } else {
+        Precondition::Replace(joined)
+    }
+}
+
 /// The `[markdown]` table as written.
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -376,6 +465,52 @@ pub(crate) fn compile(raw: &RawMarkdown) -> (MarkdownSettings, Vec<(usize, Strin
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn markdown_entity_tags_are_their_own() {
+        let rows = [
+            ("\"p1\"", Some("W/\"p1-md\"")),
+            ("W/\"p1\"", Some("W/\"p1-md\"")),
+            ("W/\"\"", Some("W/\"-md\"")),
+            ("\"a\", \"b\"", None),
+            ("p1", None),
+            ("\"p1", None),
+            ("\"p 1\"", None),
+            ("", None),
+        ];
+        for (etag, want) in rows {
+            assert_eq!(markdown_etag(etag).as_deref(), want, "{etag:?}");
+        }
+    }
+
+    #[test]
+    fn preconditions_map_markdown_tags_to_the_page() {
+        use Precondition::{Keep, Remove, Replace};
+        let r = |s: &str| Replace(s.to_string());
+        let rows: &[(&str, bool, Precondition)] = &[
+            ("W/\"p1-md\"", false, r("W/\"p1\"")),
+            ("\"p1-md\"", false, r("\"p1\"")),
+            ("W/\"p1\"", false, Remove),
+            ("\"p1\", W/\"p2-md\"", false, r("W/\"p2\"")),
+            ("W/\"a-md\",W/\"b-md\"", false, r("W/\"a\", W/\"b\"")),
+            ("*", false, Keep),
+            ("garbage", false, Keep),
+            ("W/\"p1-md\"", true, r("W/\"p1\"")),
+            ("\"p1\"", true, Keep),
+            ("\"p1\", \"p2-md\"", true, r("\"p1\", \"p2\"")),
+            ("*", true, Keep),
+        ];
+        for (value, if_match, want) in rows {
+            assert_eq!(origin_precondition(value, *if_match), *want, "{value:?} {if_match}");
+        }
+        // What the origin gets back is what it sent, for a tag that went
+        // through markdown_etag.
+        for etag in ["\"p1\"", "W/\"x-y\""] {
+            let md = markdown_etag(etag).unwrap_or_default();
+            let back = origin_precondition(&md, false);
+            assert_eq!(back, r(&format!("W/{}", etag.trim_start_matches("W/"))), "{etag}");
+        }
+    }
 
     fn settings(toml: &str) -> Result<MarkdownSettings, Vec<(usize, String)>> {
         let raw: RawMarkdown = toml::from_str(toml).unwrap();

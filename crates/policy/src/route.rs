@@ -49,6 +49,11 @@ pub enum BadRequest {
     /// A protocol upgrade `[server] upgrades` does not allow.
     #[error("{}", .0.refusal())]
     Upgrade(Upgrades),
+    /// Web Bot Auth signature fields that cannot be parsed, on a request
+    /// that claims a group verified by signature only
+    /// (`verification::check_signature_fields`).
+    #[error("the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): {0}")]
+    UnparsableSignature(String),
 }
 
 /// `[server] upgrades`: which protocol upgrades (RFC 9110 section 7.8) a

@@ -438,15 +438,37 @@ pub fn accept_signature(components: &[String], keyid: Option<&str>) -> String {
     out
 }
 
+/// What a request whose Web Bot Auth signature fields cannot be parsed
+/// (`unparsable`: why) gets, for the `verify` mode of the group it claims
+/// (`None`: it claims no token). draft-meunier-web-bot-auth-architecture's
+/// verifier rules answer such headers with 400: here when the group
+/// verifies by signature only, where a signature is the one way in and a
+/// malformed one is the client's error to report rather than a spoofing to
+/// serve the `*` group. Elsewhere (another mode, no claim) the request goes
+/// on, its signature counted `invalid` like any wrong one.
+pub fn check_signature_fields(claimed: Option<VerifyMode>, unparsable: Option<&str>) -> Result<(), crate::BadRequest> {
+    match (claimed, unparsable) {
+        (Some(VerifyMode::Signature), Some(why)) => Err(crate::BadRequest::UnparsableSignature(why.to_owned())),
+        _ => Ok(()),
+    }
+}
+
 /// The RFC 7638 thumbprint of an Ed25519 JWK (the `keyid` Web Bot Auth
 /// uses): base64url of SHA-256 over `{"crv":"Ed25519","kty":"OKP","x":..}`;
 /// `None` for a JWK without an `x` string.
 pub fn ed25519_jwk_thumbprint(jwk: &str) -> Option<String> {
-    use sha2::Digest as _;
     let v: serde_json::Value = serde_json::from_str(jwk).ok()?;
-    let x = v.get("x")?.as_str()?;
+    Some(ed25519_x_thumbprint(v.get("x")?.as_str()?))
+}
+
+/// The RFC 7638 thumbprint of the Ed25519 key whose `x` member (RFC 8037
+/// section 2, unpadded base64url) is `x`: SHA-256 over the required members
+/// in lexicographic order, base64url without padding. The one copy:
+/// `crawlgate-identity` names the keys it reads with it too.
+pub fn ed25519_x_thumbprint(x: &str) -> String {
+    use sha2::Digest as _;
     let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
-    Some(base64url(&sha2::Sha256::digest(canonical.as_bytes())))
+    base64url(&sha2::Sha256::digest(canonical.as_bytes()))
 }
 
 /// Unpadded base64url (RFC 4648 section 5).
@@ -551,6 +573,28 @@ mod tests {
             // A valid RFC 9651 dictionary, as RFC 9421 section 5.1 defines the field.
             assert!(sfv::Parser::new(got.as_bytes()).parse::<sfv::Dictionary>().is_ok(), "{got}");
         }
+    }
+
+    #[test]
+    fn unparsable_signatures_get_400_only_where_a_signature_is_required() {
+        let why = "Signature-Input is not a structured-field dictionary";
+        let refused = Err(crate::BadRequest::UnparsableSignature(why.to_owned()));
+        let rows = [
+            (Some(VerifyMode::Signature), Some(why), refused.clone()),
+            (Some(VerifyMode::Signature), None, Ok(())),
+            (Some(VerifyMode::Any), Some(why), Ok(())),
+            (Some(VerifyMode::Ip), Some(why), Ok(())),
+            (Some(VerifyMode::Rdns), Some(why), Ok(())),
+            (Some(VerifyMode::None), Some(why), Ok(())),
+            (None, Some(why), Ok(())),
+        ];
+        for (claimed, unparsable, want) in rows {
+            assert_eq!(check_signature_fields(claimed, unparsable), want, "{claimed:?} {unparsable:?}");
+        }
+        assert_eq!(
+            refused.err().map(|e| e.to_string()).as_deref(),
+            Some("the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): Signature-Input is not a structured-field dictionary")
+        );
     }
 
     #[test]

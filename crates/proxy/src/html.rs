@@ -292,6 +292,25 @@ pub fn begin(
     growth: Option<usize>,
     metrics: &Metrics,
 ) -> Result<Option<HtmlStream>> {
+    let chunked = adjust_headers(resp, encoding, changes, growth)?;
+    if head {
+        return Ok(None);
+    }
+    metrics.html_rewrite(mode);
+    let decoder = encoding.map(Decoder::new);
+    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false, chunked }))
+}
+
+/// The header changes of a response whose body a transform takes (see
+/// [`begin`]): framing, ranges, digests, a weak ETag, the removed coding.
+/// Alone for a HEAD, which gets the headers a GET would and no transform.
+/// Returns whether the body is now sent chunked.
+pub fn adjust_headers(
+    resp: &mut ResponseHeader,
+    encoding: Option<Encoding>,
+    changes: bool,
+    growth: Option<usize>,
+) -> Result<bool> {
     let mut chunked = false;
     // A decoded body changes even when the transform changes nothing.
     if changes || encoding.is_some() {
@@ -339,12 +358,7 @@ pub fn begin(
         // rewritten body is compressed again for a client that asks.
         vary_on_encoding(resp)?;
     }
-    if head {
-        return Ok(None);
-    }
-    metrics.html_rewrite(mode);
-    let decoder = encoding.map(Decoder::new);
-    Ok(Some(HtmlStream { inner: Mutex::new(Inner { transform, decoder }), mode, bailed: false, chunked }))
+    Ok(chunked)
 }
 
 /// The body chunks one call of the body filter hands on, joined: one chunk

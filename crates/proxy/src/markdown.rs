@@ -5,6 +5,12 @@
 //! The decisions are the policy's; this module reads headers and writes
 //! them.
 //!
+//! The Markdown has a validator of its own (`policy::markdown::markdown_etag`:
+//! the page's tag with `-md`), and a Markdown request's `If-None-Match` /
+//! `If-Match` carrying it is mapped back to the page's before it reaches
+//! the origin, so a 304 (or 412) is the origin's answer for both
+//! representations.
+//!
 //! `x-markdown-tokens` is not sent: the headers go out before the body
 //! has streamed, so the size of the Markdown is not known then, and an
 //! estimate from the HTML's length would be a guess about another text.
@@ -13,7 +19,7 @@
 use std::sync::Arc;
 
 use crawlgate_html::markdown::{MarkdownConfig, MarkdownConverter, PageInfo};
-use crawlgate_policy::markdown::{guard, is_ai, Negotiation};
+use crawlgate_policy::markdown::{guard, is_ai, markdown_etag, origin_precondition, Negotiation, Precondition};
 use crawlgate_policy::{Policy, UrlControls};
 use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
@@ -38,8 +44,43 @@ pub fn config(policy: &Policy) -> Option<Arc<MarkdownConfig>> {
 }
 
 /// The request side: whether this request on `path` (canonical) gets
-/// Markdown, HTML that varies by Accept, or is not concerned.
-pub fn negotiate(policy: &Policy, session: &Session, path: &str) -> Negotiation {
+/// Markdown, HTML that varies by Accept, or is not concerned. A request
+/// that gets Markdown has its preconditions mapped onto the page's
+/// validators ([`origin_preconditions`]).
+pub fn negotiate(policy: &Policy, session: &mut Session, path: &str) -> Negotiation {
+    let negotiated = negotiation(policy, session, path);
+    if negotiated == Negotiation::Markdown {
+        origin_preconditions(session.req_header_mut());
+    }
+    negotiated
+}
+
+/// Rewrites `If-None-Match` and `If-Match` of a request that negotiated
+/// Markdown for the origin (`policy::markdown::origin_precondition`); the
+/// origin's copy of the request is made from this one.
+fn origin_preconditions(req: &mut pingora::http::RequestHeader) {
+    for (name, if_match) in [(header::IF_NONE_MATCH, false), (header::IF_MATCH, true)] {
+        let lines: Vec<String> =
+            req.headers.get_all(&name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect();
+        if lines.is_empty() {
+            continue;
+        }
+        match origin_precondition(&lines.join(", "), if_match) {
+            Precondition::Keep => {}
+            Precondition::Remove => {
+                req.remove_header(&name);
+            }
+            Precondition::Replace(value) => {
+                // Built from the client's own tags: a valid field value.
+                if req.insert_header(name.clone(), value).is_err() {
+                    req.remove_header(&name);
+                }
+            }
+        }
+    }
+}
+
+fn negotiation(policy: &Policy, session: &Session, path: &str) -> Negotiation {
     let Some(settings) = policy.settings().markdown.as_ref() else { return Negotiation::NotCovered };
     let req = session.req_header();
     let mut values = req.headers.get_all(header::ACCEPT).iter();
@@ -74,9 +115,12 @@ fn values(resp: &ResponseHeader, name: &HeaderName) -> Vec<String> {
 }
 
 /// Adds `Vary: Accept` to a 2xx HTML response of a path that converts (the
-/// Markdown and the HTML both vary by it), merged with the origin's Vary.
+/// Markdown and the HTML both vary by it), merged with the origin's Vary,
+/// and to a 304 there (RFC 9110 section 15.4.5: a 304 carries the Vary the
+/// 200 would have; it has no Content-Type to tell HTML by).
 pub fn vary(resp: &mut ResponseHeader) -> Result<()> {
-    if !resp.status.is_success() || !crate::html::is_html(resp) {
+    let not_modified = resp.status == http::StatusCode::NOT_MODIFIED;
+    if !not_modified && (!resp.status.is_success() || !crate::html::is_html(resp)) {
         return Ok(());
     }
     let listed = resp.headers.get_all(header::VARY).iter().any(|v| {
@@ -109,6 +153,12 @@ pub fn start(
     let (Some(settings), Some(config)) = (policy.settings().markdown.as_ref(), config) else {
         return Ok(Outcome::NotConverted);
     };
+    // The origin matched the page's tag the Markdown one was mapped to
+    // (`negotiate`): the 304 names the Markdown's.
+    if resp.status == http::StatusCode::NOT_MODIFIED {
+        markdown_validator(resp)?;
+        return Ok(Outcome::NotConverted);
+    }
     let (encoding, charset) = match Page::of(resp, metrics, path) {
         Some(page) => (page.encoding, page.charset().map(str::to_string)),
         None => return Ok(Outcome::NotConverted),
@@ -142,21 +192,95 @@ pub fn start(
         robots: (!robots.is_empty()).then(|| robots.join(", ")),
         content_usage: (!usage.is_empty()).then(|| usage.join(", ")),
     };
-    let converter = match MarkdownConverter::new(config, page, charset.as_deref()) {
-        Ok(c) => c,
-        Err(e) => {
+    let head = session.req_header().method == http::Method::HEAD;
+    // A HEAD gets the headers the GET would, without the converter (its
+    // lol_html rewriter and state) built only to be dropped.
+    let converter = match head {
+        true if readable_charset(charset.as_deref()) => None,
+        false => match MarkdownConverter::new(config, page, charset.as_deref()) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                metrics.html_passthrough(Passthrough::Charset);
+                tracing::info!(path, error = %e, "HTML served instead of Markdown: charset cannot be read");
+                return Ok(Outcome::NotConverted);
+            }
+        },
+        true => {
             metrics.html_passthrough(Passthrough::Charset);
-            tracing::info!(path, error = %e, "HTML served instead of Markdown: charset cannot be read");
             return Ok(Outcome::NotConverted);
         }
     };
     let signal = crawlgate_policy::markdown::content_signal(policy, controls);
-    let head = session.req_header().method == http::Method::HEAD;
-    let stream =
-        crate::html::begin(head, resp, encoding, Transform::Markdown(converter), "markdown", true, None, metrics)?;
+    let stream = match converter {
+        Some(c) => crate::html::begin(false, resp, encoding, Transform::Markdown(c), "markdown", true, None, metrics)?,
+        None => {
+            crate::html::adjust_headers(resp, encoding, true, None)?;
+            None
+        }
+    };
+    markdown_validator(resp)?;
     resp.insert_header(header::CONTENT_TYPE, "text/markdown; charset=utf-8")?;
     if let Some(signal) = signal {
         resp.insert_header(CONTENT_SIGNAL.clone(), signal)?;
     }
     Ok(Outcome::Converted(stream.map(Box::new)))
+}
+
+/// Gives the response the Markdown's own validator in place of the page's
+/// `ETag` (`policy::markdown::markdown_etag`); an `ETag` that is not one
+/// entity-tag is removed rather than shared.
+fn markdown_validator(resp: &mut ResponseHeader) -> Result<()> {
+    let Some(etag) = resp.headers.get(header::ETAG) else { return Ok(()) };
+    match markdown_etag(&String::from_utf8_lossy(etag.as_bytes())) {
+        Some(tag) => {
+            resp.insert_header(header::ETAG, tag)?;
+        }
+        None => {
+            resp.remove_header(&header::ETAG);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the converter can read a body labelled `charset`: what
+/// `MarkdownConverter::new` accepts (no label, or a label naming an
+/// ASCII-compatible encoding), decided without building one.
+fn readable_charset(charset: Option<&str>) -> bool {
+    match charset.map(str::trim).filter(|l| !l.is_empty()) {
+        None => true,
+        Some(label) => encoding_rs::Encoding::for_label(label.as_bytes()).is_some_and(|e| e.is_ascii_compatible()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_charsets_are_those_the_converter_takes() {
+        let config = Arc::new(MarkdownConfig::default());
+        let labels = [
+            None,
+            Some(""),
+            Some(" "),
+            Some("utf-8"),
+            Some("UTF-8"),
+            Some("iso-8859-1"),
+            Some("windows-1252"),
+            Some("shift_jis"),
+            Some("euc-jp"),
+            Some("gb18030"),
+            Some("utf-16"),
+            Some("utf-16le"),
+            Some("UTF-16BE"),
+            Some("iso-2022-jp"),
+            Some("replacement"),
+            Some("x-user-defined"),
+            Some("no-such-charset"),
+        ];
+        for label in labels {
+            let built = MarkdownConverter::new(&config, PageInfo::default(), label).is_ok();
+            assert_eq!(readable_charset(label), built, "{label:?}");
+        }
+    }
 }

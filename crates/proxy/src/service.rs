@@ -325,6 +325,12 @@ impl ProxyHttp for Gate {
         let Verdict { verification, evidence, signed_token, signed_components, signature } = verdict;
         ctx.signature = signature;
         let replayed = matches!(evidence, Evidence::Replayed { .. });
+        let unparsable = match &evidence {
+            Evidence::BadSignature { reason, unparsable: true } => Some(reason.clone()),
+            _ => None,
+        };
+        let fields =
+            crawlgate_policy::verification::check_signature_fields(claim.map(|c| c.verify), unparsable.as_deref());
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
         let identity = Identity { verification, proven: signed_token.as_deref(), replayed };
@@ -333,7 +339,7 @@ impl ProxyHttp for Gate {
         let wire = client_target_with_fragment(session);
         let raw_target = wire.as_deref().unwrap_or(req.raw_path());
         let upgrade_ok = upgrade.is_ok();
-        let route = match upgrade {
+        let route = match upgrade.and(fields) {
             Err(why) => Route::BadRequest(why),
             Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
         };

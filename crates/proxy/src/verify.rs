@@ -61,6 +61,12 @@ pub fn restart_only(policy: &Policy) -> (&'static str, String) {
     ("verification", key)
 }
 
+/// Whether the request has RFC 9421 signature fields to check: a
+/// `Signature-Input` (a `Signature` alone may be another scheme's).
+fn signed(req: &RequestHeader) -> bool {
+    req.headers.contains_key("signature-input")
+}
+
 /// The `@authority` of a request (RFC 9421 section 2.2.3): the target's
 /// authority, else the Host field, lower-cased.
 fn authority(req: &RequestHeader) -> String {
@@ -84,8 +90,9 @@ pub async fn verify(
     if !policy.settings().verification.enabled {
         return Verdict::default();
     }
-    let signed = req.headers.contains_key("signature") && req.headers.contains_key("signature-input");
-    if !signed {
+    // A Signature-Input alone is checked too: without its Signature it
+    // is a malformed signature, not an unsigned request.
+    if !signed(req) {
         let Some(claim) = claim else { return Verdict::default() };
         if let Some(v) = verifier.verify_cached(&claim, ip) {
             return v;
@@ -127,7 +134,7 @@ pub fn observe(
     if !policy.settings().verification.enabled {
         return Some(Observation::Done(Verdict::default()));
     }
-    if req.headers.contains_key("signature") && req.headers.contains_key("signature-input") {
+    if signed(req) {
         return None;
     }
     if let Some(v) = verifier.verify_cached(&claim, ip) {

@@ -1,0 +1,155 @@
+//! Markdown and conditional requests against a real origin that evaluates
+//! them (nginx serving a static page, with its strong ETag): the Markdown
+//! has a validator of its own, a Markdown request's If-None-Match with it
+//! gets the origin's 304 (mapped back to the page's tag on the way), one
+//! with the page's tag does not, every 304 of a converted path says
+//! `Vary: Accept`, and a HEAD gets the GET's headers.
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crawlgate_e2e::proxy::{free_port, wait_for, Proxy};
+use crawlgate_testkit::http::{exchange, RawResponse};
+use crawlgate_testkit::temp::TempDir;
+
+const PAGE: &str = "<!doctype html><html><head><title>Cached page</title></head>\n\
+<body><main><h1>Cached</h1>\n<p>Same bytes, two representations.</p></main></body></html>\n";
+
+const RULES: &str = "[[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\n\n[markdown]\npaths = [\"/page.html\"]\n";
+
+/// nginx serving `PAGE` at `/page.html` from a temporary root
+/// (`daemon off; master_process off;`); killed when dropped.
+struct StaticNginx {
+    addr: SocketAddr,
+    child: Option<Child>,
+    _dir: TempDir,
+}
+
+impl StaticNginx {
+    fn start() -> StaticNginx {
+        let bin =
+            ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.is_file()).unwrap_or_else(
+                || panic!("nginx is not installed: run scripts/prereqs (it installs Debian's nginx-light)"),
+            );
+        let dir = TempDir::new("nginx-static");
+        std::fs::create_dir_all(dir.join("root")).unwrap_or_else(|e| panic!("{e}"));
+        dir.write("root/page.html", PAGE);
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+        let d = dir.path().display();
+        let configure = Command::new(&bin).arg("-V").output().map(|o| o.stderr).unwrap_or_default();
+        let configure = String::from_utf8_lossy(&configure);
+        let temp: String = ["fastcgi", "uwsgi", "scgi"]
+            .into_iter()
+            .filter(|m| !configure.contains(&format!("--without-http_{m}_module")))
+            .map(|m| format!("    {m}_temp_path {d}/{m};\n"))
+            .collect();
+        let conf = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+             events {{ worker_connections 64; }}\n\
+             http {{\n    access_log off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n{temp}\
+             \x20   types {{ text/html html; }}\n    charset utf-8;\n\
+             \x20   server {{\n        listen {addr};\n        root {d}/root;\n    }}\n}}\n"
+        );
+        let conf_path = dir.write("nginx.conf", conf);
+        let child = Command::new(&bin)
+            .arg("-p")
+            .arg(dir.path())
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-c")
+            .arg(&conf_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let mut nginx = StaticNginx { addr, child: Some(child), _dir: dir };
+        let started = wait_for("nginx to listen", Duration::from_secs(10), || {
+            if let Some(status) = nginx.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                return Some(Err(status));
+            }
+            TcpStream::connect(addr).is_ok().then_some(Ok(()))
+        });
+        if let Err(status) = started {
+            panic!("nginx exited with {status}");
+        }
+        nginx
+    }
+}
+
+impl Drop for StaticNginx {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)]) -> RawResponse {
+    let mut req = format!("{method} /page.html HTTP/1.1\r\nHost: test.example\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let raw = exchange(addr, req.as_bytes(), Duration::from_secs(20));
+    let no_body = method == "HEAD" || raw.starts_with(b"HTTP/1.1 304");
+    RawResponse::parse(&raw, no_body)
+        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(&raw[..raw.len().min(500)])))
+}
+
+const MD: (&str, &str) = ("Accept", "text/markdown");
+
+#[test]
+fn markdown_has_its_own_validator_and_conditional_requests_work_for_both() {
+    let nginx = StaticNginx::start();
+    let proxy = Proxy::start(nginx.addr, RULES);
+
+    // The origin's own tag, strong, on the HTML.
+    let html = send(proxy.addr, "GET", &[]);
+    assert_eq!(html.status, 200);
+    assert_eq!(String::from_utf8_lossy(&html.body), PAGE);
+    let page_tag = html.header("etag").map(str::to_owned).unwrap_or_else(|| panic!("no ETag from nginx"));
+    assert!(page_tag.starts_with('"') && page_tag.ends_with('"'), "{page_tag}");
+    let md_tag = format!("W/{}-md\"", page_tag.trim_end_matches('"'));
+
+    // The Markdown: its own weak tag.
+    let md = send(proxy.addr, "GET", &[MD]);
+    assert_eq!(md.status, 200);
+    assert_eq!(md.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(md.header("etag"), Some(md_tag.as_str()));
+    assert!(String::from_utf8_lossy(&md.body).contains("# Cached\n"), "{:?}", md.body);
+
+    // Revalidating the Markdown: the origin's 304, with the Markdown's tag
+    // and the Vary of the 200.
+    let not_modified = send(proxy.addr, "GET", &[MD, ("If-None-Match", &md_tag)]);
+    assert_eq!(not_modified.status, 304);
+    assert_eq!(not_modified.header("etag"), Some(md_tag.as_str()));
+    assert_eq!(not_modified.all("vary"), ["Accept"]);
+    // Among other tags too.
+    let listed = format!("\"other\", {md_tag}");
+    assert_eq!(send(proxy.addr, "GET", &[MD, ("If-None-Match", &listed)]).status, 304);
+
+    // Revalidating the HTML: the origin's 304 as it sent it, plus Vary.
+    let not_modified = send(proxy.addr, "GET", &[("If-None-Match", &page_tag)]);
+    assert_eq!(not_modified.status, 304);
+    assert_eq!(not_modified.header("etag"), Some(page_tag.as_str()));
+    assert_eq!(not_modified.all("vary"), ["Accept"]);
+
+    // One representation's tag does not validate the other.
+    let crossed = send(proxy.addr, "GET", &[MD, ("If-None-Match", &page_tag)]);
+    assert_eq!((crossed.status, crossed.header("content-type")), (200, Some("text/markdown; charset=utf-8")));
+    assert_eq!(crossed.header("etag"), Some(md_tag.as_str()));
+    let crossed = send(proxy.addr, "GET", &[("If-None-Match", &md_tag)]);
+    assert_eq!((crossed.status, crossed.body.as_slice()), (200, PAGE.as_bytes()));
+
+    // HEAD: the GET's headers, no body.
+    let head = send(proxy.addr, "HEAD", &[MD]);
+    assert_eq!(head.status, 200);
+    assert_eq!(head.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(head.header("etag"), Some(md_tag.as_str()));
+    assert_eq!(head.header("content-length"), None);
+    assert!(head.body.is_empty());
+}
