@@ -393,4 +393,8 @@ fn unparsable_signature_fields_get_400_where_a_signature_is_required() {
     );
     assert!(l[3].contains(" evidence=\"invalid signature: "), "{}", l[3]);
     assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some(cases.len().to_string()));
+    // The rules stay readable: robots.txt is served whatever the fields.
+    let (got, _, body) = send(&proxy, "/robots.txt", "ExampleBot/1.0", &garbage);
+    assert_eq!(got, 200, "{body}");
+    assert!(body.contains("User-agent: ExampleBot"), "{body}");
 }

@@ -339,9 +339,18 @@ impl ProxyHttp for Gate {
         let wire = client_target_with_fragment(session);
         let raw_target = wire.as_deref().unwrap_or(req.raw_path());
         let upgrade_ok = upgrade.is_ok();
-        let route = match upgrade.and(fields) {
+        let route = match upgrade {
             Err(why) => Route::BadRequest(why),
-            Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
+            Ok(()) => {
+                match (snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity), fields)
+                {
+                    // The published files are never refused (as for a replay):
+                    // a crawler can always read the rules.
+                    (served @ (Route::Serve { .. } | Route::NotFound { .. }), _) => served,
+                    (_, Err(why)) => Route::BadRequest(why),
+                    (route, Ok(())) => route,
+                }
+            }
         };
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
