@@ -94,6 +94,7 @@ fn two_instances_sharing_redis_admit_the_rate_together() {
     assert_eq!(&statuses[..5], [200; 5]);
     assert_eq!(bucket_keys(&redis), 1);
     assert_eq!(a.metric("crawlgate_limits_store_errors_total"), Some("0".into()));
+    assert_eq!(a.metric("crawlgate_limits_fallback_total{reason=\"down\"}"), Some("0".into()));
     assert_eq!(count(&a.log(), "Shared store is up"), 1, "{}", a.log());
 }
 
@@ -111,6 +112,17 @@ fn redis_stopped_mid_run_falls_back_to_local_limits_and_resumes() {
     wait_gauge(&proxy, "0");
     let errors: u64 = proxy.metric("crawlgate_limits_store_errors_total").and_then(|v| v.parse().ok()).unwrap_or(0);
     assert!(errors >= 1, "{}", proxy.metrics());
+    // Each of the ten was decided locally, and counted by its reason.
+    let fallbacks: u64 = ["down", "error", "timeout"]
+        .iter()
+        .map(|r| {
+            proxy
+                .metric(&format!("crawlgate_limits_fallback_total{{reason=\"{r}\"}}"))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(fallbacks, 10, "{}", proxy.metrics());
     let log = proxy.log();
     assert_eq!(count(&log, "Shared store is down"), 1, "{log}");
     redis.start_again();

@@ -9,6 +9,7 @@
 pub mod gcra;
 pub mod local;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -66,6 +67,20 @@ pub enum Fallback {
     Timeout,
 }
 
+impl Fallback {
+    /// Every reason, in the order of [`Limiter::fallbacks`].
+    pub const ALL: [Fallback; 3] = [Fallback::Down, Fallback::Error, Fallback::Timeout];
+
+    /// The `reason` label of `crawlgate_limits_fallback_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fallback::Down => "down",
+            Fallback::Error => "error",
+            Fallback::Timeout => "timeout",
+        }
+    }
+}
+
 /// The outcome of [`Limiter::check`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Checked {
@@ -88,13 +103,22 @@ pub struct Limiter {
     hasher: local::KeyHasher,
     epoch: Instant,
     shared: Option<Shared>,
+    /// Checks decided locally because the shared store could not answer,
+    /// by [`Fallback`] in the order of [`Fallback::ALL`].
+    fallbacks: [AtomicU64; 3],
 }
 
 impl Limiter {
     /// A limiter over the in-process store alone, holding at most about
     /// `max_keys` keys.
     pub fn new(max_keys: usize) -> Limiter {
-        Limiter { local: LocalStore::new(max_keys), hasher: Default::default(), epoch: Instant::now(), shared: None }
+        Limiter {
+            local: LocalStore::new(max_keys),
+            hasher: Default::default(),
+            epoch: Instant::now(),
+            shared: None,
+            fallbacks: Default::default(),
+        }
     }
 
     /// Adds a shared store, called with time budget `budget` per step and
@@ -109,6 +133,12 @@ impl Limiter {
     /// Whether a shared store is configured.
     pub fn has_shared(&self) -> bool {
         self.shared.is_some()
+    }
+
+    /// How many checks fell back to the in-process store, per reason:
+    /// the values of `crawlgate_limits_fallback_total{reason}`.
+    pub fn fallbacks(&self) -> [(Fallback, u64); 3] {
+        Fallback::ALL.map(|why| (why, self.fallbacks[why as usize].load(Ordering::Relaxed)))
     }
 
     /// The in-process store.
@@ -142,6 +172,7 @@ impl Limiter {
                 Err(_) => Fallback::Timeout,
             }
         };
+        self.fallbacks[fallback as usize].fetch_add(1, Ordering::Relaxed);
         // The arrival time, not the time the store gave up: a timeout must
         // not move the local clock on.
         Checked { verdict: self.check_local(key, limit, now), source: Source::Fallback(fallback) }
@@ -152,7 +183,7 @@ impl Limiter {
 mod tests {
     use super::*;
     use crawlgate_policy::limits::{LimitSource, Network, Rate, Subject};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
 
     /// A shared store that answers as told, counting its calls and
     /// recording the keys it was given.
@@ -229,6 +260,9 @@ mod tests {
             assert!(!second.verdict.allowed(), "{why:?}");
             let calls = if why == Fallback::Down { 0 } else { 2 };
             assert_eq!(store.calls.load(Ordering::Relaxed), calls, "{why:?}");
+            let counted: Vec<u64> = l.fallbacks().iter().map(|&(_, n)| n).collect();
+            let want: Vec<u64> = Fallback::ALL.iter().map(|&r| if r == why { 2 } else { 0 }).collect();
+            assert_eq!(counted, want, "{why:?}");
         }
     }
 }

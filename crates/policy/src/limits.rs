@@ -99,13 +99,24 @@ impl fmt::Display for GroupLimit {
 }
 
 /// `[limits] store`: where the buckets live.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum StoreSetting {
     /// In this process (the default).
     Local,
     /// A shared Redis (or Valkey) server: the URL as written, scheme
     /// `redis` or `rediss`.
     Redis(String),
+}
+
+/// The URL's password masked: a settings dump or a debug log line never
+/// shows it.
+impl fmt::Debug for StoreSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreSetting::Local => f.write_str("Local"),
+            StoreSetting::Redis(url) => f.debug_tuple("Redis").field(&crate::compile::redact_store_url(url)).finish(),
+        }
+    }
 }
 
 /// The `[limits]` table.

@@ -243,6 +243,9 @@ impl ServeHttp for Admin {
                 self.shared.metrics.origin_robots_age(crate::origin::copy_age(&self.shared));
                 if let Some(store) = self.shared.store.get() {
                     self.shared.metrics.limits_store(store.is_up(), store.errors_total());
+                    if let Some(limiter) = self.shared.limiter.get() {
+                        self.shared.metrics.limits_fallbacks(limiter.fallbacks());
+                    }
                 }
                 let (body, ct) = self.shared.metrics.encode();
                 text(StatusCode::OK, &ct, body)

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use crawlgate_limits::{retry_after_secs, Limiter, Verdict};
-use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings};
+use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings, StoreSetting};
 use http::header;
 use pingora::proxy::Session;
 use pingora::Result;
@@ -39,7 +39,15 @@ pub fn install(shared: &Shared, settings: &LimitSettings) {
 /// The rates, bursts and network prefixes follow a reload.
 pub fn restart_only(s: &LimitSettings) -> Vec<(&'static str, String)> {
     vec![
-        ("limits.store", format!("{:?}", s.store)),
+        // The URL itself (its Debug form hides the password, whose change
+        // needs a restart too); only the key's name is ever shown.
+        (
+            "limits.store",
+            match &s.store {
+                StoreSetting::Local => "local".to_string(),
+                StoreSetting::Redis(url) => url.clone(),
+            },
+        ),
         ("limits.key_prefix", s.key_prefix.clone()),
         ("limits.timeout", format!("{:?}", s.timeout)),
         ("limits.max_keys", s.max_keys.to_string()),

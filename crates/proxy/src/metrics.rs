@@ -242,6 +242,8 @@ fn action_index(a: Action) -> usize {
 struct StoreMetrics {
     up: IntGauge,
     errors: IntCounter,
+    /// By [`crawlgate_limits::Fallback::ALL`].
+    fallbacks: Vec<IntCounter>,
 }
 
 impl StoreMetrics {
@@ -256,7 +258,17 @@ impl StoreMetrics {
             "Shared-store calls that failed or ran past [limits] timeout; each such request was limited by this instance's store.",
         )?;
         r.register(Box::new(errors.clone()))?;
-        Ok(StoreMetrics { up, errors })
+        let fallback = IntCounterVec::new(
+            Opts::new(
+                "crawlgate_limits_fallback_total",
+                "Rate-limit checks decided by this instance's store because the shared store of [limits] store could not answer, by reason: down (not called), error, timeout (past [limits] timeout).",
+            ),
+            &["reason"],
+        )?;
+        r.register(Box::new(fallback.clone()))?;
+        let fallbacks =
+            crawlgate_limits::Fallback::ALL.iter().map(|why| fallback.with_label_values(&[why.as_str()])).collect();
+        Ok(StoreMetrics { up, errors, fallbacks })
     }
 }
 
@@ -961,6 +973,17 @@ impl Metrics {
         let seen = self.store.errors.get();
         if errors > seen {
             self.store.errors.inc_by(errors - seen);
+        }
+    }
+
+    /// Records the limiter's running totals of checks that fell back to
+    /// the in-process store, per reason.
+    pub fn limits_fallbacks(&self, totals: [(crawlgate_limits::Fallback, u64); 3]) {
+        for ((_, total), counter) in totals.iter().zip(&self.store.fallbacks) {
+            let seen = counter.get();
+            if *total > seen {
+                counter.inc_by(total - seen);
+            }
         }
     }
 

@@ -29,7 +29,7 @@ use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError};
 use tokio::sync::Notify;
 
 pub use fleet::{FleetCount, FleetView, MinuteCounts, FLEET_TTL_SECS, REPORTING_SECS};
-pub use gcra::{Gcra, GcraAnswer, GCRA_SCRIPT};
+pub use gcra::{Gcra, GcraAnswer, GCRA_SCRIPT, MAX_BATCH};
 
 /// The per-call time budget when the configuration names none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(5);
@@ -69,7 +69,7 @@ impl StoreConfig {
 }
 
 /// Why a store call failed. Every one means "answer locally".
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// The URL does not parse or names something the client cannot do.
@@ -133,6 +133,8 @@ struct Inner {
     /// Woken when a call finds the connection broken.
     broken: Notify,
     gcra: redis::Script,
+    /// The keys with a GCRA call in flight and the checks waiting for it.
+    batches: gcra::Batches,
 }
 
 /// A handle on the shared store; cheap to clone, usable from any task.
@@ -170,6 +172,7 @@ impl Store {
                 timeouts: AtomicU32::new(0),
                 broken: Notify::new(),
                 gcra: redis::Script::new(GCRA_SCRIPT),
+                batches: Default::default(),
             }),
         })
     }
@@ -311,18 +314,30 @@ impl Store {
     }
 
     /// Runs one call on the current connection within `budget`; a timeout
-    /// or a connection-level error marks the store down.
+    /// or a connection-level error marks the store down. A failure counts
+    /// in [`Store::errors_total`].
     async fn call<T, F, Fut>(&self, budget: Duration, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(MultiplexedConnection) -> Fut,
+        Fut: std::future::Future<Output = Result<T, RedisError>>,
+    {
+        let result = self.attempt(budget, f).await;
+        if result.is_err() {
+            self.inner.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// [`Store::call`] without counting the failure: for a call made on
+    /// behalf of several checks, whose caller counts the checks it failed.
+    async fn attempt<T, F, Fut>(&self, budget: Duration, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
     {
         let used = match self.inner.conn.load_full() {
             Some(conn) if self.is_up() => conn,
-            _ => {
-                self.inner.errors.fetch_add(1, Ordering::Relaxed);
-                return Err(StoreError::Down { target: self.inner.target.clone() });
-            }
+            _ => return Err(StoreError::Down { target: self.inner.target.clone() }),
         };
         // A caller may bound the call with its own timeout of the same
         // length and drop it first: the guard still counts the timeout.
@@ -330,10 +345,10 @@ impl Store {
         let mut guard = InFlight { store: self, used: &used, start: Instant::now(), budget, done: false };
         let result = tokio::time::timeout(budget, f(conn)).await;
         guard.done = true;
-        let err = match result {
+        match result {
             Ok(Ok(v)) => {
                 self.inner.timeouts.store(0, Ordering::Relaxed);
-                return Ok(v);
+                Ok(v)
             }
             Ok(Err(e)) => {
                 let connection_lost = e.is_io_error()
@@ -345,16 +360,14 @@ impl Store {
                 if connection_lost || matches!(err, StoreError::Auth { .. }) {
                     self.broken(&used, &err);
                 }
-                err
+                Err(err)
             }
             Err(_) => {
                 let err = StoreError::Timeout { target: self.inner.target.clone(), budget };
                 self.timed_out(&used, &err);
-                err
+                Err(err)
             }
-        };
-        self.inner.errors.fetch_add(1, Ordering::Relaxed);
-        Err(err)
+        }
     }
 
     /// Records `key` (under `<prefix>replay:`) for `ttl` unless it is

@@ -90,6 +90,142 @@ async fn script_matches_the_reference_over_a_sequence() {
 }
 
 #[tokio::test]
+async fn batched_script_matches_the_reference_step_by_step() {
+    let redis = RedisServer::start();
+    let s = connected(&redis).await;
+    // As above, but each arrival instant brings a batch of 1 to 12 steps
+    // (now and then one of MAX_BATCH), run in one call: each answer must
+    // be the reference's for that step in order, denied steps leaving tat
+    // as it was.
+    let limits = [
+        Gcra::per(2, Duration::from_secs(1), 1).unwrap(),
+        Gcra::per(10, Duration::from_secs(1), 3).unwrap(),
+        Gcra::per(30, Duration::from_secs(60), 5).unwrap(),
+        Gcra::per(1000, Duration::from_secs(1), 20).unwrap(),
+    ];
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    let (mut steps, mut allowed, mut denied, mut mixed) = (0, 0, 0, 0);
+    for (i, limit) in limits.iter().enumerate() {
+        let key = format!("batch{i}");
+        let mut reference = Reference { tat: None };
+        let t_us = limit.t_ns() / 1000;
+        let mut now_us: u64 = 1_764_000_000_000_000;
+        for call in 0..150 {
+            // Batches arrive further apart than single steps, so both
+            // answers stay common.
+            now_us += next() % (4 * t_us + 1);
+            let n = if next() % 50 == 0 { crawlgate_store::MAX_BATCH } else { 1 + (next() % 12) as usize };
+            let got = s.gcra_batch_at(&key, *limit, n, now_us).await.unwrap();
+            let want: Vec<GcraAnswer> =
+                (0..n).map(|_| reference.step(now_us * 1000, limit.t_ns(), limit.tau_ns())).collect();
+            assert_eq!(got, want, "limit {limit:?}, call {call}, n {n}, now {now_us} µs");
+            let a = got.iter().filter(|g| g.allowed).count();
+            allowed += a;
+            denied += n - a;
+            steps += n;
+            if a > 0 && a < n {
+                mixed += 1;
+            }
+        }
+    }
+    assert!(steps > 1600, "{steps} steps");
+    assert!(allowed > 500 && denied > 500 && mixed > 100, "allowed {allowed}, denied {denied}, mixed {mixed}");
+}
+
+/// EVALSHA calls the server has run (`INFO commandstats`).
+fn evalsha_calls(redis: &RedisServer) -> i64 {
+    let info = redis.command(&["INFO", "commandstats"]);
+    let info = info.as_str().unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[tokio::test]
+async fn concurrent_checks_of_one_key_go_in_one_call_and_admit_exactly_the_burst() {
+    let redis = RedisServer::start();
+    let s = connected(&redis).await;
+    let limit = Gcra::per(1, Duration::from_secs(3600), 10).unwrap();
+    // Warm the script up (NOSCRIPT is answered once per script).
+    assert!(s.gcra("other", limit).await.unwrap().allowed);
+    let before = evalsha_calls(&redis);
+    // 50 checks arrive while the first one's call is in flight: the first
+    // makes a call alone, the 49 others wait and go together in the next.
+    let checks: Vec<_> = (0..50)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move { s.gcra("burst", limit).await.unwrap() })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for check in checks {
+        answers.push(check.await.unwrap());
+    }
+    assert_eq!(evalsha_calls(&redis) - before, 2);
+    // In arrival order: exactly the burst is admitted, the rest told to
+    // come back in about one emission interval.
+    let allowed: Vec<bool> = answers.iter().map(|a| a.allowed).collect();
+    assert_eq!(allowed, [vec![true; 10], vec![false; 40]].concat());
+    for a in &answers[10..] {
+        assert!(a.retry_after > Duration::from_secs(3590) && a.retry_after <= Duration::from_secs(3600), "{a:?}");
+    }
+    assert_eq!(s.errors_total(), 0);
+    // The key has no call in flight any more: the next check calls at once.
+    assert!(!s.gcra("burst", limit).await.unwrap().allowed);
+    assert_eq!(evalsha_calls(&redis) - before, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_concurrent_checks_on_two_threads_admits_exactly_the_burst() {
+    let redis = RedisServer::start();
+    let s = connected(&redis).await;
+    let limit = Gcra::per(1, Duration::from_secs(3600), 25).unwrap();
+    let checks: Vec<_> = (0..400)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move { s.gcra("fleet", limit).await.unwrap().allowed })
+        })
+        .collect();
+    let mut admitted = 0;
+    for check in checks {
+        admitted += usize::from(check.await.unwrap());
+    }
+    assert_eq!(admitted, 25);
+    // Coalesced: far fewer calls than checks.
+    assert!(evalsha_calls(&redis) < 200, "{} calls", evalsha_calls(&redis));
+}
+
+#[tokio::test]
+async fn waiting_checks_time_out_on_their_own_budget_without_marking_the_store_down() {
+    let redis = RedisServer::start();
+    let s = Store::new(StoreConfig::new(redis.url())).unwrap();
+    s.connect().await.unwrap();
+    let limit = Gcra::per(1, Duration::from_secs(1), 1).unwrap();
+    assert!(s.gcra("warm", limit).await.unwrap().allowed);
+    redis.pause();
+    let checks: Vec<_> = (0..10)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move { s.gcra("k", limit).await.unwrap_err() })
+        })
+        .collect();
+    for check in checks {
+        let err = check.await.unwrap();
+        assert!(matches!(err, StoreError::Timeout { budget, .. } if budget == Duration::from_millis(5)), "{err}");
+    }
+    // Ten checks failed; the calls that timed out (the first check's,
+    // perhaps a batch's) are fewer than three: the store is up.
+    assert_eq!(s.errors_total(), 10);
+    assert!(s.is_up());
+    redis.resume();
+    assert!(s.gcra("k2", limit).await.unwrap().allowed);
+}
+
+#[tokio::test]
 async fn server_time_burst_then_retry_after_and_a_bounded_ttl() {
     let redis = RedisServer::start();
     let s = connected(&redis).await;

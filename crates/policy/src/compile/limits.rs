@@ -185,7 +185,9 @@ fn store_setting(s: &str) -> Result<StoreSetting, String> {
     if s == "local" {
         return Ok(StoreSetting::Local);
     }
-    let bad = |why: &str| format!("`{}` {why} (use \"local\" or redis://host:port/db, rediss:// for TLS)", redact(s));
+    let bad = |why: &str| {
+        format!("`{}` {why} (use \"local\" or redis://host:port/db, rediss:// for TLS)", redact_store_url(s))
+    };
     let rest = s
         .strip_prefix("redis://")
         .or_else(|| s.strip_prefix("rediss://"))
@@ -227,7 +229,7 @@ fn store_setting(s: &str) -> Result<StoreSetting, String> {
 }
 
 /// `s` with a password replaced by `***`, for messages.
-pub(crate) fn redact(s: &str) -> String {
+pub(crate) fn redact_store_url(s: &str) -> String {
     match (s.find("://"), s.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &s[scheme + 3..at];
@@ -338,6 +340,9 @@ mod tests {
         );
         let s = limits("store = \"rediss://:pw@redis.example:6380/2\"\nkey_prefix = \"cg:\"\ntimeout = \"20ms\"\nipv4_prefix = 32\nipv6_prefix = 64\nmax_keys = 5000").unwrap();
         assert_eq!(s.store, StoreSetting::Redis("rediss://:pw@redis.example:6380/2".into()));
+        // A settings dump never shows the password.
+        assert_eq!(format!("{:?}", s.store), r#"Redis("rediss://:***@redis.example:6380/2")"#);
+        assert_eq!(format!("{:?}", d.store), "Local");
         assert_eq!(
             (s.key_prefix.as_str(), s.timeout, s.ipv4_prefix, s.ipv6_prefix, s.max_keys),
             ("cg:", Duration::from_millis(20), 32, 64, 5000)
