@@ -17,6 +17,10 @@ use super::{MarkdownConfig, PageInfo, MAX_DEPTH, MAX_INLINE_CODE, MAX_TITLE, SEL
 /// Longest `<meta name="robots">` text kept for the front matter.
 const MAX_PAGE_ROBOTS: usize = 256;
 
+/// Markdown of a `pre` block held to choose its fence, in bytes; past it
+/// the block streams behind the fence chosen so far.
+const MAX_PRE_HELD: usize = 64 * 1024;
+
 /// The element names the implied-end rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tag {
@@ -187,6 +191,12 @@ struct Pre {
     fence: bool,
     started: bool,
     at_line_start: bool,
+    /// The block's Markdown while its fence is not written yet: the fence
+    /// must be longer than any backtick run in the content (CommonMark's
+    /// closing fence is a line of at least as many backticks).
+    held: Option<String>,
+    /// The fence written (or to write) around the block.
+    fence_len: usize,
 }
 
 #[derive(Default)]
@@ -255,6 +265,9 @@ pub(crate) struct Conv {
     table_nest: u32,
     caption: u32,
 
+    /// A `!` ending the last text, not written yet: it is escaped when a
+    /// link's `[` follows (`![` would start an image).
+    bang: bool,
     /// The end of the last text chunk when it may be a character reference
     /// cut by a chunk boundary.
     tail: String,
@@ -302,6 +315,7 @@ impl Conv {
             table: None,
             table_nest: 0,
             caption: 0,
+            bang: false,
             tail: String::new(),
             scratch: String::new(),
         }
@@ -495,6 +509,7 @@ impl Conv {
     fn select(&mut self) {
         self.selection = Selection::Selected;
         self.out.clear();
+        self.bang = false;
         self.sep = Sep::None;
         self.wrote_any = false;
         self.inline_started = false;
@@ -666,7 +681,14 @@ impl Conv {
                     return Effect::None;
                 }
                 self.request(Sep::Blank);
-                self.pre = Some(Pre { lang: String::new(), fence: false, started: false, at_line_start: true });
+                self.pre = Some(Pre {
+                    lang: String::new(),
+                    fence: false,
+                    started: false,
+                    at_line_start: true,
+                    held: None,
+                    fence_len: 3,
+                });
                 self.pre_language(el);
                 Effect::Pre
             }
@@ -795,16 +817,18 @@ impl Conv {
                 self.request(Sep::Blank);
             }
             Effect::Pre => {
-                if let Some(pre) = self.pre.take() {
-                    if pre.fence {
-                        if !pre.at_line_start {
-                            self.w("\n");
-                            self.write_prefix(false);
-                        }
-                        self.w("```");
+                if self.pre.as_ref().is_some_and(|p| p.fence) {
+                    if self.pre.as_ref().is_some_and(|p| !p.at_line_start) {
+                        self.w("\n");
+                        self.write_prefix(false);
+                    }
+                    self.release_pre();
+                    if let Some(pre) = self.pre.take() {
+                        self.w(&"`".repeat(pre.fence_len));
                         self.inline_started = true;
                     }
                 }
+                self.pre = None;
                 self.request(Sep::Blank);
             }
             Effect::Code => self.close_code(),
@@ -1047,12 +1071,11 @@ impl Conv {
         }
         if !pre.fence {
             pre.fence = true;
-            let lang = std::mem::take(&mut pre.lang);
             self.request(Sep::Blank);
             self.flush_sep();
-            self.w("```");
-            self.w(&lang);
-            self.w("\n");
+            if let Some(pre) = self.pre.as_mut() {
+                pre.held = Some(String::new());
+            }
             self.write_prefix(false);
             self.wrote_any = true;
             self.inline_started = true;
@@ -1080,6 +1103,23 @@ impl Conv {
         self.w(s);
     }
 
+    /// Writes the opening fence of the held `pre` block and what it held;
+    /// from now on its content goes straight out. The fence is one
+    /// backtick longer than the longest run in the content so far (at
+    /// least three); a block held past [`MAX_PRE_HELD`] keeps that fence
+    /// for the rest of it.
+    fn release_pre(&mut self) {
+        let Some(pre) = self.pre.as_mut() else { return };
+        let Some(held) = pre.held.take() else { return };
+        pre.fence_len = longest_backtick_run(&held).max(2) + 1;
+        let lang = std::mem::take(&mut pre.lang);
+        let fence = "`".repeat(pre.fence_len);
+        self.w(&fence);
+        self.w(&lang);
+        self.w("\n");
+        self.w(&held);
+    }
+
     fn close_code(&mut self) {
         let Some(code) = self.code.take() else { return };
         if code.starts_with(' ') {
@@ -1089,13 +1129,7 @@ impl Conv {
         if content.is_empty() {
             return;
         }
-        let mut longest = 0;
-        let mut run = 0;
-        for c in content.chars() {
-            run = if c == '`' { run + 1 } else { 0 };
-            longest = longest.max(run);
-        }
-        let fence = "`".repeat(longest + 1);
+        let fence = "`".repeat(longest_backtick_run(content) + 1);
         let pad = if content.starts_with('`') || content.ends_with('`') { " " } else { "" };
         let content = if self.in_cell() { content.replace('|', "\\|") } else { content.to_string() };
         self.ensure_content();
@@ -1212,12 +1246,27 @@ impl Conv {
         self.lead = 0;
     }
 
-    /// Raw output: to the open table cell or the body.
+    /// Raw output: to the held `pre` block, the open table cell or the
+    /// body.
     fn w(&mut self, s: &str) {
+        if let Some(held) = self.pre.as_mut().and_then(|p| p.held.as_mut()) {
+            held.push_str(s);
+            if !s.is_empty() {
+                self.lead = 2;
+            }
+            if held.len() > MAX_PRE_HELD {
+                self.release_pre();
+            }
+            return;
+        }
         if self.in_cell() {
             let max = self.cfg.max_table_bytes;
             if let Some(t) = self.table.as_mut() {
                 if let Some(cell) = t.cell.as_mut() {
+                    if s.starts_with('[') && cell.ends_with('!') {
+                        cell.pop();
+                        cell.push_str("\\!");
+                    }
                     if cell.len() + s.len() <= max {
                         cell.push_str(s);
                     } else if !t.cut {
@@ -1231,7 +1280,16 @@ impl Conv {
         if !s.is_empty() {
             self.lead = 2;
         }
+        self.flush_bang(s.starts_with('['));
         self.out.push_str(s);
+    }
+
+    /// Writes a held `!`, escaped when a link's `[` follows.
+    fn flush_bang(&mut self, link_follows: bool) {
+        if self.bang {
+            self.bang = false;
+            self.out.push_str(if link_follows { "\\!" } else { "!" });
+        }
     }
 
     /// Text with Markdown's special characters escaped: everywhere the
@@ -1249,7 +1307,12 @@ impl Conv {
             return;
         }
         if !word.is_empty() {
+            self.flush_bang(false);
             escape_into(word, &mut self.lead, false, &mut self.out);
+            if word.ends_with('!') {
+                self.out.pop();
+                self.bang = true;
+            }
         }
     }
 
@@ -1318,6 +1381,7 @@ impl Conv {
         }
         if self.wrote_any {
             self.close_all_frames();
+            self.flush_bang(false);
             self.out.push('\n');
         }
         self.commit();
@@ -1344,6 +1408,17 @@ fn escape_into(word: &str, lead: &mut u8, in_cell: bool, out: &mut String) {
         out.push(c);
         *lead = if (*lead == 0 || *lead == 1) && c.is_ascii_digit() { 1 } else { 2 };
     }
+}
+
+/// The longest run of backticks in `s`.
+fn longest_backtick_run(s: &str) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for b in s.bytes() {
+        run = if b == b'`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }
 
 /// `s` with its character references decoded.

@@ -45,9 +45,10 @@ use std::borrow::Cow;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use lol_html::html_content::TextChunk;
-use lol_html::send::{DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter, Settings};
-use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, Selector};
+use lol_html::send::{DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter};
+use lol_html::{OutputSink, Selector};
 
+use crate::rewriter::{base_settings, encoding_for, utf16_bom};
 use crate::slots::lock;
 use crate::{Bail, Unsupported};
 use convert::Conv;
@@ -143,14 +144,7 @@ impl MarkdownConverter {
         page: PageInfo,
         charset: Option<&str>,
     ) -> Result<MarkdownConverter, Unsupported> {
-        let encoding = match charset.map(str::trim).filter(|l| !l.is_empty()) {
-            None => None,
-            Some(label) => {
-                let enc =
-                    encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
-                Some(AsciiCompatibleEncoding::new(enc).ok_or_else(|| Unsupported(label.to_string()))?)
-            }
-        };
+        let encoding = encoding_for(charset)?;
         let max_memory = config.max_memory;
         let state = Arc::new(Mutex::new(Conv::new(config.clone(), page)));
         let s = state.clone();
@@ -170,15 +164,7 @@ impl MarkdownConverter {
             lock(&s).text(t.as_str(), t.text_type(), t.last_in_text_node());
             Ok(())
         };
-        let mut settings = Settings::new_send()
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new()
-                    .with_max_allowed_memory_usage(max_memory)
-                    .with_preallocated_parsing_buffer_size(1024.min(max_memory))
-                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
-            )
-            .with_graceful_bail_out_on_content_handler_error(true)
+        let mut settings = base_settings(max_memory, encoding)
             .append_document_content_handler(DocumentContentHandlers::default().text(on_text));
         if let Some(every) = EVERY_ELEMENT.as_ref() {
             settings = settings.append_element_content_handler((
@@ -186,10 +172,6 @@ impl MarkdownConverter {
                 ElementContentHandlers::default().element(on_element),
             ));
         }
-        settings = match encoding {
-            Some(e) => settings.with_encoding(e),
-            None => settings.with_adjust_charset_on_meta_tag(true),
-        };
         Ok(MarkdownConverter {
             inner: Some(HtmlRewriter::new(settings, Discard)),
             state,
@@ -213,7 +195,7 @@ impl MarkdownConverter {
                     self.held = Some(*b);
                     return Vec::new();
                 }
-                [0xFE, 0xFF, ..] | [0xFF, 0xFE, ..] => {
+                bom if utf16_bom(bom).is_some() => {
                     self.sniffed = true;
                     self.stop(Bail::Utf16Bom);
                     return self.take();
