@@ -226,6 +226,9 @@ pub(crate) struct Conv {
     cfg: Arc<MarkdownConfig>,
     page: PageInfo,
     base: Option<Url>,
+    /// `scheme://host[:port]` of an http(s) `base`: an absolute-path link
+    /// is this plus the path (see [`is_plain_absolute_path`]).
+    base_origin: Option<String>,
     base_seen: bool,
     title: Option<String>,
     title_done: bool,
@@ -274,9 +277,22 @@ pub(crate) struct Conv {
     scratch: String,
 }
 
-fn is_ws(b: u8) -> bool {
+const fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
 }
+
+/// The bytes [`Conv::inline_rest`] stops at: whitespace and the characters
+/// escaped everywhere outside a table cell (see [`escape_into`]).
+static INLINE_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = is_ws(b) || matches!(b, b'\\' | b'`' | b'*' | b'_' | b'[' | b']' | b'<');
+        i += 1;
+    }
+    t
+};
 
 impl Conv {
     pub(crate) fn new(cfg: Arc<MarkdownConfig>, page: PageInfo) -> Conv {
@@ -284,6 +300,7 @@ impl Conv {
         Conv {
             cfg,
             page,
+            base_origin: base.as_ref().and_then(origin_of),
             base,
             base_seen: false,
             title: None,
@@ -339,7 +356,8 @@ impl Conv {
         let name = el.tag_name();
         let tag = Tag::of(&name);
         self.implicit_close(tag, &name);
-        if !in_head(&name) {
+        // `head` counts the `head` elements on the stack.
+        if self.head > 0 && !in_head(&name) {
             if let Some(i) = self.stack.iter().rposition(|e| e.tag == Tag::Head) {
                 self.pop_to(i);
             }
@@ -347,9 +365,12 @@ impl Conv {
         if !self.committed {
             self.metadata(&name, el);
         }
+        // lol_html looks an attribute up by allocating its lowercase name:
+        // most elements have no attribute to look through.
         let drops = self.cfg.drop.contains(&name)
-            || el.has_attribute("hidden")
-            || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+            || (!el.attributes().is_empty()
+                && (el.has_attribute("hidden")
+                    || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))));
         if (name == "main" || name == "article") && !drops && self.dropping == 0 && self.head == 0 {
             match self.selection {
                 Selection::Undecided => self.select(),
@@ -473,6 +494,7 @@ impl Conv {
                         .and_then(|b| b.join(href.trim()).ok())
                         .or_else(|| Url::parse(href.trim()).ok())
                     {
+                        self.base_origin = origin_of(&b);
                         self.base = Some(b);
                     }
                 }
@@ -536,10 +558,22 @@ impl Conv {
     /// for the schemes that are not a place to go (`javascript:`,
     /// `vbscript:`, `data:`).
     fn absolute(&self, raw: &str) -> Option<String> {
-        let raw = decoded(raw);
+        let decoded_raw;
+        let raw = if raw.contains('&') {
+            decoded_raw = decoded(raw);
+            decoded_raw.as_str()
+        } else {
+            raw
+        };
         let raw = raw.trim_matches(|c: char| c.is_ascii_whitespace());
         if raw.is_empty() {
             return None;
+        }
+        if let Some(origin) = self.base_origin.as_deref().filter(|_| is_plain_absolute_path(raw)) {
+            let mut dest = String::with_capacity(origin.len() + raw.len() + 8);
+            dest.push_str(origin);
+            push_destination(raw, &mut dest);
+            return Some(dest);
         }
         let scheme = raw.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
         if matches!(scheme.as_deref(), Some("javascript" | "vbscript" | "data")) {
@@ -554,16 +588,7 @@ impl Conv {
             None => raw.to_string(),
         };
         let mut dest = String::with_capacity(url.len());
-        for c in url.chars() {
-            match c {
-                ' ' => dest.push_str("%20"),
-                '(' => dest.push_str("%28"),
-                ')' => dest.push_str("%29"),
-                '<' => dest.push_str("%3C"),
-                '>' => dest.push_str("%3E"),
-                c => dest.push(c),
-            }
-        }
+        push_destination(&url, &mut dest);
         Some(dest)
     }
 
@@ -980,6 +1005,18 @@ impl Conv {
             self.tail.clear();
             return;
         }
+        // Most text has no character reference to decode (nor a tail of
+        // one held from the last chunk) and no no-break space: it is
+        // converted where lol_html left it.
+        if self.pre.is_none()
+            && self.code.is_none()
+            && self.tail.is_empty()
+            && (kind == TextType::PlainText || memchr::memchr(b'&', raw.as_bytes()).is_none())
+            && !raw.contains('\u{a0}')
+        {
+            self.inline_text(raw);
+            return;
+        }
         let mut t = std::mem::take(&mut self.scratch);
         t.clear();
         if kind == TextType::PlainText {
@@ -1042,6 +1079,58 @@ impl Conv {
             self.ensure_content();
             self.push_escaped(&rest[..len]);
             rest = &rest[len..];
+            if !self.in_cell() {
+                self.inline_rest(rest);
+                return;
+            }
+        }
+    }
+
+    /// The rest of a text chunk after a word written to the body: what
+    /// [`Conv::inline_text`] does word by word, in one pass. Content is
+    /// under way (no block break owed, every inline wrapper open, not at a
+    /// line start), so a run of whitespace between words is one space and
+    /// only the characters that start emphasis, code, links and HTML are
+    /// escaped; whitespace at the end is owed as a pending space.
+    fn inline_rest(&mut self, rest: &str) {
+        let end = rest.bytes().rposition(|b| !is_ws(b)).map_or(0, |i| i + 1);
+        let body = &rest[..end];
+        if !body.is_empty() {
+            // `body` starts with whitespace: the space goes out first.
+            self.flush_bang(false);
+            let out = &mut self.out;
+            out.reserve(body.len());
+            let bytes = body.as_bytes();
+            let (mut i, mut from) = (0, 0);
+            while i < bytes.len() {
+                let b = bytes[i];
+                if !INLINE_SPECIAL[b as usize] {
+                    i += 1;
+                    continue;
+                }
+                out.push_str(&body[from..i]);
+                if is_ws(b) {
+                    out.push(' ');
+                    i += 1;
+                    while i < bytes.len() && is_ws(bytes[i]) {
+                        i += 1;
+                    }
+                } else {
+                    out.push('\\');
+                    out.push(b as char);
+                    i += 1;
+                }
+                from = i;
+            }
+            out.push_str(&body[from..]);
+            self.lead = 2;
+            if body.ends_with('!') {
+                self.out.pop();
+                self.bang = true;
+            }
+        }
+        if end < rest.len() {
+            self.space();
         }
     }
 
@@ -1410,6 +1499,40 @@ fn escape_into(word: &str, lead: &mut u8, in_cell: bool, out: &mut String) {
     }
 }
 
+/// Link destination characters Markdown would misread, percent-encoded.
+fn push_destination(url: &str, dest: &mut String) {
+    for c in url.chars() {
+        match c {
+            ' ' => dest.push_str("%20"),
+            '(' => dest.push_str("%28"),
+            ')' => dest.push_str("%29"),
+            '<' => dest.push_str("%3C"),
+            '>' => dest.push_str("%3E"),
+            c => dest.push(c),
+        }
+    }
+}
+
+/// `scheme://host[:port]` of an http(s) URL with a host.
+fn origin_of(base: &Url) -> Option<String> {
+    (matches!(base.scheme(), "http" | "https") && base.has_host())
+        .then(|| base[..url::Position::BeforePath].to_string())
+}
+
+/// Whether `href` is a path from the root that a URL parser keeps as it
+/// is when it joins it to an http(s) base (WHATWG URL): one `/` first, only
+/// characters no percent-encode set of the path, query or fragment holds,
+/// no `%` (`%2e` is a dot), no `\` (a slash there), no `.` or `..`
+/// segment. Joining one is then the base's origin and the path, without
+/// running the parser.
+fn is_plain_absolute_path(href: &str) -> bool {
+    let b = href.as_bytes();
+    b.first() == Some(&b'/')
+        && b.get(1) != Some(&b'/')
+        && b.iter().all(|&c| c.is_ascii_alphanumeric() || b"-._~/!$&()*+,;=:@?#".contains(&c))
+        && !href.split(['/', '?', '#']).any(|seg| seg == "." || seg == "..")
+}
+
 /// The longest run of backticks in `s`.
 fn longest_backtick_run(s: &str) -> usize {
     let mut longest = 0;
@@ -1453,4 +1576,35 @@ pub(crate) fn yaml(s: &str) -> String {
     let mut out = String::new();
     yaml_quote(s, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The joins taken without the URL parser give what it gives.
+    #[test]
+    fn plain_absolute_paths_join_as_the_parser_does() {
+        let hrefs = [
+            "/", "/more", "/a/b/c.html", "/a//b", "/a/b/", "/a?x=1&y=2", "/a?", "/a#", "/a#f?g#h", "/a?q=../x",
+            "/p;a=b,c:d@e!f$g*h+i~j", "/a(1)", "/.well-known/x", "/a/b..", "/a/..b", "/a.", "/_-~",
+            "/a/./b", "/a/../b", "/.", "/..", "/a/.", "/a/..", "//host/x", "/a b", "/a%2e", "/a\\b", "/é",
+            "/a'b", "/a?x='y'", "/a`b", "/a{b}", "/a|b", "/a^b", "/a[b]", "/a\"b", "/a\tb",
+        ];
+        for base in ["https://www.example.com/dir/page.html?q#f", "http://user:pw@EXAMPLE.com:8080/x", "https://h/"] {
+            let url = Url::parse(base).unwrap();
+            let origin = origin_of(&url).unwrap();
+            for href in hrefs {
+                if is_plain_absolute_path(href) {
+                    assert_eq!(format!("{origin}{href}"), url.join(href).unwrap().to_string(), "{base} {href}");
+                }
+            }
+        }
+        assert!(is_plain_absolute_path("/more"));
+        assert!(!is_plain_absolute_path("/a/../b"));
+        assert!(!is_plain_absolute_path("//host/x"));
+        assert!(origin_of(&Url::parse("file:///etc/x").unwrap()).is_none());
+        assert!(origin_of(&Url::parse("mailto:a@b").unwrap()).is_none());
+    }
 }
