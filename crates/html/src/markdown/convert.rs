@@ -903,8 +903,9 @@ impl Conv {
 
     fn finish_cell(&mut self) {
         let Some(t) = self.table.as_mut() else { return };
-        let Some(cell) = t.cell.take() else { return };
-        let cell = cell.trim().to_string();
+        let Some(mut cell) = t.cell.take() else { return };
+        cell.truncate(cell.trim_end().len());
+        cell.drain(..cell.len() - cell.trim_start().len());
         t.held += cell.len() + 3;
         t.cut = false;
         t.row.get_or_insert_with(Vec::new).push(cell);
@@ -1454,7 +1455,10 @@ impl Conv {
             self.commit();
         }
         if self.committed {
-            std::mem::take(&mut self.out)
+            // The next chunk's Markdown is about as long: its buffer is
+            // allocated once instead of grown from nothing.
+            let len = self.out.len();
+            std::mem::replace(&mut self.out, String::with_capacity(len))
         } else {
             String::new()
         }
