@@ -268,6 +268,11 @@ pub(crate) struct Conv {
     table_nest: u32,
     caption: u32,
 
+    /// The next element has `hidden` or `aria-hidden="true"` (set by the
+    /// handler of those attributes, which runs first).
+    hide_next: bool,
+    /// No such handler: the element handler looks at the attributes.
+    check_hidden: bool,
     /// A `!` ending the last text, not written yet: it is escaped when a
     /// link's `[` follows (`![` would start an image).
     bang: bool,
@@ -332,6 +337,8 @@ impl Conv {
             table: None,
             table_nest: 0,
             caption: 0,
+            hide_next: false,
+            check_hidden: false,
             bang: false,
             tail: String::new(),
             scratch: String::new(),
@@ -365,12 +372,13 @@ impl Conv {
         if !self.committed {
             self.metadata(&name, el);
         }
-        // lol_html looks an attribute up by allocating its lowercase name:
-        // most elements have no attribute to look through.
-        let drops = self.cfg.drop.contains(&name)
-            || (!el.attributes().is_empty()
-                && (el.has_attribute("hidden")
-                    || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))));
+        let hidden_attribute = if self.check_hidden {
+            el.has_attribute("hidden")
+                || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        } else {
+            std::mem::take(&mut self.hide_next)
+        };
+        let drops = hidden_attribute || self.cfg.drop.contains(&name);
         if (name == "main" || name == "article") && !drops && self.dropping == 0 && self.head == 0 {
             match self.selection {
                 Selection::Undecided => self.select(),
@@ -419,6 +427,16 @@ impl Conv {
         self.next_id = self.next_id.wrapping_add(1);
         self.stack.push(Open { id, tag, effect, drops, active: !hidden && !drops });
         Some(id)
+    }
+
+    /// The element whose start tag comes next is hidden.
+    pub(crate) fn hide_next(&mut self) {
+        self.hide_next = true;
+    }
+
+    /// Hidden elements are found by the element handler itself.
+    pub(crate) fn check_hidden_attributes(&mut self) {
+        self.check_hidden = true;
     }
 
     /// An end tag written in the page.

@@ -117,6 +117,11 @@ pub struct PageInfo {
 /// The handler's selector, `*`, parsed once per process.
 static EVERY_ELEMENT: LazyLock<Option<Selector>> = LazyLock::new(|| "*".parse().ok());
 
+/// The elements that may be hidden (`hidden`, `aria-hidden`): lol_html's
+/// selector matching finds them in the tag it has read, where a lookup in
+/// every element's handler would allocate the attribute's name for each.
+static MAYBE_HIDDEN: LazyLock<Option<Selector>> = LazyLock::new(|| "[hidden], [aria-hidden]".parse().ok());
+
 /// lol_html's output, unused: the Markdown is built by the handlers.
 struct Discard;
 
@@ -144,6 +149,18 @@ impl MarkdownConverter {
         page: PageInfo,
         charset: Option<&str>,
     ) -> Result<MarkdownConverter, Unsupported> {
+        MarkdownConverter::build(config, page, charset, MAYBE_HIDDEN.as_ref())
+    }
+
+    /// [`MarkdownConverter::new`] with the selector of the maybe hidden
+    /// elements; without one, the element handler reads every element's
+    /// attributes.
+    fn build(
+        config: &Arc<MarkdownConfig>,
+        page: PageInfo,
+        charset: Option<&str>,
+        maybe_hidden: Option<&'static Selector>,
+    ) -> Result<MarkdownConverter, Unsupported> {
         let encoding = encoding_for(charset)?;
         let max_memory = config.max_memory;
         let state = Arc::new(Mutex::new(Conv::new(config.clone(), page)));
@@ -160,12 +177,31 @@ impl MarkdownConverter {
             Ok(())
         };
         let s = state.clone();
+        let on_maybe_hidden = move |el: &mut Element<'_, '_>| -> lol_html::HandlerResult {
+            if el.has_attribute("hidden")
+                || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            {
+                lock(&s).hide_next();
+            }
+            Ok(())
+        };
+        let s = state.clone();
         let on_text = move |t: &mut TextChunk<'_>| -> lol_html::HandlerResult {
             lock(&s).text(t.as_str(), t.text_type(), t.last_in_text_node());
             Ok(())
         };
         let mut settings = base_settings(max_memory, encoding)
             .append_document_content_handler(DocumentContentHandlers::default().text(on_text));
+        // Registered first, so it runs before the handler of every element.
+        match maybe_hidden {
+            Some(maybe_hidden) => {
+                settings = settings.append_element_content_handler((
+                    Cow::Borrowed(maybe_hidden),
+                    ElementContentHandlers::default().element(on_maybe_hidden),
+                ));
+            }
+            None => lock(&state).check_hidden_attributes(),
+        }
         if let Some(every) = EVERY_ELEMENT.as_ref() {
             settings = settings.append_element_content_handler((
                 Cow::Borrowed(every),

@@ -133,3 +133,23 @@ fn a_code_fence_outlasts_the_backticks_in_its_block() {
     assert!(out.starts_with("````\n```\nx\n"), "{}", &out[..20]);
     assert!(out.ends_with("x\n````\n````\n"), "{}", &out[out.len() - 20..]);
 }
+
+/// `hidden` and `aria-hidden="true"` drop an element, whatever their case
+/// and spacing, found by lol_html's selector matching or, without it, by
+/// the element handler.
+#[test]
+fn hidden_elements_are_dropped() {
+    let html = "<p>a <span HIDDEN>b</span><img hidden src=\"/x.png\" alt=\"x\"> c <span aria-hidden=\" TRUE \">d</span>\
+                <span aria-hidden=\"false\">e</span> <span data-hidden=\"1\">f</span> <b hidden=\"\">g</b>\
+                <div hidden><p>h</p></div>i</p>";
+    let want = "---\n---\n\na c e f\n\ni\n";
+    assert_eq!(body(html), want.trim_start_matches("---\n---\n\n"));
+    let cfg = Arc::new(MarkdownConfig::default());
+    for selector in [MAYBE_HIDDEN.as_ref(), None] {
+        assert!(MAYBE_HIDDEN.is_some());
+        let mut conv = MarkdownConverter::build(&cfg, PageInfo::default(), None, selector).unwrap();
+        let mut out = conv.write(html.as_bytes());
+        out.extend(conv.finish());
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}
