@@ -741,7 +741,11 @@ impl Conv {
             }
             "a" => match el.get_attribute("href").and_then(|h| self.absolute(&h)) {
                 Some(url) => {
-                    self.frames.push(Frame { open: "[", close: format!("]({url})"), opened: false });
+                    let mut close = String::with_capacity(url.len() + 3);
+                    close.push_str("](");
+                    close.push_str(&url);
+                    close.push(')');
+                    self.frames.push(Frame { open: "[", close, opened: false });
                     Effect::Frame
                 }
                 None => Effect::None,
@@ -1027,14 +1031,20 @@ impl Conv {
         // Most text has no character reference to decode (nor a tail of
         // one held from the last chunk) and no no-break space: it is
         // converted where lol_html left it.
-        if self.pre.is_none()
-            && self.code.is_none()
-            && self.tail.is_empty()
-            && (kind == TextType::PlainText || memchr::memchr(b'&', raw.as_bytes()).is_none())
-            && !raw.contains('\u{a0}')
-        {
-            self.inline_text(raw);
-            return;
+        if self.pre.is_none() && self.code.is_none() && self.tail.is_empty() {
+            // lol_html ends every text node with an empty chunk.
+            if raw.is_empty() {
+                return;
+            }
+            // `C2` starts a no-break space in UTF-8.
+            let plain = match kind {
+                TextType::PlainText => memchr::memchr(0xC2, raw.as_bytes()).is_none(),
+                _ => memchr::memchr2(b'&', 0xC2, raw.as_bytes()).is_none(),
+            };
+            if plain {
+                self.inline_text(raw);
+                return;
+            }
         }
         let mut t = std::mem::take(&mut self.scratch);
         t.clear();
