@@ -152,7 +152,9 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::from_parameter("inject"), input, |b, i| {
             b.iter(|| rewrite(&inject, black_box(i)))
         });
-        g.bench_with_input(BenchmarkId::from_parameter("audit"), input, |b, i| b.iter(|| rewrite(&audit, black_box(i))));
+        g.bench_with_input(BenchmarkId::from_parameter("audit"), input, |b, i| {
+            b.iter(|| rewrite(&audit, black_box(i)))
+        });
         g.bench_with_input(BenchmarkId::from_parameter("markdown"), input, |b, i| {
             b.iter(|| markdown(&md, black_box(i)))
         });

@@ -98,10 +98,7 @@ fn lol(
 /// parsing, `max_memory` with a graceful bail-out (as for a handler's
 /// error), and the body's `encoding`, or without one the page's own
 /// `<meta charset>`.
-pub(crate) fn base_settings<'h, 's>(
-    max_memory: usize,
-    encoding: Option<AsciiCompatibleEncoding>,
-) -> Settings<'h, 's> {
+pub(crate) fn base_settings<'h, 's>(max_memory: usize, encoding: Option<AsciiCompatibleEncoding>) -> Settings<'h, 's> {
     let settings = Settings::new_send()
         .with_strict(false)
         .with_memory_settings(

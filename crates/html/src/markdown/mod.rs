@@ -26,14 +26,16 @@
 //! [`MarkdownConfig::max_table_bytes`] of Markdown, after which its rows are
 //! written as they close with the columns known so far (and a single cell is
 //! cut at that size); inline code held until it closes, at most
-//! [`MAX_INLINE_CODE`] bytes; the title, at most [`MAX_TITLE`]; an element
+//! [`MAX_INLINE_CODE`] bytes; a `pre` block until it closes, at most
+//! 64 KiB, to give it a fence longer than any backtick run in it (past
+//! that, the rest streams behind the fence chosen so far); the title, at
+//! most [`MAX_TITLE`]; an element
 //! stack of at most [`MAX_DEPTH`] entries (deeper elements are read as
 //! plain spans). lol_html's own memory is capped by
 //! [`MarkdownConfig::max_memory`]; past it the conversion stops and what was
 //! converted is what the client gets.
 //!
-//! Not handled: `<pre>` content containing a line of three backticks ends
-//! the fence early; `&nbsp;` collapses like a space; a `noai` in the page's
+//! Not handled: `&nbsp;` collapses like a space; a `noai` in the page's
 //! own `<meta name="robots">` reaches the front matter but cannot stop a
 //! conversion whose headers are already sent (the proxy decides from the
 //! headers).

@@ -139,7 +139,8 @@ fn a_code_fence_outlasts_the_backticks_in_its_block() {
 /// the element handler.
 #[test]
 fn hidden_elements_are_dropped() {
-    let html = "<p>a <span HIDDEN>b</span><img hidden src=\"/x.png\" alt=\"x\"> c <span aria-hidden=\" TRUE \">d</span>\
+    let html =
+        "<p>a <span HIDDEN>b</span><img hidden src=\"/x.png\" alt=\"x\"> c <span aria-hidden=\" TRUE \">d</span>\
                 <span aria-hidden=\"false\">e</span> <span data-hidden=\"1\">f</span> <b hidden=\"\">g</b>\
                 <div hidden><p>h</p></div>i</p>";
     let want = "---\n---\n\na c e f\n\ni\n";
