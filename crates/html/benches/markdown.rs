@@ -4,6 +4,10 @@
 //! the head is over), audit (parses the whole page, like the converter)
 //! and a plain copy of the chunks.
 //!
+//! The same rows on the load test's 1.5 KB and 20 KB pages
+//! (`bench/origin.sh`: a short head, then one paragraph with a link
+//! repeated inside an `<article>`).
+//!
 //! `cargo bench -p crawlgate-html --bench markdown`
 
 // `criterion_group!` defines an undocumented public function.
@@ -71,6 +75,23 @@ fn article(size: usize) -> Vec<u8> {
     s.into_bytes()
 }
 
+/// The load test's page of about `size` bytes, byte for byte as
+/// `bench/origin.sh` writes `page.html` (1500) and `page20k.html` (20000).
+fn load_test_page(size: usize) -> Vec<u8> {
+    let mut s = String::from(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>An article</title>\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<link rel=\"stylesheet\" href=\"/site.css\">\n\
+         <script src=\"/app.js\" defer></script>\n</head>\n<body>\n<article>\n",
+    );
+    while s.len() < size {
+        s.push_str(
+            "<p>Operators publish robots.txt; crawlers are expected to read it, and <a href=\"/more\">most do</a>.</p>\n",
+        );
+    }
+    s.push_str("</article>\n</body>\n</html>\n");
+    s.into_bytes()
+}
+
 fn markdown(config: &Arc<MarkdownConfig>, input: &[u8]) -> usize {
     let page = PageInfo {
         url: "https://news.example.com/markets/rally".into(),
@@ -117,16 +138,28 @@ fn config(mode: Mode) -> Config {
 }
 
 fn bench(c: &mut Criterion) {
-    let input = article(100 * 1024);
     let md = Arc::new(MarkdownConfig::default());
     let (inject, audit) = (RewritePlan::new(&config(Mode::Inject)), RewritePlan::new(&config(Mode::Audit)));
-    let mut g = c.benchmark_group("markdown/100KB-article");
-    g.throughput(Throughput::Bytes(input.len() as u64));
-    g.bench_with_input(BenchmarkId::from_parameter("copy"), &input, |b, i| b.iter(|| copy(black_box(i))));
-    g.bench_with_input(BenchmarkId::from_parameter("inject"), &input, |b, i| b.iter(|| rewrite(&inject, black_box(i))));
-    g.bench_with_input(BenchmarkId::from_parameter("audit"), &input, |b, i| b.iter(|| rewrite(&audit, black_box(i))));
-    g.bench_with_input(BenchmarkId::from_parameter("markdown"), &input, |b, i| b.iter(|| markdown(&md, black_box(i))));
-    g.finish();
+    let pages = [
+        ("markdown/1.5KB-page", load_test_page(1500)),
+        ("markdown/20KB-page", load_test_page(20_000)),
+        ("markdown/100KB-article", article(100 * 1024)),
+    ];
+    for (name, input) in &pages {
+        let mut g = c.benchmark_group(*name);
+        g.throughput(Throughput::Bytes(input.len() as u64));
+        g.bench_with_input(BenchmarkId::from_parameter("copy"), input, |b, i| b.iter(|| copy(black_box(i))));
+        g.bench_with_input(BenchmarkId::from_parameter("inject"), input, |b, i| {
+            b.iter(|| rewrite(&inject, black_box(i)))
+        });
+        g.bench_with_input(BenchmarkId::from_parameter("audit"), input, |b, i| {
+            b.iter(|| rewrite(&audit, black_box(i)))
+        });
+        g.bench_with_input(BenchmarkId::from_parameter("markdown"), input, |b, i| {
+            b.iter(|| markdown(&md, black_box(i)))
+        });
+        g.finish();
+    }
 }
 
 criterion_group!(benches, bench);

@@ -57,7 +57,7 @@ impl std::fmt::Display for Bail {
 
 /// Whether `start` (the first two bytes of a body) is a UTF-16 byte order
 /// mark, and which: `Some(true)` big-endian, `Some(false)` little-endian.
-fn utf16_bom(start: &[u8]) -> Option<bool> {
+pub(crate) fn utf16_bom(start: &[u8]) -> Option<bool> {
     match start {
         [0xFE, 0xFF, ..] => Some(true),
         [0xFF, 0xFE, ..] => Some(false),
@@ -86,7 +86,20 @@ fn lol(
         }
         Ok(())
     };
-    let mut settings = Settings::new_send()
+    let mut settings = base_settings(max_memory, encoding);
+    if let Some(every) = EVERY_ELEMENT.as_ref() {
+        settings = settings
+            .append_element_content_handler((Cow::Borrowed(every), ElementContentHandlers::default().element(handler)));
+    }
+    HtmlRewriter::new(settings, Sink(state.clone()))
+}
+
+/// The lol_html settings every pass of this crate starts from: lenient
+/// parsing, `max_memory` with a graceful bail-out (as for a handler's
+/// error), and the body's `encoding`, or without one the page's own
+/// `<meta charset>`.
+pub(crate) fn base_settings<'h, 's>(max_memory: usize, encoding: Option<AsciiCompatibleEncoding>) -> Settings<'h, 's> {
+    let settings = Settings::new_send()
         .with_strict(false)
         .with_memory_settings(
             MemorySettings::new()
@@ -95,15 +108,19 @@ fn lol(
                 .with_graceful_bail_out_on_memory_limit_exceeded(true),
         )
         .with_graceful_bail_out_on_content_handler_error(true);
-    if let Some(every) = EVERY_ELEMENT.as_ref() {
-        settings = settings
-            .append_element_content_handler((Cow::Borrowed(every), ElementContentHandlers::default().element(handler)));
-    }
-    settings = match encoding {
+    match encoding {
         Some(e) => settings.with_encoding(e),
         None => settings.with_adjust_charset_on_meta_tag(true),
-    };
-    HtmlRewriter::new(settings, Sink(state.clone()))
+    }
+}
+
+/// The encoding of a Content-Type charset label for lol_html: `None`
+/// without a label, an error for a label that is unknown or not
+/// ASCII-compatible (UTF-16).
+pub(crate) fn encoding_for(charset: Option<&str>) -> Result<Option<AsciiCompatibleEncoding>, Unsupported> {
+    let Some(label) = charset.map(str::trim).filter(|l| !l.is_empty()) else { return Ok(None) };
+    let enc = encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
+    Ok(Some(AsciiCompatibleEncoding::new(enc).ok_or_else(|| Unsupported(label.to_string()))?))
 }
 
 /// A streaming rewriter for one response. `Send`, not `Sync`.
@@ -158,14 +175,7 @@ impl Rewriter {
     fn build(plan: &RewritePlan, charset: Option<&str>, scan: bool) -> Result<Rewriter, Unsupported> {
         let plan = plan.0.clone();
         let label = charset.map(str::trim).filter(|l| !l.is_empty());
-        let encoding = match label {
-            None => None,
-            Some(label) => {
-                let enc =
-                    encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
-                Some(AsciiCompatibleEncoding::new(enc).ok_or_else(|| Unsupported(label.to_string()))?)
-            }
-        };
+        let encoding = encoding_for(label)?;
         let state = Arc::new(Mutex::new(State::new()));
         // The scanner holds at most `scan::MAX_HELD` bytes, far below any
         // memory limit lol_html would reach on them; a tiny limit (tests)

@@ -17,6 +17,10 @@ use super::{MarkdownConfig, PageInfo, MAX_DEPTH, MAX_INLINE_CODE, MAX_TITLE, SEL
 /// Longest `<meta name="robots">` text kept for the front matter.
 const MAX_PAGE_ROBOTS: usize = 256;
 
+/// Markdown of a `pre` block held to choose its fence, in bytes; past it
+/// the block streams behind the fence chosen so far.
+const MAX_PRE_HELD: usize = 64 * 1024;
+
 /// The element names the implied-end rules look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Tag {
@@ -187,6 +191,12 @@ struct Pre {
     fence: bool,
     started: bool,
     at_line_start: bool,
+    /// The block's Markdown while its fence is not written yet: the fence
+    /// must be longer than any backtick run in the content (CommonMark's
+    /// closing fence is a line of at least as many backticks).
+    held: Option<String>,
+    /// The fence written (or to write) around the block.
+    fence_len: usize,
 }
 
 #[derive(Default)]
@@ -216,6 +226,9 @@ pub(crate) struct Conv {
     cfg: Arc<MarkdownConfig>,
     page: PageInfo,
     base: Option<Url>,
+    /// `scheme://host[:port]` of an http(s) `base`: an absolute-path link
+    /// is this plus the path (see [`is_plain_absolute_path`]).
+    base_origin: Option<String>,
     base_seen: bool,
     title: Option<String>,
     title_done: bool,
@@ -255,15 +268,36 @@ pub(crate) struct Conv {
     table_nest: u32,
     caption: u32,
 
+    /// The next element has `hidden` or `aria-hidden="true"` (set by the
+    /// handler of those attributes, which runs first).
+    hide_next: bool,
+    /// No such handler: the element handler looks at the attributes.
+    check_hidden: bool,
+    /// A `!` ending the last text, not written yet: it is escaped when a
+    /// link's `[` follows (`![` would start an image).
+    bang: bool,
     /// The end of the last text chunk when it may be a character reference
     /// cut by a chunk boundary.
     tail: String,
     scratch: String,
 }
 
-fn is_ws(b: u8) -> bool {
+const fn is_ws(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')
 }
+
+/// The bytes [`Conv::inline_rest`] stops at: whitespace and the characters
+/// escaped everywhere outside a table cell (see [`escape_into`]).
+static INLINE_SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        t[i] = is_ws(b) || matches!(b, b'\\' | b'`' | b'*' | b'_' | b'[' | b']' | b'<');
+        i += 1;
+    }
+    t
+};
 
 impl Conv {
     pub(crate) fn new(cfg: Arc<MarkdownConfig>, page: PageInfo) -> Conv {
@@ -271,6 +305,7 @@ impl Conv {
         Conv {
             cfg,
             page,
+            base_origin: base.as_ref().and_then(origin_of),
             base,
             base_seen: false,
             title: None,
@@ -302,6 +337,9 @@ impl Conv {
             table: None,
             table_nest: 0,
             caption: 0,
+            hide_next: false,
+            check_hidden: false,
+            bang: false,
             tail: String::new(),
             scratch: String::new(),
         }
@@ -325,7 +363,8 @@ impl Conv {
         let name = el.tag_name();
         let tag = Tag::of(&name);
         self.implicit_close(tag, &name);
-        if !in_head(&name) {
+        // `head` counts the `head` elements on the stack.
+        if self.head > 0 && !in_head(&name) {
             if let Some(i) = self.stack.iter().rposition(|e| e.tag == Tag::Head) {
                 self.pop_to(i);
             }
@@ -333,9 +372,13 @@ impl Conv {
         if !self.committed {
             self.metadata(&name, el);
         }
-        let drops = self.cfg.drop.contains(&name)
-            || el.has_attribute("hidden")
-            || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let hidden_attribute = if self.check_hidden {
+            el.has_attribute("hidden")
+                || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        } else {
+            std::mem::take(&mut self.hide_next)
+        };
+        let drops = hidden_attribute || self.cfg.drop.contains(&name);
         if (name == "main" || name == "article") && !drops && self.dropping == 0 && self.head == 0 {
             match self.selection {
                 Selection::Undecided => self.select(),
@@ -384,6 +427,16 @@ impl Conv {
         self.next_id = self.next_id.wrapping_add(1);
         self.stack.push(Open { id, tag, effect, drops, active: !hidden && !drops });
         Some(id)
+    }
+
+    /// The element whose start tag comes next is hidden.
+    pub(crate) fn hide_next(&mut self) {
+        self.hide_next = true;
+    }
+
+    /// Hidden elements are found by the element handler itself.
+    pub(crate) fn check_hidden_attributes(&mut self) {
+        self.check_hidden = true;
     }
 
     /// An end tag written in the page.
@@ -459,6 +512,7 @@ impl Conv {
                         .and_then(|b| b.join(href.trim()).ok())
                         .or_else(|| Url::parse(href.trim()).ok())
                     {
+                        self.base_origin = origin_of(&b);
                         self.base = Some(b);
                     }
                 }
@@ -495,6 +549,7 @@ impl Conv {
     fn select(&mut self) {
         self.selection = Selection::Selected;
         self.out.clear();
+        self.bang = false;
         self.sep = Sep::None;
         self.wrote_any = false;
         self.inline_started = false;
@@ -521,10 +576,22 @@ impl Conv {
     /// for the schemes that are not a place to go (`javascript:`,
     /// `vbscript:`, `data:`).
     fn absolute(&self, raw: &str) -> Option<String> {
-        let raw = decoded(raw);
+        let decoded_raw;
+        let raw = if raw.contains('&') {
+            decoded_raw = decoded(raw);
+            decoded_raw.as_str()
+        } else {
+            raw
+        };
         let raw = raw.trim_matches(|c: char| c.is_ascii_whitespace());
         if raw.is_empty() {
             return None;
+        }
+        if let Some(origin) = self.base_origin.as_deref().filter(|_| is_plain_absolute_path(raw)) {
+            let mut dest = String::with_capacity(origin.len() + raw.len() + 8);
+            dest.push_str(origin);
+            push_destination(raw, &mut dest);
+            return Some(dest);
         }
         let scheme = raw.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
         if matches!(scheme.as_deref(), Some("javascript" | "vbscript" | "data")) {
@@ -539,16 +606,7 @@ impl Conv {
             None => raw.to_string(),
         };
         let mut dest = String::with_capacity(url.len());
-        for c in url.chars() {
-            match c {
-                ' ' => dest.push_str("%20"),
-                '(' => dest.push_str("%28"),
-                ')' => dest.push_str("%29"),
-                '<' => dest.push_str("%3C"),
-                '>' => dest.push_str("%3E"),
-                c => dest.push(c),
-            }
-        }
+        push_destination(&url, &mut dest);
         Some(dest)
     }
 
@@ -666,7 +724,14 @@ impl Conv {
                     return Effect::None;
                 }
                 self.request(Sep::Blank);
-                self.pre = Some(Pre { lang: String::new(), fence: false, started: false, at_line_start: true });
+                self.pre = Some(Pre {
+                    lang: String::new(),
+                    fence: false,
+                    started: false,
+                    at_line_start: true,
+                    held: None,
+                    fence_len: 3,
+                });
                 self.pre_language(el);
                 Effect::Pre
             }
@@ -676,7 +741,11 @@ impl Conv {
             }
             "a" => match el.get_attribute("href").and_then(|h| self.absolute(&h)) {
                 Some(url) => {
-                    self.frames.push(Frame { open: "[", close: format!("]({url})"), opened: false });
+                    let mut close = String::with_capacity(url.len() + 3);
+                    close.push_str("](");
+                    close.push_str(&url);
+                    close.push(')');
+                    self.frames.push(Frame { open: "[", close, opened: false });
                     Effect::Frame
                 }
                 None => Effect::None,
@@ -795,16 +864,18 @@ impl Conv {
                 self.request(Sep::Blank);
             }
             Effect::Pre => {
-                if let Some(pre) = self.pre.take() {
-                    if pre.fence {
-                        if !pre.at_line_start {
-                            self.w("\n");
-                            self.write_prefix(false);
-                        }
-                        self.w("```");
+                if self.pre.as_ref().is_some_and(|p| p.fence) {
+                    if self.pre.as_ref().is_some_and(|p| !p.at_line_start) {
+                        self.w("\n");
+                        self.write_prefix(false);
+                    }
+                    self.release_pre();
+                    if let Some(pre) = self.pre.take() {
+                        self.w(&"`".repeat(pre.fence_len));
                         self.inline_started = true;
                     }
                 }
+                self.pre = None;
                 self.request(Sep::Blank);
             }
             Effect::Code => self.close_code(),
@@ -854,8 +925,9 @@ impl Conv {
 
     fn finish_cell(&mut self) {
         let Some(t) = self.table.as_mut() else { return };
-        let Some(cell) = t.cell.take() else { return };
-        let cell = cell.trim().to_string();
+        let Some(mut cell) = t.cell.take() else { return };
+        cell.truncate(cell.trim_end().len());
+        cell.drain(..cell.len() - cell.trim_start().len());
         t.held += cell.len() + 3;
         t.cut = false;
         t.row.get_or_insert_with(Vec::new).push(cell);
@@ -956,6 +1028,24 @@ impl Conv {
             self.tail.clear();
             return;
         }
+        // Most text has no character reference to decode (nor a tail of
+        // one held from the last chunk) and no no-break space: it is
+        // converted where lol_html left it.
+        if self.pre.is_none() && self.code.is_none() && self.tail.is_empty() {
+            // lol_html ends every text node with an empty chunk.
+            if raw.is_empty() {
+                return;
+            }
+            // `C2` starts a no-break space in UTF-8.
+            let plain = match kind {
+                TextType::PlainText => memchr::memchr(0xC2, raw.as_bytes()).is_none(),
+                _ => memchr::memchr2(b'&', 0xC2, raw.as_bytes()).is_none(),
+            };
+            if plain {
+                self.inline_text(raw);
+                return;
+            }
+        }
         let mut t = std::mem::take(&mut self.scratch);
         t.clear();
         if kind == TextType::PlainText {
@@ -1018,6 +1108,58 @@ impl Conv {
             self.ensure_content();
             self.push_escaped(&rest[..len]);
             rest = &rest[len..];
+            if !self.in_cell() {
+                self.inline_rest(rest);
+                return;
+            }
+        }
+    }
+
+    /// The rest of a text chunk after a word written to the body: what
+    /// [`Conv::inline_text`] does word by word, in one pass. Content is
+    /// under way (no block break owed, every inline wrapper open, not at a
+    /// line start), so a run of whitespace between words is one space and
+    /// only the characters that start emphasis, code, links and HTML are
+    /// escaped; whitespace at the end is owed as a pending space.
+    fn inline_rest(&mut self, rest: &str) {
+        let end = rest.bytes().rposition(|b| !is_ws(b)).map_or(0, |i| i + 1);
+        let body = &rest[..end];
+        if !body.is_empty() {
+            // `body` starts with whitespace: the space goes out first.
+            self.flush_bang(false);
+            let out = &mut self.out;
+            out.reserve(body.len());
+            let bytes = body.as_bytes();
+            let (mut i, mut from) = (0, 0);
+            while i < bytes.len() {
+                let b = bytes[i];
+                if !INLINE_SPECIAL[b as usize] {
+                    i += 1;
+                    continue;
+                }
+                out.push_str(&body[from..i]);
+                if is_ws(b) {
+                    out.push(' ');
+                    i += 1;
+                    while i < bytes.len() && is_ws(bytes[i]) {
+                        i += 1;
+                    }
+                } else {
+                    out.push('\\');
+                    out.push(b as char);
+                    i += 1;
+                }
+                from = i;
+            }
+            out.push_str(&body[from..]);
+            self.lead = 2;
+            if body.ends_with('!') {
+                self.out.pop();
+                self.bang = true;
+            }
+        }
+        if end < rest.len() {
+            self.space();
         }
     }
 
@@ -1047,12 +1189,11 @@ impl Conv {
         }
         if !pre.fence {
             pre.fence = true;
-            let lang = std::mem::take(&mut pre.lang);
             self.request(Sep::Blank);
             self.flush_sep();
-            self.w("```");
-            self.w(&lang);
-            self.w("\n");
+            if let Some(pre) = self.pre.as_mut() {
+                pre.held = Some(String::new());
+            }
             self.write_prefix(false);
             self.wrote_any = true;
             self.inline_started = true;
@@ -1080,6 +1221,23 @@ impl Conv {
         self.w(s);
     }
 
+    /// Writes the opening fence of the held `pre` block and what it held;
+    /// from now on its content goes straight out. The fence is one
+    /// backtick longer than the longest run in the content so far (at
+    /// least three); a block held past [`MAX_PRE_HELD`] keeps that fence
+    /// for the rest of it.
+    fn release_pre(&mut self) {
+        let Some(pre) = self.pre.as_mut() else { return };
+        let Some(held) = pre.held.take() else { return };
+        pre.fence_len = longest_backtick_run(&held).max(2) + 1;
+        let lang = std::mem::take(&mut pre.lang);
+        let fence = "`".repeat(pre.fence_len);
+        self.w(&fence);
+        self.w(&lang);
+        self.w("\n");
+        self.w(&held);
+    }
+
     fn close_code(&mut self) {
         let Some(code) = self.code.take() else { return };
         if code.starts_with(' ') {
@@ -1089,13 +1247,7 @@ impl Conv {
         if content.is_empty() {
             return;
         }
-        let mut longest = 0;
-        let mut run = 0;
-        for c in content.chars() {
-            run = if c == '`' { run + 1 } else { 0 };
-            longest = longest.max(run);
-        }
-        let fence = "`".repeat(longest + 1);
+        let fence = "`".repeat(longest_backtick_run(content) + 1);
         let pad = if content.starts_with('`') || content.ends_with('`') { " " } else { "" };
         let content = if self.in_cell() { content.replace('|', "\\|") } else { content.to_string() };
         self.ensure_content();
@@ -1212,12 +1364,27 @@ impl Conv {
         self.lead = 0;
     }
 
-    /// Raw output: to the open table cell or the body.
+    /// Raw output: to the held `pre` block, the open table cell or the
+    /// body.
     fn w(&mut self, s: &str) {
+        if let Some(held) = self.pre.as_mut().and_then(|p| p.held.as_mut()) {
+            held.push_str(s);
+            if !s.is_empty() {
+                self.lead = 2;
+            }
+            if held.len() > MAX_PRE_HELD {
+                self.release_pre();
+            }
+            return;
+        }
         if self.in_cell() {
             let max = self.cfg.max_table_bytes;
             if let Some(t) = self.table.as_mut() {
                 if let Some(cell) = t.cell.as_mut() {
+                    if s.starts_with('[') && cell.ends_with('!') {
+                        cell.pop();
+                        cell.push_str("\\!");
+                    }
                     if cell.len() + s.len() <= max {
                         cell.push_str(s);
                     } else if !t.cut {
@@ -1231,7 +1398,16 @@ impl Conv {
         if !s.is_empty() {
             self.lead = 2;
         }
+        self.flush_bang(s.starts_with('['));
         self.out.push_str(s);
+    }
+
+    /// Writes a held `!`, escaped when a link's `[` follows.
+    fn flush_bang(&mut self, link_follows: bool) {
+        if self.bang {
+            self.bang = false;
+            self.out.push_str(if link_follows { "\\!" } else { "!" });
+        }
     }
 
     /// Text with Markdown's special characters escaped: everywhere the
@@ -1249,7 +1425,12 @@ impl Conv {
             return;
         }
         if !word.is_empty() {
+            self.flush_bang(false);
             escape_into(word, &mut self.lead, false, &mut self.out);
+            if word.ends_with('!') {
+                self.out.pop();
+                self.bang = true;
+            }
         }
     }
 
@@ -1302,7 +1483,10 @@ impl Conv {
             self.commit();
         }
         if self.committed {
-            std::mem::take(&mut self.out)
+            // The next chunk's Markdown is about as long: its buffer is
+            // allocated once instead of grown from nothing.
+            let len = self.out.len();
+            std::mem::replace(&mut self.out, String::with_capacity(len))
         } else {
             String::new()
         }
@@ -1318,6 +1502,7 @@ impl Conv {
         }
         if self.wrote_any {
             self.close_all_frames();
+            self.flush_bang(false);
             self.out.push('\n');
         }
         self.commit();
@@ -1344,6 +1529,51 @@ fn escape_into(word: &str, lead: &mut u8, in_cell: bool, out: &mut String) {
         out.push(c);
         *lead = if (*lead == 0 || *lead == 1) && c.is_ascii_digit() { 1 } else { 2 };
     }
+}
+
+/// Link destination characters Markdown would misread, percent-encoded.
+fn push_destination(url: &str, dest: &mut String) {
+    for c in url.chars() {
+        match c {
+            ' ' => dest.push_str("%20"),
+            '(' => dest.push_str("%28"),
+            ')' => dest.push_str("%29"),
+            '<' => dest.push_str("%3C"),
+            '>' => dest.push_str("%3E"),
+            c => dest.push(c),
+        }
+    }
+}
+
+/// `scheme://host[:port]` of an http(s) URL with a host.
+fn origin_of(base: &Url) -> Option<String> {
+    (matches!(base.scheme(), "http" | "https") && base.has_host())
+        .then(|| base[..url::Position::BeforePath].to_string())
+}
+
+/// Whether `href` is a path from the root that a URL parser keeps as it
+/// is when it joins it to an http(s) base (WHATWG URL): one `/` first, only
+/// characters no percent-encode set of the path, query or fragment holds,
+/// no `%` (`%2e` is a dot), no `\` (a slash there), no `.` or `..`
+/// segment. Joining one is then the base's origin and the path, without
+/// running the parser.
+fn is_plain_absolute_path(href: &str) -> bool {
+    let b = href.as_bytes();
+    b.first() == Some(&b'/')
+        && b.get(1) != Some(&b'/')
+        && b.iter().all(|&c| c.is_ascii_alphanumeric() || b"-._~/!$&()*+,;=:@?#".contains(&c))
+        && !href.split(['/', '?', '#']).any(|seg| seg == "." || seg == "..")
+}
+
+/// The longest run of backticks in `s`.
+fn longest_backtick_run(s: &str) -> usize {
+    let mut longest = 0;
+    let mut run = 0;
+    for b in s.bytes() {
+        run = if b == b'`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }
 
 /// `s` with its character references decoded.
@@ -1378,4 +1608,68 @@ pub(crate) fn yaml(s: &str) -> String {
     let mut out = String::new();
     yaml_quote(s, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The joins taken without the URL parser give what it gives.
+    #[test]
+    fn plain_absolute_paths_join_as_the_parser_does() {
+        let hrefs = [
+            "/",
+            "/more",
+            "/a/b/c.html",
+            "/a//b",
+            "/a/b/",
+            "/a?x=1&y=2",
+            "/a?",
+            "/a#",
+            "/a#f?g#h",
+            "/a?q=../x",
+            "/p;a=b,c:d@e!f$g*h+i~j",
+            "/a(1)",
+            "/.well-known/x",
+            "/a/b..",
+            "/a/..b",
+            "/a.",
+            "/_-~",
+            "/a/./b",
+            "/a/../b",
+            "/.",
+            "/..",
+            "/a/.",
+            "/a/..",
+            "//host/x",
+            "/a b",
+            "/a%2e",
+            "/a\\b",
+            "/é",
+            "/a'b",
+            "/a?x='y'",
+            "/a`b",
+            "/a{b}",
+            "/a|b",
+            "/a^b",
+            "/a[b]",
+            "/a\"b",
+            "/a\tb",
+        ];
+        for base in ["https://www.example.com/dir/page.html?q#f", "http://user:pw@EXAMPLE.com:8080/x", "https://h/"] {
+            let url = Url::parse(base).unwrap();
+            let origin = origin_of(&url).unwrap();
+            for href in hrefs {
+                if is_plain_absolute_path(href) {
+                    assert_eq!(format!("{origin}{href}"), url.join(href).unwrap().to_string(), "{base} {href}");
+                }
+            }
+        }
+        assert!(is_plain_absolute_path("/more"));
+        assert!(!is_plain_absolute_path("/a/../b"));
+        assert!(!is_plain_absolute_path("//host/x"));
+        assert!(origin_of(&Url::parse("file:///etc/x").unwrap()).is_none());
+        assert!(origin_of(&Url::parse("mailto:a@b").unwrap()).is_none());
+    }
 }

@@ -26,14 +26,16 @@
 //! [`MarkdownConfig::max_table_bytes`] of Markdown, after which its rows are
 //! written as they close with the columns known so far (and a single cell is
 //! cut at that size); inline code held until it closes, at most
-//! [`MAX_INLINE_CODE`] bytes; the title, at most [`MAX_TITLE`]; an element
+//! [`MAX_INLINE_CODE`] bytes; a `pre` block until it closes, at most
+//! 64 KiB, to give it a fence longer than any backtick run in it (past
+//! that, the rest streams behind the fence chosen so far); the title, at
+//! most [`MAX_TITLE`]; an element
 //! stack of at most [`MAX_DEPTH`] entries (deeper elements are read as
 //! plain spans). lol_html's own memory is capped by
 //! [`MarkdownConfig::max_memory`]; past it the conversion stops and what was
 //! converted is what the client gets.
 //!
-//! Not handled: `<pre>` content containing a line of three backticks ends
-//! the fence early; `&nbsp;` collapses like a space; a `noai` in the page's
+//! Not handled: `&nbsp;` collapses like a space; a `noai` in the page's
 //! own `<meta name="robots">` reaches the front matter but cannot stop a
 //! conversion whose headers are already sent (the proxy decides from the
 //! headers).
@@ -45,9 +47,10 @@ use std::borrow::Cow;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use lol_html::html_content::TextChunk;
-use lol_html::send::{DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter, Settings};
-use lol_html::{AsciiCompatibleEncoding, MemorySettings, OutputSink, Selector};
+use lol_html::send::{DocumentContentHandlers, Element, ElementContentHandlers, HtmlRewriter};
+use lol_html::{OutputSink, Selector};
 
+use crate::rewriter::{base_settings, encoding_for, utf16_bom};
 use crate::slots::lock;
 use crate::{Bail, Unsupported};
 use convert::Conv;
@@ -116,6 +119,11 @@ pub struct PageInfo {
 /// The handler's selector, `*`, parsed once per process.
 static EVERY_ELEMENT: LazyLock<Option<Selector>> = LazyLock::new(|| "*".parse().ok());
 
+/// The elements that may be hidden (`hidden`, `aria-hidden`): lol_html's
+/// selector matching finds them in the tag it has read, where a lookup in
+/// every element's handler would allocate the attribute's name for each.
+static MAYBE_HIDDEN: LazyLock<Option<Selector>> = LazyLock::new(|| "[hidden], [aria-hidden]".parse().ok());
+
 /// lol_html's output, unused: the Markdown is built by the handlers.
 struct Discard;
 
@@ -143,14 +151,19 @@ impl MarkdownConverter {
         page: PageInfo,
         charset: Option<&str>,
     ) -> Result<MarkdownConverter, Unsupported> {
-        let encoding = match charset.map(str::trim).filter(|l| !l.is_empty()) {
-            None => None,
-            Some(label) => {
-                let enc =
-                    encoding_rs::Encoding::for_label(label.as_bytes()).ok_or_else(|| Unsupported(label.to_string()))?;
-                Some(AsciiCompatibleEncoding::new(enc).ok_or_else(|| Unsupported(label.to_string()))?)
-            }
-        };
+        MarkdownConverter::build(config, page, charset, MAYBE_HIDDEN.as_ref())
+    }
+
+    /// [`MarkdownConverter::new`] with the selector of the maybe hidden
+    /// elements; without one, the element handler reads every element's
+    /// attributes.
+    fn build(
+        config: &Arc<MarkdownConfig>,
+        page: PageInfo,
+        charset: Option<&str>,
+        maybe_hidden: Option<&'static Selector>,
+    ) -> Result<MarkdownConverter, Unsupported> {
+        let encoding = encoding_for(charset)?;
         let max_memory = config.max_memory;
         let state = Arc::new(Mutex::new(Conv::new(config.clone(), page)));
         let s = state.clone();
@@ -166,30 +179,37 @@ impl MarkdownConverter {
             Ok(())
         };
         let s = state.clone();
+        let on_maybe_hidden = move |el: &mut Element<'_, '_>| -> lol_html::HandlerResult {
+            if el.has_attribute("hidden")
+                || el.get_attribute("aria-hidden").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            {
+                lock(&s).hide_next();
+            }
+            Ok(())
+        };
+        let s = state.clone();
         let on_text = move |t: &mut TextChunk<'_>| -> lol_html::HandlerResult {
             lock(&s).text(t.as_str(), t.text_type(), t.last_in_text_node());
             Ok(())
         };
-        let mut settings = Settings::new_send()
-            .with_strict(false)
-            .with_memory_settings(
-                MemorySettings::new()
-                    .with_max_allowed_memory_usage(max_memory)
-                    .with_preallocated_parsing_buffer_size(1024.min(max_memory))
-                    .with_graceful_bail_out_on_memory_limit_exceeded(true),
-            )
-            .with_graceful_bail_out_on_content_handler_error(true)
+        let mut settings = base_settings(max_memory, encoding)
             .append_document_content_handler(DocumentContentHandlers::default().text(on_text));
+        // Registered first, so it runs before the handler of every element.
+        match maybe_hidden {
+            Some(maybe_hidden) => {
+                settings = settings.append_element_content_handler((
+                    Cow::Borrowed(maybe_hidden),
+                    ElementContentHandlers::default().element(on_maybe_hidden),
+                ));
+            }
+            None => lock(&state).check_hidden_attributes(),
+        }
         if let Some(every) = EVERY_ELEMENT.as_ref() {
             settings = settings.append_element_content_handler((
                 Cow::Borrowed(every),
                 ElementContentHandlers::default().element(on_element),
             ));
         }
-        settings = match encoding {
-            Some(e) => settings.with_encoding(e),
-            None => settings.with_adjust_charset_on_meta_tag(true),
-        };
         Ok(MarkdownConverter {
             inner: Some(HtmlRewriter::new(settings, Discard)),
             state,
@@ -213,7 +233,7 @@ impl MarkdownConverter {
                     self.held = Some(*b);
                     return Vec::new();
                 }
-                [0xFE, 0xFF, ..] | [0xFF, 0xFE, ..] => {
+                bom if utf16_bom(bom).is_some() => {
                     self.sniffed = true;
                     self.stop(Bail::Utf16Bom);
                     return self.take();

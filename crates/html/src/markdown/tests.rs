@@ -99,3 +99,58 @@ fn script_schemes_split_by_whitespace_are_dropped() {
         "a b\n"
     );
 }
+
+/// `!` right before a link's `[` would make it an image: it is escaped,
+/// in the body and in a table cell, and only there.
+#[test]
+fn a_bang_before_a_link_is_escaped() {
+    assert_eq!(body("<p>Wow!<a href=\"/x\">link</a></p>"), "Wow\\![link](https://example.com/x)\n");
+    assert_eq!(body("<p>Wow! <a href=\"/x\">link</a> yes!</p>"), "Wow! [link](https://example.com/x) yes!\n");
+    assert_eq!(body("<p>Hi!<img src=\"/i.png\" alt=\"i\"></p>"), "Hi!![i](https://example.com/i.png)\n");
+    assert_eq!(
+        body("<table><tr><td>Go!<a href=\"/x\">l</a></td></tr></table>"),
+        "| Go\\![l](https://example.com/x) |\n| --- |\n"
+    );
+    // The `!` is held across a chunk boundary until what follows is known.
+    let cfg = Arc::new(MarkdownConfig::default());
+    let mut conv = MarkdownConverter::new(&cfg, PageInfo::default(), None).unwrap();
+    let mut out = conv.write(b"<p>Wow!");
+    out.extend(conv.write(b"<a href=\"https://e.example/\">l</a></p>"));
+    out.extend(conv.finish());
+    assert_eq!(String::from_utf8(out).unwrap(), "---\n---\n\nWow\\![l](https://e.example/)\n");
+}
+
+/// A line of three backticks in a `pre` does not end its fence: the fence
+/// is longer than any backtick run in the block.
+#[test]
+fn a_code_fence_outlasts_the_backticks_in_its_block() {
+    assert_eq!(body("<pre>a\n```\nb</pre>"), "````\na\n```\nb\n````\n");
+    assert_eq!(body("<pre>x `` y</pre>"), "```\nx `` y\n```\n");
+    assert_eq!(body("<pre class=\"language-md\">`````\n</pre>"), "``````md\n`````\n``````\n");
+    // A block past the held bound streams behind the fence chosen so far.
+    let long = "x\n".repeat(40 * 1024);
+    let out = body(&format!("<pre>```\n{long}````\n</pre>"));
+    assert!(out.starts_with("````\n```\nx\n"), "{}", &out[..20]);
+    assert!(out.ends_with("x\n````\n````\n"), "{}", &out[out.len() - 20..]);
+}
+
+/// `hidden` and `aria-hidden="true"` drop an element, whatever their case
+/// and spacing, found by lol_html's selector matching or, without it, by
+/// the element handler.
+#[test]
+fn hidden_elements_are_dropped() {
+    let html =
+        "<p>a <span HIDDEN>b</span><img hidden src=\"/x.png\" alt=\"x\"> c <span aria-hidden=\" TRUE \">d</span>\
+                <span aria-hidden=\"false\">e</span> <span data-hidden=\"1\">f</span> <b hidden=\"\">g</b>\
+                <div hidden><p>h</p></div>i</p>";
+    let want = "---\n---\n\na c e f\n\ni\n";
+    assert_eq!(body(html), want.trim_start_matches("---\n---\n\n"));
+    let cfg = Arc::new(MarkdownConfig::default());
+    for selector in [MAYBE_HIDDEN.as_ref(), None] {
+        assert!(MAYBE_HIDDEN.is_some());
+        let mut conv = MarkdownConverter::build(&cfg, PageInfo::default(), None, selector).unwrap();
+        let mut out = conv.write(html.as_bytes());
+        out.extend(conv.finish());
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+    }
+}
