@@ -144,6 +144,14 @@ fn markdown_has_its_own_validator_and_conditional_requests_work_for_both() {
     assert_eq!(crossed.header("etag"), Some(md_tag.as_str()));
     let crossed = send(proxy.addr, "GET", &[("If-None-Match", &md_tag)]);
     assert_eq!((crossed.status, crossed.body.as_slice()), (200, PAGE.as_bytes()));
+    // A client holding the HTML's validators, both of them (the date
+    // alone would answer 304 for the Markdown at the origin).
+    let modified = html.header("last-modified").map(str::to_owned).unwrap_or_else(|| panic!("no Last-Modified"));
+    let crossed = send(proxy.addr, "GET", &[MD, ("If-None-Match", &page_tag), ("If-Modified-Since", &modified)]);
+    assert_eq!((crossed.status, crossed.header("content-type")), (200, Some("text/markdown; charset=utf-8")));
+    // A strong tag ending in -md is not the Markdown's.
+    let strong = format!("{}-md\"", page_tag.trim_end_matches('"'));
+    assert_eq!(send(proxy.addr, "GET", &[MD, ("If-None-Match", &strong)]).status, 200);
 
     // HEAD: the GET's headers, no body.
     let head = send(proxy.addr, "HEAD", &[MD]);

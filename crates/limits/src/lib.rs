@@ -30,6 +30,9 @@ pub enum SharedError {
     /// the call.
     #[error("the shared store failed: {0}")]
     Failed(String),
+    /// The store did not answer within its budget.
+    #[error("the shared store did not answer in time")]
+    Timeout,
 }
 
 /// A store shared by several crawlgate instances that runs one GCRA step
@@ -168,6 +171,9 @@ impl Limiter {
             let step = shared.store.step(&name, limit.rate.emission(), limit.burst);
             match tokio::time::timeout(shared.budget, step).await {
                 Ok(Ok(verdict)) => return Checked { verdict, source: Source::Shared },
+                // The store's own budget and this one end in the same
+                // timer tick: either way it is a timeout.
+                Ok(Err(SharedError::Timeout)) => Fallback::Timeout,
                 Ok(Err(_)) => Fallback::Error,
                 Err(_) => Fallback::Timeout,
             }
@@ -247,6 +253,8 @@ mod tests {
             (scripted(false, Ok(Verdict::Allow), Duration::ZERO), Fallback::Down),
             (scripted(true, Err(SharedError::Failed("NOSCRIPT".into())), Duration::ZERO), Fallback::Error),
             (scripted(true, Ok(Verdict::Allow), Duration::from_secs(5)), Fallback::Timeout),
+            // The store's own budget ran out first.
+            (scripted(true, Err(SharedError::Timeout), Duration::ZERO), Fallback::Timeout),
         ] {
             let l = Limiter::new(1000).with_shared(store.clone(), Duration::from_millis(20), "cg:");
             assert_eq!(

@@ -362,8 +362,10 @@ pub fn origin_precondition(value: &str, if_match: bool) -> Precondition {
         .iter()
         .filter_map(|(weak, opaque)| {
             let w = if *weak { "W/" } else { "" };
-            match opaque.strip_suffix(MARKDOWN_TAG_SUFFIX) {
-                Some(page) => Some(format!("{w}\"{page}\"")),
+            // Only a weak tag can be the Markdown's: a strong `"v-md"` is
+            // the origin's own and passes as any other tag.
+            match opaque.strip_suffix(MARKDOWN_TAG_SUFFIX).filter(|_| *weak) {
+                Some(page) => Some(format!("W/\"{page}\"")),
                 None if if_match => Some(format!("{w}\"{opaque}\"")),
                 None => None,
             }
@@ -489,7 +491,8 @@ mod tests {
         let r = |s: &str| Replace(s.to_string());
         let rows: &[(&str, bool, Precondition)] = &[
             ("W/\"p1-md\"", false, r("W/\"p1\"")),
-            ("\"p1-md\"", false, r("\"p1\"")),
+            // A strong tag is never the Markdown's (markdown_etag is weak).
+            ("\"p1-md\"", false, Remove),
             ("W/\"p1\"", false, Remove),
             ("\"p1\", W/\"p2-md\"", false, r("W/\"p2\"")),
             ("W/\"a-md\",W/\"b-md\"", false, r("W/\"a\", W/\"b\"")),
@@ -497,7 +500,8 @@ mod tests {
             ("garbage", false, Keep),
             ("W/\"p1-md\"", true, r("W/\"p1\"")),
             ("\"p1\"", true, Keep),
-            ("\"p1\", \"p2-md\"", true, r("\"p1\", \"p2\"")),
+            ("\"p1\", \"p2-md\"", true, Keep),
+            ("\"p1\", W/\"p2-md\"", true, r("\"p1\", W/\"p2\"")),
             ("*", true, Keep),
         ];
         for (value, if_match, want) in rows {

@@ -619,10 +619,21 @@ pub struct Guarded {
 /// shutdown, or when more than [`MAX_COALESCED`] bytes would be held.
 /// Returns whether the connection is one of [`ConnApp`]'s (not HTTP/2).
 pub fn coalesce_response_end(session: &ServerSession) -> bool {
+    set_coalescing(session, true)
+}
+
+/// Ends [`coalesce_response_end`]'s hold without a last chunk: the next
+/// flush sends what is held. For a response that fails after its end
+/// reached the body filter (Pingora's error answer has no last chunk).
+pub fn end_coalescing(session: &ServerSession) {
+    set_coalescing(session, false);
+}
+
+fn set_coalescing(session: &ServerSession, on: bool) -> bool {
     let Some(stream) = session.stream() else { return false };
     match stream.as_ref().as_any().downcast_ref::<Guarded>() {
         Some(guarded) => {
-            guarded.coalesce.store(true, Ordering::Relaxed);
+            guarded.coalesce.store(on, Ordering::Relaxed);
             true
         }
         None => false,
@@ -964,6 +975,8 @@ impl AsyncWrite for Guarded {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         if this.holds(buf.len()) {
+            // Exact: the hold stays within its bound, not twice it.
+            this.held.reserve_exact(buf.len());
             this.held.extend_from_slice(buf);
             this.last_chunk = buf == LAST_CHUNK;
             return Poll::Ready(Ok(buf.len()));
@@ -980,6 +993,7 @@ impl AsyncWrite for Guarded {
         let this = self.get_mut();
         let len = bufs.iter().fold(0usize, |n, b| n.saturating_add(b.len()));
         if this.holds(len) {
+            this.held.reserve_exact(len);
             for b in bufs {
                 this.held.extend_from_slice(b);
             }

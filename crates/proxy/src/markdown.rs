@@ -59,6 +59,12 @@ pub fn negotiate(policy: &Policy, session: &mut Session, path: &str) -> Negotiat
 /// Markdown for the origin (`policy::markdown::origin_precondition`); the
 /// origin's copy of the request is made from this one.
 fn origin_preconditions(req: &mut pingora::http::RequestHeader) {
+    // With If-None-Match present the origin ignores If-Modified-Since (RFC
+    // 9110 section 13.1.3); once the HTML's tags are dropped it would not,
+    // and a date the client got with the HTML would answer the Markdown.
+    if req.headers.contains_key(header::IF_NONE_MATCH) {
+        req.remove_header(&header::IF_MODIFIED_SINCE);
+    }
     for (name, if_match) in [(header::IF_NONE_MATCH, false), (header::IF_MATCH, true)] {
         let lines: Vec<String> =
             req.headers.get_all(&name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect();

@@ -676,6 +676,9 @@ impl ProxyHttp for Gate {
     /// Origin unreachable or failing: 502, or 504 on a timeout, with a
     /// short body that does not leak internals.
     async fn fail_to_proxy(&self, session: &mut Session, e: &Error, ctx: &mut Ctx) -> FailToProxy {
+        // A rewritten response's end may have asked the connection to hold
+        // its writes for the last chunk, which the error answer never sends.
+        crate::conn::end_coalescing(session.as_downstream());
         let code = match e.etype() {
             ErrorType::HTTPStatus(code) => *code,
             ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => 504,

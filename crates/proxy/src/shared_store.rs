@@ -32,6 +32,7 @@ impl SharedGcra for StoreGcra {
             Ok(a) if a.allowed => Ok(Verdict::Allow),
             Ok(a) => Ok(Verdict::Deny { retry_after: a.retry_after }),
             Err(StoreError::Down { .. }) => Err(SharedError::Down),
+            Err(StoreError::Timeout { .. }) => Err(SharedError::Timeout),
             Err(e) => Err(SharedError::Failed(e.to_string())),
         }
     }
