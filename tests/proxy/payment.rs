@@ -469,8 +469,11 @@ fn a_reload_that_adds_the_first_charge_group_opens_the_ledger() {
         .replace("prices = [{ path = \"/premium/\", price = \"USD 0.05\" }]\n", "");
     let free = free[..free.find("[payment]").unwrap()].to_string();
     let proxy = Proxy::start_with(addr, admin, &free);
-    let paid = || sign(&signer, &proxy, "/", &[("crawler-max-price", "USD 1")], &["crawler-max-price"], 5);
-    assert_eq!(get(&proxy, "/", UA, &paid()), answer(200, &["content-type: text/plain"], "home\n"));
+    // Each request signed with an earlier age, so a later `created`
+    // whatever the clock does: two signatures with the same `created` are
+    // the same bytes, a replay.
+    let paid = |age| sign(&signer, &proxy, "/", &[("crawler-max-price", "USD 1")], &["crawler-max-price"], age);
+    assert_eq!(get(&proxy, "/", UA, &paid(7)), answer(200, &["content-type: text/plain"], "home\n"));
 
     let unwritable = charging.replace(&ledger_line(&charging), "ledger = \"/nonexistent-dir/ledger.sqlite\"");
     reload(&proxy, &unwritable);
@@ -479,7 +482,7 @@ fn a_reload_that_adds_the_first_charge_group_opens_the_ledger() {
         error,
         "payment.ledger: ledger /nonexistent-dir/ledger.sqlite: unable to open database file: /nonexistent-dir/ledger.sqlite; the running policy stays in force"
     );
-    assert_eq!(get(&proxy, "/", UA, &paid()), answer(200, &["content-type: text/plain"], "home\n"));
+    assert_eq!(get(&proxy, "/", UA, &paid(6)), answer(200, &["content-type: text/plain"], "home\n"));
 
     reload(&proxy, &charging);
     let s = status(&proxy);
@@ -488,7 +491,7 @@ fn a_reload_that_adds_the_first_charge_group_opens_the_ledger() {
         (serde_json::Value::Null, serde_json::json!([]))
     );
     assert_eq!(
-        get(&proxy, "/", UA, &paid()),
+        get(&proxy, "/", UA, &paid(5)),
         answer(200, &["content-type: text/plain", "crawler-charged: USD 0.01", TERMS], "home\n")
     );
     assert_eq!(export(&proxy, "csv").lines().count(), 2);
