@@ -234,20 +234,26 @@ impl Writer {
     /// Commits what is waiting, as soon as a charge waits: every charge
     /// that queued while the last commit ran goes into the next one. Byte
     /// counts alone do not commit (each would cost an fsync): they ride
-    /// with the next charges, or go in after [`BYTES_DELAY`].
+    /// with the next charges, or go in [`BYTES_DELAY`] after the oldest of them came.
     async fn serve(&mut self) {
         let mut batch = Batch::default();
+        // When the oldest byte count waiting is due, whatever came after it.
+        let mut bytes_due: Option<tokio::time::Instant> = None;
         loop {
-            let next = if batch.bytes.is_empty() {
-                self.rx.recv().await
-            } else {
-                match tokio::time::timeout(BYTES_DELAY, self.rx.recv()).await {
+            bytes_due = match bytes_due {
+                _ if batch.bytes.is_empty() => None,
+                None => Some(tokio::time::Instant::now() + BYTES_DELAY),
+                due => due,
+            };
+            let next = match bytes_due {
+                None => self.rx.recv().await,
+                Some(due) => match tokio::time::timeout_at(due, self.rx.recv()).await {
                     Ok(m) => m,
                     Err(_) => {
                         self.commit(&mut batch);
                         continue;
                     }
-                }
+                },
             };
             let Some(first) = next else { break };
             batch.take(first);

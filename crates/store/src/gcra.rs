@@ -273,9 +273,10 @@ impl Store {
         let Some((limit, waiters)) = self.next_batch(key) else { return };
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                let store = self.clone();
-                let key: Box<str> = key.into();
-                runtime.spawn(async move { store.drain(key, limit, waiters).await });
+                // The guard exists before the task: a task dropped before
+                // its first poll (its runtime shutting down) frees the key.
+                let guard = Draining { store: self.clone(), key: key.into(), done: false };
+                runtime.spawn(async move { guard.drain(limit, waiters).await });
             }
             Err(_) => {
                 // No runtime to call from: the waiters fail (their
@@ -301,8 +302,7 @@ impl Store {
 
     /// Runs the batches of `key` one call after the other until no check
     /// is waiting.
-    async fn drain(self, key: Box<str>, limit: Gcra, mut waiters: Vec<Waiter>) {
-        let mut guard = Draining { store: &self, key: &key, done: false };
+    async fn drain(&self, key: &str, limit: Gcra, mut waiters: Vec<Waiter>) {
         loop {
             // A check past its budget is falling back (its own timer may
             // not have fired yet): it is told so and left out of the call.
@@ -313,7 +313,7 @@ impl Store {
                 self.answer(waiter, Err(self.timeout_error()));
             }
             if !waiters.is_empty() {
-                match self.steps_uncounted(&key, limit, waiters.len(), None).await {
+                match self.steps_uncounted(key, limit, waiters.len(), None).await {
                     Ok(answers) => {
                         for (waiter, answer) in waiters.drain(..).zip(answers) {
                             self.answer(waiter, Ok(answer));
@@ -326,12 +326,11 @@ impl Store {
                     }
                 }
             }
-            match self.next_batch(&key) {
+            match self.next_batch(key) {
                 Some((_, next)) => waiters = next,
                 None => break,
             }
         }
-        guard.done = true;
     }
 
     /// Gives a waiting check its answer. A failure it receives counts as
@@ -372,17 +371,25 @@ impl Drop for Leading<'_> {
 }
 
 /// The task making the calls of a key's batches: dropped unfinished (its
-/// runtime shut down), it frees the key; the waiters' receivers close.
-struct Draining<'a> {
-    store: &'a Store,
-    key: &'a str,
+/// runtime shut down, before or after its first poll), it frees the key;
+/// the waiters' receivers close.
+struct Draining {
+    store: Store,
+    key: Box<str>,
     done: bool,
 }
 
-impl Drop for Draining<'_> {
+impl Draining {
+    async fn drain(mut self, limit: Gcra, waiters: Vec<Waiter>) {
+        self.store.drain(&self.key, limit, waiters).await;
+        self.done = true;
+    }
+}
+
+impl Drop for Draining {
     fn drop(&mut self) {
         if !self.done {
-            lock(&self.store.inner.batches).remove(self.key);
+            lock(&self.store.inner.batches).remove(&*self.key);
         }
     }
 }
