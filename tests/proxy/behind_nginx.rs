@@ -7,11 +7,11 @@
 //! nginx extended it, may move the address crawlgate verifies and logs, and
 //! only it reaches the origin.
 
-use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::time::Duration;
 
+use crawlgate_e2e::nginx::Nginx;
 use crawlgate_e2e::origin::{Origin, Route};
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
 use crawlgate_testkit::http::Conn;
@@ -31,84 +31,18 @@ const ADDRESS_FIELDS: [&str; 8] = [
     "x-cluster-client-ip",
 ];
 
-/// The nginx binary, or a failure that says how to get it.
-fn nginx_bin() -> PathBuf {
-    let found = ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.is_file());
-    found.unwrap_or_else(|| panic!("nginx is not installed: run scripts/prereqs (it installs Debian's nginx-light)"))
-}
-
-/// A running nginx (`daemon off; master_process off;`), everything it
-/// writes in its own temporary directory; killed when dropped.
-struct Nginx {
-    addr: SocketAddr,
-    child: Option<Child>,
-    dir: TempDir,
-}
-
-impl Nginx {
-    /// Starts nginx on a free 127.0.0.1 port, proxying to `upstream`.
-    fn start(upstream: SocketAddr) -> Nginx {
-        let bin = nginx_bin();
-        let dir = TempDir::new("nginx");
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-        let d = dir.path().display();
-        // Builds without a module reject its temp path directive.
-        let configure = Command::new(&bin).arg("-V").output().map(|o| o.stderr).unwrap_or_default();
-        let configure = String::from_utf8_lossy(&configure);
-        let temp: String = ["fastcgi", "uwsgi", "scgi"]
-            .into_iter()
-            .filter(|m| !configure.contains(&format!("--without-http_{m}_module")))
-            .map(|m| format!("    {m}_temp_path {d}/{m};\n"))
-            .collect();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n    access_log off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n{temp}\
-             \x20   server {{\n        listen {addr};\n        location / {{\n\
+/// nginx proxying to `upstream`, as an operator puts it in front.
+fn nginx(upstream: SocketAddr) -> Nginx {
+    Nginx::start(|addr, _| {
+        format!(
+            "    server {{\n        listen {addr};\n        location / {{\n\
              \x20           proxy_pass http://{upstream};\n\
              \x20           proxy_http_version 1.1;\n\
              \x20           proxy_set_header Host $host;\n\
              \x20           proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
-             \x20       }}\n    }}\n}}\n"
-        );
-        let conf_path = dir.write("nginx.conf", conf);
-        let child = Command::new(&bin)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .arg("-c")
-            .arg(&conf_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-        let mut nginx = Nginx { addr, child: Some(child), dir };
-        let started = wait_for("nginx to listen", Duration::from_secs(10), || {
-            if let Some(status) = nginx.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                return Some(Err(status));
-            }
-            TcpStream::connect(addr).is_ok().then_some(Ok(()))
-        });
-        if let Err(status) = started {
-            panic!("nginx exited with {status}; error log:\n{}", nginx.error_log());
-        }
-        nginx
-    }
-
-    fn error_log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+             \x20       }}\n    }}\n"
+        )
+    })
 }
 
 /// crawlgate trusting nginx (127.0.0.1), with Googlebot verified by IP
@@ -192,7 +126,7 @@ fn behind_nginx_only_its_x_forwarded_for_is_believed_and_forwarded() {
     let routes = (0..cases.len()).map(|i| format!("/case/{i}")).collect::<Vec<_>>();
     let origin = Origin::start(routes.iter().map(|p| (p.as_str(), Route::ok("text/plain", "ok\n"))).collect());
     let proxy = crawlgate(&origin, &list);
-    let nginx = Nginx::start(proxy.addr);
+    let nginx = nginx(proxy.addr);
     for (i, &(from, forged, client_ip, verification, fields)) in cases.iter().enumerate() {
         let path = &routes[i];
         let source: IpAddr = from.parse().unwrap_or_else(|e| panic!("{from}: {e}"));

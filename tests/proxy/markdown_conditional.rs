@@ -5,14 +5,12 @@
 //! with the page's tag does not, every 304 of a converted path says
 //! `Vary: Accept`, and a HEAD gets the GET's headers.
 
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::time::Duration;
 
-use crawlgate_e2e::proxy::{free_port, wait_for, Proxy};
+use crawlgate_e2e::nginx::Nginx;
+use crawlgate_e2e::proxy::Proxy;
 use crawlgate_testkit::http::{exchange, RawResponse};
-use crawlgate_testkit::temp::TempDir;
 
 const PAGE: &str = "<!doctype html><html><head><title>Cached page</title></head>\n\
 <body><main><h1>Cached</h1>\n<p>Same bytes, two representations.</p></main></body></html>\n";
@@ -21,71 +19,19 @@ const RULES: &str = "[[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\n\n[markd
 
 /// nginx serving `PAGE` at `/page.html` from a temporary root
 /// (`daemon off; master_process off;`); killed when dropped.
-struct StaticNginx {
-    addr: SocketAddr,
-    child: Option<Child>,
-    _dir: TempDir,
-}
-
-impl StaticNginx {
-    fn start() -> StaticNginx {
-        let bin =
-            ["/usr/sbin/nginx", "/usr/bin/nginx"].into_iter().map(PathBuf::from).find(|p| p.is_file()).unwrap_or_else(
-                || panic!("nginx is not installed: run scripts/prereqs (it installs Debian's nginx-light)"),
-            );
-        let dir = TempDir::new("nginx-static");
-        std::fs::create_dir_all(dir.join("root")).unwrap_or_else(|e| panic!("{e}"));
-        dir.write("root/page.html", PAGE);
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
-        let d = dir.path().display();
-        let configure = Command::new(&bin).arg("-V").output().map(|o| o.stderr).unwrap_or_default();
-        let configure = String::from_utf8_lossy(&configure);
-        let temp: String = ["fastcgi", "uwsgi", "scgi"]
-            .into_iter()
-            .filter(|m| !configure.contains(&format!("--without-http_{m}_module")))
-            .map(|m| format!("    {m}_temp_path {d}/{m};\n"))
-            .collect();
-        let conf = format!(
-            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
-             events {{ worker_connections 64; }}\n\
-             http {{\n    access_log off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n{temp}\
-             \x20   types {{ text/html html; }}\n    charset utf-8;\n\
-             \x20   server {{\n        listen {addr};\n        root {d}/root;\n    }}\n}}\n"
-        );
-        let conf_path = dir.write("nginx.conf", conf);
-        let child = Command::new(&bin)
-            .arg("-p")
-            .arg(dir.path())
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .arg("-c")
-            .arg(&conf_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-        let mut nginx = StaticNginx { addr, child: Some(child), _dir: dir };
-        let started = wait_for("nginx to listen", Duration::from_secs(10), || {
-            if let Some(status) = nginx.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                return Some(Err(status));
-            }
-            TcpStream::connect(addr).is_ok().then_some(Ok(()))
-        });
-        if let Err(status) = started {
-            panic!("nginx exited with {status}");
-        }
-        nginx
-    }
-}
-
-impl Drop for StaticNginx {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+/// nginx serving [`PAGE`] as a static file: it evaluates the
+/// preconditions itself, as a real origin does.
+fn static_nginx() -> Nginx {
+    let nginx = Nginx::start(|addr, dir| {
+        let d = dir.display();
+        format!(
+            "    types {{ text/html html; }}\n    charset utf-8;\n\
+             \x20   server {{\n        listen {addr};\n        root {d}/root;\n    }}\n"
+        )
+    });
+    std::fs::create_dir_all(nginx.dir().join("root")).unwrap_or_else(|e| panic!("{e}"));
+    nginx.dir().write("root/page.html", PAGE);
+    nginx
 }
 
 fn send(addr: SocketAddr, method: &str, headers: &[(&str, &str)]) -> RawResponse {
@@ -104,7 +50,7 @@ const MD: (&str, &str) = ("Accept", "text/markdown");
 
 #[test]
 fn markdown_has_its_own_validator_and_conditional_requests_work_for_both() {
-    let nginx = StaticNginx::start();
+    let nginx = static_nginx();
     let proxy = Proxy::start(nginx.addr, RULES);
 
     // The origin's own tag, strong, on the HTML.

@@ -3,6 +3,7 @@
 //! that are not about crawlgate (temporary directories, raw HTTP/1.1,
 //! golden files, the conformance suite) live in `crawlgate-testkit`.
 
+pub mod nginx;
 pub mod origin;
 pub mod proxy;
 
