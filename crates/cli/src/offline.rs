@@ -220,8 +220,12 @@ pub fn explain(
         };
         let mut d = policy.decide(user_agent, &path);
         if let Some((_, false, Some((r, _)))) = &verified {
-            let identity =
-                crawlgate_policy::Identity { verification: r.verdict.verification, proven: None, replayed: false };
+            let identity = crawlgate_policy::Identity {
+                verification: r.verdict.verification,
+                proven: None,
+                replayed: false,
+                unparsable: None,
+            };
             let ua = crawlgate_policy::UserAgentField::One(user_agent);
             match policy.route_with(false, path.as_bytes(), ua, identity) {
                 crawlgate_policy::Route::Serve { decision, .. }
@@ -348,7 +352,7 @@ fn rate_of(
     client: Option<(std::net::IpAddr, Verification)>,
 ) -> Option<serde_json::Value> {
     let verification = client.map_or(Verification::NotApplicable, |(_, v)| v);
-    let identity = crawlgate_policy::Identity { verification, proven: None, replayed: false };
+    let identity = crawlgate_policy::Identity { verification, proven: None, replayed: false, unparsable: None };
     let ua = crawlgate_policy::UserAgentField::One(user_agent);
     let route = policy.route_with(false, path.as_bytes(), ua, identity);
     let ip = client.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |(ip, _)| ip);
@@ -375,7 +379,8 @@ fn signature_needs(policy: &crawlgate_policy::Policy, user_agent: &str, path: &s
         return None;
     }
     let route = |identity| policy.route_with(false, path.as_bytes(), UserAgentField::One(user_agent), identity);
-    let unverified = route(Identity { verification: Verification::Unverified, proven: None, replayed: false });
+    let unverified =
+        route(Identity { verification: Verification::Unverified, proven: None, replayed: false, unparsable: None });
     let (challenge, on_unverified) = match &unverified {
         Route::Block { decision, .. } | Route::Forward { decision, .. } => {
             (policy.challenge(decision), decision.on_failure.map(|f| f.as_str()))
@@ -385,7 +390,12 @@ fn signature_needs(policy: &crawlgate_policy::Policy, user_agent: &str, path: &s
     if challenge.is_none() && !v.methods_for(std::iter::once(claim.agent), claim.verify).contains(&Method::Signature) {
         return None;
     }
-    let replay = match route(Identity { verification: Verification::Unverified, proven: None, replayed: true }) {
+    let replay = match route(Identity {
+        verification: Verification::Unverified,
+        proven: None,
+        replayed: true,
+        unparsable: None,
+    }) {
         Route::Replayed { .. } => "429 Too Many Requests (reason=replayed, signature=invalid)",
         _ => "served (this file is never refused)",
     };

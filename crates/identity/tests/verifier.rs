@@ -110,7 +110,12 @@ async fn an_unanswered_ptr_does_not_give_an_rdns_only_group() {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(verdict.verification, Verification::Unverified, "{verdict:?}");
         assert!(verdict.evidence.to_string().contains("timed out"), "{}", verdict.evidence);
-        let id = crawlgate_policy::Identity { verification: verdict.verification, proven: None, replayed: false };
+        let id = crawlgate_policy::Identity {
+            verification: verdict.verification,
+            proven: None,
+            replayed: false,
+            unparsable: None,
+        };
         match p.route_with(false, b"/private/a", UserAgentField::One(ua), id) {
             Route::Forward { decision, .. } => {
                 assert_eq!(decision.agent, want_agent, "{extra:?}");

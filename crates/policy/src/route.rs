@@ -21,6 +21,9 @@ pub struct Identity<'a> {
     /// The request's valid signature was already presented within its
     /// validity window (a replay).
     pub replayed: bool,
+    /// Why the request's `Signature` / `Signature-Input` fields cannot be
+    /// parsed, when they cannot (`verification::check_signature_fields`).
+    pub unparsable: Option<&'a str>,
 }
 
 /// The request's `User-Agent` field lines, as far as routing cares.
@@ -268,6 +271,12 @@ impl Policy {
             return if published { Route::Serve { file, decision } } else { Route::NotFound { file, decision } };
         }
         // After the published files, which are never refused.
+        if let Some(why) = identity.unparsable {
+            let claimed = self.claim(user_agent).map(|c| c.verify);
+            if let Err(refused) = crate::verification::check_signature_fields(claimed, Some(why)) {
+                return Route::BadRequest(refused);
+            }
+        }
         if identity.replayed {
             return Route::Replayed { decision, target };
         }
@@ -575,13 +584,13 @@ disallow = ["/"]
             ("Firefox", "/a", Verification::NotApplicable, None, ("forward allowed", None, "none", None)),
         ];
         for (ua, target, verification, proven, want) in rows {
-            let id = Identity { verification: *verification, proven: *proven, replayed: false };
+            let id = Identity { verification: *verification, proven: *proven, replayed: false, unparsable: None };
             let got = summary(&p.route_with(false, target.as_bytes(), UserAgentField::One(ua), id));
             let got = (got.0.as_str(), got.1.as_deref(), got.2.as_str(), got.3);
             assert_eq!(got, *want, "{ua} {target} {verification:?} {proven:?}");
         }
         // A bad request stays a bad request.
-        let id = Identity { verification: un, proven: None, replayed: false };
+        let id = Identity { verification: un, proven: None, replayed: false, unparsable: None };
         let got = summary(&p.route_with(false, b"x", UserAgentField::One("GPTBot"), id));
         assert_eq!(got.0, "400 request target must start with '/' or be an absolute http(s) URL");
     }
@@ -599,7 +608,7 @@ disallow = ["/"]
         );
         let loaded = load(&src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let p = &loaded.policy;
-        let id = |verification| Identity { verification, proven: None, replayed: false };
+        let id = |verification| Identity { verification, proven: None, replayed: false, unparsable: None };
         let pinned = r#"sig1=("@authority" "@method" "@path");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#;
         let unpinned = r#"sig1=("@authority" "@method" "@path");created;expires;alg="ed25519";tag="web-bot-auth""#;
         // (User-Agent, verification, status and reason, Accept-Signature)
@@ -650,7 +659,7 @@ disallow = ["/"]
                    [[group]]\nuser_agents = [\"bingbot\"]\nverify = \"rdns\"\n";
         let loaded = load(src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let p = &loaded.policy;
-        let un = Identity { verification: Verification::Unverified, proven: None, replayed: false };
+        let un = Identity { verification: Verification::Unverified, proven: None, replayed: false, unparsable: None };
         // (User-Agent, the agent whose rules apply, on_failure)
         let rows = [
             // rDNS only: anonymous by default.
@@ -690,7 +699,12 @@ disallow = ["/"]
     fn a_replayed_signature_gets_429_but_robots_txt() {
         let loaded = load(POLICY, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let p = &loaded.policy;
-        let id = Identity { verification: Verification::Spoofed(Method::Signature), proven: None, replayed: true };
+        let id = Identity {
+            verification: Verification::Spoofed(Method::Signature),
+            proven: None,
+            replayed: true,
+            unparsable: None,
+        };
         let ua = UserAgentField::One("Googlebot/2.1");
         let got = summary(&p.route_with(false, b"/a", ua, id));
         assert_eq!(
@@ -758,7 +772,7 @@ enforce = "log"
             ("Firefox", "/private/a", Verification::NotApplicable, None, false),
         ];
         for (ua, target, verification, reason, violation) in rows {
-            let id = Identity { verification: *verification, proven: None, replayed: false };
+            let id = Identity { verification: *verification, proven: None, replayed: false, unparsable: None };
             let d = match p.route_with(false, target.as_bytes(), UserAgentField::One(ua), id) {
                 Route::Block { decision, .. } | Route::Forward { decision, .. } => decision,
                 other => panic!("{other:?}"),

@@ -329,11 +329,10 @@ impl ProxyHttp for Gate {
             Evidence::BadSignature { reason, unparsable: true } => Some(reason.clone()),
             _ => None,
         };
-        let fields =
-            crawlgate_policy::verification::check_signature_fields(claim.map(|c| c.verify), unparsable.as_deref());
         ctx.verification = verification;
         ctx.evidence = (evidence != Evidence::None).then_some(evidence);
-        let identity = Identity { verification, proven: signed_token.as_deref(), replayed };
+        let identity =
+            Identity { verification, proven: signed_token.as_deref(), replayed, unparsable: unparsable.as_deref() };
         // Pingora drops a fragment from the target it parses; the request
         // line still has it, and a target with `#` is refused.
         let wire = client_target_with_fragment(session);
@@ -341,16 +340,7 @@ impl ProxyHttp for Gate {
         let upgrade_ok = upgrade.is_ok();
         let route = match upgrade {
             Err(why) => Route::BadRequest(why),
-            Ok(()) => {
-                match (snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity), fields)
-                {
-                    // The published files are never refused (as for a replay):
-                    // a crawler can always read the rules.
-                    (served @ (Route::Serve { .. } | Route::NotFound { .. }), _) => served,
-                    (_, Err(why)) => Route::BadRequest(why),
-                    (route, Ok(())) => route,
-                }
-            }
+            Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
         };
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
