@@ -1405,7 +1405,8 @@ mod tests {
     async fn a_held_markdown_response_leaves_with_its_estimate() {
         let (mut conn, peer) = guarded_pair().await;
         hold_whole(&conn);
-        let head: &[u8] = b"HTTP/1.1 200 OK\r\ncontent-type: text/markdown; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+        let head: &[u8] =
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/markdown; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
         let chunks: [&[u8]; 4] = [b"5\r\n", LAST_CHUNK, b"\r\n", b"3\r\n# a\r\n"];
         assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
         for c in chunks {

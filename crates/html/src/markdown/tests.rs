@@ -90,7 +90,8 @@ fn token_estimate() {
 #[test]
 fn the_converter_counts_the_characters_it_emits() {
     let cfg = Arc::new(MarkdownConfig::default());
-    let page = "<title>東京</title><main><h1>Café ☕</h1><p>naïve <b>東京</b> text</p><ul><li>a</li></ul></main>".repeat(3);
+    let page =
+        "<title>東京</title><main><h1>Café ☕</h1><p>naïve <b>東京</b> text</p><ul><li>a</li></ul></main>".repeat(3);
     for size in [1, 2, 3, 7, page.len()] {
         let mut conv = MarkdownConverter::new(&cfg, PageInfo::default(), None).unwrap();
         let mut out = Vec::new();
