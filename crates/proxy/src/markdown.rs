@@ -11,10 +11,25 @@
 //! the origin, so a 304 (or 412) is the origin's answer for both
 //! representations.
 //!
-//! `x-markdown-tokens` is not sent: the headers go out before the body
-//! has streamed, so the size of the Markdown is not known then, and an
-//! estimate from the HTML's length would be a guess about another text.
-//! HTTP/1.1 trailers reach few clients, so they are not used either.
+//! A 304 to a Markdown request names the Markdown's tag only if the
+//! AI-use guard would still let a 200 convert
+//! (`policy::markdown::not_modified`); otherwise it keeps the page's
+//! `ETag`, drops `Last-Modified` and says `x-markdown-refused`, so a copy
+//! cached before a reload added `noai` is not revalidated.
+//!
+//! `x-markdown-tokens: N` is the estimate of the Markdown body sent: its
+//! characters divided by four, rounded up (`MarkdownConverter::tokens`,
+//! counted as the converter emits). The header must wait for the end of
+//! the body, so on an HTTP/1.1 connection the service asks
+//! `crate::conn::hold_for_markdown_tokens` to hold the converted response
+//! from its status line on, and the body filter hands the estimate over
+//! at the end (`crate::conn::markdown_tokens`); the connection adds the
+//! line to the held header and writes the response at once. The hold is
+//! bounded (`crate::conn::MAX_HELD_FOR_TOKENS`, 256 KiB of bytes sent,
+//! after compression): a larger response goes out without the estimate,
+//! streaming from there. HTTP/2 streams (no such connection), HEAD, 304s
+//! and HTTP/1.0 clients get no estimate. HTTP/1.1 trailers reach few
+//! clients, so they are not used.
 
 use std::sync::Arc;
 

@@ -261,11 +261,12 @@ impl ProxyHttp for Gate {
     }
 
     /// First request phase, before Pingora's modules: when the policy
-    /// rewrites HTML, lets the response compression module record the
-    /// client's Accept-Encoding (it ignores it while disabled); compression
-    /// is switched off again in `response_filter` for every response that
-    /// is not rewritten. A policy without HTML rules leaves the module off
-    /// (it costs throughput on every response otherwise).
+    /// rewrites bodies (HTML rules or `[markdown]`), lets the response
+    /// compression module record the client's Accept-Encoding (it ignores
+    /// it while disabled); compression is switched off again in
+    /// `response_filter` for every response that is not rewritten. A
+    /// policy that rewrites nothing leaves the module off (it costs
+    /// throughput on every response otherwise).
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         // Pipelined HTTP/1.1 requests are answered in order (RFC 9112
         // section 9.3.2), each decided on its own; without this Pingora
