@@ -4,7 +4,9 @@
 # `cg+MODE`, the same policy plus the load test's `[[robots_tag]]` rule on
 # `/` (`noindex, nosnippet`): MODE `tag` sends it as headers only
 # (Robots-Tag, X-Robots-Tag), `inject`, `audit` or `enforce` also rewrite
-# the HTML with that `html` mode.
+# the HTML with that `html` mode; `cg+md` is `cg+inject` plus the load
+# test's `[markdown] paths = ["/"]` (run it with ACCEPT=text/markdown to
+# measure the Markdown responses).
 write_policy() {
   local kind=$1 listen=$2 admin=$3
   python3 bench/gen-realistic-policy.py "$listen" "$admin" 127.0.0.1:${ORIGIN_PORT:-38081}
@@ -13,6 +15,9 @@ write_policy() {
     cg+tag|cg+inject|cg+audit|cg+enforce)
       printf '\n[[robots_tag]]\npath = "/"\nrules = ["noindex", "nosnippet"]\n'
       [ "$kind" = cg+tag ] || printf 'html = "%s"\n' "${kind#cg+}" ;;
-    *) echo "unknown kind $kind (cg, cg+tag, cg+inject, cg+audit, cg+enforce)" >&2; return 1 ;;
+    cg+md)
+      printf '\n[[robots_tag]]\npath = "/"\nrules = ["noindex", "nosnippet"]\nhtml = "inject"\n'
+      printf '\n[markdown]\npaths = ["/"]\n' ;;
+    *) echo "unknown kind $kind (cg, cg+tag, cg+inject, cg+audit, cg+enforce, cg+md)" >&2; return 1 ;;
   esac
 }

@@ -7,9 +7,9 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::origin::{Body, Origin, Route};
 use crawlgate_e2e::proxy::Proxy;
-use crawlgate_testkit::http::{exchange, RawResponse};
+use crawlgate_testkit::http::{exchange, Conn, RawResponse};
 
 const RULES: &str = r#"
 [robots_txt]
@@ -37,7 +37,7 @@ path = "/noai/"
 rules = ["noai"]
 
 [markdown]
-paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai"]
+paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai", "/big", "/utf8", "/gated"]
 "#;
 
 const PAGE: &str = "<!doctype html><html><head><title>Hello page</title><link rel=\"canonical\" href=\"/page\"></head>\n\
@@ -83,7 +83,34 @@ fn origin() -> Origin {
         ("/missing", Route { status: 404, ..Route::ok(HTML, PAGE) }),
         ("/plain.txt", Route::ok("text/plain", "just <b>text</b>\n")),
         ("/other", Route::ok(HTML, PAGE)),
+        ("/big", Route::ok(HTML, big_page())),
+        ("/utf8", Route::ok(HTML, "<main><h1>Café ☕</h1><p>東京の地図</p></main>")),
     ])
+}
+
+/// One paragraph of [`big_page`]: 86 bytes of HTML, 81 characters of
+/// Markdown.
+fn para() -> String {
+    format!("<p>{}</p>", "word ".repeat(16).trim_end())
+}
+
+/// A page whose Markdown (4,000 paragraphs, 324,000 characters) is past
+/// the connection's 256 KiB hold.
+fn big_page() -> String {
+    format!("<main>{}</main>", para().repeat(4000))
+}
+
+/// The `x-markdown-tokens` a Markdown body should get: its characters / 4,
+/// rounded up.
+fn estimate(markdown: &str) -> String {
+    markdown.chars().count().div_ceil(4).to_string()
+}
+
+fn gunzip(data: &[u8]) -> String {
+    use std::io::Read;
+    let mut out = String::new();
+    let _ = flate2::read::GzDecoder::new(data).read_to_string(&mut out);
+    out
 }
 
 #[test]
@@ -136,7 +163,8 @@ fn markdown_response_headers() {
     // Its own validator, made from the origin's (the HTML keeps "p1").
     assert_eq!(r.header("etag"), Some("W/\"p1-md\""));
     assert_eq!(r.header("x-markdown-refused"), None);
-    assert_eq!(r.header("x-markdown-tokens"), None);
+    // The Markdown's characters / 4, rounded up: 174 characters.
+    assert_eq!(r.header("x-markdown-tokens"), Some("44"));
     // The origin was asked for an identity body.
     assert!(origin.seen().iter().all(|s| s.header("accept-encoding") == Some("identity")));
     // HEAD: the headers the GET gets, no body.
@@ -240,4 +268,89 @@ fn a_hostile_host_leaves_the_links_relative() {
         assert!(!text.contains("evil.example"), "{host}: {text}");
         assert!(text.ends_with("See [the intro](/docs/intro) & more.\n"), "{host}: {text}");
     }
+}
+
+/// A converted response says `x-markdown-tokens`, the estimate of the body
+/// it carries (compressed for a client that asks or not, multi-byte
+/// characters counted once), on a kept-alive connection where the HTML,
+/// a HEAD and a Markdown body past the connection's hold carry none.
+#[test]
+fn x_markdown_tokens_is_the_estimate_of_the_body_sent() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let md = ("Accept", "text/markdown");
+    let mut conn = Conn::open(proxy.addr);
+    let r = conn.request("GET", "/page", &[md]);
+    assert_eq!((r.status, body(&r).as_str()), (200, PAGE_MD));
+    assert_eq!(r.header("x-markdown-tokens"), Some(estimate(PAGE_MD).as_str()));
+    assert_eq!(estimate(PAGE_MD), "44");
+    let gz = conn.request("GET", "/page", &[md, ("Accept-Encoding", "gzip")]);
+    assert_eq!(gz.header("content-encoding"), Some("gzip"));
+    assert_eq!(gunzip(&gz.body), PAGE_MD);
+    assert_eq!(gz.header("x-markdown-tokens"), Some("44"));
+    let utf8 = conn.request("GET", "/utf8", &[md]);
+    let text = body(&utf8);
+    assert!(text.ends_with("# Café ☕\n\n東京の地図\n"), "{text}");
+    assert!(text.chars().count() < text.len());
+    assert_eq!(utf8.header("x-markdown-tokens"), Some(estimate(&text).as_str()));
+    let html = conn.request("GET", "/page", &[("Accept", "text/html")]);
+    assert_eq!((body(&html).as_str(), html.header("x-markdown-tokens")), (PAGE, None));
+    let head = conn.request("HEAD", "/page", &[md]);
+    assert_eq!(head.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(head.header("x-markdown-tokens"), None);
+    // Compressed, 324,000 characters of Markdown fit the hold: the estimate
+    // is of the Markdown, the bound of the bytes sent.
+    let gz = conn.request("GET", "/big", &[md, ("Accept-Encoding", "gzip")]);
+    let text = gunzip(&gz.body);
+    assert_eq!(text.matches("word word").count(), 4000 * 8);
+    assert_eq!(gz.header("x-markdown-tokens"), Some(estimate(&text).as_str()));
+    // And the connection goes on: the next response is whole.
+    let again = conn.request("GET", "/page", &[md]);
+    assert_eq!((body(&again).as_str(), again.header("x-markdown-tokens")), (PAGE_MD, Some("44")));
+}
+
+/// Past the connection's 256 KiB hold, a converted page streams before
+/// its origin has finished (the page is never held whole), without
+/// `x-markdown-tokens`, and arrives whole and in order.
+#[test]
+fn markdown_past_the_hold_streams_without_the_estimate() {
+    let gate = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let first = format!("<main>{}", para().repeat(4000)).into_bytes();
+    let origin = Origin::start(vec![(
+        "/gated",
+        Route::ok(HTML, "").body(Body::Gated {
+            first,
+            rest: b"<p>the end</p></main>".to_vec(),
+            gate: gate.clone(),
+            sized: false,
+        }),
+    )]);
+    let proxy = Proxy::start(origin.addr, RULES);
+    let mut stream = std::net::TcpStream::connect(proxy.addr).unwrap_or_else(|e| panic!("connect: {e}"));
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+    let req = "GET /gated HTTP/1.1\r\nHost: test.example\r\nAccept: text/markdown\r\nConnection: close\r\n\r\n";
+    let _ = stream.write_all(req.as_bytes());
+    let mut got = Vec::new();
+    let mut buf = [0u8; 65536];
+    // More than the hold arrives while the origin waits.
+    while got.len() <= 256 * 1024 {
+        use std::io::Read;
+        let n = stream.read(&mut buf).unwrap_or_else(|e| panic!("no Markdown before the origin finished: {e}"));
+        assert!(n > 0, "closed early");
+        got.extend_from_slice(&buf[..n]);
+    }
+    {
+        let (lock, cvar) = &*gate;
+        *lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        cvar.notify_all();
+    }
+    got.extend(crawlgate_testkit::http::read_to_close(&mut stream));
+    let r = RawResponse::parse(&got, false).unwrap_or_else(|| panic!("no response"));
+    assert!(r.complete);
+    assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(r.header("x-markdown-tokens"), None);
+    let want = format!("{}\n\nthe end\n", vec!["word ".repeat(16).trim_end().to_string(); 4000].join("\n\n"));
+    let text = body(&r);
+    assert!(text.ends_with(&want), "{} characters", text.len());
+    assert_eq!(text.matches("word").count(), 4000 * 16);
 }

@@ -107,3 +107,49 @@ fn markdown_has_its_own_validator_and_conditional_requests_work_for_both() {
     assert_eq!(head.header("content-length"), None);
     assert!(head.body.is_empty());
 }
+
+/// After a reload adds `noai` to the page, a 304 no longer validates a
+/// client's Markdown copy for an AI agent: it keeps the page's tag, drops
+/// `Last-Modified` and says `x-markdown-refused`, so the client fetches
+/// again and gets the HTML. A search crawler, which the guard does not
+/// concern, still gets the Markdown's tag.
+#[test]
+fn a_304_runs_the_ai_guard_after_a_reload() {
+    let nginx = static_nginx();
+    let proxy = Proxy::start(nginx.addr, RULES);
+    let md = send(proxy.addr, "GET", &[MD]);
+    let md_tag = md.header("etag").map(str::to_owned).unwrap_or_else(|| panic!("no ETag"));
+    let page_tag = format!("\"{}\"", md_tag.trim_start_matches("W/\"").trim_end_matches("-md\""));
+    let modified = md.header("last-modified").map(str::to_owned).unwrap_or_else(|| panic!("no Last-Modified"));
+    let before = send(proxy.addr, "GET", &[MD, ("If-None-Match", &md_tag)]);
+    assert_eq!((before.status, before.header("etag")), (304, Some(md_tag.as_str())));
+    assert_eq!(before.header("last-modified"), Some(modified.as_str()));
+    assert_eq!(before.header("x-markdown-refused"), None);
+
+    let policy = std::fs::read_to_string(&proxy.policy_path).unwrap_or_else(|e| panic!("{e}"));
+    let noai = policy
+        + "\n[[robots_tag]]\npath = \"/page.html\"\nrules = [\"noai\"]\n\n[[group]]\nuser_agents = [\"Googlebot\"]\nallow = [\"/\"]\n";
+    std::fs::write(&proxy.policy_path, noai).unwrap_or_else(|e| panic!("{e}"));
+    proxy.signal("HUP");
+    crawlgate_e2e::proxy::wait_for("the reload", Duration::from_secs(20), || {
+        (proxy.metric("crawlgate_policy_generation").as_deref() == Some("2")).then_some(())
+    });
+
+    // No policy token: counts as AI.
+    let after = send(proxy.addr, "GET", &[MD, ("If-None-Match", &md_tag)]);
+    assert_eq!(after.status, 304);
+    assert_eq!(after.header("etag"), Some(page_tag.as_str()));
+    assert_eq!(after.header("last-modified"), None);
+    assert_eq!(after.header("x-markdown-refused"), Some("noai"));
+    assert_eq!(after.all("vary"), ["Accept"]);
+    // The unconditional request that follows: the HTML, and why.
+    let refetch = send(proxy.addr, "GET", &[MD]);
+    assert_eq!((refetch.status, refetch.body.as_slice()), (200, PAGE.as_bytes()));
+    assert_eq!(refetch.header("etag"), Some(page_tag.as_str()));
+    assert_eq!(refetch.header("x-markdown-refused"), Some("noai"));
+    // A search crawler is not an AI agent: its Markdown copy stays valid.
+    let google = ("User-Agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)");
+    let search = send(proxy.addr, "GET", &[MD, google, ("If-None-Match", &md_tag)]);
+    assert_eq!((search.status, search.header("etag")), (304, Some(md_tag.as_str())));
+    assert_eq!(search.header("x-markdown-refused"), None);
+}

@@ -332,6 +332,46 @@ pub fn markdown_etag(etag: &str) -> Option<String> {
     }
 }
 
+/// What a 304 answering a request that negotiated Markdown says: the
+/// origin matched the page's tag the client's Markdown tag was mapped to
+/// (or a date), so the 304 stands for the page; whether it may stand for
+/// the Markdown is the AI-use guard's, as for a 200.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotModified {
+    /// The page may still be converted for this agent: the 304 validates the
+    /// client's Markdown copy and names its tag ([`markdown_etag`] of the
+    /// origin's; `None`: the origin's `ETag` is absent or not one
+    /// entity-tag, and the 304 carries none).
+    Markdown(Option<String>),
+    /// The guard now refuses the conversion (a reload added `noai`, the
+    /// origin's `X-Robots-Tag` says it): the representation a GET would
+    /// select is the HTML, whose tag the client's Markdown tag does not
+    /// match (RFC 9110 section 13.1.2), so the 304 must not validate the
+    /// Markdown copy. It keeps the page's `ETag`, the one a 200 would send
+    /// (RFC 9110 section 15.4.5), and drops `Last-Modified`, which both
+    /// copies share: a cache updates only the stored responses whose
+    /// validator the 304 names (RFC 9111 section 4.3.4), so the Markdown
+    /// copy is not refreshed and the client fetches the page again, getting
+    /// the HTML with `x-markdown-refused`.
+    Refused(Refusal),
+}
+
+/// The 304 of a request that negotiated Markdown: the same guard a 200
+/// runs ([`guard`], with the 304's `X-Robots-Tag` and Content-Usage in
+/// force), then the validator; `etag` is the origin's `ETag` value.
+pub fn not_modified<'a>(
+    ai: bool,
+    agent: Option<&str>,
+    robots: impl IntoIterator<Item = &'a str>,
+    content_usage: impl IntoIterator<Item = &'a str>,
+    etag: Option<&str>,
+) -> NotModified {
+    match guard(ai, agent, robots, content_usage) {
+        Some(refusal) => NotModified::Refused(refusal),
+        None => NotModified::Markdown(etag.and_then(markdown_etag)),
+    }
+}
+
 /// What to send the origin for a precondition field of a request that
 /// negotiated Markdown.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -603,6 +643,32 @@ mod tests {
                 guard(*ai, *agent, robots.iter().copied(), cu.iter().copied()),
                 *want,
                 "{ai} {agent:?} {robots:?} {cu:?}"
+            );
+        }
+    }
+
+    /// A 304 validates the Markdown copy only when a 200 would convert.
+    #[test]
+    fn a_304_runs_the_guard_before_naming_the_markdown() {
+        type Case<'a> = (bool, Option<&'a str>, &'a [&'a str], &'a [&'a str], Option<&'a str>, NotModified);
+        let md = |t: &str| NotModified::Markdown(Some(t.to_string()));
+        let cases: &[Case<'_>] = &[
+            (true, None, &[], &[], Some("\"p1\""), md("W/\"p1-md\"")),
+            (true, Some("GPTBot"), &["nosnippet"], &["train-ai=n"], Some("W/\"p1\""), md("W/\"p1-md\"")),
+            (true, None, &["noai"], &[], Some("\"p1\""), NotModified::Refused(Refusal::NoAi)),
+            (true, Some("GPTBot"), &["gptbot: noai"], &[], Some("\"p1\""), NotModified::Refused(Refusal::NoAi)),
+            (true, Some("ClaudeBot"), &["gptbot: noai"], &[], Some("\"p1\""), md("W/\"p1-md\"")),
+            (true, None, &[], &["ai-use=n"], None, NotModified::Refused(Refusal::AiUseN)),
+            // Not an AI agent: the guard does not apply.
+            (false, Some("Googlebot"), &["noai"], &["ai-use=n"], Some("\"p1\""), md("W/\"p1-md\"")),
+            (true, None, &[], &[], None, NotModified::Markdown(None)),
+            (true, None, &[], &[], Some("\"a\", \"b\""), NotModified::Markdown(None)),
+        ];
+        for (ai, agent, robots, cu, etag, want) in cases {
+            assert_eq!(
+                not_modified(*ai, *agent, robots.iter().copied(), cu.iter().copied(), *etag),
+                *want,
+                "{ai} {agent:?} {robots:?} {cu:?} {etag:?}"
             );
         }
     }

@@ -19,7 +19,7 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
@@ -571,6 +571,24 @@ const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 /// Pingora writes it.
 const MAX_COALESCED: usize = 64 * 1024;
 
+/// The most a converted Markdown response held from its header on
+/// ([`hold_for_markdown_tokens`]) keeps in memory, per connection. The
+/// estimate goes in the header, which must wait for the end of the body;
+/// the bound keeps that wait from buffering a whole large page (the issue
+/// forbids it): past it the held bytes go out without the estimate and the
+/// rest streams. Most converted pages are far below it (the converter keeps
+/// the main content only).
+pub const MAX_HELD_FOR_TOKENS: usize = 256 * 1024;
+
+/// [`Guarded::markdown`]: no Markdown hold.
+const MD_NONE: u8 = 0;
+/// [`Guarded::markdown`]: held from the header on, the end of the body not
+/// reached yet; flushes send nothing, not even one after a last chunk.
+const MD_WAITING: u8 = 1;
+/// [`Guarded::markdown`]: the body filter has seen the end and left the
+/// estimate in [`Guarded::tokens`]; the release adds it to the header.
+const MD_ESTIMATED: u8 = 2;
+
 /// The longest absolute-form request header read whole before Pingora
 /// parses it, so that its `Host` can be set from its target; a longer one
 /// is left to Pingora.
@@ -608,6 +626,12 @@ pub struct Guarded {
     held_at: usize,
     /// The last write held was the last chunk.
     last_chunk: bool,
+    /// Where a hold from the header on ([`hold_for_markdown_tokens`]) is:
+    /// `MD_NONE`, `MD_WAITING` or `MD_ESTIMATED`. Set only with `coalesce`,
+    /// cleared with it.
+    markdown: AtomicU8,
+    /// The `x-markdown-tokens` estimate once `markdown` is `MD_ESTIMATED`.
+    tokens: AtomicU64,
 }
 
 /// Makes the HTTP/1 client connection of `session` send the end of the
@@ -629,15 +653,70 @@ pub fn end_coalescing(session: &ServerSession) {
     set_coalescing(session, false);
 }
 
+/// Makes the HTTP/1 client connection of `session` hold the whole response
+/// about to be written, from its status line on, so that
+/// [`markdown_tokens`] can add `x-markdown-tokens` to its header: the
+/// header, every chunk and the last chunk then leave in one write when the
+/// last chunk is flushed. Called from `response_filter`, before Pingora
+/// writes the header. Past [`MAX_HELD_FOR_TOKENS`] the held bytes go out
+/// without the estimate and the rest streams; a failed response, the next
+/// read, a shutdown or a drop send what is held as
+/// [`coalesce_response_end`]'s hold does. Returns whether the connection
+/// is one of [`ConnApp`]'s (HTTP/2 streams have none, and no estimate).
+pub fn hold_for_markdown_tokens(session: &ServerSession) -> bool {
+    guarded(session).is_some_and(|g| {
+        g.markdown.store(MD_WAITING, Ordering::Relaxed);
+        g.coalesce.store(true, Ordering::Relaxed);
+        true
+    })
+}
+
+/// Hands the connection held by [`hold_for_markdown_tokens`] the estimate
+/// of the converted body, whose end the body filter has reached: the flush
+/// of the last chunk writes the held response with `x-markdown-tokens:
+/// <tokens>` as the last line of its header. Returns false when the hold
+/// is over (its bound was passed: the header is out already) or was never
+/// taken.
+pub fn markdown_tokens(session: &ServerSession, tokens: u64) -> bool {
+    guarded(session).is_some_and(|g| {
+        g.tokens.store(tokens, Ordering::Relaxed);
+        g.markdown.compare_exchange(MD_WAITING, MD_ESTIMATED, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    })
+}
+
 fn set_coalescing(session: &ServerSession, on: bool) -> bool {
-    let Some(stream) = session.stream() else { return false };
-    match stream.as_ref().as_any().downcast_ref::<Guarded>() {
-        Some(guarded) => {
-            guarded.coalesce.store(on, Ordering::Relaxed);
-            true
+    guarded(session).is_some_and(|g| {
+        if !on {
+            g.markdown.store(MD_NONE, Ordering::Relaxed);
         }
-        None => false,
+        g.coalesce.store(on, Ordering::Relaxed);
+        true
+    })
+}
+
+/// The connection under an HTTP/1 session, if it is one of [`ConnApp`]'s.
+fn guarded(session: &ServerSession) -> Option<&Guarded> {
+    session.stream()?.as_ref().as_any().downcast_ref::<Guarded>()
+}
+
+/// Adds `x-markdown-tokens: <tokens>` as the last field line of the
+/// response header at the start of `held` (before the empty line that
+/// ends it, RFC 9112 section 2.1). Returns false, `held` unchanged, when
+/// `held` does not start with a whole HTTP/1 status line and header.
+fn splice_tokens(held: &mut Vec<u8>, tokens: u64) -> bool {
+    if !held.starts_with(b"HTTP/1.") {
+        return false;
     }
+    let Some(end) = memchr::memmem::find(held, b"\r\n\r\n") else { return false };
+    let mut line = [0u8; 48];
+    let mut cur = io::Cursor::new(&mut line[..]);
+    if io::Write::write_fmt(&mut cur, format_args!("x-markdown-tokens: {tokens}\r\n")).is_err() {
+        return false;
+    }
+    let n = cur.position() as usize;
+    let at = end + 2;
+    held.splice(at..at, line[..n].iter().copied());
+    true
 }
 
 impl fmt::Debug for Guarded {
@@ -666,16 +745,40 @@ impl Guarded {
             held: Vec::new(),
             held_at: 0,
             last_chunk: false,
+            markdown: AtomicU8::new(MD_NONE),
+            tokens: AtomicU64::new(0),
         }
     }
 
     /// Whether a write of `len` more bytes is held ([`coalesce_response_end`]).
     fn holds(&self, len: usize) -> bool {
-        self.coalesce.load(Ordering::Relaxed) && self.held.len().saturating_add(len) <= MAX_COALESCED
+        self.coalesce.load(Ordering::Relaxed) && self.held.len().saturating_add(len) <= self.bound()
+    }
+
+    /// The most the current hold keeps.
+    fn bound(&self) -> usize {
+        match self.markdown.load(Ordering::Relaxed) {
+            MD_NONE => MAX_COALESCED,
+            _ => MAX_HELD_FOR_TOKENS,
+        }
+    }
+
+    /// Makes room for `len` more held bytes: doubling, so that a response
+    /// held whole is not copied once per write, but never past the bound
+    /// ([`Guarded::holds`] has checked that `len` fits under it).
+    fn reserve_held(&mut self, len: usize) {
+        let want = self.held.len() + len;
+        if want > self.held.capacity() {
+            let cap = self.held.capacity().saturating_mul(2).min(self.bound()).max(want);
+            self.held.reserve_exact(cap - self.held.len());
+        }
     }
 
     /// Writes the held bytes to the stream below and stops coalescing.
     fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.held_at == 0 && self.markdown.swap(MD_NONE, Ordering::Relaxed) == MD_ESTIMATED {
+            splice_tokens(&mut self.held, self.tokens.load(Ordering::Relaxed));
+        }
         while self.held_at < self.held.len() {
             let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &self.held[self.held_at..]))?;
             if n == 0 {
@@ -690,6 +793,7 @@ impl Guarded {
             self.held_at = 0;
         }
         self.last_chunk = false;
+        self.markdown.store(MD_NONE, Ordering::Relaxed);
         self.coalesce.store(false, Ordering::Relaxed);
         Poll::Ready(Ok(()))
     }
@@ -929,9 +1033,15 @@ impl Guarded {
 }
 
 impl AsyncRead for Guarded {
+    /// Sends held bytes first, except a response held for its Markdown
+    /// estimate: Pingora reads the client while that response streams (a
+    /// request body, or its check that the client is still there), and the
+    /// response's own end releases it.
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.poll_send_held(cx))?;
+        if this.markdown.load(Ordering::Relaxed) == MD_NONE {
+            ready!(this.poll_send_held(cx))?;
+        }
         if this.at < this.prefetched.len() {
             let n = buf.remaining().min(this.prefetched.len() - this.at);
             let (from, to) = (this.at, this.at + n);
@@ -975,8 +1085,7 @@ impl AsyncWrite for Guarded {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         if this.holds(buf.len()) {
-            // Exact: the hold stays within its bound, not twice it.
-            this.held.reserve_exact(buf.len());
+            this.reserve_held(buf.len());
             this.held.extend_from_slice(buf);
             this.last_chunk = buf == LAST_CHUNK;
             return Poll::Ready(Ok(buf.len()));
@@ -993,7 +1102,7 @@ impl AsyncWrite for Guarded {
         let this = self.get_mut();
         let len = bufs.iter().fold(0usize, |n, b| n.saturating_add(b.len()));
         if this.holds(len) {
-            this.held.reserve_exact(len);
+            this.reserve_held(len);
             for b in bufs {
                 this.held.extend_from_slice(b);
             }
@@ -1008,10 +1117,14 @@ impl AsyncWrite for Guarded {
         self.inner.is_write_vectored()
     }
 
-    /// While coalescing, a flush before the last chunk's sends nothing.
+    /// While coalescing, a flush before the last chunk's sends nothing; a
+    /// response held for its Markdown estimate also waits for the end of
+    /// its body (a data chunk could read like a last chunk).
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.coalesce.load(Ordering::Relaxed) && !this.last_chunk {
+        if this.coalesce.load(Ordering::Relaxed)
+            && (!this.last_chunk || this.markdown.load(Ordering::Relaxed) == MD_WAITING)
+        {
             return Poll::Ready(Ok(()));
         }
         ready!(this.poll_release(cx))?;
@@ -1258,6 +1371,137 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         assert!(got.len() == big.len() + 4 && got.starts_with(b"head"), "{} bytes", got.len());
+    }
+
+    /// Everything the peer receives until `want` bytes have come (or two
+    /// seconds pass): a large write may arrive in several reads.
+    async fn received(peer: &tokio::net::TcpStream, want: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        let until = Instant::now() + Duration::from_secs(2);
+        while got.len() < want && Instant::now() < until {
+            got.extend(sent(peer).await);
+        }
+        got
+    }
+
+    /// Holds `conn` for a Markdown estimate, as `hold_for_markdown_tokens`
+    /// does on a session.
+    fn hold_whole(conn: &Guarded) {
+        conn.markdown.store(MD_WAITING, Ordering::Relaxed);
+        conn.coalesce.store(true, Ordering::Relaxed);
+    }
+
+    /// As `markdown_tokens` does on a session.
+    fn estimate(conn: &Guarded, tokens: u64) -> bool {
+        conn.tokens.store(tokens, Ordering::Relaxed);
+        conn.markdown.compare_exchange(MD_WAITING, MD_ESTIMATED, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+
+    /// A response held from its header on leaves with its last chunk, the
+    /// estimate as the header's last line, the body as written; flushes
+    /// before the end send nothing, even one after a data chunk that reads
+    /// like a last chunk.
+    #[tokio::test]
+    async fn a_held_markdown_response_leaves_with_its_estimate() {
+        let (mut conn, peer) = guarded_pair().await;
+        hold_whole(&conn);
+        let head: &[u8] =
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/markdown; charset=utf-8\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunks: [&[u8]; 4] = [b"5\r\n", LAST_CHUNK, b"\r\n", b"3\r\n# a\r\n"];
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        for c in chunks {
+            assert!(conn.write_all(c).await.is_ok() && conn.flush().await.is_ok());
+            assert_eq!(sent(&peer).await, b"", "sent before the end");
+        }
+        assert!(estimate(&conn, 42));
+        assert!(conn.write_all(LAST_CHUNK).await.is_ok() && conn.flush().await.is_ok());
+        let want = [
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/markdown; charset=utf-8\r\ntransfer-encoding: chunked\r\nx-markdown-tokens: 42\r\n\r\n".as_slice(),
+            b"5\r\n0\r\n\r\n\r\n3\r\n# a\r\n0\r\n\r\n",
+        ]
+        .concat();
+        // One write: all of it is there at the first read.
+        assert_eq!(sent(&peer).await, want);
+        assert!(!conn.coalesce.load(Ordering::Relaxed) && conn.held.is_empty());
+        assert_eq!(conn.markdown.load(Ordering::Relaxed), MD_NONE);
+        // The next response is not held, and gets no estimate.
+        assert!(conn.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"HTTP/1.1 204 No Content\r\n\r\n");
+    }
+
+    /// Past `MAX_HELD_FOR_TOKENS` before the end, the held bytes go out as
+    /// they were written (no estimate), the rest streams in order, and the
+    /// estimate given at the end changes nothing; the end is coalesced as
+    /// any chunked rewrite's.
+    #[tokio::test]
+    async fn a_markdown_response_past_the_bound_streams_without_an_estimate() {
+        let (mut conn, peer) = guarded_pair().await;
+        hold_whole(&conn);
+        let head: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+        let big: Vec<u8> = (0..MAX_HELD_FOR_TOKENS).map(|i| b"abcdefgh"[i % 8]).collect();
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"");
+        assert!(conn.write_all(&big).await.is_ok() && conn.flush().await.is_ok());
+        assert!(!conn.coalesce.load(Ordering::Relaxed) && conn.held.is_empty());
+        let got = received(&peer, head.len() + big.len()).await;
+        assert!(got == [head, &big].concat(), "{} bytes", got.len());
+        assert!(!estimate(&conn, 7), "the hold is over");
+        conn.coalesce.store(true, Ordering::Relaxed);
+        assert!(conn.write_all(b"tail").await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, b"");
+        assert!(conn.write_all(LAST_CHUNK).await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, [b"tail".as_slice(), LAST_CHUNK].concat());
+    }
+
+    /// A held Markdown response cut short (no estimate, no last chunk)
+    /// leaves as it was written once the hold is ended (a failed
+    /// response), at shutdown or when the connection is dropped. A read
+    /// while it streams (Pingora's check that the client is still there)
+    /// does not release it.
+    #[tokio::test]
+    async fn a_markdown_hold_cut_short_sends_its_bytes_unchanged() {
+        let (mut conn, peer) = guarded_pair().await;
+        conn.phase = Phase::Open;
+        let head: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n";
+        hold_whole(&conn);
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        conn.markdown.store(MD_NONE, Ordering::Relaxed);
+        conn.coalesce.store(false, Ordering::Relaxed);
+        assert!(conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, head);
+        hold_whole(&conn);
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        assert!(peer.try_write(b"GET").is_ok());
+        let mut buf = [0u8; 8];
+        let n = conn.read(&mut buf).await.unwrap_or_else(|e| panic!("read: {e}"));
+        assert_eq!((&buf[..n], sent(&peer).await.as_slice()), (b"GET".as_slice(), b"".as_slice()));
+        assert!(estimate(&conn, 5), "still held");
+        assert!(AsyncWriteExt::shutdown(&mut conn).await.is_ok());
+        // The estimate was known: the header says it.
+        assert_eq!(
+            sent(&peer).await,
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nx-markdown-tokens: 5\r\n\r\n3\r\nabc\r\n"
+        );
+        let (mut conn, peer) = guarded_pair().await;
+        hold_whole(&conn);
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        drop(conn);
+        assert_eq!(sent(&peer).await, head);
+    }
+
+    #[test]
+    fn the_estimate_goes_before_the_header_end() {
+        let mut held = b"HTTP/1.1 200 OK\r\nA: b\r\n\r\n4\r\n\r\n\r\n\r\n".to_vec();
+        assert!(splice_tokens(&mut held, 0));
+        assert_eq!(held, b"HTTP/1.1 200 OK\r\nA: b\r\nx-markdown-tokens: 0\r\n\r\n4\r\n\r\n\r\n\r\n");
+        let mut held = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        assert!(splice_tokens(&mut held, u64::MAX));
+        assert_eq!(held, b"HTTP/1.1 200 OK\r\nx-markdown-tokens: 18446744073709551615\r\n\r\n");
+        for not_a_head in [b"5\r\nhello\r\n\r\n".as_slice(), b"HTTP/1.1 200 OK\r\nA: b\r\n", b""] {
+            let mut held = not_a_head.to_vec();
+            assert!(!splice_tokens(&mut held, 3));
+            assert_eq!(held, not_a_head);
+        }
     }
 
     #[test]

@@ -404,6 +404,15 @@ impl HtmlStream {
         self.chunked
     }
 
+    /// The `x-markdown-tokens` estimate of what a Markdown conversion has
+    /// emitted so far (`None` for the robots rewriter).
+    pub fn markdown_tokens(&mut self) -> Option<u64> {
+        match &unpoison(&mut self.inner).transform {
+            Transform::Markdown(md) => Some(md.tokens() as u64),
+            Transform::Robots(_) => None,
+        }
+    }
+
     /// Replaces a body chunk with the rewriter's output. A compressed body
     /// is decoded piece by piece, each piece rewritten before the next is
     /// decoded. An error (the decoded body breaks a limit of

@@ -11,15 +11,32 @@
 //! the origin, so a 304 (or 412) is the origin's answer for both
 //! representations.
 //!
-//! `x-markdown-tokens` is not sent: the headers go out before the body
-//! has streamed, so the size of the Markdown is not known then, and an
-//! estimate from the HTML's length would be a guess about another text.
-//! HTTP/1.1 trailers reach few clients, so they are not used either.
+//! A 304 to a Markdown request names the Markdown's tag only if the
+//! AI-use guard would still let a 200 convert
+//! (`policy::markdown::not_modified`); otherwise it keeps the page's
+//! `ETag`, drops `Last-Modified` and says `x-markdown-refused`, so a copy
+//! cached before a reload added `noai` is not revalidated.
+//!
+//! `x-markdown-tokens: N` is the estimate of the Markdown body sent: its
+//! characters divided by four, rounded up (`MarkdownConverter::tokens`,
+//! counted as the converter emits). The header must wait for the end of
+//! the body, so on an HTTP/1.1 connection the service asks
+//! `crate::conn::hold_for_markdown_tokens` to hold the converted response
+//! from its status line on, and the body filter hands the estimate over
+//! at the end (`crate::conn::markdown_tokens`); the connection adds the
+//! line to the held header and writes the response at once. The hold is
+//! bounded (`crate::conn::MAX_HELD_FOR_TOKENS`, 256 KiB of bytes sent,
+//! after compression): a larger response goes out without the estimate,
+//! streaming from there. HTTP/2 streams (no such connection), HEAD, 304s
+//! and HTTP/1.0 clients get no estimate. HTTP/1.1 trailers reach few
+//! clients, so they are not used.
 
 use std::sync::Arc;
 
 use crawlgate_html::markdown::{MarkdownConfig, MarkdownConverter, PageInfo};
-use crawlgate_policy::markdown::{guard, is_ai, markdown_etag, origin_precondition, Negotiation, Precondition};
+use crawlgate_policy::markdown::{
+    guard, is_ai, markdown_etag, not_modified, origin_precondition, Negotiation, NotModified, Precondition,
+};
 use crawlgate_policy::{Policy, UrlControls};
 use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
@@ -160,9 +177,10 @@ pub fn start(
         return Ok(Outcome::NotConverted);
     };
     // The origin matched the page's tag the Markdown one was mapped to
-    // (`negotiate`): the 304 names the Markdown's.
+    // (`negotiate`): the 304 names the Markdown's, if a 200 would still be
+    // converted (`policy::markdown::not_modified`).
     if resp.status == http::StatusCode::NOT_MODIFIED {
-        markdown_validator(resp)?;
+        not_modified_validators(resp, settings.ai_agents, agent, path)?;
         return Ok(Outcome::NotConverted);
     }
     let (encoding, charset) = match Page::of(resp, metrics, path) {
@@ -230,6 +248,40 @@ pub fn start(
         resp.insert_header(CONTENT_SIGNAL.clone(), signal)?;
     }
     Ok(Outcome::Converted(stream.map(Box::new)))
+}
+
+/// The validators of a 304 answering a Markdown request: the Markdown's
+/// tag, or, when the AI-use guard now refuses the conversion, the page's
+/// `ETag` without `Last-Modified` and with `x-markdown-refused`.
+fn not_modified_validators(
+    resp: &mut ResponseHeader,
+    ai_agents: crawlgate_policy::markdown::AiAgents,
+    agent: Option<&str>,
+    path: &str,
+) -> Result<()> {
+    let robots = values(resp, &X_ROBOTS_TAG);
+    let usage = values(resp, &CONTENT_USAGE);
+    let etag = resp.headers.get(header::ETAG).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let ai = is_ai(ai_agents, agent);
+    match not_modified(ai, agent, robots.iter().map(String::as_str), usage.iter().map(String::as_str), etag.as_deref())
+    {
+        NotModified::Markdown(Some(tag)) => {
+            resp.insert_header(header::ETAG, tag)?;
+        }
+        NotModified::Markdown(None) => {
+            resp.remove_header(&header::ETAG);
+        }
+        NotModified::Refused(refusal) => {
+            resp.remove_header(&header::LAST_MODIFIED);
+            resp.insert_header(X_MARKDOWN_REFUSED.clone(), refusal.as_str())?;
+            tracing::debug!(
+                path,
+                refusal = refusal.as_str(),
+                "304 of a Markdown request refused by the guard; page validators kept"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Gives the response the Markdown's own validator in place of the page's

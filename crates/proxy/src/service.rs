@@ -261,11 +261,12 @@ impl ProxyHttp for Gate {
     }
 
     /// First request phase, before Pingora's modules: when the policy
-    /// rewrites HTML, lets the response compression module record the
-    /// client's Accept-Encoding (it ignores it while disabled); compression
-    /// is switched off again in `response_filter` for every response that
-    /// is not rewritten. A policy without HTML rules leaves the module off
-    /// (it costs throughput on every response otherwise).
+    /// rewrites bodies (HTML rules or `[markdown]`), lets the response
+    /// compression module record the client's Accept-Encoding (it ignores
+    /// it while disabled); compression is switched off again in
+    /// `response_filter` for every response that is not rewritten. A
+    /// policy that rewrites nothing leaves the module off (it costs
+    /// throughput on every response otherwise).
     async fn early_request_filter(&self, session: &mut Session, ctx: &mut Ctx) -> Result<()> {
         // Pipelined HTTP/1.1 requests are answered in order (RFC 9112
         // section 9.3.2), each decided on its own; without this Pingora
@@ -274,7 +275,7 @@ impl ProxyHttp for Gate {
             session.as_downstream_mut().set_pipelining_enabled(true);
         }
         ctx.client = client_addr(session, &ctx.snap);
-        if ctx.snap.rewrites_html && accepts_coding(session.req_header()) {
+        if ctx.snap.rewrites_bodies && accepts_coding(session.req_header()) {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
             }
@@ -619,6 +620,13 @@ impl ProxyHttp for Gate {
                 &ctx.path,
             )?;
             if let crate::markdown::Outcome::Converted(stream) = outcome {
+                // Held from the header on for `x-markdown-tokens` (HTTP/1.1,
+                // chunked: the framing whose last chunk ends the hold).
+                if stream.as_ref().is_some_and(|s| s.chunked())
+                    && session.req_header().version == http::Version::HTTP_11
+                {
+                    crate::conn::hold_for_markdown_tokens(session.as_downstream());
+                }
                 ctx.html = stream;
                 converted = true;
             }
@@ -660,10 +668,18 @@ impl ProxyHttp for Gate {
     ) -> Result<Option<Duration>> {
         if let Some(html) = ctx.html.as_mut() {
             html.filter(body, end_of_stream, &self.shared.metrics, &ctx.path, ctx.logged)?;
-            // The rest of a chunked rewrite is written right after this
-            // filter: one write instead of one per chunk and the last chunk.
-            if end_of_stream && html.chunked() {
-                crate::conn::coalesce_response_end(session);
+            if end_of_stream {
+                // A converted response held since its header gets its
+                // estimate (a no-op when it is not held).
+                if let Some(tokens) = html.markdown_tokens() {
+                    crate::conn::markdown_tokens(session, tokens);
+                }
+                // The rest of a chunked rewrite is written right after this
+                // filter: one write instead of one per chunk and the last
+                // chunk.
+                if html.chunked() {
+                    crate::conn::coalesce_response_end(session);
+                }
             }
         }
         Ok(None)
@@ -972,7 +988,7 @@ fn accepts_coding(req: &RequestHeader) -> bool {
 /// that rewrites no HTML, or a client that accepts no coding, never turned
 /// it on (`early_request_filter`).
 fn compress(session: &mut Session, snap: &Snapshot, on: bool) {
-    if !snap.rewrites_html || !accepts_coding(session.req_header()) {
+    if !snap.rewrites_bodies || !accepts_coding(session.req_header()) {
         return;
     }
     if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {

@@ -36,8 +36,10 @@ pub struct Snapshot {
     pub cache_control: String,
     /// The HTML rewriter plans of this policy, prepared on first use.
     pub html_plans: crate::html::RewritePlans,
-    /// Some `[[robots_tag]]` entry rewrites HTML (`Policy::rewrites_html`).
-    pub rewrites_html: bool,
+    /// Some response body may be rewritten: a `[[robots_tag]]` entry
+    /// rewrites HTML (`Policy::rewrites_html`) or `[markdown]` converts
+    /// pages. The compression module is on for such a policy only.
+    pub rewrites_bodies: bool,
     /// The Markdown converter's settings (`[markdown]` enabled).
     pub markdown: Option<Arc<crawlgate_html::markdown::MarkdownConfig>>,
     /// The origin pool.
@@ -100,8 +102,8 @@ impl Snapshot {
             _ => Upstream::new(&settings.upstream)?,
         };
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
-        let rewrites_html = policy.rewrites_html();
         let markdown = crate::markdown::config(&policy);
+        let rewrites_bodies = policy.rewrites_html() || markdown.is_some();
         let serve = |file: &'static str| move |e: Box<pingora::Error>| LoadError::Serve { file, error: e.to_string() };
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
         let agents =
@@ -126,7 +128,7 @@ impl Snapshot {
             agents,
             cache_control,
             html_plans: crate::html::RewritePlans::default(),
-            rewrites_html,
+            rewrites_bodies,
             markdown,
             upstream,
         })

@@ -141,6 +141,8 @@ pub struct MarkdownConverter {
     /// order mark, and its first byte while the second has not come.
     sniffed: bool,
     held: Option<u8>,
+    /// Characters of Markdown returned so far, for [`MarkdownConverter::tokens`].
+    chars: usize,
 }
 
 impl MarkdownConverter {
@@ -216,6 +218,7 @@ impl MarkdownConverter {
             bail: None,
             sniffed: false,
             held: None,
+            chars: 0,
         })
     }
 
@@ -264,7 +267,15 @@ impl MarkdownConverter {
     }
 
     fn take(&mut self) -> Vec<u8> {
-        lock(&self.state).take().into_bytes()
+        let out = lock(&self.state).take();
+        self.counted(out)
+    }
+
+    /// Counts the characters of `out` on its way to the caller: the output
+    /// is counted once, as it leaves, and never held for it.
+    fn counted(&mut self, out: String) -> Vec<u8> {
+        self.chars += out.chars().count();
+        out.into_bytes()
     }
 
     /// Ends the document; returns the rest of the Markdown.
@@ -278,9 +289,19 @@ impl MarkdownConverter {
                 self.bail.get_or_insert(Bail::Rewriting(e.to_string()));
             }
         }
-        let mut st = lock(&self.state);
-        st.finish();
-        st.take().into_bytes()
+        let out = {
+            let mut st = lock(&self.state);
+            st.finish();
+            st.take()
+        };
+        self.counted(out)
+    }
+
+    /// The `x-markdown-tokens` estimate of the Markdown returned so far
+    /// ([`estimate_tokens`] of it, counted as it was returned): after
+    /// [`MarkdownConverter::finish`], that of the whole output.
+    pub fn tokens(&self) -> usize {
+        self.chars.div_ceil(4)
     }
 
     /// Why the conversion stopped early, if it did.

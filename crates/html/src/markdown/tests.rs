@@ -84,6 +84,32 @@ fn token_estimate() {
     assert_eq!(estimate_tokens("東京東京"), 1);
 }
 
+/// The converter's count, kept as its output leaves chunk by chunk, is the
+/// estimate of the whole output, multi-byte characters counted once (a
+/// character split between two input chunks too).
+#[test]
+fn the_converter_counts_the_characters_it_emits() {
+    let cfg = Arc::new(MarkdownConfig::default());
+    let page =
+        "<title>東京</title><main><h1>Café ☕</h1><p>naïve <b>東京</b> text</p><ul><li>a</li></ul></main>".repeat(3);
+    for size in [1, 2, 3, 7, page.len()] {
+        let mut conv = MarkdownConverter::new(&cfg, PageInfo::default(), None).unwrap();
+        let mut out = Vec::new();
+        for chunk in page.as_bytes().chunks(size) {
+            out.extend(conv.write(chunk));
+        }
+        out.extend(conv.finish());
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(conv.tokens(), estimate_tokens(&out), "chunks of {size}: {out:?}");
+        assert_eq!(conv.tokens(), out.chars().count().div_ceil(4));
+    }
+    let mut conv = MarkdownConverter::new(&cfg, PageInfo::default(), None).unwrap();
+    assert_eq!(conv.tokens(), 0);
+    let out = [conv.write(b"<p>abcd</p>"), conv.finish()].concat();
+    // "---\n---\n\nabcd\n": 14 characters.
+    assert_eq!((String::from_utf8(out).unwrap().as_str(), conv.tokens()), ("---\n---\n\nabcd\n", 4));
+}
+
 #[test]
 fn deep_nesting_is_bounded() {
     let page = format!("{}deep{}", "<div>".repeat(MAX_DEPTH * 3), "</div>".repeat(MAX_DEPTH * 3));
