@@ -93,6 +93,13 @@ pub struct Checked {
     pub source: Source,
 }
 
+/// How much longer than its budget a shared store's step may take before
+/// the limiter gives up on it. A store that keeps its own budget (as
+/// `crawlgate-store` does, counting each failure once) answers first, so
+/// its error count and [`Limiter::fallbacks`] agree; this bounds one that
+/// does not.
+const GRACE: Duration = Duration::from_millis(1);
+
 struct Shared {
     store: Arc<dyn SharedGcra>,
     budget: Duration,
@@ -169,10 +176,8 @@ impl Limiter {
         } else {
             let name = format!("{}{key}", shared.prefix);
             let step = shared.store.step(&name, limit.rate.emission(), limit.burst);
-            match tokio::time::timeout(shared.budget, step).await {
+            match tokio::time::timeout(shared.budget + GRACE, step).await {
                 Ok(Ok(verdict)) => return Checked { verdict, source: Source::Shared },
-                // The store's own budget and this one end in the same
-                // timer tick: either way it is a timeout.
                 Ok(Err(SharedError::Timeout)) => Fallback::Timeout,
                 Ok(Err(_)) => Fallback::Error,
                 Err(_) => Fallback::Timeout,

@@ -243,12 +243,22 @@ impl Store {
         let script = &self.inner.gcra;
         let flat: Vec<i64> = self
             .attempt(self.inner.timeout, |mut conn| async move {
-                let mut invocation = script.key(key);
-                invocation.arg(limit.t_ns()).arg(limit.tau_ns()).arg(n);
+                // EVALSHA built as one command (what `Script::invoke_async`
+                // builds through an invocation with an allocation per
+                // argument); NOSCRIPT loads the script and tries once more.
+                let mut evalsha = redis::Cmd::with_capacity(8, 64 + key.len());
+                evalsha.arg("EVALSHA").arg(script.get_hash()).arg(1).arg(key);
+                evalsha.arg(limit.t_ns()).arg(limit.tau_ns()).arg(n);
                 if let Some(now) = now_us {
-                    invocation.arg(now);
+                    evalsha.arg(now);
                 }
-                let flat: Vec<i64> = invocation.invoke_async(&mut conn).await?;
+                let flat: Vec<i64> = match evalsha.query_async(&mut conn).await {
+                    Err(e) if e.code() == Some("NOSCRIPT") => {
+                        script.prepare_invoke().load_async(&mut conn).await?;
+                        evalsha.query_async(&mut conn).await?
+                    }
+                    other => other?,
+                };
                 if flat.len() != 2 * n {
                     return Err(RedisError::from((
                         ErrorKind::UnexpectedReturnType,
