@@ -181,11 +181,11 @@ impl Store {
             Role::Alone => self.steps(key, limit, 1, None).await.map(|answers| answers[0]),
             Role::Wait(rx) => {
                 let mut waiting = Waiting { store: self, deadline, done: false };
-                let answer = match tokio::time::timeout_at(deadline.into(), rx).await {
-                    Ok(Ok(answer)) => answer,
+                let answer = match crate::within(deadline.into(), rx).await {
+                    Some(Ok(answer)) => answer,
                     // The batch was abandoned: its runtime is shutting down.
-                    Ok(Err(_)) => Err(self.down()),
-                    Err(_) => {
+                    Some(Err(_)) => Err(self.down()),
+                    None => {
                         self.inner.errors.fetch_add(1, Ordering::Relaxed);
                         Err(self.timeout_error())
                     }

@@ -49,6 +49,34 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Calls in a row past their budget before the store counts as down: one
 /// slow answer under load is that request's alone.
 const TIMEOUTS_BEFORE_DOWN: u32 = 3;
+/// How many times a call whose budget ran out yields to its runtime's other
+/// tasks, polling its answer after each, before it counts as late.
+const YIELDS_PAST_BUDGET: u32 = 2;
+
+/// Runs `fut` until `deadline`; `None` past it.
+///
+/// A runtime that was busy or not scheduled handles an expired timer and
+/// the socket's answer in the same turn, and may run the timer's task
+/// first: the answer is then read, but by a task that has not run yet (the
+/// connection's driver, a batch's caller). So when the timer fires, the
+/// future is polled again after yielding to those tasks, a bounded number
+/// of times, and only then counts as late: a check is decided locally
+/// because Redis or the network was slow, not because this process was.
+pub(crate) async fn within<F: std::future::Future>(deadline: tokio::time::Instant, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    if let Ok(out) = tokio::time::timeout_at(deadline, fut.as_mut()).await {
+        return Some(out);
+    }
+    for _ in 0..YIELDS_PAST_BUDGET {
+        tokio::task::yield_now().await;
+        if let std::task::Poll::Ready(out) =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await
+        {
+            return Some(out);
+        }
+    }
+    None
+}
 
 /// What a store is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -381,14 +409,14 @@ impl Store {
         // length and drop it first: the guard still counts the timeout.
         let conn = used.conn.clone();
         let mut guard = InFlight { store: self, used: &used, start: Instant::now(), budget, done: false };
-        let result = tokio::time::timeout(budget, f(conn)).await;
+        let result = within(tokio::time::Instant::now() + budget, f(conn)).await;
         guard.done = true;
         match result {
-            Ok(Ok(v)) => {
+            Some(Ok(v)) => {
                 self.inner.timeouts.store(0, Ordering::Relaxed);
                 Ok(v)
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 let connection_lost = e.is_io_error()
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
@@ -400,7 +428,7 @@ impl Store {
                 }
                 Err(err)
             }
-            Err(_) => {
+            None => {
                 let err = StoreError::Timeout { target: self.inner.target.clone(), budget };
                 self.timed_out(&used, &err);
                 Err(err)

@@ -529,3 +529,40 @@ fn calls_from_another_runtime_use_a_connection_of_their_own_replaced_on_reconnec
 async fn requests_check(s: &Store, key: &str, limit: Gcra) -> bool {
     s.gcra(key, limit).await.unwrap().allowed
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn an_answer_that_arrived_while_the_runtime_was_stalled_is_taken_not_timed_out() {
+    let redis = RedisServer::start();
+    // The default budget, 5 ms, and a runtime that does not run for 20 ms
+    // (a process the machine did not schedule): when the worker runs
+    // again, the check's timer has fired and its answer is in the socket.
+    let s = Store::new(StoreConfig::new(redis.url())).unwrap();
+    let limit = Gcra::per(1, Duration::from_secs(3600), 1000).unwrap();
+    tokio::spawn({
+        let s = s.clone();
+        async move { s.connect().await }
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    for round in 0..20 {
+        let answer = tokio::spawn({
+            let s = s.clone();
+            async move {
+                let check = tokio::spawn({
+                    let s = s.clone();
+                    async move { s.gcra(if round % 2 == 0 { "a" } else { "b" }, limit).await }
+                });
+                // The check sends its command, then the only worker stalls.
+                tokio::task::yield_now().await;
+                std::thread::sleep(Duration::from_millis(20));
+                check.await.unwrap()
+            }
+        })
+        .await
+        .unwrap();
+        assert!(answer.as_ref().is_ok_and(|a| a.allowed), "round {round}: {answer:?}");
+    }
+    assert_eq!(s.errors_total(), 0);
+    assert!(s.is_up());
+}
