@@ -286,9 +286,8 @@ impl Store {
         // No response timeout of the client's own: every call has its
         // budget here (one timer per call, not two), and the whole attempt
         // is bounded below.
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(None);
+        let config =
+            AsyncConnectionConfig::new().set_connection_timeout(Some(CONNECT_TIMEOUT)).set_response_timeout(None);
         let attempt = async {
             let mut conn = self.inner.client.get_multiplexed_async_connection_with_config(&config).await?;
             self.inner.gcra.prepare_invoke().load_async(&mut conn).await?;

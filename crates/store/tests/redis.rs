@@ -478,9 +478,8 @@ fn wait_clients(redis: &RedisServer, n: usize) -> Vec<String> {
 fn calls_from_another_runtime_use_a_connection_of_their_own_replaced_on_reconnection() {
     let redis = RedisServer::start();
     let s = store(&redis);
-    let runtime = |threads| {
-        tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().unwrap()
-    };
+    let runtime =
+        |threads| tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().unwrap();
     // As in the proxy: the connection is kept on a background service's
     // runtime, the checks come from the request runtime's tasks.
     let background = runtime(1);
