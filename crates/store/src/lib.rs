@@ -475,16 +475,18 @@ impl Store {
                 Ok(conn) => {
                     let conn = Arc::new(Conn { conn, generation, runtime: Some(id) });
                     store.inner.runtime_conns.rcu(|conns| {
+                        // A connection made while the store reconnected
+                        // belongs to no current generation: dropped, and
+                        // the current generation's connections kept.
+                        if store.inner.generation.load(Ordering::Relaxed) != generation {
+                            return Vec::clone(conns);
+                        }
                         let mut kept: Vec<Arc<Conn>> = conns
                             .iter()
                             .filter(|c| c.runtime != Some(id) && c.generation == generation)
                             .cloned()
                             .collect();
-                        // A connection made while the store reconnected
-                        // belongs to no current generation: dropped.
-                        if store.inner.generation.load(Ordering::Relaxed) == generation {
-                            kept.push(Arc::clone(&conn));
-                        }
+                        kept.push(Arc::clone(&conn));
                         kept
                     });
                 }
