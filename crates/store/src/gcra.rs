@@ -181,11 +181,11 @@ impl Store {
             Role::Alone => self.steps(key, limit, 1, None).await.map(|answers| answers[0]),
             Role::Wait(rx) => {
                 let mut waiting = Waiting { store: self, deadline, done: false };
-                let answer = match tokio::time::timeout_at(deadline.into(), rx).await {
-                    Ok(Ok(answer)) => answer,
+                let answer = match crate::within(deadline.into(), rx).await {
+                    Some(Ok(answer)) => answer,
                     // The batch was abandoned: its runtime is shutting down.
-                    Ok(Err(_)) => Err(self.down()),
-                    Err(_) => {
+                    Some(Err(_)) => Err(self.down()),
+                    None => {
                         self.inner.errors.fetch_add(1, Ordering::Relaxed);
                         Err(self.timeout_error())
                     }
@@ -243,12 +243,22 @@ impl Store {
         let script = &self.inner.gcra;
         let flat: Vec<i64> = self
             .attempt(self.inner.timeout, |mut conn| async move {
-                let mut invocation = script.key(key);
-                invocation.arg(limit.t_ns()).arg(limit.tau_ns()).arg(n);
+                // EVALSHA built as one command (what `Script::invoke_async`
+                // builds through an invocation with an allocation per
+                // argument); NOSCRIPT loads the script and tries once more.
+                let mut evalsha = redis::Cmd::with_capacity(8, 64 + key.len());
+                evalsha.arg("EVALSHA").arg(script.get_hash()).arg(1).arg(key);
+                evalsha.arg(limit.t_ns()).arg(limit.tau_ns()).arg(n);
                 if let Some(now) = now_us {
-                    invocation.arg(now);
+                    evalsha.arg(now);
                 }
-                let flat: Vec<i64> = invocation.invoke_async(&mut conn).await?;
+                let flat: Vec<i64> = match evalsha.query_async(&mut conn).await {
+                    Err(e) if e.code() == Some("NOSCRIPT") => {
+                        script.prepare_invoke().load_async(&mut conn).await?;
+                        evalsha.query_async(&mut conn).await?
+                    }
+                    other => other?,
+                };
                 if flat.len() != 2 * n {
                     return Err(RedisError::from((
                         ErrorKind::UnexpectedReturnType,

@@ -1,9 +1,11 @@
 //! The shared store of a crawlgate fleet: one async Redis (or Valkey)
 //! client per process, used for what several instances must agree on.
 //!
-//! It owns the connection (one multiplexed connection, replaced with
-//! backoff when it fails), the per-call time budget, the up/down state with
-//! one log line per change, and three uses of Redis:
+//! It owns the connections (one multiplexed connection kept by
+//! [`Store::maintain`] and replaced with backoff when it fails, plus one
+//! per tokio runtime that calls the store, see [`Store::connect`]), the
+//! per-call time budget, the up/down state with one log line per change,
+//! and three uses of Redis:
 //! - the GCRA step of a rate limit, as one server-side Lua script run with
 //!   EVALSHA and timed by the server's own clock ([`Store::gcra`]);
 //! - a set-once key with a time to live, for a replay cache shared across
@@ -20,12 +22,13 @@ mod fleet;
 mod gcra;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError};
+use tokio::runtime::{Handle, Id as RuntimeId};
 use tokio::sync::Notify;
 
 pub use fleet::{FleetCount, FleetView, MinuteCounts, FLEET_TTL_SECS, REPORTING_SECS};
@@ -46,6 +49,34 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// Calls in a row past their budget before the store counts as down: one
 /// slow answer under load is that request's alone.
 const TIMEOUTS_BEFORE_DOWN: u32 = 3;
+/// How many times a call whose budget ran out yields to its runtime's other
+/// tasks, polling its answer after each, before it counts as late.
+const YIELDS_PAST_BUDGET: u32 = 2;
+
+/// Runs `fut` until `deadline`; `None` past it.
+///
+/// A runtime that was busy or not scheduled handles an expired timer and
+/// the socket's answer in the same turn, and may run the timer's task
+/// first: the answer is then read, but by a task that has not run yet (the
+/// connection's driver, a batch's caller). So when the timer fires, the
+/// future is polled again after yielding to those tasks, a bounded number
+/// of times, and only then counts as late: a check is decided locally
+/// because Redis or the network was slow, not because this process was.
+pub(crate) async fn within<F: std::future::Future>(deadline: tokio::time::Instant, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    if let Ok(out) = tokio::time::timeout_at(deadline, fut.as_mut()).await {
+        return Some(out);
+    }
+    for _ in 0..YIELDS_PAST_BUDGET {
+        tokio::task::yield_now().await;
+        if let std::task::Poll::Ready(out) =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await
+        {
+            return Some(out);
+        }
+    }
+    None
+}
 
 /// What a store is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,13 +150,32 @@ const UNKNOWN: u8 = 0;
 const UP: u8 = 1;
 const DOWN: u8 = 2;
 
+/// A connection and the generation of the store's connection it belongs
+/// to: every new maintained connection starts a generation, and the
+/// runtimes' connections of an older one are no longer used.
+struct Conn {
+    conn: MultiplexedConnection,
+    generation: u64,
+    /// The runtime its driver task runs on (none outside a runtime).
+    runtime: Option<RuntimeId>,
+}
+
 struct Inner {
     client: Client,
     /// `host:port` (or the socket path), never the password.
     target: String,
     prefix: String,
     timeout: Duration,
-    conn: ArcSwapOption<MultiplexedConnection>,
+    /// The connection [`Store::maintain`] (or [`Store::connect`]) made.
+    conn: ArcSwapOption<Conn>,
+    /// The generation of `conn`.
+    generation: AtomicU64,
+    /// A connection per other runtime that called the store, of the
+    /// current generation or older (those are left unused).
+    runtime_conns: ArcSwap<Vec<Arc<Conn>>>,
+    /// The (runtime, generation) pairs a runtime's connection was tried
+    /// for, so each runtime makes at most one attempt per generation.
+    opening: Mutex<Vec<(RuntimeId, u64)>>,
     state: AtomicU8,
     errors: AtomicU64,
     /// Timeouts in a row on the current connection (any answer resets it).
@@ -167,6 +217,9 @@ impl Store {
                 prefix: key_prefix,
                 timeout,
                 conn: ArcSwapOption::empty(),
+                generation: AtomicU64::new(0),
+                runtime_conns: ArcSwap::from_pointee(Vec::new()),
+                opening: Mutex::new(Vec::new()),
                 state: AtomicU8::new(UNKNOWN),
                 errors: AtomicU64::new(0),
                 timeouts: AtomicU32::new(0),
@@ -203,10 +256,21 @@ impl Store {
     /// database), load the GCRA script, and make the result the store's
     /// connection. On failure the store is down and the error says why (a
     /// refused password is [`StoreError::Auth`]).
+    ///
+    /// The connection's driver task runs on the calling runtime. A call
+    /// made on another runtime (Pingora runs each service on its own)
+    /// would cross to that runtime's thread and back for every command, so
+    /// the first call from another runtime opens a connection there in the
+    /// background (and uses this one until it is ready); every new
+    /// connection made here replaces those too.
     pub async fn connect(&self) -> Result<(), StoreError> {
         match self.try_connect().await {
             Ok(conn) => {
-                self.inner.conn.store(Some(Arc::new(conn)));
+                let generation = self.inner.generation.load(Ordering::Relaxed) + 1;
+                let runtime = Handle::try_current().ok().map(|h| h.id());
+                self.inner.conn.store(Some(Arc::new(Conn { conn, generation, runtime })));
+                self.inner.generation.store(generation, Ordering::Relaxed);
+                self.inner.runtime_conns.store(Arc::new(Vec::new()));
                 self.inner.timeouts.store(0, Ordering::Relaxed);
                 self.set_state(UP, None);
                 Ok(())
@@ -219,9 +283,11 @@ impl Store {
     }
 
     async fn try_connect(&self) -> Result<MultiplexedConnection, StoreError> {
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(CONNECT_TIMEOUT));
+        // No response timeout of the client's own: every call has its
+        // budget here (one timer per call, not two), and the whole attempt
+        // is bounded below.
+        let config =
+            AsyncConnectionConfig::new().set_connection_timeout(Some(CONNECT_TIMEOUT)).set_response_timeout(None);
         let attempt = async {
             let mut conn = self.inner.client.get_multiplexed_async_connection_with_config(&config).await?;
             self.inner.gcra.prepare_invoke().load_async(&mut conn).await?;
@@ -281,11 +347,11 @@ impl Store {
     }
 
     /// Marks the connection `used` broken: down, logged once, and the
-    /// maintaining task woken to reconnect. A call that failed on a
-    /// connection already replaced changes nothing.
-    fn broken(&self, used: &Arc<MultiplexedConnection>, why: &StoreError) {
-        let current = self.inner.conn.load();
-        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, used)) {
+    /// maintaining task woken to reconnect (which replaces every runtime's
+    /// connection too). A call that failed on a connection already
+    /// replaced changes nothing.
+    fn broken(&self, used: &Conn, why: &StoreError) {
+        if used.generation != self.inner.generation.load(Ordering::Relaxed) {
             return;
         }
         self.set_state(DOWN, Some(why));
@@ -296,7 +362,7 @@ impl Store {
     /// only after [`TIMEOUTS_BEFORE_DOWN`] in a row, so one slow answer
     /// under load (that request is decided locally) does not send every
     /// following request to the local store and log a state change.
-    fn timed_out(&self, used: &Arc<MultiplexedConnection>, why: &StoreError) {
+    fn timed_out(&self, used: &Conn, why: &StoreError) {
         if self.inner.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= TIMEOUTS_BEFORE_DOWN {
             self.broken(used, why);
         }
@@ -335,22 +401,21 @@ impl Store {
         F: FnOnce(MultiplexedConnection) -> Fut,
         Fut: std::future::Future<Output = Result<T, RedisError>>,
     {
-        let used = match self.inner.conn.load_full() {
-            Some(conn) if self.is_up() => conn,
-            _ => return Err(StoreError::Down { target: self.inner.target.clone() }),
+        let Some(used) = self.connection() else {
+            return Err(StoreError::Down { target: self.inner.target.clone() });
         };
         // A caller may bound the call with its own timeout of the same
         // length and drop it first: the guard still counts the timeout.
-        let conn = MultiplexedConnection::clone(&used);
+        let conn = used.conn.clone();
         let mut guard = InFlight { store: self, used: &used, start: Instant::now(), budget, done: false };
-        let result = tokio::time::timeout(budget, f(conn)).await;
+        let result = within(tokio::time::Instant::now() + budget, f(conn)).await;
         guard.done = true;
         match result {
-            Ok(Ok(v)) => {
+            Some(Ok(v)) => {
                 self.inner.timeouts.store(0, Ordering::Relaxed);
                 Ok(v)
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 let connection_lost = e.is_io_error()
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
@@ -362,12 +427,76 @@ impl Store {
                 }
                 Err(err)
             }
-            Err(_) => {
+            None => {
                 let err = StoreError::Timeout { target: self.inner.target.clone(), budget };
                 self.timed_out(&used, &err);
                 Err(err)
             }
         }
+    }
+
+    /// The connection for a call made now: this runtime's own when it has
+    /// one of the current generation, else the maintained one (and this
+    /// runtime's is opened in the background); `None` while down.
+    fn connection(&self) -> Option<Arc<Conn>> {
+        if !self.is_up() {
+            return None;
+        }
+        let Ok(here) = Handle::try_current() else { return self.inner.conn.load_full() };
+        let id = here.id();
+        let generation = self.inner.generation.load(Ordering::Relaxed);
+        if let Some(conn) = self.inner.runtime_conns.load().iter().find(|c| c.runtime == Some(id)) {
+            if conn.generation == generation {
+                return Some(Arc::clone(conn));
+            }
+        }
+        let primary = self.inner.conn.load_full()?;
+        if primary.runtime != Some(id) {
+            self.open_on(&here, id, primary.generation);
+        }
+        Some(primary)
+    }
+
+    /// Opens a connection for runtime `id` in a task there, once per
+    /// generation; until it is ready, or if it fails, that runtime's calls
+    /// use the maintained connection.
+    fn open_on(&self, here: &Handle, id: RuntimeId, generation: u64) {
+        {
+            let mut opening = self.inner.opening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if opening.iter().any(|&(r, g)| r == id && g == generation) {
+                return;
+            }
+            opening.retain(|&(_, g)| g == generation);
+            opening.push((id, generation));
+        }
+        let store = self.clone();
+        here.spawn(async move {
+            match store.try_connect().await {
+                Ok(conn) => {
+                    let conn = Arc::new(Conn { conn, generation, runtime: Some(id) });
+                    store.inner.runtime_conns.rcu(|conns| {
+                        // A connection made while the store reconnected
+                        // belongs to no current generation: dropped, and
+                        // the current generation's connections kept.
+                        if store.inner.generation.load(Ordering::Relaxed) != generation {
+                            return Vec::clone(conns);
+                        }
+                        let mut kept: Vec<Arc<Conn>> = conns
+                            .iter()
+                            .filter(|c| c.runtime != Some(id) && c.generation == generation)
+                            .cloned()
+                            .collect();
+                        kept.push(Arc::clone(&conn));
+                        kept
+                    });
+                }
+                Err(e) => tracing::debug!(
+                    store = store.inner.target.as_str(),
+                    error = %e,
+                    "Shared store: no connection of this runtime's own; the maintained one is used"
+                ),
+            }
+        });
     }
 
     /// Records `key` (under `<prefix>replay:`) for `ttl` unless it is
@@ -390,7 +519,7 @@ impl Store {
 /// counts as timed out.
 struct InFlight<'a> {
     store: &'a Store,
-    used: &'a Arc<MultiplexedConnection>,
+    used: &'a Conn,
     start: Instant,
     budget: Duration,
     done: bool,

@@ -449,3 +449,119 @@ async fn a_caller_timeout_of_the_same_length_still_counts_and_marks_down() {
     assert_eq!(s.errors_total(), 3);
     redis.resume();
 }
+
+/// The ids of the clients connected to `redis`, but the one asking.
+fn client_ids(redis: &RedisServer) -> Vec<String> {
+    let list = redis.command(&["CLIENT", "LIST"]);
+    list.as_str()
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(" cmd=client|list "))
+        .map(|l| l.split(' ').next().unwrap().strip_prefix("id=").unwrap().to_string())
+        .collect()
+}
+
+/// Waits (up to 10 s) until `redis` has `n` clients besides the one asking.
+fn wait_clients(redis: &RedisServer, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ids = client_ids(redis);
+        if ids.len() == n {
+            return ids;
+        }
+        assert!(Instant::now() < deadline, "{} clients, not {n}: {ids:?}", ids.len());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn calls_from_another_runtime_use_a_connection_of_their_own_replaced_on_reconnection() {
+    let redis = RedisServer::start();
+    let s = store(&redis);
+    let runtime =
+        |threads| tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().unwrap();
+    // As in the proxy: the connection is kept on a background service's
+    // runtime, the checks come from the request runtime's tasks.
+    let background = runtime(1);
+    background.spawn({
+        let s = s.clone();
+        async move { s.maintain().await }
+    });
+    let requests = runtime(2);
+    let limit = Gcra::per(1, Duration::from_secs(3600), 1000).unwrap();
+    let check = |key: &'static str| {
+        let s = s.clone();
+        requests.block_on(async move { requests_check(&s, key, limit).await })
+    };
+    requests.block_on(wait_up(&s, true));
+    let maintained = wait_clients(&redis, 1);
+    // The first check goes through the maintained connection and opens
+    // the request runtime's own.
+    assert!(check("a"));
+    let both = wait_clients(&redis, 2);
+    assert!(both.contains(&maintained[0]), "{both:?}");
+    // With the maintained connection gone, the request runtime's checks
+    // still answer: they do not use it.
+    assert_eq!(redis.command(&["CLIENT", "KILL", "ID", &maintained[0]]), Resp::Int(1));
+    for _ in 0..20 {
+        assert!(check("a"));
+    }
+    assert!(s.is_up());
+    assert_eq!(s.errors_total(), 0);
+    // A call on the maintaining runtime finds its connection closed: the
+    // store is down, reconnects, and the request runtime gets a new
+    // connection of its own in place of the old one, which is closed.
+    let lost = background.block_on({
+        let s = s.clone();
+        async move { s.gcra("b", limit).await }
+    });
+    assert!(matches!(lost, Err(StoreError::Redis { .. })), "{lost:?}");
+    requests.block_on(wait_up(&s, true));
+    assert!(check("a"));
+    let after = wait_clients(&redis, 2);
+    assert!(!after.iter().any(|id| both.contains(id)), "{both:?} then {after:?}");
+    assert!(check("a"));
+    assert_eq!(s.errors_total(), 1);
+}
+
+/// One check of `key` on the current runtime: admitted or not.
+async fn requests_check(s: &Store, key: &str, limit: Gcra) -> bool {
+    s.gcra(key, limit).await.unwrap().allowed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn an_answer_that_arrived_while_the_runtime_was_stalled_is_taken_not_timed_out() {
+    let redis = RedisServer::start();
+    // The default budget, 5 ms, and a runtime that does not run for 20 ms
+    // (a process the machine did not schedule): when the worker runs
+    // again, the check's timer has fired and its answer is in the socket.
+    let s = Store::new(StoreConfig::new(redis.url())).unwrap();
+    let limit = Gcra::per(1, Duration::from_secs(3600), 1000).unwrap();
+    tokio::spawn({
+        let s = s.clone();
+        async move { s.connect().await }
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    for round in 0..20 {
+        let answer = tokio::spawn({
+            let s = s.clone();
+            async move {
+                let check = tokio::spawn({
+                    let s = s.clone();
+                    async move { s.gcra(if round % 2 == 0 { "a" } else { "b" }, limit).await }
+                });
+                // The check sends its command, then the only worker stalls.
+                tokio::task::yield_now().await;
+                std::thread::sleep(Duration::from_millis(20));
+                check.await.unwrap()
+            }
+        })
+        .await
+        .unwrap();
+        assert!(answer.as_ref().is_ok_and(|a| a.allowed), "round {round}: {answer:?}");
+    }
+    assert_eq!(s.errors_total(), 0);
+    assert!(s.is_up());
+}
