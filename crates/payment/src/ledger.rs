@@ -23,9 +23,9 @@ const MAX_BATCH: usize = 512;
 /// Charges waiting for the writer; past this a charge waits to be queued.
 const QUEUE: usize = 4096;
 
-/// How long updates (a reserved row's answer, a byte count) wait for
-/// charges to commit with before they are committed alone.
-const UPDATE_DELAY: Duration = Duration::from_millis(100);
+/// How long byte counts wait for charges to commit with before they are
+/// committed alone.
+const BYTES_DELAY: Duration = Duration::from_secs(1);
 
 /// How long a write waits for a lock another process holds before it
 /// fails (the charge then fails with it).
@@ -56,8 +56,7 @@ pub struct Record {
     /// The settlement's reference (x402 transaction, RSL token id), if
     /// any.
     pub settlement: Option<String>,
-    /// The response status; 0 in a row reserved before the origin
-    /// answered ([`Ledger::reserve`]) until its answer is recorded.
+    /// The response status.
     pub status: u16,
     /// Body bytes: the origin's Content-Length when the row is written,
     /// replaced by the bytes sent once the response ends.
@@ -89,36 +88,9 @@ pub enum LedgerError {
 /// Where a charge waits for its row id (or why it was not recorded).
 type Done = oneshot::Sender<Result<i64, String>>;
 
-/// Where a void waits for its commit.
-type Voided = oneshot::Sender<Result<(), String>>;
-
 enum Msg {
     Insert(Box<Record>, Done),
-    /// A committed row's status and (or) bytes: `(row, status, bytes)`.
-    Update(i64, Option<u16>, Option<u64>),
-    /// Deletes a reserved row whose response was not charged.
-    Void(i64, Voided),
-}
-
-/// A charge queued for the next commit ahead of its response
-/// ([`Ledger::reserve`]): await [`Reservation::committed`] before the
-/// response says it was charged.
-#[derive(Debug)]
-pub struct Reservation {
-    wait: oneshot::Receiver<Result<i64, String>>,
-    path: Arc<Path>,
-}
-
-impl Reservation {
-    /// The row id once the row's transaction committed; an error means it
-    /// is not recorded and must not be announced.
-    pub async fn committed(self) -> Result<i64, LedgerError> {
-        match self.wait.await {
-            Ok(Ok(id)) => Ok(id),
-            Ok(Err(reason)) => Err(LedgerError::Invalid(format!("ledger {}: {reason}", self.path.display()))),
-            Err(_) => Err(LedgerError::Stopped),
-        }
-    }
+    Bytes(i64, u64),
 }
 
 /// The ledger of one instance: cheap to clone, shared by every request.
@@ -188,32 +160,10 @@ impl Ledger {
     /// committed; an error means it is not recorded and must not be
     /// announced.
     pub async fn record(&self, record: Record) -> Result<i64, LedgerError> {
-        self.reserve(record).await?.committed().await
-    }
-
-    /// Queues a charge for the next commit without waiting for it, so that
-    /// the commit runs while the origin answers: the row is written before
-    /// its status is known (`status` 0, then [`Ledger::answer`], or
-    /// [`Ledger::void`] when the response is not charged).
-    pub async fn reserve(&self, record: Record) -> Result<Reservation, LedgerError> {
         let (done, wait) = oneshot::channel();
         self.tx.send(Msg::Insert(Box::new(record), done)).await.map_err(|_| LedgerError::Stopped)?;
-        Ok(Reservation { wait, path: self.path.clone() })
-    }
-
-    /// Records the status and bytes of a committed row (a reserved one
-    /// once the origin answered). Best effort, like [`Ledger::set_bytes`].
-    pub fn answer(&self, id: i64, status: u16, bytes: Option<u64>) {
-        let _ = self.tx.try_send(Msg::Update(id, Some(status), bytes));
-    }
-
-    /// Deletes a reserved row whose response was not charged (a non-2xx,
-    /// an origin that failed), returning once that is committed.
-    pub async fn void(&self, id: i64) -> Result<(), LedgerError> {
-        let (done, wait) = oneshot::channel();
-        self.tx.send(Msg::Void(id, done)).await.map_err(|_| LedgerError::Stopped)?;
         match wait.await {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(id)) => Ok(id),
             Ok(Err(reason)) => Err(LedgerError::Invalid(format!("ledger {}: {reason}", self.path.display()))),
             Err(_) => Err(LedgerError::Stopped),
         }
@@ -221,10 +171,10 @@ impl Ledger {
 
     /// Sets a recorded row's bytes to the body bytes actually sent, when
     /// the response has ended. Best effort: dropped when the queue is
-    /// full; committed with the next charges, or alone [`UPDATE_DELAY`]
-    /// later (never an fsync of its own per response under load).
+    /// full; committed with the next charges, or alone a second later
+    /// (never an fsync of its own per response).
     pub fn set_bytes(&self, id: i64, bytes: u64) {
-        let _ = self.tx.try_send(Msg::Update(id, None, Some(bytes)));
+        let _ = self.tx.try_send(Msg::Bytes(id, bytes));
     }
 
     /// Whether the last commit succeeded.
@@ -250,28 +200,20 @@ struct Writer {
 struct Batch {
     /// Charges, each with its waiting request.
     inserts: Vec<(Box<Record>, Done)>,
-    /// Statuses and byte counts of rows already committed.
-    updates: Vec<(i64, Option<u16>, Option<u64>)>,
-    /// Reserved rows to delete, each with its waiting request.
-    voids: Vec<(i64, Voided)>,
+    /// Body byte counts of rows already committed: `(row, bytes)`.
+    bytes: Vec<(i64, u64)>,
 }
 
 impl Batch {
     fn take(&mut self, m: Msg) {
         match m {
             Msg::Insert(r, done) => self.inserts.push((r, done)),
-            Msg::Update(id, status, bytes) => self.updates.push((id, status, bytes)),
-            Msg::Void(id, done) => self.voids.push((id, done)),
+            Msg::Bytes(id, n) => self.bytes.push((id, n)),
         }
     }
 
     fn len(&self) -> usize {
-        self.inserts.len() + self.updates.len() + self.voids.len()
-    }
-
-    /// Someone waits for this batch's commit.
-    fn awaited(&self) -> bool {
-        !self.inserts.is_empty() || !self.voids.is_empty()
+        self.inserts.len() + self.bytes.len()
     }
 }
 
@@ -289,22 +231,21 @@ impl Writer {
         rt.block_on(self.serve());
     }
 
-    /// Commits what is waiting, as soon as a charge or a void waits: every
-    /// one that queued while the last commit ran goes into the next one.
-    /// Updates alone do not commit at once (under load each would cost an
-    /// fsync): they ride with the next charges, or go in [`UPDATE_DELAY`]
-    /// after the oldest of them came.
+    /// Commits what is waiting, as soon as a charge waits: every charge
+    /// that queued while the last commit ran goes into the next one. Byte
+    /// counts alone do not commit (each would cost an fsync): they ride
+    /// with the next charges, or go in [`BYTES_DELAY`] after the oldest of them came.
     async fn serve(&mut self) {
         let mut batch = Batch::default();
-        // When the oldest update waiting is due, whatever came after it.
-        let mut updates_due: Option<tokio::time::Instant> = None;
+        // When the oldest byte count waiting is due, whatever came after it.
+        let mut bytes_due: Option<tokio::time::Instant> = None;
         loop {
-            updates_due = match updates_due {
-                _ if batch.updates.is_empty() => None,
-                None => Some(tokio::time::Instant::now() + UPDATE_DELAY),
+            bytes_due = match bytes_due {
+                _ if batch.bytes.is_empty() => None,
+                None => Some(tokio::time::Instant::now() + BYTES_DELAY),
                 due => due,
             };
-            let next = match updates_due {
+            let next = match bytes_due {
                 None => self.rx.recv().await,
                 Some(due) => match tokio::time::timeout_at(due, self.rx.recv()).await {
                     Ok(m) => m,
@@ -322,7 +263,7 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            if batch.awaited() || batch.len() >= MAX_BATCH {
+            if !batch.inserts.is_empty() || batch.len() >= MAX_BATCH {
                 self.commit(&mut batch);
             }
         }
@@ -359,17 +300,10 @@ impl Writer {
                     ])?;
                     ids.push(tx.last_insert_rowid());
                 }
-                for (id, status, bytes) in &batch.updates {
-                    let bytes = bytes.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-                    let mut update = tx.prepare_cached(
-                        "UPDATE charges SET status = coalesce(?2, status), bytes = coalesce(?3, bytes) WHERE id = ?1",
-                    )?;
-                    update.execute(params![id, status, bytes])?;
-                }
-                if !batch.voids.is_empty() {
-                    let mut void = tx.prepare_cached("DELETE FROM charges WHERE id = ?1 AND status = 0")?;
-                    for (id, _) in &batch.voids {
-                        void.execute(params![id])?;
+                if !batch.bytes.is_empty() {
+                    let mut bytes = tx.prepare_cached("UPDATE charges SET bytes = ?2 WHERE id = ?1")?;
+                    for (id, n) in &batch.bytes {
+                        bytes.execute(params![id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
                     }
                 }
             }
@@ -384,10 +318,7 @@ impl Writer {
                 Err(e.to_string())
             }
         };
-        batch.updates.clear();
-        for (_, done) in batch.voids.drain(..) {
-            let _ = done.send(ids.as_ref().map(|_| ()).map_err(Clone::clone));
-        }
+        batch.bytes.clear();
         for (_, done) in batch.inserts.drain(..) {
             let answer = match &mut ids {
                 Ok(it) => it.next().ok_or_else(|| "no row id".to_string()),

@@ -365,7 +365,7 @@ pub async fn response(
         }
     };
     let (agent, path, price) = (c.agent, c.path, c.price);
-    let record = c.record(charging, Some(resp), dialect, subject.unwrap_or_default(), settlement.clone());
+    let record = c.record(charging, resp, dialect, subject.unwrap_or_default(), settlement.clone());
     match crate::payment::commit(charging, record).await {
         Ok(row) => {
             shared.metrics.payment().charge(agent, dialect, price);

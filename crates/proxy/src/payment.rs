@@ -6,10 +6,7 @@
 //! Durability: `response_filter` awaits the ledger's commit
 //! ([`crawlgate_payment::ledger::Ledger::record`]) before the response
 //! header goes out; the writer thread batches the commits of concurrent
-//! requests. A `crawler-price` charge is queued when the request is
-//! forwarded ([`crawlgate_payment::ledger::Ledger::reserve`]), so its
-//! commit runs while the origin answers; a response that is not charged
-//! (not 2xx, or no response) deletes that row again before it goes out. A ledger that cannot commit (disk full, locked, gone) turns
+//! requests. A ledger that cannot commit (disk full, locked, gone) turns
 //! the charged response into a 500 `InternalError`: the page is not
 //! served unrecorded, and `crawlgate_ledger_healthy` drops to 0.
 
@@ -19,7 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use crawlgate_identity::Evidence;
-use crawlgate_payment::ledger::{Ledger, Record, Reservation};
+use crawlgate_payment::ledger::{Ledger, Record};
 use crawlgate_policy::payment::cloudflare::{self, Answer, CrawlerError, CrawlerRequest, Field, Signed};
 use crawlgate_policy::payment::{Dialect, Price};
 use crawlgate_policy::verification::{Method, Verification};
@@ -98,9 +95,6 @@ pub struct Pending {
     row: Option<Row>,
     /// Paid with a license token or x402 rather than Cloudflare's headers.
     paid: Option<crate::paid::Paid>,
-    /// The `crawler-price` charge queued when the request was forwarded,
-    /// until the response phase answers or voids it.
-    reserved: Option<Reservation>,
 }
 
 /// A committed ledger row, for the bytes of [`Pending::finish`].
@@ -129,7 +123,7 @@ impl Charge<'_> {
     pub fn record(
         self,
         charging: &Charging,
-        resp: Option<&ResponseHeader>,
+        resp: &ResponseHeader,
         dialect: Dialect,
         subject: String,
         settlement: Option<String>,
@@ -147,49 +141,11 @@ impl Charge<'_> {
             exponent: self.price.currency.exponent(),
             dialect: dialect.as_str().to_string(),
             settlement,
-            status: resp.map_or(0, |r| r.status.as_u16()),
-            bytes: resp.and_then(content_length),
+            status: resp.status.as_u16(),
+            bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
             instance: charging.instance.clone(),
         }
     }
-}
-
-/// Who a forwarded request would charge: the agent's token, the path and
-/// the request id of its ledger row.
-#[derive(Clone, Copy)]
-pub struct Who<'a> {
-    /// The agent's token.
-    pub agent: &'a str,
-    /// The canonical path.
-    pub path: &'a str,
-    /// The request id.
-    pub request_id: crate::events::RequestId,
-}
-
-/// Queues the ledger row of a `crawler-price` charge when its request is
-/// forwarded, status 0 until the origin answers. `None` when the queue is
-/// gone: the response phase then answers 500 as for a failed commit.
-async fn reserve(charging: &Charging, price: Price, evidence: Option<&Evidence>, who: Who<'_>) -> Option<Reservation> {
-    let subject = match evidence {
-        Some(Evidence::Key { keyid }) => keyid.clone(),
-        _ => String::new(),
-    };
-    let request_id = String::from_utf8_lossy(crate::events::IdText::new().write(who.request_id)).into_owned();
-    let charge = Charge { price, agent: who.agent, path: who.path, request_id };
-    let mut record = charge.record(charging, None, Dialect::CrawlerPrice, subject, None);
-    record.status = 0;
-    match charging.ledger.reserve(record).await {
-        Ok(r) => Some(r),
-        Err(e) => {
-            tracing::error!(error = %e, "A charge could not be queued in the ledger");
-            None
-        }
-    }
-}
-
-/// A response's `Content-Length`, when it has a valid one.
-fn content_length(resp: &ResponseHeader) -> Option<u64> {
-    resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok())
 }
 
 /// Records `record` (awaiting its commit).
@@ -250,7 +206,6 @@ pub async fn request(
     evidence: Option<&Evidence>,
     covered: &[String],
     peer: Option<IpAddr>,
-    who: Who<'_>,
 ) -> Result<Step> {
     let pay = policy.payment();
     if !pay.charging {
@@ -268,14 +223,9 @@ pub async fn request(
             crate::paid::strip(session.req_header_mut(), pay);
             return Ok(Step::Answered);
         }
-        (crate::paid::Outcome::Forward(paid), Some(price)) => Step::Forward(Box::new(Pending {
-            price,
-            in_band: false,
-            failed: false,
-            row: None,
-            paid: Some(paid),
-            reserved: None,
-        })),
+        (crate::paid::Outcome::Forward(paid), Some(price)) => {
+            Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: Some(paid) }))
+        }
         (_, price) => match price {
             Some(price) if pay.offers(Dialect::CrawlerPrice) => {
                 let req = session.req_header();
@@ -291,27 +241,11 @@ pub async fn request(
                 };
                 match cloudflare::decide(price, &input) {
                     Answer::Charge { price } => {
-                        let reserved = match shared.payment.get() {
-                            Some(charging) => reserve(charging, price, evidence, who).await,
-                            None => None,
-                        };
-                        Step::Forward(Box::new(Pending {
-                            price,
-                            in_band: false,
-                            failed: false,
-                            row: None,
-                            paid: None,
-                            reserved,
-                        }))
+                        Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: None }))
                     }
-                    Answer::InBand { price } => Step::Forward(Box::new(Pending {
-                        price,
-                        in_band: true,
-                        failed: false,
-                        row: None,
-                        paid: None,
-                        reserved: None,
-                    })),
+                    Answer::InBand { price } => {
+                        Step::Forward(Box::new(Pending { price, in_band: true, failed: false, row: None, paid: None }))
+                    }
                     Answer::Untouched => Step::Pass,
                     Answer::Refuse { status, error, price: stated } => {
                         if let Some(e) = error {
@@ -448,26 +382,14 @@ pub async fn response(
     }
     let status = resp.status.as_u16();
     if !cloudflare::charged_status(status) {
-        pending.void(shared).await;
         return Ok(());
     }
     let Some(charging) = shared.payment.get() else {
         return Err(ledger_failed(shared, pending, "no ledger is open (the policy at start charged nothing; restart)"));
     };
+    let record = charge.record(charging, resp, Dialect::CrawlerPrice, subject.to_string(), None);
     let m = shared.metrics.payment();
-    let committed = match pending.reserved.take() {
-        Some(reserved) => reserved.committed().await.map(|id| {
-            let bytes = content_length(resp);
-            charging.ledger.answer(id, status, bytes);
-            Row { id, bytes }
-        }),
-        // Not queued (the queue was gone): recorded now, or a 500.
-        None => {
-            commit(charging, charge.record(charging, Some(resp), Dialect::CrawlerPrice, subject.to_string(), None))
-                .await
-        }
-    };
-    match committed {
+    match commit(charging, record).await {
         Ok(row) => {
             m.ledger_healthy(true);
             m.charge(agent, Dialect::CrawlerPrice, pending.price);
@@ -503,27 +425,9 @@ impl Pending {
         self.failed
     }
 
-    /// Deletes the row queued for this request's charge, if any: the
-    /// response is not charged. Returns once the deletion is committed, so
-    /// that the ledger never keeps the charge of an answer sent uncharged
-    /// (but for a crash in between, which leaves the row with status 0).
-    pub async fn void(&mut self, shared: &Shared) {
-        let (Some(reserved), Some(c)) = (self.reserved.take(), shared.payment.get()) else { return };
-        let voided = match reserved.committed().await {
-            Ok(id) => c.ledger.void(id).await,
-            // Never recorded: nothing to delete.
-            Err(_) => Ok(()),
-        };
-        if let Err(e) = voided {
-            tracing::error!(error = %e, "A charge queued for a response that was not charged could not be deleted from the ledger (its row keeps status 0)");
-        }
-    }
-
-    /// At the end of the request: a row queued for a response that never
-    /// came is deleted, and a charged row's bytes become the body bytes
+    /// At the end of the request: the row's bytes become the body bytes
     /// actually sent.
-    pub async fn finish(&mut self, shared: &Shared, bytes: usize) {
-        self.void(shared).await;
+    pub fn finish(&self, shared: &Shared, bytes: usize) {
         let bytes = bytes as u64;
         // Most rows were written with the right count (the origin's
         // Content-Length): an update is one more write for the ledger.

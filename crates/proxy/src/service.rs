@@ -487,11 +487,6 @@ impl ProxyHttp for Gate {
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
                 let (group, evidence) = (ctx.group, ctx.evidence.as_ref());
-                let who = crate::payment::Who {
-                    agent: ctx.agent.map_or("", |a| snap.policy.agent_name(a)),
-                    path: &ctx.path,
-                    request_id: ctx.id,
-                };
                 let step = crate::payment::request(
                     &self.shared,
                     session,
@@ -502,7 +497,6 @@ impl ProxyHttp for Gate {
                     evidence,
                     &signed_components,
                     peer,
-                    who,
                 );
                 match Box::pin(step).await? {
                     crate::payment::Step::Pass => {}
@@ -776,9 +770,6 @@ impl ProxyHttp for Gate {
             }
         }
         let elapsed = ctx.started.elapsed();
-        if let Some(pay) = ctx.pay.as_deref_mut() {
-            pay.finish(&self.shared, session.body_bytes_sent()).await;
-        }
         // An observed crawler's lookup, after the response: its outcome
         // still reaches this request's line and counts (a failed task
         // leaves the request unverified-as-not-applicable).
@@ -832,6 +823,9 @@ impl ProxyHttp for Gate {
             origin_rule: ctx.origin_rule,
             limit: ctx.limit,
         };
+        if let Some(pay) = &ctx.pay {
+            pay.finish(&self.shared, session.body_bytes_sent());
+        }
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
         if ctx.logged {

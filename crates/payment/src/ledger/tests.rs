@@ -47,7 +47,7 @@ async fn concurrent_charges_are_committed_before_they_are_acknowledged() {
 }
 
 /// A byte count with no charge after it is not left waiting: it is
-/// committed alone after `UPDATE_DELAY`.
+/// committed alone after `BYTES_DELAY`.
 #[tokio::test]
 async fn a_byte_count_alone_is_committed_after_the_delay() {
     let dir = tempfile::tempdir().unwrap();
@@ -58,36 +58,9 @@ async fn a_byte_count_alone_is_committed_after_the_delay() {
     let bytes = || Reader::open(&path).unwrap().export(0).unwrap()[0].bytes;
     let started = std::time::Instant::now();
     while bytes() != Some(7) {
-        assert!(started.elapsed() < Duration::from_secs(10), "the byte count was never committed");
+        assert!(started.elapsed() < BYTES_DELAY * 5, "the byte count was never committed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// A row reserved before the origin answered is committed with status 0;
-/// its answer fills status and bytes, a void deletes it (and only a
-/// reserved row: a charged row is never deleted).
-#[tokio::test]
-async fn a_reserved_row_is_answered_or_voided() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("ledger.sqlite");
-    let ledger = Ledger::open(&path).unwrap();
-    let reserved = |i| Record { status: 0, bytes: None, ..record(i, "ExampleBot") };
-    let (a, b) = (ledger.reserve(reserved(0)).await.unwrap(), ledger.reserve(reserved(1)).await.unwrap());
-    let (a, b) = (a.committed().await.unwrap(), b.committed().await.unwrap());
-    let rows = || Reader::open(&path).unwrap().export(0).unwrap();
-    assert_eq!(rows().iter().map(|r| (r.status, r.bytes)).collect::<Vec<_>>(), [(0, None), (0, None)]);
-    ledger.answer(a, 200, Some(1534));
-    ledger.void(b).await.unwrap();
-    let started = std::time::Instant::now();
-    while rows().iter().map(|r| (r.request_id.clone(), r.status, r.bytes)).collect::<Vec<_>>()
-        != [("0a1b2c3d-0".to_string(), 200, Some(1534))]
-    {
-        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", rows());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // A void of a row that was answered (charged) leaves it.
-    ledger.void(a).await.unwrap();
-    assert_eq!(rows().len(), 1);
 }
 
 #[tokio::test]
