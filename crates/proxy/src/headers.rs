@@ -26,8 +26,14 @@ static CONTENT_USAGE: HeaderName = HeaderName::from_static("content-usage");
 static TDM_RESERVATION: HeaderName = HeaderName::from_static("tdm-reservation");
 static TDM_POLICY: HeaderName = HeaderName::from_static("tdm-policy");
 
-/// The fields the policy writes, in [`OriginFields`]'s bit order.
+/// The fields the policy writes, in [`OriginFields`]'s bit order (the
+/// `F_` indices).
 static POLICY_FIELDS: [&HeaderName; 5] = [&ROBOTS_TAG, &X_ROBOTS_TAG, &CONTENT_USAGE, &TDM_RESERVATION, &TDM_POLICY];
+const F_ROBOTS_TAG: usize = 0;
+const F_X_ROBOTS_TAG: usize = 1;
+const F_CONTENT_USAGE: usize = 2;
+const F_TDM_RESERVATION: usize = 3;
+const F_TDM_POLICY: usize = 4;
 
 /// Which of the fields the policy writes ([`POLICY_FIELDS`]) the origin's
 /// response carries, found in one pass over its names: a lookup of a
@@ -47,13 +53,14 @@ impl OriginFields {
         OriginFields(bits)
     }
 
-    fn has(self, name: &HeaderName) -> bool {
-        POLICY_FIELDS.iter().position(|f| *f == name).is_some_and(|i| self.0 & (1 << i) != 0)
+    /// Whether the origin sent `POLICY_FIELDS[i]`.
+    fn has(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
     }
 
     /// Whether the origin's response states its own TDM reservation.
     pub fn states_tdm(self) -> bool {
-        self.has(&TDM_RESERVATION) || self.has(&TDM_POLICY)
+        self.0 & (1 << F_TDM_RESERVATION | 1 << F_TDM_POLICY) != 0
     }
 }
 
@@ -77,7 +84,7 @@ pub fn apply(
     content_usage: OriginHeaderMode,
     origin: OriginFields,
 ) -> Result<()> {
-    let origin_robots_tag = origin.has(&ROBOTS_TAG);
+    let origin_robots_tag = origin.has(F_ROBOTS_TAG);
     if let Some(ours) = controls.robots_tag.as_deref() {
         merge_header(resp, &ROBOTS_TAG, origin_robots_tag, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
         if origin_robots_tag {
@@ -86,13 +93,13 @@ pub fn apply(
     }
     if !controls.x_robots_tag.is_empty() {
         // Moving the origin's legacy Robots-Tag lines may have added some.
-        let has = origin.has(&X_ROBOTS_TAG) || (origin_robots_tag && resp.headers.contains_key(&X_ROBOTS_TAG));
+        let has = origin.has(F_X_ROBOTS_TAG) || (origin_robots_tag && resp.headers.contains_key(&X_ROBOTS_TAG));
         merge_header(resp, &X_ROBOTS_TAG, has, &controls.x_robots_tag, |upstream| {
             merge_x_robots_tag(upstream, &controls.x_robots_tag)
         })?;
     }
     if let Some(cu) = controls.content_usage.as_deref() {
-        if !origin.has(&CONTENT_USAGE) || content_usage == OriginHeaderMode::Replace {
+        if !origin.has(F_CONTENT_USAGE) || content_usage == OriginHeaderMode::Replace {
             resp.insert_header(CONTENT_USAGE.as_str(), cu)?;
         }
     }
@@ -282,7 +289,7 @@ mod tests {
         }
         let origin = OriginFields::of(&resp);
         assert_eq!(origin, OriginFields(0b10001));
-        assert!(origin.has(&ROBOTS_TAG) && !origin.has(&X_ROBOTS_TAG) && !origin.has(&CONTENT_USAGE));
+        assert!(origin.has(F_ROBOTS_TAG) && !origin.has(F_X_ROBOTS_TAG) && !origin.has(F_CONTENT_USAGE));
         assert!(origin.states_tdm());
         let bare = OriginFields::of(&ResponseHeader::build(200, None).unwrap());
         assert_eq!(bare, OriginFields(0));

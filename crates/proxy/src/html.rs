@@ -63,7 +63,7 @@ pub const DECODE_ABORTED: ErrorType = ErrorType::Custom("decompression aborted")
 
 /// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
 /// dropped from a rewritten response, whose bytes they no longer describe.
-const DIGEST_HEADERS: [HeaderName; 4] = [
+static DIGEST_HEADERS: [HeaderName; 4] = [
     HeaderName::from_static("content-digest"),
     HeaderName::from_static("repr-digest"),
     HeaderName::from_static("digest"),
