@@ -74,6 +74,20 @@ enum Tag<'a> {
     Start(&'a [u8], usize),
 }
 
+/// The longest tag name the scanner tells apart (`noscript`, `template`,
+/// `basefont`); a longer one is some other element.
+const NAME_MAX: usize = 8;
+
+/// `name` in lowercase, written into `buf` (no allocation per tag); empty,
+/// which no tag name is, for a name longer than [`NAME_MAX`].
+fn lowercase_name<'b>(name: &[u8], buf: &'b mut [u8; NAME_MAX]) -> &'b [u8] {
+    let Some(out) = buf.get_mut(..name.len()) else { return &[] };
+    for (o, c) in out.iter_mut().zip(name) {
+        *o = c.to_ascii_lowercase();
+    }
+    out
+}
+
 fn is_ws(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | b'\x0C' | b'\r' | b' ')
 }
@@ -363,12 +377,13 @@ impl HeadScan {
                     true
                 }
             };
+            let mut lower = [0u8; NAME_MAX];
             let (name, end) = match start_tag(doc, lt, &mut attr) {
                 Tag::Incomplete => return Verdict::More,
                 Tag::Unsure => return Verdict::Unsure,
-                Tag::Start(name, end) => (name.to_ascii_lowercase(), end),
+                Tag::Start(name, end) => (lowercase_name(name, &mut lower), end),
             };
-            match (self.phase, name.as_slice()) {
+            match (self.phase, name) {
                 (Phase::BeforeHtml, b"html") => self.phase = Phase::BeforeHead,
                 (Phase::BeforeHtml | Phase::BeforeHead, b"head") => self.phase = Phase::InHead(end),
                 (Phase::BeforeHtml | Phase::BeforeHead, _) => return Verdict::Unsure,
@@ -376,7 +391,7 @@ impl HeadScan {
                 (Phase::InHead(_), b"title" | b"script" | b"style") => {
                     // Raw text: the first `<` must open the end tag.
                     let Some(n) = memchr(b'<', &doc[end..]) else { return Verdict::More };
-                    match end_tag_at(doc, end + n, &name) {
+                    match end_tag_at(doc, end + n, name) {
                         None => return Verdict::More,
                         Some(false) => return Verdict::Unsure,
                         Some(true) => {
@@ -399,5 +414,42 @@ impl HeadScan {
     /// without a `<` in the head, whitespace before it.
     fn phase_allows_text(&self, text: &[u8]) -> bool {
         matches!(self.phase, Phase::InHead(_)) || text.iter().all(|&b| is_ws(b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Config, Mode, RewritePlan};
+
+    #[test]
+    fn tag_names_are_lowercased_without_allocating() {
+        let mut buf = [0u8; NAME_MAX];
+        assert_eq!(lowercase_name(b"NoScript", &mut buf), b"noscript");
+        assert_eq!(lowercase_name(b"TITLE", &mut buf), b"title");
+        assert_eq!(lowercase_name(b"h1", &mut buf), b"h1");
+        // Longer than any name the scanner tells apart: some other element.
+        assert_eq!(lowercase_name(b"blockquote", &mut buf), b"");
+    }
+
+    /// Tag names in any case, and an element whose name is longer than
+    /// [`NAME_MAX`], which ends the head like any body element.
+    #[test]
+    fn names_in_any_case_and_long_names() {
+        let config =
+            Config { mode: Mode::Inject, directives: vec![("*".into(), vec!["noindex".into()])], max_memory: 1 << 20 };
+        let plan = RewritePlan::new(&config);
+        let cases: &[(&[u8], Verdict)] = &[
+            (b"<HTML><HEAD><TITLE>t</Title><BlockQuote>", Verdict::Insert(12)),
+            (b"<html><head><script>x</SCRIPT></HEAD>", Verdict::Insert(12)),
+            (b"<html><head><NOSCRIPT>", Verdict::Unsure),
+            (b"<html><head><Template>", Verdict::Unsure),
+            (b"<html><blockquote>", Verdict::Unsure),
+            (b"<html><head><title>t</titles>", Verdict::Unsure),
+        ];
+        for (doc, want) in cases {
+            let got = HeadScan::new().push(doc, &plan.0);
+            assert_eq!(&got, want, "{}", String::from_utf8_lossy(doc));
+        }
     }
 }

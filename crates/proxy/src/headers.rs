@@ -26,9 +26,42 @@ static CONTENT_USAGE: HeaderName = HeaderName::from_static("content-usage");
 static TDM_RESERVATION: HeaderName = HeaderName::from_static("tdm-reservation");
 static TDM_POLICY: HeaderName = HeaderName::from_static("tdm-policy");
 
-/// Whether the origin's response states its own TDM reservation.
-pub fn origin_states_tdm(resp: &ResponseHeader) -> bool {
-    resp.headers.contains_key(&TDM_RESERVATION) || resp.headers.contains_key(&TDM_POLICY)
+/// The fields the policy writes, in [`OriginFields`]'s bit order (the
+/// `F_` indices).
+static POLICY_FIELDS: [&HeaderName; 5] = [&ROBOTS_TAG, &X_ROBOTS_TAG, &CONTENT_USAGE, &TDM_RESERVATION, &TDM_POLICY];
+const F_ROBOTS_TAG: usize = 0;
+const F_X_ROBOTS_TAG: usize = 1;
+const F_CONTENT_USAGE: usize = 2;
+const F_TDM_RESERVATION: usize = 3;
+const F_TDM_POLICY: usize = 4;
+
+/// Which of the fields the policy writes ([`POLICY_FIELDS`]) the origin's
+/// response carries, found in one pass over its names: a lookup of a
+/// custom name hashes it, and most responses carry none of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OriginFields(u8);
+
+impl OriginFields {
+    /// The policy's fields in `resp`, as the origin sent it.
+    pub fn of(resp: &ResponseHeader) -> OriginFields {
+        let mut bits = 0u8;
+        for name in resp.headers.keys() {
+            if let Some(i) = POLICY_FIELDS.iter().position(|f| *f == name) {
+                bits |= 1 << i;
+            }
+        }
+        OriginFields(bits)
+    }
+
+    /// Whether the origin sent `POLICY_FIELDS[i]`.
+    fn has(self, i: usize) -> bool {
+        self.0 & (1 << i) != 0
+    }
+
+    /// Whether the origin's response states its own TDM reservation.
+    pub fn states_tdm(self) -> bool {
+        self.0 & (1 << F_TDM_RESERVATION | 1 << F_TDM_POLICY) != 0
+    }
 }
 
 /// `plan` without its TDMRep metas, for a response whose origin states its
@@ -44,27 +77,34 @@ pub fn without_tdm_metas(plan: &HtmlPlan) -> Option<Arc<HtmlPlan>> {
 
 /// Adds the policy's headers to a proxied response. Upstream values that
 /// are not structured fields are passed on verbatim, never dropped.
-pub fn apply(resp: &mut ResponseHeader, controls: &UrlControls, content_usage: OriginHeaderMode) -> Result<()> {
+/// `origin`: [`OriginFields::of`] the response before this call.
+pub fn apply(
+    resp: &mut ResponseHeader,
+    controls: &UrlControls,
+    content_usage: OriginHeaderMode,
+    origin: OriginFields,
+) -> Result<()> {
+    let origin_robots_tag = origin.has(F_ROBOTS_TAG);
     if let Some(ours) = controls.robots_tag.as_deref() {
-        let origin_has = resp.headers.contains_key(&ROBOTS_TAG);
-        merge_header(resp, &ROBOTS_TAG, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
-        if origin_has {
+        merge_header(resp, &ROBOTS_TAG, origin_robots_tag, &[ours], |upstream| merge_robots_tag(upstream, Some(ours)))?;
+        if origin_robots_tag {
             move_unstructured_robots_tag(resp)?;
         }
     }
     if !controls.x_robots_tag.is_empty() {
-        merge_header(resp, &X_ROBOTS_TAG, &controls.x_robots_tag, |upstream| {
+        // Moving the origin's legacy Robots-Tag lines may have added some.
+        let has = origin.has(F_X_ROBOTS_TAG) || (origin_robots_tag && resp.headers.contains_key(&X_ROBOTS_TAG));
+        merge_header(resp, &X_ROBOTS_TAG, has, &controls.x_robots_tag, |upstream| {
             merge_x_robots_tag(upstream, &controls.x_robots_tag)
         })?;
     }
     if let Some(cu) = controls.content_usage.as_deref() {
-        let origin_has = resp.headers.contains_key(&CONTENT_USAGE);
-        if !origin_has || content_usage == OriginHeaderMode::Replace {
+        if !origin.has(F_CONTENT_USAGE) || content_usage == OriginHeaderMode::Replace {
             resp.insert_header(CONTENT_USAGE.as_str(), cu)?;
         }
     }
     if let Some(reservation) = controls.tdm_reservation {
-        if !origin_states_tdm(resp) {
+        if !origin.states_tdm() {
             resp.insert_header(TDM_RESERVATION.as_str(), if reservation == 1 { "1" } else { "0" })?;
             if let Some(policy) = controls.tdm_policy.as_deref() {
                 resp.insert_header(TDM_POLICY.as_str(), policy)?;
@@ -133,10 +173,11 @@ fn connection_options(resp: &ResponseHeader) -> Vec<HeaderName> {
 fn merge_header<S: AsRef<str>>(
     resp: &mut ResponseHeader,
     name: &'static HeaderName,
+    present: bool,
     ours: &[S],
     merge: impl FnOnce(&[&[u8]]) -> Vec<Vec<u8>>,
 ) -> Result<()> {
-    if !resp.headers.contains_key(name) {
+    if !present {
         for line in ours {
             resp.append_header(name.as_str(), line.as_ref())?;
         }
@@ -236,6 +277,43 @@ mod tests {
         assert_eq!(names(&bare), ["content-length", "x-kept"]);
         strip_hop_by_hop(&mut bare);
         assert_eq!(names(&bare), ["content-length", "x-kept"]);
+    }
+
+    #[test]
+    fn origin_fields_are_found_in_one_pass() {
+        let mut resp = ResponseHeader::build(200, None).unwrap();
+        for (k, v) in
+            [("Content-Type", "text/html"), ("ROBOTS-TAG", "noarchive"), ("TDM-Policy", "https://a.example/p")]
+        {
+            resp.append_header(k.to_owned(), v).unwrap();
+        }
+        let origin = OriginFields::of(&resp);
+        assert_eq!(origin, OriginFields(0b10001));
+        assert!(origin.has(F_ROBOTS_TAG) && !origin.has(F_X_ROBOTS_TAG) && !origin.has(F_CONTENT_USAGE));
+        assert!(origin.states_tdm());
+        let bare = OriginFields::of(&ResponseHeader::build(200, None).unwrap());
+        assert_eq!(bare, OriginFields(0));
+        assert!(!bare.states_tdm());
+    }
+
+    /// A legacy Robots-Tag line of the origin moves to X-Robots-Tag, and
+    /// the policy's X-Robots-Tag lines are merged with it there.
+    #[test]
+    fn moved_legacy_lines_are_merged_with_the_policys() {
+        let mut resp = ResponseHeader::build(200, None).unwrap();
+        resp.append_header("Robots-Tag".to_owned(), "googlebot: noindex").unwrap();
+        let controls = UrlControls {
+            robots_tag: Some("*;nosnippet".into()),
+            x_robots_tag: vec!["nosnippet".into()],
+            ..Default::default()
+        };
+        let origin = OriginFields::of(&resp);
+        apply(&mut resp, &controls, OriginHeaderMode::Keep, origin).unwrap();
+        let lines = |name: &HeaderName| -> Vec<Vec<u8>> {
+            resp.headers.get_all(name).iter().map(|v| v.as_bytes().to_vec()).collect()
+        };
+        assert_eq!(lines(&ROBOTS_TAG), vec![b"*;nosnippet".to_vec()]);
+        assert_eq!(lines(&X_ROBOTS_TAG), merge_x_robots_tag(&[b"googlebot: noindex"], &controls.x_robots_tag));
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub const DECODE_ABORTED: ErrorType = ErrorType::Custom("decompression aborted")
 
 /// Headers carrying a digest of the body (RFC 9530, RFC 3230, RFC 1864):
 /// dropped from a rewritten response, whose bytes they no longer describe.
-const DIGEST_HEADERS: [HeaderName; 4] = [
+static DIGEST_HEADERS: [HeaderName; 4] = [
     HeaderName::from_static("content-digest"),
     HeaderName::from_static("repr-digest"),
     HeaderName::from_static("digest"),
@@ -340,8 +340,18 @@ pub fn adjust_headers(
         }
         resp.remove_header(&header::ACCEPT_RANGES);
         // Digests of the origin's bytes no longer match the body.
-        for name in &DIGEST_HEADERS {
-            resp.remove_header(name);
+        // Found in one pass over the response's names: most responses have
+        // none, and a removal of an absent name costs a hash and a probe.
+        let mut present = 0u8;
+        for name in resp.headers.keys() {
+            if let Some(i) = DIGEST_HEADERS.iter().position(|d| d == name) {
+                present |= 1 << i;
+            }
+        }
+        for (i, name) in DIGEST_HEADERS.iter().enumerate() {
+            if present & (1 << i) != 0 {
+                resp.remove_header(name);
+            }
         }
         if let Some(etag) = resp.headers.get(header::ETAG) {
             if !etag.as_bytes().starts_with(b"W/") {

@@ -590,10 +590,12 @@ impl ProxyHttp for Gate {
             compress(session, &ctx.snap, false);
             return Ok(());
         };
-        let origin_tdm = crate::headers::origin_states_tdm(resp);
+        let origin = crate::headers::OriginFields::of(resp);
+        let origin_tdm = origin.states_tdm();
         // Every value was validated at load; should one still be refused,
         // the response goes out without it rather than as a 500.
-        if let Err(e) = crate::headers::apply(resp, controls, ctx.snap.policy.settings().upstream.content_usage) {
+        let content_usage = ctx.snap.policy.settings().upstream.content_usage;
+        if let Err(e) = crate::headers::apply(resp, controls, content_usage, origin) {
             tracing::warn!(path = %ctx.path, error = %e, "A policy header could not be added to the response");
         }
         if ctx.markdown != Negotiation::NotCovered {
@@ -856,8 +858,18 @@ impl Gate {
             let lines = if settings.is_trusted_proxy(c.peer) { address_lines(req, settings) } else { Vec::new() };
             origin_field(c.peer, peer, &lines, settings)
         });
-        for name in ADDRESS_HEADERS.iter() {
-            req.remove_header(name);
+        // Found in one pass over the client's names: a removal of an absent
+        // name costs a hash and a probe, and most requests carry none.
+        let mut present = 0u16;
+        for name in req.headers.keys() {
+            if let Some(i) = ADDRESS_HEADERS.iter().position(|a| a == name) {
+                present |= 1 << i;
+            }
+        }
+        for (i, name) in ADDRESS_HEADERS.iter().enumerate() {
+            if present & (1 << i) != 0 {
+                req.remove_header(name);
+            }
         }
         if let Some((name, value)) = field {
             // The previous lines were valid field values, an address is one.
