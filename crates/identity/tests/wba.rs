@@ -1480,3 +1480,88 @@ fn signature_agent_card_vectors() {
     }
     assert_eq!(seen, ["jwks-uri-card", "jwks-card", "jwks-and-jwks-uri", "client-id-mismatch"]);
 }
+
+/// Whether the signature fields are unparsable (400 where a signature is
+/// required) does not depend on which `Signature-Input` member comes
+/// first: a member of an unknown key next to one that cannot be parsed is
+/// unparsable in either order, a valid member wins in either order, and
+/// the unknown key alone stays unknown.
+#[tokio::test]
+async fn unparsable_members_are_found_in_any_order() {
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    use crawlgate_policy::verification::{Method, SignatureOutcome, Verification};
+    let known = Signer::from_seed(27);
+    let stranger = Signer::from_seed(28);
+    let src = format!(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"site.example\"]\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n",
+        known.jwk()
+    );
+    let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let verifier = Verifier::new(VerifierConfig::for_policy(&policy)).unwrap_or_else(|e| panic!("{e}"));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let bad = (r#"bad=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#.to_owned(), "bad=:AAAA:".to_owned());
+    // (members in order, verification, evidence kind, signature outcome)
+    type Row = (&'static [&'static str], Verification, &'static str, Option<SignatureOutcome>);
+    let sig = Verification::Spoofed(Method::Signature);
+    let rows: Vec<Row> = vec![
+        (&["stranger"], Verification::Unverified, "unknown key", Some(SignatureOutcome::Unverified)),
+        (&["stranger", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["bad", "stranger"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (
+            &["known", "bad"],
+            Verification::Verified(Method::Signature),
+            "key",
+            Some(SignatureOutcome::Verified),
+        ),
+        (
+            &["bad", "known"],
+            Verification::Verified(Method::Signature),
+            "key",
+            Some(SignatureOutcome::Verified),
+        ),
+    ];
+    for (i, (members, want_verification, want_kind, want_signature)) in rows.into_iter().enumerate() {
+        let (mut inputs, mut signatures) = (Vec::new(), Vec::new());
+        for (j, m) in members.iter().enumerate() {
+            let (input, signature) = match *m {
+                "bad" => bad.clone(),
+                name => {
+                    let signer = if name == "known" { &known } else { &stranger };
+                    // A new `created` per row: the same signature twice would be a replay.
+                    let mut opts = full_opts(now - 5 - i as i64, 60);
+                    opts.label = format!("{name}{j}");
+                    let s = signer.sign(&req, &opts);
+                    (s.signature_input, s.signature)
+                }
+            };
+            inputs.push(input);
+            signatures.push(signature);
+        }
+        let (input, signature) = (inputs.join(", "), signatures.join(", "));
+        let h = headers(&[("signature-input", &input), ("signature", &signature)]);
+        let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+        let got = verifier.verify(None, ip, Some(&sr)).await;
+        let kind = match &got.evidence {
+            Evidence::BadSignature { unparsable: true, .. } => "unparsable",
+            Evidence::BadSignature { unparsable: false, .. } => "invalid",
+            Evidence::UnknownKey { .. } => "unknown key",
+            Evidence::Key { .. } => "key",
+            other => panic!("row {i} {members:?}: {other:?}"),
+        };
+        assert_eq!(
+            (got.verification, kind, got.signature),
+            (want_verification, want_kind, want_signature),
+            "row {i} {members:?}: {:?}",
+            got.evidence
+        );
+    }
+    // The reason a 400 gives for the bad member.
+    assert_eq!(
+        wba::unparsable(&headers(&[("signature-input", &bad.0), ("signature", &bad.1)])).as_deref(),
+        Some("Signature-Input bad: keyid is not a string")
+    );
+}
