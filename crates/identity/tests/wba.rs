@@ -1096,6 +1096,44 @@ async fn card_jwks_uri_is_followed_and_cached() {
     }
 }
 
+/// A key fetched through a card's `jwks_uri` speaks for the card's token:
+/// one that names another token in the JWKS is refused, not taken for that
+/// token, and one that names the card's token is kept.
+#[tokio::test]
+async fn card_jwks_uri_keys_cannot_name_another_token() {
+    let (card_signer, other_signer) = (Signer::from_seed(29), Signer::from_seed(30));
+    let with_token =
+        |s: &Signer, token: &str| s.jwk().replacen('{', &format!(r#"{{"rfc9309-product-token":"{token}","#), 1);
+    let jwks = DirectoryServer::start(DirectoryResponse {
+        content_type: "application/jwk-set+json".into(),
+        ..DirectoryResponse::ok(format!(
+            r#"{{"keys":[{},{}]}}"#,
+            with_token(&card_signer, "GPTBot"),
+            with_token(&other_signer, "OAI-SearchBot")
+        ))
+    });
+    let card = DirectoryServer::start(DirectoryResponse::ok(format!(
+        r#"{{"jwks_uri":"{}/jwks.json","web_bot_auth":{{"rfc9309-product-token":"GPTBot"}}}}"#,
+        jwks.agent_url()
+    )));
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &card_signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+    assert_eq!(
+        check(&keys, &req, &h, NOW).await,
+        SignatureCheck::Valid {
+            keyid: card_signer.keyid(),
+            token: Some("GPTBot".into()),
+            agent: Some(card.agent_url())
+        }
+    );
+    let h = signed_map(&req, &other_signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not in http://127.0.0.1:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// A card's `jwks_uri` is fetched with the directory's bounds: no
 /// redirect, no other scheme, the size and key caps, one indirection only;
 /// a failure leaves the key unknown and is remembered (no second fetch of
@@ -1502,7 +1540,8 @@ async fn unparsable_members_are_found_in_any_order() {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
     let req = Request::get("site.example", "/");
     let ip: std::net::IpAddr = [192, 0, 2, 1].into();
-    let bad = (r#"bad=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#.to_owned(), "bad=:AAAA:".to_owned());
+    let bad =
+        (r#"bad=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#.to_owned(), "bad=:AAAA:".to_owned());
     // (members in order, verification, evidence kind, signature outcome)
     type Row = (&'static [&'static str], Verification, &'static str, Option<SignatureOutcome>);
     let sig = Verification::Spoofed(Method::Signature);
@@ -1511,18 +1550,8 @@ async fn unparsable_members_are_found_in_any_order() {
         (&["stranger", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad", "stranger"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
-        (
-            &["known", "bad"],
-            Verification::Verified(Method::Signature),
-            "key",
-            Some(SignatureOutcome::Verified),
-        ),
-        (
-            &["bad", "known"],
-            Verification::Verified(Method::Signature),
-            "key",
-            Some(SignatureOutcome::Verified),
-        ),
+        (&["known", "bad"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
+        (&["bad", "known"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
     ];
     for (i, (members, want_verification, want_kind, want_signature)) in rows.into_iter().enumerate() {
         let (mut inputs, mut signatures) = (Vec::new(), Vec::new());
