@@ -6,6 +6,12 @@
 //! keep a client-chosen `Signature-Agent` from making the proxy fetch an
 //! internal address (no private, loopback or link-local address, checked on
 //! the resolved address).
+//!
+//! A card's `client_id` (draft-meunier-webbotauth-registry section 3.1.1)
+//! must be the URL the card was fetched from, compared as simple strings;
+//! crawlgate fetches cards from the `Signature-Agent`'s well-known
+//! directory URL (it does not resolve `type=cimd` members, section 4.5), so
+//! a card there either carries that URL as its `client_id` or none.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -94,7 +100,7 @@ pub struct DirectoryKey {
 /// error. A card that names its keys by `jwks_uri` only is an error here:
 /// [`read_directory_document`] says where to fetch them.
 pub fn parse_directory_document(body: &[u8]) -> Result<HashMap<String, DirectoryKey>, String> {
-    match read_directory_document(body)? {
+    match read_directory_document(body, None)? {
         DirectoryDocument::Keys(keys) => Ok(keys),
         DirectoryDocument::JwksUri { uri, .. } => {
             Err(format!("the directory names its keys by jwks_uri {uri:?} and lists none"))
@@ -121,10 +127,24 @@ pub enum DirectoryDocument {
 /// Reads a key directory or a Signature Agent Card: its keys when it lists
 /// them (`keys` or `jwks.keys`), else its `jwks_uri` (top level or in
 /// `web_bot_auth`). A card that lists keys is read for those alone.
-pub fn read_directory_document(body: &[u8]) -> Result<DirectoryDocument, String> {
+///
+/// `fetched_from` is the URL the document was fetched from: a card that
+/// carries a `client_id` is refused unless it is that URL, compared as
+/// simple strings (draft-meunier-webbotauth-registry section 3.1.1, RFC
+/// 3986 section 6.2.1), so a card cannot claim another agent's identity. A
+/// card without `client_id` was not retrieved through one and is read.
+/// `None` (a document not fetched, e.g. a test's) skips that check.
+pub fn read_directory_document(body: &[u8], fetched_from: Option<&str>) -> Result<DirectoryDocument, String> {
     let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
     if !doc.is_object() {
         return Err("the directory is not a JSON object".into());
+    }
+    if let (Some(url), Some(id)) = (fetched_from, doc.get("client_id")) {
+        if id.as_str() != Some(url) {
+            return Err(format!(
+                "the card's client_id {id} is not the URL it was fetched from (draft-meunier-webbotauth-registry section 3.1.1)"
+            ));
+        }
     }
     let card = Card::from_json(&doc);
     let scopes = [doc.get("web_bot_auth"), Some(&doc)];

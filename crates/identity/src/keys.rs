@@ -725,7 +725,7 @@ impl Keys {
         let skew = self.inner.max_skew;
         let fetch = async {
             let card = fetch_json(client, url).await?;
-            match directory::read_directory_document(&card.body).map_err(|e| format!("{url}: {e}"))? {
+            match directory::read_directory_document(&card.body, Some(url)).map_err(|e| format!("{url}: {e}"))? {
                 directory::DirectoryDocument::Keys(keys) => {
                     check_response_signature(url, &card.headers, &keys, skew)?;
                     Ok((keys, card.ttl))

@@ -1134,6 +1134,54 @@ async fn card_jwks_uri_keys_cannot_name_another_token() {
     }
 }
 
+/// A Signature Agent Card whose `client_id` is not the directory URL it was
+/// fetched from is refused (draft-meunier-webbotauth-registry section
+/// 3.1.1, simple string comparison); one whose `client_id` is that URL, or
+/// that has none, gives its keys.
+#[tokio::test]
+async fn a_card_whose_client_id_is_another_url_is_refused() {
+    let signer = Signer::from_seed(31);
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let jwks = format!(r#""jwks":{}"#, directory_json(&[&signer]));
+    for (i, client_id) in
+        [None, Some("{here}"), Some("https://example.com/bot"), Some("{here}/")].into_iter().enumerate()
+    {
+        let server = DirectoryServer::start(DirectoryResponse::ok(String::new()));
+        let here = format!("{}/.well-known/http-message-signatures-directory", server.agent_url());
+        let card = match client_id {
+            None => format!(r#"{{"web_bot_auth":{{"rfc9309-product-token":"GPTBot"}},{jwks}}}"#),
+            Some(id) => format!(
+                r#"{{"client_id":"{}","web_bot_auth":{{"rfc9309-product-token":"GPTBot"}},{jwks}}}"#,
+                id.replace("{here}", &here)
+            ),
+        };
+        server.set_response(DirectoryResponse::ok(card));
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+        let got = check(&keys, &req, &h, NOW).await;
+        if i < 2 {
+            let valid = SignatureCheck::Valid {
+                keyid: signer.keyid(),
+                token: Some("GPTBot".into()),
+                agent: Some(server.agent_url()),
+            };
+            assert_eq!(got, valid, "row {i}");
+        } else {
+            let id = client_id.unwrap_or_default().replace("{here}", &here);
+            match got {
+                SignatureCheck::UnknownKey { reason } => assert!(
+                    reason.ends_with(&format!(
+                        "{here}: the card's client_id \"{id}\" is not the URL it was fetched from \
+                         (draft-meunier-webbotauth-registry section 3.1.1)"
+                    )),
+                    "row {i}: {reason}"
+                ),
+                other => panic!("row {i}: {other:?}"),
+            }
+        }
+    }
+}
+
 /// A card's `jwks_uri` is fetched with the directory's bounds: no
 /// redirect, no other scheme, the size and key caps, one indirection only;
 /// a failure leaves the key unknown and is remembered (no second fetch of
@@ -1468,15 +1516,15 @@ async fn web_bot_auth_crate_vectors_verify() {
 /// `tests/data`): a card naming its keys by `jwks_uri` carries its members
 /// to them, a card listing `jwks` gives its keys, and one with both is
 /// refused (RFC 7591 section 2: `jwks_uri` and `jwks` must not both be
-/// present). `client-id-mismatch` is not checked: a card is read from the
-/// Signature-Agent's well-known directory URL, which a CIMD `client_id`
-/// (the card's own URL) is not.
+/// present), and one whose `client_id` is not the URL it was fetched from
+/// is refused (draft-meunier-webbotauth-registry section 3.1.1).
 #[test]
 fn signature_agent_card_vectors() {
     use crawlgate_identity::directory::{read_directory_document, Card, DirectoryDocument};
     #[derive(serde::Deserialize)]
     struct CardVector {
         name: String,
+        url: String,
         valid: bool,
         error: Option<String>,
         card: serde_json::Value,
@@ -1485,7 +1533,7 @@ fn signature_agent_card_vectors() {
     let mut seen = Vec::new();
     for v in &all {
         let body = serde_json::to_vec(&v.card).unwrap_or_else(|e| panic!("{e}"));
-        let got = read_directory_document(&body);
+        let got = read_directory_document(&body, Some(&v.url));
         match v.name.as_str() {
             "jwks-uri-card" => assert_eq!(
                 got,
@@ -1508,12 +1556,20 @@ fn signature_agent_card_vectors() {
                 assert_eq!(got, Err("the card names both jwks and jwks_uri (RFC 7591 section 2 allows one)".into()));
                 assert_eq!(v.error.as_deref(), Some("card must not contain both jwks and jwks_uri"));
             }
-            "client-id-mismatch" => {}
+            "client-id-mismatch" => {
+                assert_eq!(
+                    got,
+                    Err("the card's client_id \"https://example.com/other\" is not the URL it was fetched from \
+                         (draft-meunier-webbotauth-registry section 3.1.1)"
+                        .into())
+                );
+                assert_eq!(v.error.as_deref(), Some("client_id must match the card URL"));
+                // Read without the URL it came from, it is not judged.
+                assert!(read_directory_document(&body, None).is_ok());
+            }
             other => panic!("a vector this test does not know: {other}"),
         }
-        if v.name != "client-id-mismatch" {
-            assert_eq!(v.valid, got.is_ok(), "{}", v.name);
-        }
+        assert_eq!(v.valid, got.is_ok(), "{}", v.name);
         seen.push(v.name.clone());
     }
     assert_eq!(seen, ["jwks-uri-card", "jwks-card", "jwks-and-jwks-uri", "client-id-mismatch"]);
