@@ -425,7 +425,8 @@ fn unparsable_members_get_400_in_either_order() {
     let unknown_only = vec![("signature-input", ui.clone()), ("signature", us.clone())];
     let prefix = "400 Bad Request: the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): ";
     // (signature fields, status, the start of the 400's reason)
-    let cases: [(&Vec<(&str, String)>, u16, Option<&str>); 3] = [
+    type Case<'a> = (&'a Vec<(&'a str, String)>, u16, Option<&'a str>);
+    let cases: [Case; 3] = [
         (&unknown_first, 400, Some("Signature-Input bad: keyid is not a string")),
         (&bad_first, 400, Some("Signature bad is 3 bytes, an Ed25519 signature is 64")),
         (&unknown_only, 200, None),
