@@ -398,3 +398,48 @@ fn unparsable_signature_fields_get_400_where_a_signature_is_required() {
     assert_eq!(got, 200, "{body}");
     assert!(body.contains("User-agent: ExampleBot"), "{body}");
 }
+
+/// Whether signature fields are unparsable does not depend on the order of
+/// the `Signature-Input` members: a member of an unknown key next to one
+/// that cannot be parsed is a 400 for a group that verifies by signature
+/// only, whichever comes first.
+#[test]
+fn unparsable_members_get_400_in_either_order() {
+    let (known, stranger) = (Signer::from_seed(34), Signer::from_seed(35));
+    let origin = origin();
+    let rules = format!(
+        "[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"signature\"\n",
+        known.jwk()
+    );
+    let proxy = proxy(&origin, "", &rules);
+    let field = |fields: &[(&str, String)], name: &str| {
+        fields.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone()).unwrap_or_default()
+    };
+    let unknown = signed(&stranger, &proxy, "/", unix_now() - 5, None);
+    let (ui, us) = (field(&unknown, "signature-input"), field(&unknown, "signature"));
+    let bad = r#"bad=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#;
+    let unknown_first = vec![("signature-input", format!("{ui}, {bad}")), ("signature", format!("{us}, bad=:AAAA:"))];
+    let bad_first = vec![("signature-input", format!("{bad}, {ui}")), ("signature", format!("bad=:AAAA:, {us}"))];
+    let unknown_only = vec![("signature-input", ui.clone()), ("signature", us.clone())];
+    let prefix = "400 Bad Request: the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): ";
+    // (signature fields, status, the start of the 400's reason)
+    type Case<'a> = (&'a Vec<(&'a str, String)>, u16, Option<&'a str>);
+    let cases: [Case; 3] = [
+        (&unknown_first, 400, Some("Signature-Input bad: keyid is not a string")),
+        (&bad_first, 400, Some("Signature bad is 3 bytes, an Ed25519 signature is 64")),
+        (&unknown_only, 200, None),
+    ];
+    for (i, (fields, status, reason)) in cases.iter().enumerate() {
+        let (got, _, body) = send(&proxy, "/", "ExampleBot/1.0", fields);
+        assert_eq!(got, *status, "case {i}: {body}");
+        match reason {
+            Some(r) => assert_eq!(body, format!("{prefix}{r}\n"), "case {i}"),
+            None => assert_eq!(body, "home\n", "case {i}"),
+        }
+    }
+    let l = lines(&proxy, "/", cases.len());
+    assert!(l[0].ends_with(" signature=invalid") && l[1].ends_with(" signature=invalid"), "{l:?}");
+    assert!(l[2].ends_with(" signature=unverified"), "{}", l[2]);
+}

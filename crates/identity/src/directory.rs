@@ -6,6 +6,12 @@
 //! keep a client-chosen `Signature-Agent` from making the proxy fetch an
 //! internal address (no private, loopback or link-local address, checked on
 //! the resolved address).
+//!
+//! A card's `client_id` (draft-meunier-webbotauth-registry section 3.1.1)
+//! must be the URL the card was fetched from, compared as simple strings;
+//! crawlgate fetches cards from the `Signature-Agent`'s well-known
+//! directory URL (it does not resolve `type=cimd` members, section 4.5), so
+//! a card there either carries that URL as its `client_id` or none.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -25,8 +31,10 @@ pub const MAX_DIRECTORY_KEYS: usize = 64;
 
 /// The Signature Agent Card members crawlgate uses
 /// (draft-meunier-webbotauth-registry): read from the card's
-/// `web_bot_auth` object, else from its top level, and a key's own JWK
-/// members win over the card's.
+/// `web_bot_auth` object, else from its top level. In a directory that
+/// lists its keys, a key's own JWK members win over the card's (one
+/// document, one publisher); the keys of a `jwks_uri` JWKS take the card's
+/// members and cannot widen them ([`parse_card_jwks`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Card {
     /// `rfc9309-product-token`: the robots.txt token the key speaks for.
@@ -39,19 +47,10 @@ pub struct Card {
 
 impl Card {
     fn from_json(v: &serde_json::Value) -> Card {
-        let scopes = [v.get("web_bot_auth"), Some(v)];
-        let member = |name: &str| {
-            scopes
-                .iter()
-                .flatten()
-                .find_map(|s| s.get(name).and_then(serde_json::Value::as_str))
-                .map(|s| s.trim().to_owned())
-                .filter(|s| !s.is_empty())
-        };
         Card {
-            token: member("rfc9309-product-token").filter(|t| valid_token(t)),
-            expected_user_agent: member("expected-user-agent"),
-            ips_uri: member("ips_uri"),
+            token: member(v, "rfc9309-product-token").filter(|t| valid_token(t)),
+            expected_user_agent: member(v, "expected-user-agent"),
+            ips_uri: member(v, "ips_uri"),
         }
     }
 
@@ -67,6 +66,17 @@ impl Card {
     fn is_empty(&self) -> bool {
         self.token.is_none() && self.expected_user_agent.is_none() && self.ips_uri.is_none()
     }
+}
+
+/// The string member `name` of a card or key: in its `web_bot_auth` object,
+/// else at its top level; trimmed, and absent when empty.
+fn member(v: &serde_json::Value, name: &str) -> Option<String> {
+    [v.get("web_bot_auth"), Some(v)]
+        .iter()
+        .flatten()
+        .find_map(|s| s.get(name).and_then(serde_json::Value::as_str))
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
 }
 
 /// An RFC 9309 product token: `[a-zA-Z_-]+`.
@@ -90,7 +100,7 @@ pub struct DirectoryKey {
 /// error. A card that names its keys by `jwks_uri` only is an error here:
 /// [`read_directory_document`] says where to fetch them.
 pub fn parse_directory_document(body: &[u8]) -> Result<HashMap<String, DirectoryKey>, String> {
-    match read_directory_document(body)? {
+    match read_directory_document(body, None)? {
         DirectoryDocument::Keys(keys) => Ok(keys),
         DirectoryDocument::JwksUri { uri, .. } => {
             Err(format!("the directory names its keys by jwks_uri {uri:?} and lists none"))
@@ -117,10 +127,24 @@ pub enum DirectoryDocument {
 /// Reads a key directory or a Signature Agent Card: its keys when it lists
 /// them (`keys` or `jwks.keys`), else its `jwks_uri` (top level or in
 /// `web_bot_auth`). A card that lists keys is read for those alone.
-pub fn read_directory_document(body: &[u8]) -> Result<DirectoryDocument, String> {
+///
+/// `fetched_from` is the URL the document was fetched from: a card that
+/// carries a `client_id` is refused unless it is that URL, compared as
+/// simple strings (draft-meunier-webbotauth-registry section 3.1.1, RFC
+/// 3986 section 6.2.1), so a card cannot claim another agent's identity. A
+/// card without `client_id` was not retrieved through one and is read.
+/// `None` (a document not fetched, e.g. a test's) skips that check.
+pub fn read_directory_document(body: &[u8], fetched_from: Option<&str>) -> Result<DirectoryDocument, String> {
     let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the directory is not JSON: {e}"))?;
     if !doc.is_object() {
         return Err("the directory is not a JSON object".into());
+    }
+    if let (Some(url), Some(id)) = (fetched_from, doc.get("client_id")) {
+        if id.as_str() != Some(url) {
+            return Err(format!(
+                "the card's client_id {id} is not the URL it was fetched from (draft-meunier-webbotauth-registry section 3.1.1)"
+            ));
+        }
     }
     let card = Card::from_json(&doc);
     let scopes = [doc.get("web_bot_auth"), Some(&doc)];
@@ -137,26 +161,55 @@ pub fn read_directory_document(body: &[u8]) -> Result<DirectoryDocument, String>
 }
 
 /// Reads the JWKS a card's `jwks_uri` names: its Ed25519 keys, each with
-/// `card`'s members under its own. A JWKS that names a further `jwks_uri`
-/// instead of keys is refused (one indirection only).
+/// `card`'s members. The JWKS is another resource, possibly on another
+/// host (draft-meunier-webbotauth-registry section 3.1.2 separates key
+/// material from metadata), so it cannot widen the card: a key that names
+/// an `rfc9309-product-token` other than the card's (or any, when the card
+/// names none) is refused, and a key's `expected-user-agent` or `ips_uri`
+/// is ignored. A JWKS that names a further `jwks_uri` instead of keys is
+/// refused (one indirection only).
 pub fn parse_card_jwks(body: &[u8], card: &Card) -> Result<HashMap<String, DirectoryKey>, String> {
     let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the JWKS is not JSON: {e}"))?;
     if !doc.is_object() {
         return Err("the JWKS is not a JSON object".into());
     }
-    keys_with_card(doc.get("keys"), card)
+    let shared = (!card.is_empty()).then(|| Arc::new(card.clone()));
+    read_keys(doc.get("keys"), |k| match member(k, "rfc9309-product-token") {
+        Some(t) if !card.token.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(&t)) => {
+            tracing::info!(
+                token = t,
+                card_token = card.token.as_deref().unwrap_or(""),
+                "A jwks_uri key names a product token its Signature Agent Card does not; the key is refused"
+            );
+            Err(())
+        }
+        _ => Ok(shared.clone()),
+    })
 }
 
+/// The keys of a directory that lists them, each with `card`'s members
+/// under its own.
 fn keys_with_card(keys: Option<&serde_json::Value>, card: &Card) -> Result<HashMap<String, DirectoryKey>, String> {
+    read_keys(keys, |k| {
+        let own = card.overlaid(&Card::from_json(k));
+        Ok((!own.is_empty()).then(|| Arc::new(own)))
+    })
+}
+
+/// The Ed25519 keys of a `keys` array (at most [`MAX_DIRECTORY_KEYS`]),
+/// each with the card `card_for` gives it; a key it refuses is left out.
+fn read_keys(
+    keys: Option<&serde_json::Value>,
+    card_for: impl Fn(&serde_json::Value) -> Result<Option<Arc<Card>>, ()>,
+) -> Result<HashMap<String, DirectoryKey>, String> {
     let keys = keys.and_then(serde_json::Value::as_array).ok_or("the directory has no \"keys\" array")?;
     if keys.len() > MAX_DIRECTORY_KEYS {
         return Err(format!("the directory lists {} keys, more than {MAX_DIRECTORY_KEYS}", keys.len()));
     }
     let mut out = HashMap::new();
     for k in keys {
-        if let Ok(parsed) = parse_ed25519_jwk(k) {
-            let own = card.overlaid(&Card::from_json(k));
-            let card = (!own.is_empty()).then(|| Arc::new(own));
+        let Ok(parsed) = parse_ed25519_jwk(k) else { continue };
+        if let Ok(card) = card_for(k) {
             out.insert(parsed.thumbprint, DirectoryKey { key: parsed.key, card });
         }
     }
@@ -443,6 +496,52 @@ mod tests {
             r#"{{"rfc9309-product-token":"Bad Bot/1","keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#
         ));
         assert_eq!(c, None);
+    }
+
+    /// The keys of a card's `jwks_uri` speak for the card's token or are
+    /// refused: a key naming another token (or any, when the card names
+    /// none) is left out, and the key's other members do not replace the
+    /// card's; in a directory that lists its keys the key's own members win
+    /// (`cards_bind_keys_to_tokens`).
+    #[test]
+    fn jwks_uri_keys_cannot_widen_the_card() {
+        let x = "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs";
+        let id = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
+        let gptbot = Card {
+            token: Some("GPTBot".into()),
+            expected_user_agent: Some("GPTBot/1.0".into()),
+            ips_uri: Some("https://a.example/ips.json".into()),
+        };
+        let untokened = Card { token: None, ..gptbot.clone() };
+        // (the card, the key's extra members, the card the key gets or
+        // None when it is refused)
+        let rows: Vec<(&Card, &str, Option<Card>)> = vec![
+            (&gptbot, "", Some(gptbot.clone())),
+            (&gptbot, r#","rfc9309-product-token":"GPTBot""#, Some(gptbot.clone())),
+            (&gptbot, r#","rfc9309-product-token":"gptbot""#, Some(gptbot.clone())),
+            (&gptbot, r#","rfc9309-product-token":"OAI-SearchBot""#, None),
+            (&gptbot, r#","web_bot_auth":{"rfc9309-product-token":"OAI-SearchBot"}"#, None),
+            (&gptbot, r#","rfc9309-product-token":"Bad Bot/1""#, None),
+            (
+                &gptbot,
+                r#","expected-user-agent":"Other/1","ips_uri":"https://evil.example/ips.json""#,
+                Some(gptbot.clone()),
+            ),
+            (&untokened, "", Some(untokened.clone())),
+            (&untokened, r#","rfc9309-product-token":"GPTBot""#, None),
+        ];
+        for (i, (card, extra, want)) in rows.into_iter().enumerate() {
+            let body = format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"{extra}}}]}}"#);
+            let keys = parse_card_jwks(body.as_bytes(), card).unwrap_or_else(|e| panic!("row {i}: {e}"));
+            let got = keys.get(id).map(|k| k.card.as_deref().cloned().unwrap_or_default());
+            assert_eq!(got, want, "row {i}: {extra}");
+        }
+        // A card with no members gives its keys none.
+        let keys = parse_card_jwks(
+            format!(r#"{{"keys":[{{"kty":"OKP","crv":"Ed25519","x":"{x}"}}]}}"#).as_bytes(),
+            &Card::default(),
+        );
+        assert_eq!(keys.map(|k| k.get(id).map(|k| k.card.clone())), Ok(Some(None)));
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! other directories are fetched only with `any_agent`, and their keys
 //! prove no token, unless their Signature Agent Card names one
 //! ([`crate::directory`]). A card that names its keys by `jwks_uri`
-//! instead of listing them has that JWKS fetched with the same bounds.
+//! instead of listing them has that JWKS fetched with the same bounds, and
+//! its keys speak for the card's token only
+//! ([`crate::directory::parse_card_jwks`]).
 //!
 //! Fetches are bounded (draft-meunier-web-bot-auth-architecture, verifier
 //! rules): HTTPS only, no redirects, no private, loopback or link-local
@@ -723,7 +725,7 @@ impl Keys {
         let skew = self.inner.max_skew;
         let fetch = async {
             let card = fetch_json(client, url).await?;
-            match directory::read_directory_document(&card.body).map_err(|e| format!("{url}: {e}"))? {
+            match directory::read_directory_document(&card.body, Some(url)).map_err(|e| format!("{url}: {e}"))? {
                 directory::DirectoryDocument::Keys(keys) => {
                     check_response_signature(url, &card.headers, &keys, skew)?;
                     Ok((keys, card.ttl))

@@ -414,6 +414,14 @@ impl Verifier {
             // replayed.
             let covered = seen.as_ref().map(|s| s.covered.clone()).unwrap_or_default();
             let card = seen.as_ref().and_then(|s| s.card.clone());
+            // Whether the fields parse is asked of every member, not of the
+            // one whose outcome is reported, so that the order of the labels
+            // does not decide it; only when no signature verified, so a valid
+            // one is parsed once (a valid one wins in any order).
+            let unparsable = match &check {
+                SignatureCheck::Invalid { .. } | SignatureCheck::UnknownKey { .. } => wba::unparsable(req.headers),
+                SignatureCheck::Valid { .. } | SignatureCheck::Absent => None,
+            };
             let replay = match seen {
                 Some(s) => Some((
                     self.replay.seen_once(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)).await,
@@ -423,6 +431,7 @@ impl Verifier {
             };
             signature = Some(match (&check, &replay) {
                 (_, Some((Replay::Replayed, _))) | (SignatureCheck::Invalid { .. }, _) => SignatureOutcome::Invalid,
+                _ if unparsable.is_some() => SignatureOutcome::Invalid,
                 (SignatureCheck::Valid { .. }, Some((Replay::Fresh, _))) => SignatureOutcome::Verified,
                 _ => SignatureOutcome::Unverified,
             });
@@ -484,10 +493,14 @@ impl Verifier {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::Key { keyid }));
                 }
                 SignatureCheck::Invalid { reason } => {
-                    // Only an invalid signature is looked at again, so a
-                    // valid one is parsed once.
-                    let unparsable = wba::unparsable(req.headers).is_some();
+                    let unparsable = unparsable.is_some();
                     acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable }));
+                }
+                // A member that cannot be parsed makes the request malformed
+                // whichever member came first.
+                SignatureCheck::UnknownKey { .. } if unparsable.is_some() => {
+                    let reason = unparsable.unwrap_or_default();
+                    acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable: true }));
                 }
                 SignatureCheck::UnknownKey { reason } => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::UnknownKey { reason }));

@@ -1096,6 +1096,92 @@ async fn card_jwks_uri_is_followed_and_cached() {
     }
 }
 
+/// A key fetched through a card's `jwks_uri` speaks for the card's token:
+/// one that names another token in the JWKS is refused, not taken for that
+/// token, and one that names the card's token is kept.
+#[tokio::test]
+async fn card_jwks_uri_keys_cannot_name_another_token() {
+    let (card_signer, other_signer) = (Signer::from_seed(29), Signer::from_seed(30));
+    let with_token =
+        |s: &Signer, token: &str| s.jwk().replacen('{', &format!(r#"{{"rfc9309-product-token":"{token}","#), 1);
+    let jwks = DirectoryServer::start(DirectoryResponse {
+        content_type: "application/jwk-set+json".into(),
+        ..DirectoryResponse::ok(format!(
+            r#"{{"keys":[{},{}]}}"#,
+            with_token(&card_signer, "GPTBot"),
+            with_token(&other_signer, "OAI-SearchBot")
+        ))
+    });
+    let card = DirectoryServer::start(DirectoryResponse::ok(format!(
+        r#"{{"jwks_uri":"{}/jwks.json","web_bot_auth":{{"rfc9309-product-token":"GPTBot"}}}}"#,
+        jwks.agent_url()
+    )));
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let h = signed_map(&req, &card_signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+    assert_eq!(
+        check(&keys, &req, &h, NOW).await,
+        SignatureCheck::Valid {
+            keyid: card_signer.keyid(),
+            token: Some("GPTBot".into()),
+            agent: Some(card.agent_url())
+        }
+    );
+    let h = signed_map(&req, &other_signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&card.agent_url()));
+    match check(&keys, &req, &h, NOW).await {
+        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not in http://127.0.0.1:"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A Signature Agent Card whose `client_id` is not the directory URL it was
+/// fetched from is refused (draft-meunier-webbotauth-registry section
+/// 3.1.1, simple string comparison); one whose `client_id` is that URL, or
+/// that has none, gives its keys.
+#[tokio::test]
+async fn a_card_whose_client_id_is_another_url_is_refused() {
+    let signer = Signer::from_seed(31);
+    let keys = directory_keys();
+    let req = Request::get("site.example", "/");
+    let jwks = format!(r#""jwks":{}"#, directory_json(&[&signer]));
+    for (i, client_id) in
+        [None, Some("{here}"), Some("https://example.com/bot"), Some("{here}/")].into_iter().enumerate()
+    {
+        let server = DirectoryServer::start(DirectoryResponse::ok(String::new()));
+        let here = format!("{}/.well-known/http-message-signatures-directory", server.agent_url());
+        let card = match client_id {
+            None => format!(r#"{{"web_bot_auth":{{"rfc9309-product-token":"GPTBot"}},{jwks}}}"#),
+            Some(id) => format!(
+                r#"{{"client_id":"{}","web_bot_auth":{{"rfc9309-product-token":"GPTBot"}},{jwks}}}"#,
+                id.replace("{here}", &here)
+            ),
+        };
+        server.set_response(DirectoryResponse::ok(card));
+        let h = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW, 60).with_agent(&server.agent_url()));
+        let got = check(&keys, &req, &h, NOW).await;
+        if i < 2 {
+            let valid = SignatureCheck::Valid {
+                keyid: signer.keyid(),
+                token: Some("GPTBot".into()),
+                agent: Some(server.agent_url()),
+            };
+            assert_eq!(got, valid, "row {i}");
+        } else {
+            let id = client_id.unwrap_or_default().replace("{here}", &here);
+            match got {
+                SignatureCheck::UnknownKey { reason } => assert!(
+                    reason.ends_with(&format!(
+                        "{here}: the card's client_id \"{id}\" is not the URL it was fetched from \
+                         (draft-meunier-webbotauth-registry section 3.1.1)"
+                    )),
+                    "row {i}: {reason}"
+                ),
+                other => panic!("row {i}: {other:?}"),
+            }
+        }
+    }
+}
+
 /// A card's `jwks_uri` is fetched with the directory's bounds: no
 /// redirect, no other scheme, the size and key caps, one indirection only;
 /// a failure leaves the key unknown and is remembered (no second fetch of
@@ -1430,15 +1516,15 @@ async fn web_bot_auth_crate_vectors_verify() {
 /// `tests/data`): a card naming its keys by `jwks_uri` carries its members
 /// to them, a card listing `jwks` gives its keys, and one with both is
 /// refused (RFC 7591 section 2: `jwks_uri` and `jwks` must not both be
-/// present). `client-id-mismatch` is not checked: a card is read from the
-/// Signature-Agent's well-known directory URL, which a CIMD `client_id`
-/// (the card's own URL) is not.
+/// present), and one whose `client_id` is not the URL it was fetched from
+/// is refused (draft-meunier-webbotauth-registry section 3.1.1).
 #[test]
 fn signature_agent_card_vectors() {
     use crawlgate_identity::directory::{read_directory_document, Card, DirectoryDocument};
     #[derive(serde::Deserialize)]
     struct CardVector {
         name: String,
+        url: String,
         valid: bool,
         error: Option<String>,
         card: serde_json::Value,
@@ -1447,7 +1533,7 @@ fn signature_agent_card_vectors() {
     let mut seen = Vec::new();
     for v in &all {
         let body = serde_json::to_vec(&v.card).unwrap_or_else(|e| panic!("{e}"));
-        let got = read_directory_document(&body);
+        let got = read_directory_document(&body, Some(&v.url));
         match v.name.as_str() {
             "jwks-uri-card" => assert_eq!(
                 got,
@@ -1470,13 +1556,97 @@ fn signature_agent_card_vectors() {
                 assert_eq!(got, Err("the card names both jwks and jwks_uri (RFC 7591 section 2 allows one)".into()));
                 assert_eq!(v.error.as_deref(), Some("card must not contain both jwks and jwks_uri"));
             }
-            "client-id-mismatch" => {}
+            "client-id-mismatch" => {
+                assert_eq!(
+                    got,
+                    Err("the card's client_id \"https://example.com/other\" is not the URL it was fetched from \
+                         (draft-meunier-webbotauth-registry section 3.1.1)"
+                        .into())
+                );
+                assert_eq!(v.error.as_deref(), Some("client_id must match the card URL"));
+                // Read without the URL it came from, it is not judged.
+                assert!(read_directory_document(&body, None).is_ok());
+            }
             other => panic!("a vector this test does not know: {other}"),
         }
-        if v.name != "client-id-mismatch" {
-            assert_eq!(v.valid, got.is_ok(), "{}", v.name);
-        }
+        assert_eq!(v.valid, got.is_ok(), "{}", v.name);
         seen.push(v.name.clone());
     }
     assert_eq!(seen, ["jwks-uri-card", "jwks-card", "jwks-and-jwks-uri", "client-id-mismatch"]);
+}
+
+/// Whether the signature fields are unparsable (400 where a signature is
+/// required) does not depend on which `Signature-Input` member comes
+/// first: a member of an unknown key next to one that cannot be parsed is
+/// unparsable in either order, a valid member wins in either order, and
+/// the unknown key alone stays unknown.
+#[tokio::test]
+async fn unparsable_members_are_found_in_any_order() {
+    use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
+    use crawlgate_policy::verification::{Method, SignatureOutcome, Verification};
+    let known = Signer::from_seed(27);
+    let stranger = Signer::from_seed(28);
+    let src = format!(
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n[verification]\n[verification.signatures]\nauthorities = [\"site.example\"]\n\
+         [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n",
+        known.jwk()
+    );
+    let policy = crawlgate_policy::load(&src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+    let verifier = Verifier::new(VerifierConfig::for_policy(&policy)).unwrap_or_else(|e| panic!("{e}"));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let req = Request::get("site.example", "/");
+    let ip: std::net::IpAddr = [192, 0, 2, 1].into();
+    let bad =
+        (r#"bad=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#.to_owned(), "bad=:AAAA:".to_owned());
+    // (members in order, verification, evidence kind, signature outcome)
+    type Row = (&'static [&'static str], Verification, &'static str, Option<SignatureOutcome>);
+    let sig = Verification::Spoofed(Method::Signature);
+    let rows: Vec<Row> = vec![
+        (&["stranger"], Verification::Unverified, "unknown key", Some(SignatureOutcome::Unverified)),
+        (&["stranger", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["bad", "stranger"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["known", "bad"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
+        (&["bad", "known"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
+    ];
+    for (i, (members, want_verification, want_kind, want_signature)) in rows.into_iter().enumerate() {
+        let (mut inputs, mut signatures) = (Vec::new(), Vec::new());
+        for (j, m) in members.iter().enumerate() {
+            let (input, signature) = match *m {
+                "bad" => bad.clone(),
+                name => {
+                    let signer = if name == "known" { &known } else { &stranger };
+                    // A new `created` per row: the same signature twice would be a replay.
+                    let mut opts = full_opts(now - 5 - i as i64, 60);
+                    opts.label = format!("{name}{j}");
+                    let s = signer.sign(&req, &opts);
+                    (s.signature_input, s.signature)
+                }
+            };
+            inputs.push(input);
+            signatures.push(signature);
+        }
+        let (input, signature) = (inputs.join(", "), signatures.join(", "));
+        let h = headers(&[("signature-input", &input), ("signature", &signature)]);
+        let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
+        let got = verifier.verify(None, ip, Some(&sr)).await;
+        let kind = match &got.evidence {
+            Evidence::BadSignature { unparsable: true, .. } => "unparsable",
+            Evidence::BadSignature { unparsable: false, .. } => "invalid",
+            Evidence::UnknownKey { .. } => "unknown key",
+            Evidence::Key { .. } => "key",
+            other => panic!("row {i} {members:?}: {other:?}"),
+        };
+        assert_eq!(
+            (got.verification, kind, got.signature),
+            (want_verification, want_kind, want_signature),
+            "row {i} {members:?}: {:?}",
+            got.evidence
+        );
+    }
+    // The reason a 400 gives for the bad member.
+    assert_eq!(
+        wba::unparsable(&headers(&[("signature-input", &bad.0), ("signature", &bad.1)])).as_deref(),
+        Some("Signature-Input bad: keyid is not a string")
+    );
 }
