@@ -113,7 +113,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let stripped = resp.clone();
 
-    if let Err(e) = headers::apply(&mut resp, &controls, mode) {
+    let origin_fields = headers::OriginFields::of(&resp);
+    if let Err(e) = headers::apply(&mut resp, &controls, mode, origin_fields) {
         panic!("apply failed: {e}");
     }
 
