@@ -147,15 +147,13 @@ pub fn read_directory_document(body: &[u8], fetched_from: Option<&str>) -> Resul
         }
     }
     let card = Card::from_json(&doc);
-    let scopes = [doc.get("web_bot_auth"), Some(&doc)];
-    let uri = scopes.iter().flatten().find_map(|s| s.get("jwks_uri").and_then(serde_json::Value::as_str));
-    let uri = uri.map(str::trim).filter(|u| !u.is_empty());
+    let uri = member(&doc, "jwks_uri");
     if uri.is_some() && doc.get("jwks").is_some() {
         return Err("the card names both jwks and jwks_uri (RFC 7591 section 2 allows one)".into());
     }
     let listed = doc.get("keys").or_else(|| doc.get("jwks").and_then(|j| j.get("keys")));
     match (listed, uri) {
-        (None, Some(uri)) => Ok(DirectoryDocument::JwksUri { uri: uri.to_owned(), card }),
+        (None, Some(uri)) => Ok(DirectoryDocument::JwksUri { uri, card }),
         _ => keys_with_card(listed, &card).map(DirectoryDocument::Keys),
     }
 }

@@ -46,6 +46,14 @@ pub trait SharedGcra: Send + Sync {
     /// Whether the store is connected now; while it is not, the limiter
     /// does not call [`SharedGcra::step`] and decides locally.
     fn is_up(&self) -> bool;
+
+    /// Whether [`SharedGcra::step`] keeps the limiter's budget itself
+    /// (answering [`SharedError::Timeout`] past it). The limiter then sets
+    /// no timer of its own: one timer per check, and the store, which
+    /// knows whether its answer had arrived, decides what was late.
+    fn keeps_budget(&self) -> bool {
+        false
+    }
 }
 
 /// Which store decided a check.
@@ -91,35 +99,6 @@ pub struct Checked {
     pub verdict: Verdict,
     /// Which store decided.
     pub source: Source,
-}
-
-/// How much longer than its budget a shared store's step may take before
-/// the limiter gives up on it. A store that keeps its own budget (as
-/// `crawlgate-store` does, counting each failure once) answers first, so
-/// its error count and [`Limiter::fallbacks`] agree; this bounds one that
-/// does not.
-const GRACE: Duration = Duration::from_millis(1);
-
-/// Runs `fut` until `deadline`, `None` past it; when the timer fires, the
-/// future is polled again after yielding twice to the runtime's other
-/// tasks, which may hold its answer already (a runtime that was not
-/// scheduled handles the timer and the answer in the same turn). The
-/// `crawlgate-store` crate bounds its calls the same way, so a stalled
-/// process does not make its checks fall back when Redis had answered.
-async fn within<F: std::future::Future>(deadline: tokio::time::Instant, fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    if let Ok(out) = tokio::time::timeout_at(deadline, fut.as_mut()).await {
-        return Some(out);
-    }
-    for _ in 0..2 {
-        tokio::task::yield_now().await;
-        if let std::task::Poll::Ready(out) =
-            std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await
-        {
-            return Some(out);
-        }
-    }
-    None
 }
 
 struct Shared {
@@ -198,11 +177,15 @@ impl Limiter {
         } else {
             let name = format!("{}{key}", shared.prefix);
             let step = shared.store.step(&name, limit.rate.emission(), limit.burst);
-            match within(tokio::time::Instant::now() + shared.budget + GRACE, step).await {
-                Some(Ok(verdict)) => return Checked { verdict, source: Source::Shared },
-                Some(Err(SharedError::Timeout)) => Fallback::Timeout,
-                Some(Err(_)) => Fallback::Error,
-                None => Fallback::Timeout,
+            let answer = if shared.store.keeps_budget() {
+                Ok(step.await)
+            } else {
+                tokio::time::timeout(shared.budget, step).await
+            };
+            match answer {
+                Ok(Ok(verdict)) => return Checked { verdict, source: Source::Shared },
+                Ok(Err(SharedError::Timeout)) | Err(_) => Fallback::Timeout,
+                Ok(Err(_)) => Fallback::Error,
             }
         };
         self.fallbacks[fallback as usize].fetch_add(1, Ordering::Relaxed);

@@ -35,6 +35,24 @@ const F_CONTENT_USAGE: usize = 2;
 const F_TDM_RESERVATION: usize = 3;
 const F_TDM_POLICY: usize = 4;
 
+/// Which of `names` (at most 32) `map` carries, bit `i` for `names[i]`,
+/// found in one pass over its names: a lookup or removal of a custom name
+/// hashes it, and most messages carry none of these.
+pub fn present<N: std::borrow::Borrow<HeaderName>>(map: &http::HeaderMap, names: &[N]) -> u32 {
+    let mut bits = 0;
+    for name in map.keys() {
+        if let Some(i) = names.iter().position(|n| n.borrow() == name) {
+            bits |= 1 << i;
+        }
+    }
+    bits
+}
+
+/// The members of `names` whose bit [`present`] set in `bits`.
+pub fn named<N>(bits: u32, names: &[N]) -> impl Iterator<Item = &N> {
+    names.iter().enumerate().filter(move |(i, _)| bits & (1 << i) != 0).map(|(_, n)| n)
+}
+
 /// Which of the fields the policy writes ([`POLICY_FIELDS`]) the origin's
 /// response carries, found in one pass over its names: a lookup of a
 /// custom name hashes it, and most responses carry none of them.
@@ -44,13 +62,8 @@ pub struct OriginFields(u8);
 impl OriginFields {
     /// The policy's fields in `resp`, as the origin sent it.
     pub fn of(resp: &ResponseHeader) -> OriginFields {
-        let mut bits = 0u8;
-        for name in resp.headers.keys() {
-            if let Some(i) = POLICY_FIELDS.iter().position(|f| *f == name) {
-                bits |= 1 << i;
-            }
-        }
-        OriginFields(bits)
+        // Five fields: the bits fit.
+        OriginFields(present(&resp.headers, &POLICY_FIELDS) as u8)
     }
 
     /// Whether the origin sent `POLICY_FIELDS[i]`.

@@ -340,18 +340,9 @@ pub fn adjust_headers(
         }
         resp.remove_header(&header::ACCEPT_RANGES);
         // Digests of the origin's bytes no longer match the body.
-        // Found in one pass over the response's names: most responses have
-        // none, and a removal of an absent name costs a hash and a probe.
-        let mut present = 0u8;
-        for name in resp.headers.keys() {
-            if let Some(i) = DIGEST_HEADERS.iter().position(|d| d == name) {
-                present |= 1 << i;
-            }
-        }
-        for (i, name) in DIGEST_HEADERS.iter().enumerate() {
-            if present & (1 << i) != 0 {
-                resp.remove_header(name);
-            }
+        let present = crate::headers::present(&resp.headers, &DIGEST_HEADERS);
+        for name in crate::headers::named(present, &DIGEST_HEADERS) {
+            resp.remove_header(name);
         }
         if let Some(etag) = resp.headers.get(header::ETAG) {
             if !etag.as_bytes().starts_with(b"W/") {

@@ -858,18 +858,9 @@ impl Gate {
             let lines = if settings.is_trusted_proxy(c.peer) { address_lines(req, settings) } else { Vec::new() };
             origin_field(c.peer, peer, &lines, settings)
         });
-        // Found in one pass over the client's names: a removal of an absent
-        // name costs a hash and a probe, and most requests carry none.
-        let mut present = 0u16;
-        for name in req.headers.keys() {
-            if let Some(i) = ADDRESS_HEADERS.iter().position(|a| a == name) {
-                present |= 1 << i;
-            }
-        }
-        for (i, name) in ADDRESS_HEADERS.iter().enumerate() {
-            if present & (1 << i) != 0 {
-                req.remove_header(name);
-            }
+        let present = crate::headers::present(&req.headers, &*ADDRESS_HEADERS);
+        for name in crate::headers::named(present, &*ADDRESS_HEADERS) {
+            req.remove_header(name);
         }
         if let Some((name, value)) = field {
             // The previous lines were valid field values, an address is one.

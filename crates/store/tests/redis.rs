@@ -49,6 +49,15 @@ impl Reference {
     }
 }
 
+/// A fixed linear congruential sequence (Knuth's MMIX constants), so a
+/// failure replays.
+fn lcg(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    }
+}
+
 #[tokio::test]
 async fn script_matches_the_reference_over_a_sequence() {
     let redis = RedisServer::start();
@@ -62,11 +71,7 @@ async fn script_matches_the_reference_over_a_sequence() {
         Gcra::per(30, Duration::from_secs(60), 5).unwrap(),
         Gcra::per(1000, Duration::from_secs(1), 2).unwrap(),
     ];
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
+    let mut next = lcg(0x2545_f491_4f6c_dd1d);
     let (mut allowed, mut denied) = (0, 0);
     for (i, limit) in limits.iter().enumerate() {
         let key = format!("ref{i}");
@@ -103,11 +108,7 @@ async fn batched_script_matches_the_reference_step_by_step() {
         Gcra::per(30, Duration::from_secs(60), 5).unwrap(),
         Gcra::per(1000, Duration::from_secs(1), 20).unwrap(),
     ];
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        seed >> 33
-    };
+    let mut next = lcg(0x9e37_79b9_7f4a_7c15);
     let (mut steps, mut allowed, mut denied, mut mixed) = (0, 0, 0, 0);
     for (i, limit) in limits.iter().enumerate() {
         let key = format!("batch{i}");
