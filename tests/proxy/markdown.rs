@@ -37,7 +37,7 @@ path = "/noai/"
 rules = ["noai"]
 
 [markdown]
-paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai", "/big", "/utf8", "/gated"]
+paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai", "/big", "/utf8", "/gated", "/forged"]
 "#;
 
 const PAGE: &str = "<!doctype html><html><head><title>Hello page</title><link rel=\"canonical\" href=\"/page\"></head>\n\
@@ -83,6 +83,7 @@ fn origin() -> Origin {
         ("/missing", Route { status: 404, ..Route::ok(HTML, PAGE) }),
         ("/plain.txt", Route::ok("text/plain", "just <b>text</b>\n")),
         ("/other", Route::ok(HTML, PAGE)),
+        ("/forged", Route::ok(HTML, PAGE).header("X-Markdown-Tokens", "1").header("X-Markdown-Refused", "ai-use=n")),
         ("/big", Route::ok(HTML, big_page())),
         ("/utf8", Route::ok(HTML, "<main><h1>Café ☕</h1><p>東京の地図</p></main>")),
     ])
@@ -353,4 +354,18 @@ fn markdown_past_the_hold_streams_without_the_estimate() {
     let text = body(&r);
     assert!(text.ends_with(&want), "{} characters", text.len());
     assert_eq!(text.matches("word").count(), 4000 * 16);
+}
+
+/// An origin's own `x-markdown-tokens` and `x-markdown-refused` on a page
+/// crawlgate converts are dropped: the client gets crawlgate's estimate
+/// alone (the page is `/page`'s, so 44 as there).
+#[test]
+fn markdown_fields_are_crawlgates_own() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let r = get(proxy.addr, "/forged", &[("Accept", "text/markdown")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert_eq!(r.header("x-markdown-tokens"), Some("44"));
+    assert_eq!(r.header("x-markdown-refused"), None);
 }

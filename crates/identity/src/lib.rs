@@ -492,13 +492,8 @@ impl Verifier {
                 SignatureCheck::Valid { keyid, token: None, .. } => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::Key { keyid }));
                 }
-                // The 400 of a malformed member says what is malformed, not
-                // why another member's signature did not verify.
                 SignatureCheck::Invalid { reason } => {
-                    let (reason, unparsable) = match unparsable {
-                        Some(why) => (why, true),
-                        None => (reason, false),
-                    };
+                    let unparsable = unparsable.is_some();
                     acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable }));
                 }
                 // A member that cannot be parsed makes the request malformed

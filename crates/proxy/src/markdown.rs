@@ -50,6 +50,7 @@ use crate::metrics::{Metrics, Passthrough};
 const MAX_MEMORY: usize = 4 << 20;
 
 static X_MARKDOWN_REFUSED: HeaderName = HeaderName::from_static("x-markdown-refused");
+static X_MARKDOWN_TOKENS: HeaderName = HeaderName::from_static("x-markdown-tokens");
 static CONTENT_SIGNAL: HeaderName = HeaderName::from_static("content-signal");
 static CONTENT_USAGE: HeaderName = HeaderName::from_static("content-usage");
 static X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
@@ -180,6 +181,7 @@ pub fn start(
     // (`negotiate`): the 304 names the Markdown's, if a 200 would still be
     // converted (`policy::markdown::not_modified`).
     if resp.status == http::StatusCode::NOT_MODIFIED {
+        drop_origin_fields(resp);
         not_modified_validators(resp, settings.ai_agents, agent, path)?;
         return Ok(Outcome::NotConverted);
     }
@@ -187,6 +189,7 @@ pub fn start(
         Some(page) => (page.encoding, page.charset().map(str::to_string)),
         None => return Ok(Outcome::NotConverted),
     };
+    drop_origin_fields(resp);
     let robots = values(resp, &X_ROBOTS_TAG);
     let usage = values(resp, &CONTENT_USAGE);
     let ai = is_ai(settings.ai_agents, agent);
@@ -253,6 +256,15 @@ pub fn start(
 /// The validators of a 304 answering a Markdown request: the Markdown's
 /// tag, or, when the AI-use guard now refuses the conversion, the page's
 /// `ETag` without `Last-Modified` and with `x-markdown-refused`.
+/// Drops an origin's own `x-markdown-tokens` and `x-markdown-refused`
+/// from an HTML page (or its 304) negotiated as Markdown: only crawlgate
+/// says what it converted or refused (an origin's value would come first,
+/// or stand alone past the hold's bound, or refresh a cached copy).
+fn drop_origin_fields(resp: &mut ResponseHeader) {
+    resp.remove_header(&X_MARKDOWN_TOKENS);
+    resp.remove_header(&X_MARKDOWN_REFUSED);
+}
+
 fn not_modified_validators(
     resp: &mut ResponseHeader,
     ai_agents: crawlgate_policy::markdown::AiAgents,
