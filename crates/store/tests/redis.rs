@@ -119,7 +119,7 @@ async fn batched_script_matches_the_reference_step_by_step() {
             // Batches arrive further apart than single steps, so both
             // answers stay common.
             now_us += next() % (4 * t_us + 1);
-            let n = if next() % 50 == 0 { crawlgate_store::MAX_BATCH } else { 1 + (next() % 12) as usize };
+            let n = if next().is_multiple_of(50) { crawlgate_store::MAX_BATCH } else { 1 + (next() % 12) as usize };
             let got = s.gcra_batch_at(&key, *limit, n, now_us).await.unwrap();
             let want: Vec<GcraAnswer> =
                 (0..n).map(|_| reference.step(now_us * 1000, limit.t_ns(), limit.tau_ns())).collect();
