@@ -342,9 +342,7 @@ impl BackgroundService for Watcher {
             return;
         };
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-        let watcher = notify::recommended_watcher(move |res| {
-            let _ = tx.send(res);
-        });
+        let watcher = notify::recommended_watcher(forward(vec![file_name], tx));
         let mut watcher = match watcher {
             Ok(w) => Some(w),
             Err(e) => {
@@ -376,17 +374,35 @@ impl BackgroundService for Watcher {
         if self.early_hup.swap(false, Ordering::Relaxed) {
             self.reload(Trigger::Sighup).await;
         }
-        watch_loop(&mut rx, &[file_name], debounce, hup, &mut shutdown, |t| self.reload(t)).await;
+        watch_loop(&mut rx, debounce, hup, &mut shutdown, |t| self.reload(t)).await;
         drop(watcher);
     }
 }
 
-/// Reloads on each burst of file events for one of `names` (debounced) and
+/// The watcher's event handler: passes on to `tx` the events that may
+/// have changed one of the files `names` (see [`relevant`]) and errors.
+/// It runs on the watcher's own thread, so the events of other files in
+/// the directory (a ledger or state files written beside the policy)
+/// never wake the service's runtime.
+pub(crate) fn forward(
+    names: Vec<std::ffi::OsString>,
+    tx: tokio::sync::mpsc::UnboundedSender<notify::Result<notify::Event>>,
+) -> impl notify::EventHandler {
+    move |res: notify::Result<notify::Event>| {
+        if let Ok(event) = &res {
+            if !names.iter().any(|n| relevant(&event.kind, &event.paths, n)) {
+                return;
+            }
+        }
+        let _ = tx.send(res);
+    }
+}
+
+/// Reloads on each burst of file events from [`forward`] (debounced) and
 /// on each SIGHUP, until shutdown: the loop of the policy watcher and of
 /// the TLS certificate watcher.
 pub(crate) async fn watch_loop<F, Fut>(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
-    names: &[std::ffi::OsString],
     mut debounce: Debounce,
     mut hup: Option<tokio::signal::unix::Signal>,
     shutdown: &mut ShutdownWatch,
@@ -399,11 +415,7 @@ pub(crate) async fn watch_loop<F, Fut>(
         tokio::select! {
             _ = shutdown.changed() => break,
             Some(res) = rx.recv() => match res {
-                Ok(event) => {
-                    if names.iter().any(|n| relevant(&event.kind, &event.paths, n)) {
-                        debounce.event(tokio::time::Instant::now());
-                    }
-                }
+                Ok(_) => debounce.event(tokio::time::Instant::now()),
                 Err(e) => tracing::warn!(error = %e, "File watcher error"),
             },
             () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
@@ -535,5 +547,26 @@ mod tests {
         assert!(!relevant(&create, &[PathBuf::from("/etc/crawlgate/crawlgate.toml~")], f));
         assert!(relevant(&create, &[PathBuf::from("/etc/crawlgate/..data")], f));
         assert!(relevant(&create, &[PathBuf::from("/etc/crawlgate/..2026_11_22_10_00_00.123")], f));
+    }
+
+    #[test]
+    fn only_the_watched_files_events_and_errors_reach_the_runtime() {
+        use notify::EventHandler as _;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut handler = forward(vec!["cert.pem".into(), "key.pem".into()], tx);
+        let modify = |path: &str| notify::Event::new(EventKind::Modify(ModifyKind::Any)).add_path(PathBuf::from(path));
+        handler.handle_event(Ok(modify("/etc/crawlgate/ledger.sqlite-wal")));
+        handler.handle_event(Ok(modify("/etc/crawlgate/key.pem")));
+        handler.handle_event(Ok(notify::Event::new(EventKind::Access(AccessKind::Open(AccessMode::Any)))
+            .add_path(PathBuf::from("/etc/crawlgate/cert.pem"))));
+        handler.handle_event(Err(notify::Error::generic("queue overflow")));
+        drop(handler);
+        let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|r| match r {
+                Ok(e) => format!("{:?}", e.paths),
+                Err(e) => e.to_string(),
+            })
+            .collect();
+        assert_eq!(got, ["[\"/etc/crawlgate/key.pem\"]", "queue overflow"]);
     }
 }

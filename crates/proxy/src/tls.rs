@@ -24,7 +24,7 @@ use pingora::tls::x509::X509;
 use sha2::{Digest, Sha256};
 
 use crate::metrics::{Metrics, ReloadOutcome as Outcome};
-use crate::reload::{watch_dir, watch_loop, Debounce, Trigger};
+use crate::reload::{forward, watch_dir, watch_loop, Debounce, Trigger};
 
 /// A loaded certificate chain (leaf first) and its private key.
 pub struct CertPair {
@@ -263,9 +263,7 @@ impl BackgroundService for CertWatcher {
         let files = [&self.store.cert_path, &self.store.key_path];
         let names: Vec<_> = files.iter().filter_map(|p| p.file_name().map(OsStr::to_os_string)).collect();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-        let mut watcher = match notify::recommended_watcher(move |res| {
-            let _ = tx.send(res);
-        }) {
+        let mut watcher = match notify::recommended_watcher(forward(names, tx)) {
             Ok(w) => Some(w),
             Err(e) => {
                 tracing::error!(error = %e, "Cannot watch the TLS certificate files; reload them with SIGHUP");
@@ -289,7 +287,7 @@ impl BackgroundService for CertWatcher {
             }
         };
         self.shared.metrics.tls_not_after(self.store.not_after_unix());
-        watch_loop(&mut rx, &names, Debounce::default(), hup, &mut shutdown, |t| self.reload(t)).await;
+        watch_loop(&mut rx, Debounce::default(), hup, &mut shutdown, |t| self.reload(t)).await;
         drop(watcher);
     }
 }
