@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::origin::{Body, Origin, Route};
 use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
 use crawlgate_testkit::temp::TempDir;
 use crawlgate_testkit::wba::{Component, Request, SignOptions, Signer};
@@ -21,6 +21,7 @@ fn origin() -> Origin {
         ("/press/x", Route::ok("text/plain", "press\n")),
         ("/private/x", Route::ok("text/plain", "private\n")),
         ("/charged-by-origin", Route::ok("text/plain", "x\n").header("crawler-charged", "USD 9.99")),
+        ("/chunked", Route::ok("text/plain", "").body(Body::Chunked(vec![b"one ".to_vec(), b"two\n".to_vec()]))),
     ])
 }
 
@@ -382,6 +383,31 @@ fn a_locked_ledger_stops_charging_only() {
     assert_eq!(get(&proxy, "/", UA, &paid).status, 200);
     assert_eq!(proxy.metric("crawlgate_ledger_healthy"), Some("1".into()));
     assert_eq!(export(&proxy, "csv").lines().count(), 3);
+}
+
+/// A chunked page's row is committed without a byte count (the origin
+/// sent no Content-Length); the count sent is written when the response
+/// ends, normally with the next charges. A SIGTERM right after still
+/// writes it: the ledger is flushed before the process exits.
+#[test]
+fn a_clean_shutdown_writes_the_last_byte_counts() {
+    let signer = Signer::from_seed(22);
+    let origin = origin();
+    let (mut proxy, _ledger) = proxy(&origin, &signer);
+    let paid = sign(&signer, &proxy, "/chunked", &[("crawler-exact-price", "USD 0.01")], &["crawler-exact-price"], 4);
+    assert_eq!(
+        get(&proxy, "/chunked", UA, &paid),
+        answer(200, &["content-type: text/plain", "crawler-charged: USD 0.01", TERMS], "one two\n")
+    );
+    proxy.signal("TERM");
+    crawlgate_e2e::proxy::wait_for("the proxy to exit", Duration::from_secs(12), || {
+        (!proxy.is_running()).then_some(())
+    });
+    let keyid = signer.keyid();
+    assert_eq!(
+        masked_csv(&export(&proxy, "csv"))[1..],
+        [format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/chunked,USD,0.01,1,200,8,")]
+    );
 }
 
 /// kill -9 in the middle of a charged load: every response that said

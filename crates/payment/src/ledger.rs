@@ -97,6 +97,8 @@ type Done = oneshot::Sender<Result<i64, String>>;
 enum Msg {
     Insert(Box<Record>, Done),
     Bytes(i64, u64),
+    /// Commit what is waiting now, byte counts included, then answer.
+    Flush(oneshot::Sender<()>),
 }
 
 /// The ledger of one instance: cheap to clone, shared by every request.
@@ -183,6 +185,15 @@ impl Ledger {
         let _ = self.tx.try_send(Msg::Bytes(id, bytes));
     }
 
+    /// Commits every byte count still waiting (they otherwise wait up to
+    /// [`BYTES_DELAY`]) and returns when it is done: for a clean shutdown.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.tx.send(Msg::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+
     /// Whether the last commit succeeded.
     pub fn healthy(&self) -> bool {
         self.healthy.load(Ordering::Relaxed)
@@ -208,6 +219,8 @@ struct Batch {
     inserts: Vec<(Box<Record>, Done)>,
     /// Body byte counts of rows already committed: `(row, bytes)`.
     bytes: Vec<(i64, u64)>,
+    /// Flushes answered once this batch is committed.
+    flushes: Vec<oneshot::Sender<()>>,
 }
 
 impl Batch {
@@ -215,6 +228,7 @@ impl Batch {
         match m {
             Msg::Insert(r, done) => self.inserts.push((r, done)),
             Msg::Bytes(id, n) => self.bytes.push((id, n)),
+            Msg::Flush(done) => self.flushes.push(done),
         }
     }
 
@@ -274,7 +288,7 @@ impl Writer {
                 std::thread::sleep(GROUP_WINDOW);
                 self.drain(&mut batch);
             }
-            if !batch.inserts.is_empty() || batch.len() >= MAX_BATCH {
+            if !batch.inserts.is_empty() || batch.len() >= MAX_BATCH || !batch.flushes.is_empty() {
                 last_inserts = batch.inserts.len();
                 self.commit(&mut batch);
             }
@@ -297,6 +311,12 @@ impl Writer {
     /// Writes `batch` in one transaction and answers every waiting
     /// charge with the outcome of its commit.
     fn commit(&mut self, batch: &mut Batch) {
+        if batch.len() == 0 {
+            for done in batch.flushes.drain(..) {
+                let _ = done.send(());
+            }
+            return;
+        }
         let result = (|| -> rusqlite::Result<Vec<i64>> {
             let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut ids = Vec::with_capacity(batch.inserts.len());
@@ -347,6 +367,9 @@ impl Writer {
                 Err(e) => Err(e.clone()),
             };
             let _ = done.send(answer);
+        }
+        for done in batch.flushes.drain(..) {
+            let _ = done.send(());
         }
     }
 }

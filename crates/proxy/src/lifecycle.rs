@@ -82,8 +82,9 @@ impl BackgroundService for ListenerProbe {
 
 /// On SIGTERM, waits for the client connections still open (those with a
 /// request in flight: idle keep-alive connections close at once on
-/// shutdown) and exits when none is left. Pingora's grace period stays
-/// the upper bound: it ends the process when it expires.
+/// shutdown) and exits when none is left, after the ledger committed the
+/// byte counts still waiting. Pingora's grace period stays the upper
+/// bound: it ends the process when it expires.
 pub struct Drain {
     shared: Arc<Shared>,
 }
@@ -110,6 +111,12 @@ impl BackgroundService for Drain {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if let Some(charging) = self.shared.payment.get() {
+            // Byte counts of charges that ended in the last second.
+            if tokio::time::timeout(Duration::from_secs(2), charging.ledger.flush()).await.is_err() {
+                tracing::warn!("Graceful shutdown: the ledger did not flush within 2 s");
+            }
         }
         tracing::info!("Graceful shutdown: no client connection left; exiting");
         std::process::exit(0);

@@ -63,6 +63,21 @@ async fn a_byte_count_alone_is_committed_after_the_delay() {
     }
 }
 
+/// A flush (at a clean shutdown) commits a waiting byte count at once,
+/// and answers at once when nothing waits.
+#[tokio::test]
+async fn a_flush_commits_the_waiting_byte_counts_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let ledger = Ledger::open(&path).unwrap();
+    ledger.flush().await;
+    let id = ledger.record(record(0, "ExampleBot")).await.unwrap();
+    ledger.set_bytes(id, 7);
+    ledger.flush().await;
+    // Committed when the flush returns, not BYTES_DELAY later.
+    assert_eq!(Reader::open(&path).unwrap().export(0).unwrap()[0].bytes, Some(7));
+}
+
 #[tokio::test]
 async fn a_locked_ledger_refuses_the_charge_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
