@@ -74,6 +74,32 @@ fn pay(s: &Setup, nonce: &str) -> String {
     facilitator::payment_signature(&accepted, PAYER, nonce)
 }
 
+/// With `[server] hosts`, the requirement's resource URL names the site:
+/// the request's host when it is one of them, never a `Host` the client
+/// made up.
+#[test]
+fn the_resource_url_names_the_site_whatever_host_the_client_sends() {
+    let facilitator = Facilitator::start(NETWORK);
+    let origin = Origin::start(vec![("/articles/1", Route::ok("text/plain", "article one\n"))]);
+    let dir = TempDir::new("payment-x402-hosts");
+    let port =
+        || -> std::net::SocketAddr { format!("127.0.0.1:{}", crawlgate_e2e::proxy::free_port()).parse().unwrap() };
+    let (addr, admin) = (port(), port());
+    let policy = crawlgate_e2e::proxy::base_policy(addr, admin, origin.addr)
+        .replace("[server]\n", "[server]\nhosts = [\"www.example.com\", \"news.example.com\"]\n")
+        + &rules(&facilitator, &dir.join("ledger.sqlite"));
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let client = reqwest::blocking::Client::new();
+    let url_for = |host: &str| {
+        let resp = client.get(proxy.url("/articles/1")).header("User-Agent", UA).header("Host", host).send().unwrap();
+        assert_eq!(resp.status(), 402, "Host {host}");
+        decoded(resp.headers(), "payment-required")["resource"]["url"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(url_for("news.example.com"), "https://news.example.com/articles/1");
+    assert_eq!(url_for("evil.example"), "https://www.example.com/articles/1");
+    assert!(origin.seen().is_empty());
+}
+
 #[test]
 fn first_contact_is_a_402_with_payment_required() {
     let s = setup();

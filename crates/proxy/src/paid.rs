@@ -116,10 +116,15 @@ fn authorization(req: &RequestHeader) -> Vec<&[u8]> {
     req.headers.get_all(header::AUTHORIZATION).iter().map(|v| v.as_bytes()).collect()
 }
 
-/// The URL this request's resource has (for x402's `resource`).
-fn resource_url(req: &RequestHeader, path: &str) -> String {
-    let host = req.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
-    format!("https://{host}{path}")
+/// The URL this request's resource has (for x402's `resource`): named by
+/// the site's hosts, not by whatever `Host` the client sent
+/// (`X402Settings::resource_url` in the policy crate).
+fn resource_url(pay: &PaymentSettings, req: &RequestHeader, path: &str) -> String {
+    let host = req.headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    match &pay.x402 {
+        Some(x) => x.resource_url(host, path),
+        None => format!("https://{}{path}", host.unwrap_or("")),
+    }
 }
 
 /// The x402 requirements of `price`, if the policy offers x402.
@@ -143,7 +148,7 @@ pub fn x402_required(
         return None;
     }
     let (_, ours) = requirements(&shared.payment.get()?.dialects, price)?;
-    Some(x402::payment_required(&ours, &resource_url(req, path), "PAYMENT-SIGNATURE header is required"))
+    Some(x402::payment_required(&ours, &resource_url(pay, req, path), "PAYMENT-SIGNATURE header is required"))
 }
 
 /// `price` as a decimal number (`0.01`).
@@ -190,7 +195,7 @@ pub async fn request(
         (_, _, Some(sig)) if pay.offers(Dialect::X402) => match requirements(d, price) {
             None => Outcome::NotMine,
             Some((client, ours)) => {
-                let resource = resource_url(session.req_header(), path);
+                let resource = resource_url(pay, session.req_header(), path);
                 let checked =
                     x402::parse_payment_signature(sig).and_then(|p| x402::check_accepted(&p, &ours).map(|()| p));
                 let verified = match checked {
@@ -221,7 +226,7 @@ pub async fn request(
         }
         _ => match requirements(d, price).filter(|_| pay.offers(Dialect::X402)) {
             Some((_, ours)) => {
-                let resource = resource_url(session.req_header(), path);
+                let resource = resource_url(pay, session.req_header(), path);
                 let error = "PAYMENT-SIGNATURE header is required";
                 Box::pin(payment_required(session, pay, &ours, &resource, error, None)).await?;
                 Outcome::Answered

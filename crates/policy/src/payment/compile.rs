@@ -163,7 +163,7 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
             }
         }
         s.rsl = rsl.as_ref().and_then(|r| super::dialects::rsl(cx, r, c.site));
-        s.x402 = x402.as_ref().and_then(|x| super::dialects::x402(cx, x));
+        s.x402 = x402.as_ref().and_then(|x| super::dialects::x402(cx, x, c.site));
         dialect_tables(cx, &s, dialects.as_deref().unwrap_or_default(), rsl.is_some(), x402.is_some(), raw);
     }
     if let Some(x) = &s.x402 {
