@@ -37,7 +37,7 @@ path = "/noai/"
 rules = ["noai"]
 
 [markdown]
-paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai", "/big", "/utf8", "/gated", "/forged"]
+paths = ["/page", "/noai/", "/nouse/", "/gz", "/missing", "/plain.txt", "/origin-noai", "/big", "/utf8", "/gated", "/forged", "/empty", "/blank"]
 "#;
 
 const PAGE: &str = "<!doctype html><html><head><title>Hello page</title><link rel=\"canonical\" href=\"/page\"></head>\n\
@@ -86,6 +86,9 @@ fn origin() -> Origin {
         ("/forged", Route::ok(HTML, PAGE).header("X-Markdown-Tokens", "1").header("X-Markdown-Refused", "ai-use=n")),
         ("/big", Route::ok(HTML, big_page())),
         ("/utf8", Route::ok(HTML, "<main><h1>Café ☕</h1><p>東京の地図</p></main>")),
+        ("/empty", Route::ok(HTML, "")),
+        ("/empty-chunked", Route::ok(HTML, "").body(Body::Chunked(Vec::new()))),
+        ("/blank", Route::ok(HTML, "<html><body></body></html>")),
     ])
 }
 
@@ -308,6 +311,25 @@ fn x_markdown_tokens_is_the_estimate_of_the_body_sent() {
     // And the connection goes on: the next response is whole.
     let again = conn.request("GET", "/page", &[md]);
     assert_eq!((body(&again).as_str(), again.header("x-markdown-tokens")), (PAGE_MD, Some("44")));
+}
+
+/// An empty page (Content-Length 0, or chunked with no data) and a page
+/// with no text are converted and answered at once on a kept-alive
+/// connection (the 5 s read timeout would fail a response held until the
+/// next request), and the connection goes on.
+#[test]
+fn an_empty_page_is_not_held() {
+    let origin = origin();
+    let proxy = Proxy::start(origin.addr, RULES);
+    let md = ("Accept", "text/markdown");
+    for path in ["/empty", "/empty-chunked", "/blank"] {
+        let mut conn = Conn::with_timeout(proxy.addr, Duration::from_secs(5));
+        let r = conn.request("GET", path, &[md]);
+        assert_eq!((r.status, r.complete), (200, true), "{path}: {}", r.text());
+        assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"), "{path}");
+        let again = conn.request("GET", "/page", &[md]);
+        assert_eq!(body(&again), PAGE_MD, "{path}");
+    }
 }
 
 /// Past the connection's 256 KiB hold, a converted page streams before
