@@ -315,7 +315,7 @@ fn x_markdown_tokens_is_the_estimate_of_the_body_sent() {
 
 /// An empty page (Content-Length 0, or chunked with no data) and a page
 /// with no text are converted and answered at once on a kept-alive
-/// connection (the 5 s read timeout would fail a response held until the
+/// connection (the 15 s read timeout would fail a response held until the
 /// next request), and the connection goes on.
 #[test]
 fn an_empty_page_is_not_held() {
@@ -323,7 +323,7 @@ fn an_empty_page_is_not_held() {
     let proxy = Proxy::start(origin.addr, RULES);
     let md = ("Accept", "text/markdown");
     for path in ["/empty", "/empty-chunked", "/blank"] {
-        let mut conn = Conn::with_timeout(proxy.addr, Duration::from_secs(5));
+        let mut conn = Conn::with_timeout(proxy.addr, Duration::from_secs(15));
         let r = conn.request("GET", path, &[md]);
         assert_eq!((r.status, r.complete), (200, true), "{path}: {}", r.text());
         assert_eq!(r.header("content-type"), Some("text/markdown; charset=utf-8"), "{path}");
