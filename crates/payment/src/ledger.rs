@@ -308,15 +308,20 @@ impl Writer {
         }
     }
 
-    /// Writes `batch` in one transaction and answers every waiting
-    /// charge with the outcome of its commit.
+    /// Writes `batch` in one transaction (none when only flushes wait),
+    /// answers every waiting charge with the outcome of its commit, then
+    /// the flushes.
     fn commit(&mut self, batch: &mut Batch) {
-        if batch.len() == 0 {
-            for done in batch.flushes.drain(..) {
-                let _ = done.send(());
-            }
-            return;
+        if batch.len() > 0 {
+            self.write(batch);
         }
+        for done in batch.flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    /// The transaction of [`Writer::commit`]; answers the charges.
+    fn write(&mut self, batch: &mut Batch) {
         let result = (|| -> rusqlite::Result<Vec<i64>> {
             let tx = self.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             let mut ids = Vec::with_capacity(batch.inserts.len());
@@ -367,9 +372,6 @@ impl Writer {
                 Err(e) => Err(e.clone()),
             };
             let _ = done.send(answer);
-        }
-        for done in batch.flushes.drain(..) {
-            let _ = done.send(());
         }
     }
 }

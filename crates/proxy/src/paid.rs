@@ -118,13 +118,9 @@ fn authorization(req: &RequestHeader) -> Vec<&[u8]> {
 
 /// The URL this request's resource has (for x402's `resource`): named by
 /// the site's hosts, not by whatever `Host` the client sent
-/// (`X402Settings::resource_url` in the policy crate).
+/// ([`PaymentSettings::resource_url`]).
 fn resource_url(pay: &PaymentSettings, req: &RequestHeader, path: &str) -> String {
-    let host = req.headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    match &pay.x402 {
-        Some(x) => x.resource_url(host, path),
-        None => format!("https://{}{path}", host.unwrap_or("")),
-    }
+    pay.resource_url(req.headers.get(header::HOST).and_then(|h| h.to_str().ok()), path)
 }
 
 /// The x402 requirements of `price`, if the policy offers x402.

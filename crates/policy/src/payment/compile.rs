@@ -92,6 +92,7 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
     }
     let charge_groups: Vec<&Group> = c.groups.iter().filter(|g| g.charge.is_some()).collect();
     s.charging = !charge_groups.is_empty();
+    s.site = c.site.to_vec();
     let mut ledger_written = None;
     if let Some(raw) = raw {
         let RawPayment { terms, free: free_raw, ledger, dialects, cloudflare_origin, instance_id, rsl, x402 } = raw;
@@ -163,7 +164,7 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
             }
         }
         s.rsl = rsl.as_ref().and_then(|r| super::dialects::rsl(cx, r, c.site));
-        s.x402 = x402.as_ref().and_then(|x| super::dialects::x402(cx, x, c.site));
+        s.x402 = x402.as_ref().and_then(|x| super::dialects::x402(cx, x));
         dialect_tables(cx, &s, dialects.as_deref().unwrap_or_default(), rsl.is_some(), x402.is_some(), raw);
     }
     if let Some(x) = &s.x402 {

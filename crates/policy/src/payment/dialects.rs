@@ -104,24 +104,6 @@ pub struct X402Settings {
     pub allow_http: bool,
     /// A facilitator on a private, loopback or link-local address allowed.
     pub allow_private_addresses: bool,
-    /// The site's hosts (`server.hosts`, else `upstream.sni` and
-    /// `robots_txt.origin_host`), which the resource URL names.
-    pub site: Vec<String>,
-}
-
-impl X402Settings {
-    /// The `resource.url` of a payment requirement for `path`, requested
-    /// with `Host` `host`: the request's host when it is one of the
-    /// site's, else the site's first; the request's own only when nothing
-    /// names the site. The client's `Host` never names another site.
-    pub fn resource_url(&self, host: Option<&str>, path: &str) -> String {
-        let host = host.map(str::trim).unwrap_or("");
-        let host = match self.site.first() {
-            None => host,
-            Some(first) => self.site.iter().find(|s| s.eq_ignore_ascii_case(host)).unwrap_or(first),
-        };
-        format!("https://{host}{path}")
-    }
 }
 
 /// An absolute `https://` URL (or `http://` when allowed) with a host.
@@ -269,7 +251,7 @@ pub(crate) fn rsl(cx: &mut Ctx<'_>, raw: &Spanned<RawRsl>, site: &[String]) -> O
 }
 
 /// `[payment.x402]`.
-pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>, site: &[String]) -> Option<X402Settings> {
+pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>) -> Option<X402Settings> {
     let RawX402 {
         facilitator,
         pay_to,
@@ -343,7 +325,6 @@ pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>, site: &[String]) ->
         timeout: timeout_v,
         allow_http,
         allow_private_addresses: flag(allow_private_addresses),
-        site: site.to_vec(),
     })
 }
 
@@ -397,7 +378,7 @@ mod tests {
         let mut cx = Ctx::for_test("p.toml", src);
         let site = vec!["www.example.com".to_string()];
         let r = tables.rsl.as_ref().and_then(|t| rsl(&mut cx, t, &site));
-        let x = tables.x402.as_ref().and_then(|t| x402(&mut cx, t, &site));
+        let x = tables.x402.as_ref().and_then(|t| x402(&mut cx, t));
         let errors = cx.error_text();
         (r, x, errors)
     }
@@ -473,31 +454,8 @@ mod tests {
                 timeout: Duration::from_secs(3),
                 allow_http: false,
                 allow_private_addresses: false,
-                site: vec!["www.example.com".into()],
             })
         );
-    }
-
-    #[test]
-    fn the_resource_url_names_the_site_not_a_forged_host() {
-        let (_, x, _) = compile(X402);
-        let mut x = x.unwrap();
-        x.site = vec!["www.example.com".into(), "example.com:8443".into()];
-        let cases = [
-            (Some("www.example.com"), "https://www.example.com/a?b=1"),
-            (Some("WWW.Example.COM"), "https://www.example.com/a?b=1"),
-            (Some("example.com:8443"), "https://example.com:8443/a?b=1"),
-            (Some("evil.example"), "https://www.example.com/a?b=1"),
-            (Some("evil.example@www.example.com"), "https://www.example.com/a?b=1"),
-            (None, "https://www.example.com/a?b=1"),
-        ];
-        for (host, url) in cases {
-            assert_eq!(x.resource_url(host, "/a?b=1"), url, "{host:?}");
-        }
-        // Nothing names the site: the request's host, as sent.
-        x.site.clear();
-        assert_eq!(x.resource_url(Some("127.0.0.1:8080"), "/a"), "https://127.0.0.1:8080/a");
-        assert_eq!(x.resource_url(None, "/a"), "https:///a");
     }
 
     #[test]

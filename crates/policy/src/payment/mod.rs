@@ -73,6 +73,9 @@ pub struct PaymentSettings {
     /// `[payment.x402]`: the facilitator and what is paid (the "x402"
     /// dialect).
     pub x402: Option<dialects::X402Settings>,
+    /// The site's hosts (`server.hosts`, else `upstream.sni` and
+    /// `robots_txt.origin_host`), which an x402 resource URL names.
+    pub site: Vec<String>,
 }
 
 impl Default for PaymentSettings {
@@ -87,11 +90,26 @@ impl Default for PaymentSettings {
             charging: false,
             rsl: None,
             x402: None,
+            site: Vec::new(),
         }
     }
 }
 
 impl PaymentSettings {
+    /// The `resource.url` of an x402 payment requirement for `path`,
+    /// requested with `Host` `host`: the request's host when it is one of
+    /// the site's, else the site's first; the request's own only when
+    /// nothing names the site. The client's `Host` never names another
+    /// site.
+    pub fn resource_url(&self, host: Option<&str>, path: &str) -> String {
+        let host = host.map(str::trim).unwrap_or("");
+        let host = match self.site.first() {
+            None => host,
+            Some(first) => self.site.iter().find(|s| s.eq_ignore_ascii_case(host)).unwrap_or(first),
+        };
+        format!("https://{host}{path}")
+    }
+
     /// Whether `dialect` is offered.
     pub fn offers(&self, dialect: Dialect) -> bool {
         self.dialects.contains(&dialect)

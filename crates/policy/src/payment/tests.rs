@@ -190,3 +190,26 @@ fn a_charge_group_without_signatures_is_fine_when_no_dialect_needs_them() {
     let src = policy("price = \"USD 0.01\"", "").replace("token = \"ExampleBot\"", "token = \"OtherBot\"");
     assert!(errors(&src).contains("no token of group `ExampleBot` can be verified by a Web Bot Auth signature"));
 }
+
+#[test]
+fn the_resource_url_names_the_site_not_a_forged_host() {
+    let named = policy("price = \"USD 0.01\"", "")
+        .replace("[server]\n", "[server]\nhosts = [\"www.example.com\", \"example.com:8443\"]\n");
+    let p = load(&named, "p.toml").unwrap().policy;
+    let pay = p.payment();
+    let cases = [
+        (Some("www.example.com"), "https://www.example.com/a?b=1"),
+        (Some("WWW.Example.COM"), "https://www.example.com/a?b=1"),
+        (Some("example.com:8443"), "https://example.com:8443/a?b=1"),
+        (Some("evil.example"), "https://www.example.com/a?b=1"),
+        (Some("evil.example@www.example.com"), "https://www.example.com/a?b=1"),
+        (None, "https://www.example.com/a?b=1"),
+    ];
+    for (host, url) in cases {
+        assert_eq!(pay.resource_url(host, "/a?b=1"), url, "{host:?}");
+    }
+    // Nothing names the site: the request's host, as sent.
+    let p = load(&policy("price = \"USD 0.01\"", ""), "p.toml").unwrap().policy;
+    assert_eq!(p.payment().resource_url(Some("127.0.0.1:8080"), "/a"), "https://127.0.0.1:8080/a");
+    assert_eq!(p.payment().resource_url(None, "/a"), "https:///a");
+}
