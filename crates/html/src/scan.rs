@@ -446,6 +446,10 @@ mod tests {
             (b"<html><head><Template>", Verdict::Unsure),
             (b"<html><blockquote>", Verdict::Unsure),
             (b"<html><head><title>t</titles>", Verdict::Unsure),
+            // Special names with a letter more are other elements: a name
+            // cut to its first bytes would read as `template`/`noscript`.
+            (b"<html><head><templates>", Verdict::Insert(12)),
+            (b"<html><head><noscripts>", Verdict::Insert(12)),
         ];
         for (doc, want) in cases {
             let got = HeadScan::new().push(doc, &plan.0);

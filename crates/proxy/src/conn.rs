@@ -665,8 +665,7 @@ pub fn end_coalescing(session: &ServerSession) {
 /// is one of [`ConnApp`]'s (HTTP/2 streams have none, and no estimate).
 pub fn hold_for_markdown_tokens(session: &ServerSession) -> bool {
     guarded(session).is_some_and(|g| {
-        g.markdown.store(MD_WAITING, Ordering::Relaxed);
-        g.coalesce.store(true, Ordering::Relaxed);
+        g.hold_for_tokens();
         true
     })
 }
@@ -678,10 +677,7 @@ pub fn hold_for_markdown_tokens(session: &ServerSession) -> bool {
 /// is over (its bound was passed: the header is out already) or was never
 /// taken.
 pub fn markdown_tokens(session: &ServerSession, tokens: u64) -> bool {
-    guarded(session).is_some_and(|g| {
-        g.tokens.store(tokens, Ordering::Relaxed);
-        g.markdown.compare_exchange(MD_WAITING, MD_ESTIMATED, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-    })
+    guarded(session).is_some_and(|g| g.set_tokens(tokens))
 }
 
 fn set_coalescing(session: &ServerSession, on: bool) -> bool {
@@ -715,6 +711,8 @@ fn splice_tokens(held: &mut Vec<u8>, tokens: u64) -> bool {
     }
     let n = cur.position() as usize;
     let at = end + 2;
+    // Exactly the line's room: a splice into a full buffer would double it.
+    held.reserve_exact(n);
     held.splice(at..at, line[..n].iter().copied());
     true
 }
@@ -726,6 +724,18 @@ impl fmt::Debug for Guarded {
 }
 
 impl Guarded {
+    /// [`hold_for_markdown_tokens`] on this connection.
+    fn hold_for_tokens(&self) {
+        self.markdown.store(MD_WAITING, Ordering::Relaxed);
+        self.coalesce.store(true, Ordering::Relaxed);
+    }
+
+    /// [`markdown_tokens`] on this connection.
+    fn set_tokens(&self, tokens: u64) -> bool {
+        self.tokens.store(tokens, Ordering::Relaxed);
+        self.markdown.compare_exchange(MD_WAITING, MD_ESTIMATED, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+    }
+
     /// A new connection, waiting for its first request.
     fn new(inner: Stream, limits: Limits, metrics: Arc<ConnMetrics>) -> Guarded {
         let deadline = Instant::now() + limits.idle;
@@ -1384,17 +1394,15 @@ mod tests {
         got
     }
 
-    /// Holds `conn` for a Markdown estimate, as `hold_for_markdown_tokens`
-    /// does on a session.
+    /// Holds `conn` for a Markdown estimate (what `hold_for_markdown_tokens`
+    /// does on a session).
     fn hold_whole(conn: &Guarded) {
-        conn.markdown.store(MD_WAITING, Ordering::Relaxed);
-        conn.coalesce.store(true, Ordering::Relaxed);
+        conn.hold_for_tokens();
     }
 
-    /// As `markdown_tokens` does on a session.
+    /// What `markdown_tokens` does on a session.
     fn estimate(conn: &Guarded, tokens: u64) -> bool {
-        conn.tokens.store(tokens, Ordering::Relaxed);
-        conn.markdown.compare_exchange(MD_WAITING, MD_ESTIMATED, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        conn.set_tokens(tokens)
     }
 
     /// A response held from its header on leaves with its last chunk, the

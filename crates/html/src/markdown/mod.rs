@@ -301,7 +301,7 @@ impl MarkdownConverter {
     /// ([`estimate_tokens`] of it, counted as it was returned): after
     /// [`MarkdownConverter::finish`], that of the whole output.
     pub fn tokens(&self) -> usize {
-        self.chars.div_ceil(4)
+        tokens_of(self.chars)
     }
 
     /// Why the conversion stopped early, if it did.
@@ -327,7 +327,12 @@ pub fn markdown_all(
 /// divided by four, rounded up (the rule of thumb OpenAI documents for
 /// English text with its tokenizers).
 pub fn estimate_tokens(markdown: &str) -> usize {
-    markdown.chars().count().div_ceil(4)
+    tokens_of(markdown.chars().count())
+}
+
+/// The estimate of `chars` characters of Markdown: a quarter, rounded up.
+fn tokens_of(chars: usize) -> usize {
+    chars.div_ceil(4)
 }
 
 #[cfg(test)]
