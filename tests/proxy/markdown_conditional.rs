@@ -153,3 +153,31 @@ fn a_304_runs_the_ai_guard_after_a_reload() {
     assert_eq!((search.status, search.header("etag")), (304, Some(md_tag.as_str())));
     assert_eq!(search.header("x-markdown-refused"), None);
 }
+
+/// An origin's own `x-markdown-tokens` and `x-markdown-refused` never
+/// reach a client on a converted path's 304 either: they would refresh a
+/// cached Markdown copy with the origin's words (RFC 9111 section 4.3.4).
+#[test]
+fn an_origin_304s_markdown_fields_are_dropped() {
+    let nginx = Nginx::start(|addr, dir| {
+        let d = dir.display();
+        format!(
+            "    types {{ text/html html; }}\n    charset utf-8;\n\
+             \x20   server {{\n        listen {addr};\n        root {d}/root;\n\
+             \x20       add_header X-Markdown-Tokens 1 always;\n\
+             \x20       add_header X-Markdown-Refused \"ai-use=n\" always;\n    }}\n"
+        )
+    });
+    std::fs::create_dir_all(nginx.dir().join("root")).unwrap_or_else(|e| panic!("{e}"));
+    nginx.dir().write("root/page.html", PAGE);
+    let proxy = Proxy::start(nginx.addr, RULES);
+    let html = send(proxy.addr, "GET", &[]);
+    // The HTML is the origin's: its fields pass.
+    assert_eq!(html.header("x-markdown-tokens"), Some("1"));
+    let page_tag = html.header("etag").map(str::to_owned).unwrap_or_else(|| panic!("no ETag from nginx"));
+    let md_tag = format!("W/{}-md\"", page_tag.trim_end_matches('"'));
+    let not_modified = send(proxy.addr, "GET", &[MD, ("If-None-Match", &md_tag)]);
+    assert_eq!(not_modified.status, 304);
+    assert_eq!(not_modified.header("etag"), Some(md_tag.as_str()));
+    assert_eq!((not_modified.header("x-markdown-tokens"), not_modified.header("x-markdown-refused")), (None, None));
+}
