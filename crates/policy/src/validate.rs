@@ -307,7 +307,11 @@ pub(crate) fn content_signal_use(value: &str) -> Option<crate::sf::SignalUse> {
 /// `use=immediate|reference|full`; returns it as robots.txt publishes it
 /// (entries joined by `, `).
 pub fn content_signal(value: &str) -> Result<String, String> {
+    if value.chars().any(char::is_control) {
+        return Err(format!("robots_txt.content_signal: `{}` contains a control character", value.escape_debug()));
+    }
     let mut uses = 0;
+    let mut pairs = Vec::new();
     for kv in value.split(',') {
         let Some((k, val)) = kv.split_once('=') else {
             return Err(format!(
@@ -333,8 +337,9 @@ pub fn content_signal(value: &str) -> Result<String, String> {
                 "robots_txt.content_signal: `{value}` is not a list of key=yes|no (e.g. \"search=yes, ai-train=no\")"
             ));
         }
+        pairs.push(format!("{k}={val}"));
     }
-    Ok(value.split(',').map(str::trim).collect::<Vec<_>>().join(", "))
+    Ok(pairs.join(", "))
 }
 
 #[cfg(test)]
@@ -421,6 +426,12 @@ mod tests {
         assert!(sitemap("https://e.example/#top").is_err());
         assert_eq!(content_signal("search=yes,ai-train=no"), Ok("search=yes, ai-train=no".into()));
         assert!(content_signal("x").is_err());
+        assert_eq!(
+            content_signal("y=\ryes").unwrap_err(),
+            "robots_txt.content_signal: `y=\\ryes` contains a control character"
+        );
+        assert!(content_signal("search=yes,\tai-train=no").is_err());
+        assert_eq!(content_signal(" search = yes ,ai-train= no"), Ok("search=yes, ai-train=no".into()));
         assert_eq!(
             content_signal("search=yes,ai-train=no,use=reference"),
             Ok("search=yes, ai-train=no, use=reference".into())
