@@ -46,14 +46,6 @@ pub trait SharedGcra: Send + Sync {
     /// Whether the store is connected now; while it is not, the limiter
     /// does not call [`SharedGcra::step`] and decides locally.
     fn is_up(&self) -> bool;
-
-    /// Whether [`SharedGcra::step`] keeps the limiter's budget itself
-    /// (answering [`SharedError::Timeout`] past it). The limiter then sets
-    /// no timer of its own: one timer per check, and the store, which
-    /// knows whether its answer had arrived, decides what was late.
-    fn keeps_budget(&self) -> bool {
-        false
-    }
 }
 
 /// Which store decided a check.
@@ -70,7 +62,8 @@ pub enum Source {
 /// Why a check fell back to the in-process store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fallback {
-    /// The store reported itself down; it was not called.
+    /// The store was down and was not called (it said so before the call,
+    /// or when the call went to send).
     Down,
     /// The call returned an error.
     Error,
@@ -103,7 +96,9 @@ pub struct Checked {
 
 struct Shared {
     store: Arc<dyn SharedGcra>,
-    budget: Duration,
+    /// The limiter's timer per step; `None` when the store keeps the
+    /// budget itself.
+    budget: Option<Duration>,
     prefix: String,
 }
 
@@ -132,11 +127,14 @@ impl Limiter {
         }
     }
 
-    /// Adds a shared store, called with time budget `budget` per step and
-    /// keys prefixed with `prefix`. On an error or past the budget, the
+    /// Adds a shared store, its keys prefixed with `prefix`. `budget` is
+    /// the time one step may take, timed here; `None` when the store keeps
+    /// the budget itself and answers [`SharedError::Timeout`] past it (one
+    /// timer per check, and the store, which knows whether its answer had
+    /// arrived, decides what was late). On an error or past the budget, the
     /// in-process store decides that request: fail-open to local limits,
     /// never to no limit.
-    pub fn with_shared(mut self, store: Arc<dyn SharedGcra>, budget: Duration, prefix: &str) -> Limiter {
+    pub fn with_shared(mut self, store: Arc<dyn SharedGcra>, budget: Option<Duration>, prefix: &str) -> Limiter {
         self.shared = Some(Shared { store, budget, prefix: prefix.to_string() });
         self
     }
@@ -177,15 +175,16 @@ impl Limiter {
         } else {
             let name = format!("{}{key}", shared.prefix);
             let step = shared.store.step(&name, limit.rate.emission(), limit.burst);
-            let answer = if shared.store.keeps_budget() {
-                Ok(step.await)
-            } else {
-                tokio::time::timeout(shared.budget, step).await
+            let answer = match shared.budget {
+                None => step.await,
+                Some(budget) => tokio::time::timeout(budget, step).await.unwrap_or(Err(SharedError::Timeout)),
             };
             match answer {
-                Ok(Ok(verdict)) => return Checked { verdict, source: Source::Shared },
-                Ok(Err(SharedError::Timeout)) | Err(_) => Fallback::Timeout,
-                Ok(Err(_)) => Fallback::Error,
+                Ok(verdict) => return Checked { verdict, source: Source::Shared },
+                Err(SharedError::Timeout) => Fallback::Timeout,
+                // Down since `is_up` was read: not called either.
+                Err(SharedError::Down) => Fallback::Down,
+                Err(SharedError::Failed(_)) => Fallback::Error,
             }
         };
         self.fallbacks[fallback as usize].fetch_add(1, Ordering::Relaxed);
@@ -251,7 +250,7 @@ mod tests {
     async fn the_shared_store_decides_when_it_answers() {
         let deny = Verdict::Deny { retry_after: Duration::from_secs(7) };
         let s = scripted(true, Ok(deny), Duration::ZERO);
-        let l = Limiter::new(1000).with_shared(s.clone(), Duration::from_millis(50), "cg:");
+        let l = Limiter::new(1000).with_shared(s.clone(), Some(Duration::from_millis(50)), "cg:");
         assert_eq!(l.check(&key(), &LIMIT, Instant::now()).await, Checked { verdict: deny, source: Source::Shared });
         assert_eq!(*s.keys.lock().unwrap(), ["cg:net:192.0.2.0/24"]);
         assert!(l.local().is_empty());
@@ -261,12 +260,13 @@ mod tests {
     async fn failures_fall_back_to_local_limits() {
         for (store, why) in [
             (scripted(false, Ok(Verdict::Allow), Duration::ZERO), Fallback::Down),
+            (scripted(true, Err(SharedError::Down), Duration::ZERO), Fallback::Down),
             (scripted(true, Err(SharedError::Failed("NOSCRIPT".into())), Duration::ZERO), Fallback::Error),
             (scripted(true, Ok(Verdict::Allow), Duration::from_secs(5)), Fallback::Timeout),
             // The store's own budget ran out first.
             (scripted(true, Err(SharedError::Timeout), Duration::ZERO), Fallback::Timeout),
         ] {
-            let l = Limiter::new(1000).with_shared(store.clone(), Duration::from_millis(20), "cg:");
+            let l = Limiter::new(1000).with_shared(store.clone(), Some(Duration::from_millis(20)), "cg:");
             assert_eq!(
                 l.check(&key(), &LIMIT, Instant::now()).await,
                 Checked { verdict: Verdict::Allow, source: Source::Fallback(why) }
@@ -276,11 +276,30 @@ mod tests {
             let second = l.check(&key(), &LIMIT, Instant::now()).await;
             assert_eq!(second.source, Source::Fallback(why));
             assert!(!second.verdict.allowed(), "{why:?}");
-            let calls = if why == Fallback::Down { 0 } else { 2 };
+            let calls = if store.up { 2 } else { 0 };
             assert_eq!(store.calls.load(Ordering::Relaxed), calls, "{why:?}");
             let counted: Vec<u64> = l.fallbacks().iter().map(|&(_, n)| n).collect();
             let want: Vec<u64> = Fallback::ALL.iter().map(|&r| if r == why { 2 } else { 0 }).collect();
             assert_eq!(counted, want, "{why:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_store_that_keeps_its_budget_is_not_timed_here() {
+        // No timer of the limiter's: a slow answer still decides...
+        let slow = scripted(true, Ok(Verdict::Allow), Duration::from_millis(30));
+        let l = Limiter::new(1000).with_shared(slow.clone(), None, "cg:");
+        assert_eq!(
+            l.check(&key(), &LIMIT, Instant::now()).await,
+            Checked { verdict: Verdict::Allow, source: Source::Shared }
+        );
+        // ...and the store's own timeout is a timeout.
+        let late = scripted(true, Err(SharedError::Timeout), Duration::ZERO);
+        let l = Limiter::new(1000).with_shared(late, None, "cg:");
+        assert_eq!(
+            l.check(&key(), &LIMIT, Instant::now()).await,
+            Checked { verdict: Verdict::Allow, source: Source::Fallback(Fallback::Timeout) }
+        );
+        assert_eq!(l.fallbacks()[2], (Fallback::Timeout, 1));
     }
 }

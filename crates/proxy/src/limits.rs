@@ -22,9 +22,10 @@ use crate::state::Shared;
 pub fn install(shared: &Shared, settings: &LimitSettings) {
     let mut limiter = Limiter::new(settings.max_keys);
     if let Some(store) = crate::shared_store::open(settings) {
+        // Every call of the store is bounded by its own `[limits] timeout`.
         limiter = limiter.with_shared(
             std::sync::Arc::new(crate::shared_store::StoreGcra(store.clone())),
-            settings.timeout,
+            None,
             &settings.key_prefix,
         );
         let start_minute = crate::activity::unix_now() / 60;

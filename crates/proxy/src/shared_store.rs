@@ -40,11 +40,6 @@ impl SharedGcra for StoreGcra {
     fn is_up(&self) -> bool {
         self.0.is_up()
     }
-
-    /// Every call of the store is bounded by its `[limits] timeout`.
-    fn keeps_budget(&self) -> bool {
-        true
-    }
 }
 
 /// The store `settings` name, not yet connected; `None` for the

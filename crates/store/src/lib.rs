@@ -22,7 +22,7 @@ mod fleet;
 mod gcra;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
@@ -160,22 +160,29 @@ struct Conn {
     runtime: Option<RuntimeId>,
 }
 
+/// A runtime's own connection for one generation: `None` while it is
+/// being opened, and after opening it failed (that runtime's calls use the
+/// maintained connection until the next generation, without trying again).
+#[derive(Clone)]
+struct RuntimeSlot {
+    runtime: RuntimeId,
+    generation: u64,
+    conn: Option<Arc<Conn>>,
+}
+
 struct Inner {
     client: Client,
     /// `host:port` (or the socket path), never the password.
     target: String,
     prefix: String,
     timeout: Duration,
-    /// The connection [`Store::maintain`] (or [`Store::connect`]) made.
+    /// The connection [`Store::maintain`] (or [`Store::connect`]) made;
+    /// its generation is the store's.
     conn: ArcSwapOption<Conn>,
-    /// The generation of `conn`.
-    generation: AtomicU64,
-    /// A connection per other runtime that called the store, of the
-    /// current generation or older (those are left unused).
-    runtime_conns: ArcSwap<Vec<Arc<Conn>>>,
-    /// The (runtime, generation) pairs a runtime's connection was tried
-    /// for, so each runtime makes at most one attempt per generation.
-    opening: Mutex<Vec<(RuntimeId, u64)>>,
+    /// A slot per other runtime that called the store, so each runtime
+    /// makes at most one attempt per generation (slots of an older
+    /// generation are left unused).
+    runtime_conns: ArcSwap<Vec<RuntimeSlot>>,
     state: AtomicU8,
     errors: AtomicU64,
     /// Timeouts in a row on the current connection (any answer resets it).
@@ -217,9 +224,7 @@ impl Store {
                 prefix: key_prefix,
                 timeout,
                 conn: ArcSwapOption::empty(),
-                generation: AtomicU64::new(0),
                 runtime_conns: ArcSwap::from_pointee(Vec::new()),
-                opening: Mutex::new(Vec::new()),
                 state: AtomicU8::new(UNKNOWN),
                 errors: AtomicU64::new(0),
                 timeouts: AtomicU32::new(0),
@@ -266,11 +271,14 @@ impl Store {
     pub async fn connect(&self) -> Result<(), StoreError> {
         match self.try_connect().await {
             Ok(conn) => {
-                let generation = self.inner.generation.load(Ordering::Relaxed) + 1;
+                let generation = self.generation() + 1;
                 let runtime = Handle::try_current().ok().map(|h| h.id());
                 self.inner.conn.store(Some(Arc::new(Conn { conn, generation, runtime })));
-                self.inner.generation.store(generation, Ordering::Relaxed);
-                self.inner.runtime_conns.store(Arc::new(Vec::new()));
+                // The older generations' connections closed; a slot the
+                // new one has opened already kept.
+                self.inner
+                    .runtime_conns
+                    .rcu(|slots| slots.iter().filter(|s| s.generation == generation).cloned().collect::<Vec<_>>());
                 self.inner.timeouts.store(0, Ordering::Relaxed);
                 self.set_state(UP, None);
                 Ok(())
@@ -280,6 +288,11 @@ impl Store {
                 Err(e)
             }
         }
+    }
+
+    /// The generation of the maintained connection (0 before the first).
+    fn generation(&self) -> u64 {
+        self.inner.conn.load().as_ref().map_or(0, |c| c.generation)
     }
 
     async fn try_connect(&self) -> Result<MultiplexedConnection, StoreError> {
@@ -351,7 +364,7 @@ impl Store {
     /// connection too). A call that failed on a connection already
     /// replaced changes nothing.
     fn broken(&self, used: &Conn, why: &StoreError) {
-        if used.generation != self.inner.generation.load(Ordering::Relaxed) {
+        if used.generation != self.generation() {
             return;
         }
         self.set_state(DOWN, Some(why));
@@ -437,57 +450,61 @@ impl Store {
 
     /// The connection for a call made now: this runtime's own when it has
     /// one of the current generation, else the maintained one (and this
-    /// runtime's is opened in the background); `None` while down.
+    /// runtime's is opened in the background, once per generation);
+    /// `None` while down. Takes no lock.
     fn connection(&self) -> Option<Arc<Conn>> {
         if !self.is_up() {
             return None;
         }
-        let Ok(here) = Handle::try_current() else { return self.inner.conn.load_full() };
+        let guard = self.inner.conn.load();
+        let primary = guard.as_ref()?;
+        let Ok(here) = Handle::try_current() else { return Some(Arc::clone(primary)) };
         let id = here.id();
-        let generation = self.inner.generation.load(Ordering::Relaxed);
-        if let Some(conn) = self.inner.runtime_conns.load().iter().find(|c| c.runtime == Some(id)) {
-            if conn.generation == generation {
-                return Some(Arc::clone(conn));
+        if primary.runtime != Some(id) {
+            let slots = self.inner.runtime_conns.load();
+            match slots.iter().find(|s| s.runtime == id && s.generation == primary.generation) {
+                Some(RuntimeSlot { conn: Some(own), .. }) => return Some(Arc::clone(own)),
+                Some(_) => {}
+                None => self.open_on(&here, id, primary.generation),
             }
         }
-        let primary = self.inner.conn.load_full()?;
-        if primary.runtime != Some(id) {
-            self.open_on(&here, id, primary.generation);
-        }
-        Some(primary)
+        Some(Arc::clone(primary))
     }
 
-    /// Opens a connection for runtime `id` in a task there, once per
-    /// generation; until it is ready, or if it fails, that runtime's calls
-    /// use the maintained connection.
+    /// Opens a connection for runtime `id` in a task there, unless a slot
+    /// for (`id`, `generation`) exists (another call took it first); until
+    /// it is ready, or if it fails, that runtime's calls use the maintained
+    /// connection.
     fn open_on(&self, here: &Handle, id: RuntimeId, generation: u64) {
-        {
-            let mut opening = self.inner.opening.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if opening.iter().any(|&(r, g)| r == id && g == generation) {
-                return;
+        let taken = |slots: &[RuntimeSlot]| slots.iter().any(|s| s.runtime == id && s.generation == generation);
+        let before = self.inner.runtime_conns.rcu(|slots| {
+            let mut kept: Vec<RuntimeSlot> = slots.iter().filter(|s| s.generation == generation).cloned().collect();
+            if !taken(&kept) {
+                kept.push(RuntimeSlot { runtime: id, generation, conn: None });
             }
-            opening.retain(|&(_, g)| g == generation);
-            opening.push((id, generation));
+            kept
+        });
+        if taken(&before) {
+            return;
         }
         let store = self.clone();
         here.spawn(async move {
             match store.try_connect().await {
                 Ok(conn) => {
                     let conn = Arc::new(Conn { conn, generation, runtime: Some(id) });
-                    store.inner.runtime_conns.rcu(|conns| {
-                        // A connection made while the store reconnected
-                        // belongs to no current generation: dropped, and
-                        // the current generation's connections kept.
-                        if store.inner.generation.load(Ordering::Relaxed) != generation {
-                            return Vec::clone(conns);
-                        }
-                        let mut kept: Vec<Arc<Conn>> = conns
+                    // Into its slot; a slot gone (the store reconnected
+                    // meanwhile) drops it.
+                    store.inner.runtime_conns.rcu(|slots| {
+                        slots
                             .iter()
-                            .filter(|c| c.runtime != Some(id) && c.generation == generation)
-                            .cloned()
-                            .collect();
-                        kept.push(Arc::clone(&conn));
-                        kept
+                            .map(|s| {
+                                let mut s = s.clone();
+                                if s.runtime == id && s.generation == generation {
+                                    s.conn = Some(Arc::clone(&conn));
+                                }
+                                s
+                            })
+                            .collect::<Vec<_>>()
                     });
                 }
                 Err(e) => tracing::debug!(

@@ -552,6 +552,54 @@ fn calls_from_another_runtime_use_a_connection_of_their_own_replaced_on_reconnec
     assert_eq!(s.errors_total(), 1);
 }
 
+#[test]
+fn a_runtime_whose_own_connection_fails_uses_the_maintained_one_and_tries_once() {
+    let redis = RedisServer::start();
+    let s = store(&redis);
+    let runtime =
+        |threads| tokio::runtime::Builder::new_multi_thread().worker_threads(threads).enable_all().build().unwrap();
+    let background = runtime(1);
+    background.spawn({
+        let s = s.clone();
+        async move { s.maintain().await }
+    });
+    let requests = runtime(2);
+    let limit = Gcra::per(1, Duration::from_secs(3600), 1000).unwrap();
+    requests.block_on(wait_up(&s, true));
+    let maintained = wait_clients(&redis, 1);
+    // A new connection cannot load the script: the request runtime's own
+    // connection fails to open, the maintained one still runs it.
+    assert_eq!(redis.command(&["ACL", "SETUSER", "default", "-script|load"]), Resp::Simple("OK".into()));
+    for _ in 0..50 {
+        let s = s.clone();
+        assert!(requests.block_on(async move { requests_check(&s, "a", limit).await }));
+    }
+    assert_eq!(scripts_run(&redis), 50);
+    assert_eq!(client_ids(&redis), maintained);
+    // One attempt for the generation, not one per call.
+    assert_eq!(acl_denials(&redis), [("script|load".to_string(), 1)]);
+    assert!(s.is_up());
+    assert_eq!(s.errors_total(), 0);
+}
+
+/// Each `ACL LOG` entry's object (the command refused) and how many times
+/// it was refused.
+fn acl_denials(redis: &RedisServer) -> Vec<(String, i64)> {
+    let array = |r: &Resp| match r {
+        Resp::Array(Some(items)) => items.clone(),
+        other => unreachable!("not an array: {other:?}"),
+    };
+    array(&redis.command(&["ACL", "LOG"]))
+        .iter()
+        .map(|entry| {
+            let fields = array(entry);
+            let field =
+                |name: &str| fields.chunks(2).find(|kv| kv[0].as_str() == Some(name)).map(|kv| kv[1].clone()).unwrap();
+            (field("object").as_str().unwrap().to_string(), field("count").as_int().unwrap())
+        })
+        .collect()
+}
+
 /// How many scripts `redis` has run (`EVALSHA` and `EVAL` calls).
 fn scripts_run(redis: &RedisServer) -> u64 {
     let info = redis.command(&["INFO", "commandstats"]);
