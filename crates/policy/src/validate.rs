@@ -10,6 +10,24 @@
 use crate::pattern::Pattern;
 use crate::sf;
 
+/// `value` as an error message shows it: control characters escaped (`\r`,
+/// `\0`, `\u{85}`) so that the message stays one readable line, the rest
+/// as written.
+pub(crate) fn shown(value: &str) -> String {
+    value.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
+}
+
+/// Refuses a `key` value holding a control character (CR, LF, tab, NUL,
+/// DEL, C1): a value the parsers trim or split would otherwise be accepted
+/// with it, and one published as written would carry it.
+pub(crate) fn no_control(key: &str, value: &str) -> Result<(), String> {
+    if value.contains(char::is_control) {
+        Err(format!("{key}: `{}` contains a control character", shown(value)))
+    } else {
+        Ok(())
+    }
+}
+
 /// Whether `t` is a product token as RFC 9309 section 2.2.1 defines it:
 /// letters, `_` and `-` only.
 pub(crate) fn valid_token(t: &str) -> bool {
@@ -101,7 +119,11 @@ fn split_path(v: &str) -> Result<(Option<&str>, &str), String> {
 }
 
 /// The path and value of an entry under `key`, the path checked as a pattern.
+/// A control character is refused first: the entry is trimmed and split at
+/// whitespace, so one at either end or between path and value would vanish
+/// from the published line.
 fn path_and_value<'v>(key: &str, entry: &'v str) -> Result<(Option<&'v str>, &'v str), String> {
+    no_control(key, entry)?;
     let (path, value) = split_path(entry).map_err(|e| format!("{key}: {e}"))?;
     if let Some(p) = path {
         Pattern::new(p).map_err(|e| format!("{key}: {e}"))?;
@@ -395,6 +417,23 @@ mod tests {
         assert!(app_directives("/x foo", true).unwrap().warnings.is_empty());
         assert_eq!(app_directives("foo", false).unwrap().warnings.len(), 1);
         assert!(app_directives("a=b", true).unwrap_err().starts_with("group.app_directives: "));
+        // Trimmed or split at whitespace, these would lose the character.
+        assert_eq!(
+            content_usage("train-ai=n\r").unwrap_err(),
+            "group.content_usage: `train-ai=n\\r` contains a control character"
+        );
+        assert_eq!(
+            content_usage("/docs\ttrain-ai=n").unwrap_err(),
+            "group.content_usage: `/docs\\ttrain-ai=n` contains a control character"
+        );
+        assert_eq!(
+            app_directives("\u{85}/x foo", true).unwrap_err(),
+            "group.app_directives: `\\u{85}/x foo` contains a control character"
+        );
+        assert_eq!(
+            app_directives("foo\n", true).unwrap_err(),
+            "group.app_directives: `foo\\n` contains a control character"
+        );
     }
 
     #[test]
