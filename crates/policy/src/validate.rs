@@ -118,6 +118,17 @@ fn split_path(v: &str) -> Result<(Option<&str>, &str), String> {
     }
 }
 
+/// Refuses a `key` entry whose published value holds `#`, which starts a
+/// robots.txt comment (a reader would see a shorter value): RFC 9651
+/// tokens, strings and parameters may hold one.
+fn no_hash(key: &str, entry: &str, published: &str) -> Result<(), String> {
+    if published.contains('#') {
+        Err(format!("{key}: `{}` contains '#', which starts a comment in robots.txt", shown(entry)))
+    } else {
+        Ok(())
+    }
+}
+
 /// The path and value of an entry under `key`, the path checked as a pattern.
 /// A control character is refused first: the entry is trimmed and split at
 /// whitespace, so one at either end or between path and value would vanish
@@ -137,6 +148,7 @@ pub fn content_usage(entry: &str) -> Result<PathValue, String> {
     const KEY: &str = "group.content_usage";
     let (path, prefs) = path_and_value(KEY, entry)?;
     let parsed = sf::parse_content_usage(prefs).map_err(|e| format!("{KEY}: {e}"))?;
+    no_hash(KEY, entry, &parsed.canonical)?;
     let warnings = parsed
         .unknown_keys
         .iter()
@@ -163,6 +175,7 @@ pub fn app_directives(entry: &str, in_star_group: bool) -> Result<PathValue, Str
     const KEY: &str = "group.app_directives";
     let (path, list) = path_and_value(KEY, entry)?;
     let value = sf::parse_app_directives(list).map_err(|e| format!("{KEY}: {e}"))?;
+    no_hash(KEY, entry, &value)?;
     let mut warnings = Vec::new();
     if !in_star_group {
         warnings.push(format!(
@@ -434,6 +447,19 @@ mod tests {
         assert!(app_directives("/x foo", true).unwrap().warnings.is_empty());
         assert_eq!(app_directives("foo", false).unwrap().warnings.len(), 1);
         assert!(app_directives("a=b", true).unwrap_err().starts_with("group.app_directives: "));
+        // Tokens, strings and parameters may hold `#`; robots.txt may not.
+        assert_eq!(
+            app_directives("*#", true).unwrap_err(),
+            "group.app_directives: `*#` contains '#', which starts a comment in robots.txt"
+        );
+        assert_eq!(
+            app_directives("/x foo;a=\"x#y\"", true).unwrap_err(),
+            "group.app_directives: `/x foo;a=\"x#y\"` contains '#', which starts a comment in robots.txt"
+        );
+        assert_eq!(
+            content_usage("train-ai=n;x=\"#\"").unwrap_err(),
+            "group.content_usage: `train-ai=n;x=\"#\"` contains '#', which starts a comment in robots.txt"
+        );
         // Trimmed or split at whitespace, these would lose the character.
         assert_eq!(
             content_usage("train-ai=n\r").unwrap_err(),
