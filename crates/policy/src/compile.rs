@@ -151,9 +151,19 @@ fn own_listener(server: &str, settings: &ServerSettings) -> Option<String> {
         .map(|l| l.to_string())
 }
 
+/// Whether `s` has only the characters of a host name, an IP address or
+/// `host:port` (letters, digits, `-`, `.`, `_`, `:`, `[`, `]`): such a
+/// value is written as it is into a `Host` header, a URL of the served
+/// robots.txt or the metrics, where a control character, a space or a `#`
+/// would break the line or cut the URL.
+fn host_chars(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
+}
+
+/// Whether `s` is `host:port` (see [`host_chars`]) with a port from 1.
 fn valid_host_port(s: &str) -> bool {
     match s.rsplit_once(':') {
-        Some((host, port)) => !host.is_empty() && !host.contains('/') && port.parse::<u16>().is_ok_and(|p| p > 0),
+        Some((host, port)) => !host.is_empty() && host_chars(host) && port.parse::<u16>().is_ok_and(|p| p > 0),
         None => false,
     }
 }
@@ -759,7 +769,11 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
                 } else {
                     cx.err(
                         s,
-                        format!("upstream.servers: `{}` is not host:port{}", s.get_ref(), scheme_hint(s.get_ref())),
+                        format!(
+                            "upstream.servers: `{}` is not host:port{}",
+                            validate::shown(s.get_ref()),
+                            scheme_hint(s.get_ref())
+                        ),
                     );
                 }
             }
@@ -768,6 +782,13 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
     u.tls = tls.unwrap_or(false);
     u.verify_cert = verify_cert.unwrap_or(true);
     u.sni = match sni {
+        // Sent as the TLS server name and the `Host` of the origin
+        // robots.txt fetch, and the base of its relative sitemaps in the
+        // served robots.txt.
+        Some(s) if !host_chars(s.get_ref()) => {
+            cx.err(s, format!("upstream.sni must be a host name, found `{}`", validate::shown(s.get_ref())));
+            String::new()
+        }
         Some(s) => s.get_ref().clone(),
         None => u
             .servers
@@ -1075,7 +1096,7 @@ fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) 
     o.timeout = cx.positive_duration("robots_txt.origin_timeout", origin_timeout, o.timeout);
     if let Some(h) = origin_host {
         let v = h.get_ref();
-        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_graphic()) || v.contains('/') {
+        if v.is_empty() || !host_chars(v) {
             cx.err(h, format!("robots_txt.origin_host must be a host or host:port, found `{}`", v.escape_debug()));
         } else {
             o.host = Some(v.clone());
@@ -1258,6 +1279,13 @@ fn compile_group(
         price,
         prices,
     } = g.get_ref();
+    // The name is published as written: in the body of a 429, the
+    // metrics' group label, the access log.
+    if let Some(n) = name {
+        if let Err(e) = validate::no_control("group.name", n.get_ref()) {
+            cx.err(n, e);
+        }
+    }
     let mut tokens = GroupTokens::default();
     add_user_agents(cx, seen, &mut tokens, user_agents.as_deref().unwrap_or_default());
     let warned = cx.warnings.len();
@@ -1773,7 +1801,10 @@ fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> 
             "allow" => true,
             "disallow" => false,
             other => {
-                cx.err(&rule.action, format!("agents_txt.rules.action must be allow or disallow, found `{other}`"));
+                cx.err(
+                    &rule.action,
+                    format!("agents_txt.rules.action must be allow or disallow, found `{}`", validate::shown(other)),
+                );
                 continue;
             }
         };
@@ -1782,9 +1813,24 @@ fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> 
             cx.err(
                 &rule.path,
                 format!(
-                    "agents_txt.rules.path must start with `/` and contain no whitespace (write %20), found `{path}`"
+                    "agents_txt.rules.path must start with `/` and contain no whitespace (write %20), found `{}`",
+                    validate::shown(path)
                 ),
             );
+            continue;
+        }
+        // The verifier below refuses them too, but at the rule and with the
+        // character unescaped in the message: a parameter's own position.
+        let mut params_ok = true;
+        for (k, v) in rule.params.iter().flatten() {
+            let e = validate::no_control("agents_txt.rules.params", k)
+                .and_then(|()| validate::no_control(&format!("agents_txt.rules.params.{k}"), v.get_ref()));
+            if let Err(e) = e {
+                cx.err(v, e);
+                params_ok = false;
+            }
+        }
+        if !params_ok {
             continue;
         }
         let params = rule.params.iter().flatten().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect();
@@ -1792,7 +1838,13 @@ fn compile_agents_txt(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawAgentsTxt>>) -> 
         // Check each rule alone so the error points at the rule.
         match agents_txt::render(&[], std::slice::from_ref(&candidate)) {
             Ok(_) => compiled.push(candidate),
-            Err(e) => cx.err(r, format!("agents_txt.rules: this rule would make agents.txt fail its verifier: {e}")),
+            Err(e) => cx.err(
+                r,
+                format!(
+                    "agents_txt.rules: this rule would make agents.txt fail its verifier: {}",
+                    validate::shown(&e.to_string())
+                ),
+            ),
         }
     }
     if !enabled.unwrap_or(true) {
@@ -2427,5 +2479,103 @@ mod verification_tests {
         let src = format!("{BASE}[verification]\n[verification.signatures]\nauthorities = [\"a.example\"]\nrequired_components = [\"@path\"]\n");
         let loaded = load(&src, "v.toml").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(loaded.policy.settings().verification.signatures.required_components, ["@authority", "@path"]);
+    }
+}
+
+#[cfg(test)]
+mod published_value_tests {
+    use super::*;
+
+    const UPSTREAM: &str = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n";
+
+    fn errors(src: &str) -> String {
+        match load(src, "p.toml") {
+            Ok(_) => String::from("ok"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// A value written into a header, a served file, the 429 body or the
+    /// metrics as it is (or trimmed first, which would hide the character)
+    /// is refused at its key when it holds a control character.
+    #[test]
+    fn control_characters_are_refused_where_written() {
+        let key = "[verification]\nstate_dir = \"/s\"\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{\"kty\":\"OKP\",\"crv\":\"Ed25519\",\"x\":\"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs\"}'\n";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                format!("{UPSTREAM}[[group]]\nname = \"ai\\r\"\nuser_agents = [\"*\"]\n"),
+                "p.toml:4:8: group.name: `ai\\r` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}tls = true\nsni = \"www.example.com\\r\\nDisallow: /\"\n"),
+                "p.toml:4:7: upstream.sni must be a host name, found `www.example.com\\r\\nDisallow: /`",
+            ),
+            (
+                format!("{UPSTREAM}[robots_txt]\norigin = \"merge\"\norigin_host = \"www.example.com#x\"\n"),
+                "p.toml:5:15: robots_txt.origin_host must be a host or host:port, found `www.example.com#x`",
+            ),
+            (
+                "[upstream]\nservers = [\"origin\\u0000.internal:80\"]\n".to_string(),
+                "p.toml:2:12: upstream.servers: `origin\\0.internal:80` is not host:port",
+            ),
+            (
+                format!("{UPSTREAM}[robots_txt]\ncache_max_age = \"1h\\r\"\n"),
+                "p.toml:4:17: robots_txt.cache_max_age: `1h\\r` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}[robots_txt]\nlicense = \"https://e.example/licencé.xml\"\n"),
+                "p.toml:4:11: robots_txt.license: `https://e.example/licencé.xml` contains a non-ASCII character, which the Link header cannot carry (percent-encode it)",
+            ),
+            (
+                format!("{UPSTREAM}[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"train-ai=n\\r\"]\n"),
+                "p.toml:5:18: group.content_usage: `train-ai=n\\r` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}[[group]]\nuser_agents = [\"*\"]\napp_directives = [\"/x\\tfoo\"]\n"),
+                "p.toml:5:19: group.app_directives: `/x\\tfoo` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}[[group]]\nuser_agents = [\"GPTBot\"]\nrate = \"2/s\\n\"\n"),
+                "p.toml:5:8: group.rate: `2/s\\n` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}{key}[[group]]\nuser_agents = [\"ExampleBot\"]\nenforce = \"charge\"\nprice = \"USD 0.01\\r\"\n"),
+                "p.toml:11:9: group.price: `USD 0.01\\r` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}[[robots_tag]]\npath = \"/\"\nrules = [\"noindex\", \"max-snippet:\\r50\"]\n"),
+                "p.toml:5:21: robots_tag.rules: rule `max-snippet:\\r50` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}[agents_txt]\nrules = [{{ path = \"/a\", action = \"allow\\r\" }}]\n"),
+                "p.toml:4:34: agents_txt.rules.action must be allow or disallow, found `allow\\r`",
+            ),
+            (
+                format!("{UPSTREAM}[agents_txt]\nrules = [{{ path = \"/a\", action = \"allow\", params = {{ limit = \"5\\r\" }} }}]\n"),
+                "p.toml:4:62: agents_txt.rules.params.limit: `5\\r` contains a control character",
+            ),
+            (
+                format!("{UPSTREAM}[agents_txt]\nrules = [{{ path = \"/a\\u0000\", action = \"allow\" }}]\n"),
+                "p.toml:4:10: agents_txt.rules: this rule would make agents.txt fail its verifier: line 1: malformed directive `/a\\0 ALLOW`: path `/a\\0` has characters outside URI syntax",
+            ),
+            (
+                format!("{UPSTREAM}[rsl]\ndocument = \"\"\"\n<rsl>\n  <x>\\u0000</x>\n</rsl>\n\"\"\"\n"),
+                "p.toml:4:12: rsl.document: line 2 contains a control character (`\\0`); only tab, CR and LF may appear in the document",
+            ),
+        ];
+        for (src, want) in &cases {
+            assert_eq!(errors(src), *want, "{src}");
+        }
+    }
+
+    /// The policy file's name is in robots.txt's first comment: a line
+    /// break in it stays in that comment.
+    #[test]
+    fn the_file_name_cannot_add_a_line_to_robots_txt() {
+        let loaded = load(UPSTREAM, "/etc/p\nDisallow: x.toml").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            loaded.policy.robots_txt(),
+            "# robots.txt generated by crawlgate from p\\nDisallow: x.toml; edit the policy, not this file.\n"
+        );
     }
 }

@@ -219,6 +219,10 @@ impl<'a> Locator<'a> {
 
 /// Parses `500ms`, `30s`, `5m`, `1h`, `2d`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    // Trimmed below: a control character at either end would pass unseen.
+    if s.contains(char::is_control) {
+        return Err(format!("`{}` contains a control character", crate::validate::shown(s)));
+    }
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
@@ -247,6 +251,8 @@ mod tests {
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("2d"), Ok(Duration::from_secs(172_800)));
         assert!(parse_duration("1 hour").is_err());
+        assert_eq!(parse_duration("1h\r"), Err("`1h\\r` contains a control character".into()));
+        assert_eq!(parse_duration("\n5m"), Err("`\\n5m` contains a control character".into()));
         assert!(parse_duration("h").is_err());
         assert!(parse_duration("-1s").is_err());
     }

@@ -33,6 +33,10 @@ impl Rate {
     /// most one request per microsecond).
     pub fn parse(s: &str) -> Result<Rate, String> {
         let bad = || format!("`{s}` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")");
+        // Its parts are trimmed: a control character there would pass unseen.
+        if s.contains(char::is_control) {
+            return Err(format!("`{}` contains a control character", crate::validate::shown(s)));
+        }
         let (n, unit) = s.trim().split_once('/').ok_or_else(bad)?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
         if count == 0 || count > 1_000_000_000 {
@@ -508,6 +512,8 @@ rate = "10/s"
             Rate::parse("2/sec").unwrap_err(),
             "`2/sec` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")"
         );
+        assert_eq!(Rate::parse("2/s\r").unwrap_err(), "`2/s\\r` contains a control character");
+        assert_eq!(Rate::parse("2\t/ s").unwrap_err(), "`2\\t/ s` contains a control character");
         assert_eq!(Rate { count: 1, per: Duration::from_millis(1500) }.to_string(), "1/1.5s");
     }
 

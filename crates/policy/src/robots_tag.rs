@@ -89,6 +89,9 @@ pub enum RobotsTagError {
     /// A token that can't be a structured-field token.
     #[error("agent `{0}` cannot appear in a Robots-Tag header (a token must start with a letter)")]
     BadToken(String),
+    /// A rule holding a control character (shown escaped).
+    #[error("rule `{0}` contains a control character")]
+    Control(String),
 }
 
 /// One rule: a name and an optional value.
@@ -141,6 +144,11 @@ impl Rule {
             ("max-snippet" | "max-video-preview" | "max-image-preview", None) => return Err(bad("a value")),
             _ => return Err(RobotsTagError::UnknownRule(raw.escape_debug().to_string())),
         };
+        // Name and value are trimmed above, so a control character at
+        // either end or around the `:` would pass unseen.
+        if raw.contains(char::is_control) {
+            return Err(RobotsTagError::Control(crate::validate::shown(raw)));
+        }
         Ok(Rule { name, value })
     }
 
@@ -536,6 +544,14 @@ mod tests {
             let rule = format!("unavailable_after: {date}");
             assert!(matches!(Rule::parse(&rule), Err(RobotsTagError::BadValue { .. })), "{rule:?}");
         }
+        let control = |r: &str| Rule::parse(r).map_err(|e| e.to_string());
+        assert_eq!(control("noindex\r"), Err("rule `noindex\\r` contains a control character".into()));
+        assert_eq!(control("\nnoindex"), Err("rule `\\nnoindex` contains a control character".into()));
+        assert_eq!(control("max-snippet:\t50"), Err("rule `max-snippet:\\t50` contains a control character".into()));
+        assert_eq!(
+            control("unavailable_after: 2026-12-31\u{85}"),
+            Err("rule `unavailable_after: 2026-12-31\\u{85}` contains a control character".into())
+        );
     }
 
     #[test]

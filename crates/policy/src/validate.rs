@@ -10,6 +10,24 @@
 use crate::pattern::Pattern;
 use crate::sf;
 
+/// `value` as an error message shows it: control characters escaped (`\r`,
+/// `\0`, `\u{85}`) so that the message stays one readable line, the rest
+/// as written.
+pub(crate) fn shown(value: &str) -> String {
+    value.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
+}
+
+/// Refuses a `key` value holding a control character (CR, LF, tab, NUL,
+/// DEL, C1): a value the parsers trim or split would otherwise be accepted
+/// with it, and one published as written would carry it.
+pub(crate) fn no_control(key: &str, value: &str) -> Result<(), String> {
+    if value.contains(char::is_control) {
+        Err(format!("{key}: `{}` contains a control character", shown(value)))
+    } else {
+        Ok(())
+    }
+}
+
 /// Whether `t` is a product token as RFC 9309 section 2.2.1 defines it:
 /// letters, `_` and `-` only.
 pub(crate) fn valid_token(t: &str) -> bool {
@@ -100,8 +118,23 @@ fn split_path(v: &str) -> Result<(Option<&str>, &str), String> {
     }
 }
 
+/// Refuses a `key` entry whose published value holds `#`, which starts a
+/// robots.txt comment (a reader would see a shorter value): RFC 9651
+/// tokens, strings and parameters may hold one.
+fn no_hash(key: &str, entry: &str, published: &str) -> Result<(), String> {
+    if published.contains('#') {
+        Err(format!("{key}: `{}` contains '#', which starts a comment in robots.txt", shown(entry)))
+    } else {
+        Ok(())
+    }
+}
+
 /// The path and value of an entry under `key`, the path checked as a pattern.
+/// A control character is refused first: the entry is trimmed and split at
+/// whitespace, so one at either end or between path and value would vanish
+/// from the published line.
 fn path_and_value<'v>(key: &str, entry: &'v str) -> Result<(Option<&'v str>, &'v str), String> {
+    no_control(key, entry)?;
     let (path, value) = split_path(entry).map_err(|e| format!("{key}: {e}"))?;
     if let Some(p) = path {
         Pattern::new(p).map_err(|e| format!("{key}: {e}"))?;
@@ -115,6 +148,7 @@ pub fn content_usage(entry: &str) -> Result<PathValue, String> {
     const KEY: &str = "group.content_usage";
     let (path, prefs) = path_and_value(KEY, entry)?;
     let parsed = sf::parse_content_usage(prefs).map_err(|e| format!("{KEY}: {e}"))?;
+    no_hash(KEY, entry, &parsed.canonical)?;
     let warnings = parsed
         .unknown_keys
         .iter()
@@ -141,6 +175,7 @@ pub fn app_directives(entry: &str, in_star_group: bool) -> Result<PathValue, Str
     const KEY: &str = "group.app_directives";
     let (path, list) = path_and_value(KEY, entry)?;
     let value = sf::parse_app_directives(list).map_err(|e| format!("{KEY}: {e}"))?;
+    no_hash(KEY, entry, &value)?;
     let mut warnings = Vec::new();
     if !in_star_group {
         warnings.push(format!(
@@ -193,23 +228,28 @@ pub(crate) fn crawl_delay_value(v: &toml::Value) -> Result<String, String> {
 /// whitespace, control characters or `#` (which starts a robots.txt
 /// comment, so a reader would see a shorter URL).
 pub fn sitemap(url: &str) -> Result<(), String> {
-    http_url("robots_txt.sitemaps", url, true)
+    http_url("robots_txt.sitemaps", url, true, None)
 }
 
 /// An absolute http(s) URL under `key`, without whitespace or control
 /// characters; `in_robots_txt` also refuses `#`, which starts a robots.txt
-/// comment (a reader would see a shorter URL).
-fn http_url(key: &str, url: &str, in_robots_txt: bool) -> Result<(), String> {
+/// comment (a reader would see a shorter URL), and `header` (the field the
+/// URL is sent in) non-ASCII characters, which a header value cannot carry.
+fn http_url(key: &str, url: &str, in_robots_txt: bool, header: Option<&str>) -> Result<(), String> {
     let has_host = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
         .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
-    if !has_host || url.contains(char::is_whitespace) {
-        Err(format!("{key}: `{}` is not an absolute http(s) URL", url.escape_debug()))
-    } else if url.contains(char::is_control) {
+    if url.contains(char::is_control) {
         Err(format!("{key}: `{}` contains a control character", url.escape_debug()))
+    } else if !has_host || url.contains(char::is_whitespace) {
+        Err(format!("{key}: `{}` is not an absolute http(s) URL", url.escape_debug()))
     } else if in_robots_txt && url.contains('#') {
         Err(format!("{key}: `{url}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')"))
+    } else if let (Some(field), false) = (header, url.is_ascii()) {
+        Err(format!(
+            "{key}: `{url}` contains a non-ASCII character, which the {field} header cannot carry (percent-encode it)"
+        ))
     } else if url.contains(['"', '<', '>', '\\']) {
         Err(format!("{key}: `{url}` contains a character a URL cannot hold unescaped ('\"', '<', '>' or '\\')"))
     } else {
@@ -218,15 +258,16 @@ fn http_url(key: &str, url: &str, in_robots_txt: bool) -> Result<(), String> {
 }
 
 /// `robots_txt.license`: the URL of the site's RSL 1.0 license document,
-/// published as a robots.txt `License:` line.
+/// published as a robots.txt `License:` line and in the `Link` header of a
+/// response a license token paid for.
 pub fn license(url: &str) -> Result<(), String> {
-    http_url("robots_txt.license", url, true)
+    http_url("robots_txt.license", url, true, Some("Link"))
 }
 
 /// A `tdmrep.rules.policy`: the URL of a TDM policy (W3C TDM Reservation
 /// Protocol), sent in a `tdm-policy` header and meta.
 pub fn tdm_policy(url: &str) -> Result<(), String> {
-    http_url("tdmrep.rules.policy", url, false)
+    http_url("tdmrep.rules.policy", url, false, Some("tdm-policy"))
 }
 
 /// A `tdmrep.rules.path`: a path pattern as for the other path rules,
@@ -264,9 +305,20 @@ pub fn rsl_path(path: &str) -> Result<(), String> {
 }
 
 /// `rsl.document`: the RSL 1.0 XML document, checked for the start of an
-/// XML document (`<?xml` or the `<rsl` root element). Returns it without
-/// leading whitespace, since an XML declaration must come first.
+/// XML document (`<?xml` or the `<rsl` root element) and for control
+/// characters other than tab, CR and LF, which an XML document cannot hold
+/// (XML 1.0 section 2.2) or should not (DEL, C1). Returns it without leading
+/// whitespace, since an XML declaration must come first.
 pub fn rsl_document(doc: &str) -> Result<&str, String> {
+    let control = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    if let Some((i, line)) = doc.lines().enumerate().find(|(_, l)| l.contains(control)) {
+        let c = line.chars().find(|c| control(*c)).unwrap_or_default();
+        return Err(format!(
+            "rsl.document: line {} contains a control character (`{}`); only tab, CR and LF may appear in the document",
+            i + 1,
+            c.escape_debug()
+        ));
+    }
     let doc = doc.trim_start();
     if doc.is_empty() {
         Err("rsl.document is empty".to_string())
@@ -395,6 +447,36 @@ mod tests {
         assert!(app_directives("/x foo", true).unwrap().warnings.is_empty());
         assert_eq!(app_directives("foo", false).unwrap().warnings.len(), 1);
         assert!(app_directives("a=b", true).unwrap_err().starts_with("group.app_directives: "));
+        // Tokens, strings and parameters may hold `#`; robots.txt may not.
+        assert_eq!(
+            app_directives("*#", true).unwrap_err(),
+            "group.app_directives: `*#` contains '#', which starts a comment in robots.txt"
+        );
+        assert_eq!(
+            app_directives("/x foo;a=\"x#y\"", true).unwrap_err(),
+            "group.app_directives: `/x foo;a=\"x#y\"` contains '#', which starts a comment in robots.txt"
+        );
+        assert_eq!(
+            content_usage("train-ai=n;x=\"#\"").unwrap_err(),
+            "group.content_usage: `train-ai=n;x=\"#\"` contains '#', which starts a comment in robots.txt"
+        );
+        // Trimmed or split at whitespace, these would lose the character.
+        assert_eq!(
+            content_usage("train-ai=n\r").unwrap_err(),
+            "group.content_usage: `train-ai=n\\r` contains a control character"
+        );
+        assert_eq!(
+            content_usage("/docs\ttrain-ai=n").unwrap_err(),
+            "group.content_usage: `/docs\\ttrain-ai=n` contains a control character"
+        );
+        assert_eq!(
+            app_directives("\u{85}/x foo", true).unwrap_err(),
+            "group.app_directives: `\\u{85}/x foo` contains a control character"
+        );
+        assert_eq!(
+            app_directives("foo\n", true).unwrap_err(),
+            "group.app_directives: `foo\\n` contains a control character"
+        );
     }
 
     #[test]
@@ -452,6 +534,20 @@ mod tests {
             "robots_txt.license: `https:///x` is not an absolute http(s) URL"
         );
         assert_eq!(tdm_policy("https://e.example/p.json#v1"), Ok(()));
+        // robots.txt is UTF-8; a header value is not.
+        assert_eq!(sitemap("https://e.example/café.xml"), Ok(()));
+        assert_eq!(
+            license("https://e.example/licencé.xml").unwrap_err(),
+            "robots_txt.license: `https://e.example/licencé.xml` contains a non-ASCII character, which the Link header cannot carry (percent-encode it)"
+        );
+        assert_eq!(
+            tdm_policy("https://e.example/é").unwrap_err(),
+            "tdmrep.rules.policy: `https://e.example/é` contains a non-ASCII character, which the tdm-policy header cannot carry (percent-encode it)"
+        );
+        assert_eq!(
+            tdm_policy("https://e.example/p\r").unwrap_err(),
+            "tdmrep.rules.policy: `https://e.example/p\\r` contains a control character"
+        );
         assert_eq!(
             tdm_policy("ftp://e.example/p").unwrap_err(),
             "tdmrep.rules.policy: `ftp://e.example/p` is not an absolute http(s) URL"
@@ -469,6 +565,15 @@ mod tests {
             "rsl.document must be an RSL XML document starting with `<?xml` or `<rsl`, found `{\"a\": 1}...`"
         );
         assert_eq!(rsl_document("  ").unwrap_err(), "rsl.document is empty");
+        assert_eq!(rsl_document("<rsl>\r\n\t<a/>\r\n</rsl>\n"), Ok("<rsl>\r\n\t<a/>\r\n</rsl>\n"));
+        assert_eq!(
+            rsl_document("<rsl>\n<a>x\0</a>\n</rsl>").unwrap_err(),
+            "rsl.document: line 2 contains a control character (`\\0`); only tab, CR and LF may appear in the document"
+        );
+        assert_eq!(
+            rsl_document("<rsl/>\u{1b}").unwrap_err(),
+            "rsl.document: line 1 contains a control character (`\\u{1b}`); only tab, CR and LF may appear in the document"
+        );
     }
 }
 

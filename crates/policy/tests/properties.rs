@@ -841,6 +841,13 @@ fn valid_field_value(s: &str) -> bool {
     s.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
 }
 
+/// Whether a generated file holds no control character but the line feed
+/// (a CR, NUL, DEL or C1 character, NEL included, would break or hide a
+/// line for some reader).
+fn only_line_feeds(text: &str) -> bool {
+    text.chars().all(|c| c == '\n' || !c.is_control())
+}
+
 /// (h) Whatever strings a policy holds, one that loads yields only valid
 /// header values and a robots.txt of visible characters that parses with
 /// every group it publishes: a value that could not be sent is refused at
@@ -877,16 +884,111 @@ fn a_policy_that_loads_yields_valid_headers_and_robots_txt() {
             }
         }
         let text = l.policy.robots_txt();
-        prop_assert!(
-            text.bytes().all(|b| b == b'\n' || (0x20..0x7f).contains(&b) || b >= 0x80),
-            "robots.txt with a control character from\n{toml}\n---\n{text}"
-        );
+        prop_assert!(only_line_feeds(text), "robots.txt with a control character from\n{toml}\n---\n{text}");
         let parsed = RobotsTxt::parse(text.as_bytes());
         prop_assert_eq!(parsed.groups().len(), 1, "{}", text);
         prop_assert!(parsed.unknown_lines().is_empty(), "unknown lines {:?} in\n{}", parsed.unknown_lines(), text);
         Ok(())
     });
     assert!(loaded.get() > 200, "only {} generated policies loaded", loaded.get());
+}
+
+/// The valid values of (h2), one per key it draws from [`hostile`]: the
+/// License URL's file, a group's name, user agent, allow pattern (after
+/// `/`) and App-Directives, a Content-Usage entry with its path, a
+/// Robots-Tag agent, an agents.txt path (after `/`) and parameter, a
+/// TDMRep path (after `/`) and policy URL's file, the upstream's server
+/// name.
+const PUBLISHED: [&str; 12] = [
+    "license.xml",
+    "ai",
+    "GPTBot",
+    "a",
+    "/x foo",
+    "/docs train-ai=n",
+    "ClaudeBot",
+    "status",
+    "50",
+    "t",
+    "p.json",
+    "origin.example",
+];
+
+/// (h2) As (h), for the other values a policy publishes ([`PUBLISHED`]),
+/// two of them drawn from [`hostile`] per policy, the others valid. A
+/// policy that loads yields header values that can be sent, group names
+/// (the 429 body, the metrics) and a robots.txt and agents.txt with no
+/// control character but the line feed, no `#` cutting a robots.txt value,
+/// robots.txt parsing into its two groups with the token and pattern as
+/// written, an agents.txt that passes its verifier and a tdmrep.json that
+/// is JSON.
+#[test]
+fn every_published_value_of_a_policy_that_loads_is_sendable() {
+    let loaded = Cell::new(0usize);
+    let drawn: Vec<_> = PUBLISHED.iter().map(|ok| hostile(ok)).collect();
+    let strategy = (drawn, 0..PUBLISHED.len(), 0..PUBLISHED.len(), prop::collection::vec(request_path(), 1..3));
+    run(1536, strategy, |(drawn, a, b, paths)| {
+        let v: Vec<String> = (0..PUBLISHED.len())
+            .map(|i| if i == a || i == b { drawn[i].clone() } else { PUBLISHED[i].to_string() })
+            .collect();
+        let [license, name, ua, allow, app, usage, tag_agent, agents_path, param, tdm_path, tdm_policy, sni] =
+            <[String; 12]>::try_from(v).unwrap_or_else(|_| unreachable!());
+        let allow = format!("/{allow}");
+        let toml = format!(
+            "[upstream]\nservers = [\"127.0.0.1:8000\"]\ntls = true\nsni = {}\n[robots_txt]\nlicense = {}\n\
+             [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/p\"]\napp_directives = [{}]\ncontent_usage = [{}]\n\
+             [[group]]\nname = {}\nuser_agents = [{}]\nallow = [{}]\ndisallow = [\"/\"]\n\
+             [[robots_tag]]\npath = \"/\"\nagents = [{}]\nrules = [\"noai\"]\n\
+             [agents_txt]\nrules = [{{ path = {}, action = \"allow\", params = {{ limit = {} }} }}]\n\
+             [tdmrep]\n[[tdmrep.rules]]\npath = {}\nreservation = 1\npolicy = {}\n",
+            toml_str(&sni),
+            toml_str(&format!("https://e.com/{license}")),
+            toml_str(&app),
+            toml_str(&usage),
+            toml_str(&name),
+            toml_str(&ua),
+            toml_str(&allow),
+            toml_str(&tag_agent),
+            toml_str(&format!("/{agents_path}")),
+            toml_str(&param),
+            toml_str(&format!("/{tdm_path}")),
+            toml_str(&format!("https://e.com/{tdm_policy}")),
+        );
+        let Ok(l) = load(&toml, "prop.toml") else { return Ok(()) };
+        loaded.set(loaded.get() + 1);
+        let p = &l.policy;
+        let mut values: Vec<String> = p.license_link().into_iter().collect();
+        values.push(p.settings().upstream.sni.clone());
+        for path in &paths {
+            let c = p.url_controls(path);
+            values.extend(c.robots_tag.iter().chain(&c.x_robots_tag).chain(&c.content_usage).cloned());
+            values.extend(c.tdm_policy.as_deref().map(str::to_string));
+        }
+        for v in &values {
+            prop_assert!(valid_field_value(v), "invalid header value {v:?} from\n{toml}");
+        }
+        for n in p.group_names() {
+            prop_assert!(!n.contains(char::is_control), "group name {n:?} from\n{toml}");
+        }
+        let text = p.robots_txt();
+        prop_assert!(only_line_feeds(text), "robots.txt with a control character from\n{toml}\n---\n{text}");
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            prop_assert!(!line.contains('#'), "a `#` cuts {line:?} in\n{text}\nfrom\n{toml}");
+        }
+        let parsed = RobotsTxt::parse(text.as_bytes());
+        prop_assert_eq!(parsed.groups().len(), 2, "{}", text);
+        prop_assert!(parsed.unknown_lines().is_empty(), "unknown lines {:?} in\n{}", parsed.unknown_lines(), text);
+        let named = &parsed.groups()[1];
+        prop_assert_eq!(&named.user_agents, &vec![ua.clone()], "{}", text);
+        prop_assert_eq!(named.rules.first().map(|r| r.pattern.as_str()), Some(allow.as_str()), "{}", text);
+        let agents = p.agents_txt().unwrap_or_default();
+        prop_assert!(only_line_feeds(agents), "agents.txt with a control character from\n{toml}\n---\n{agents}");
+        prop_assert_eq!(agents_txt::verify(agents), Ok(1), "{}", agents);
+        let tdm = p.tdmrep_json().unwrap_or_default();
+        prop_assert!(serde_json::from_str::<serde_json::Value>(tdm).is_ok(), "tdmrep.json {:?}", tdm);
+        Ok(())
+    });
+    assert!(loaded.get() > 600, "only {} generated policies loaded", loaded.get());
 }
 
 /// Origin-file and User-Agent words: the browser words an origin might

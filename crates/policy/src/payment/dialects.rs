@@ -306,8 +306,18 @@ pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>) -> Option<X402Setti
             "USD".to_string()
         }
     };
-    let extra_v: Vec<(String, String)> =
-        extra.iter().flatten().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect();
+    // Sent in every 402's PAYMENT-REQUIRED (the EIP-712 domain a payment
+    // is signed for): a control character there is a typing slip no
+    // payer's domain matches.
+    let mut extra_v: Vec<(String, String)> = Vec::new();
+    for (k, v) in extra.iter().flatten() {
+        let checked = crate::validate::no_control("payment.x402.extra", k)
+            .and_then(|()| crate::validate::no_control(&format!("payment.x402.extra.{k}"), v.get_ref()));
+        match checked {
+            Ok(()) => extra_v.push((k.clone(), v.get_ref().clone())),
+            Err(e) => cx.err(v, e),
+        }
+    }
     let max_timeout_v = cx.positive_duration("payment.x402.max_timeout", max_timeout, Duration::from_secs(60));
     let timeout_v = bounded_wait(cx, "payment.x402.timeout", timeout, Duration::from_secs(3));
     if !facilitator_ok || !network_ok {
@@ -480,6 +490,14 @@ mod tests {
                 "p.toml:7:12: payment.x402.currency must be an ISO 4217 code (three capital letters), found `usd`",
             ),
             (format!("{X402}timeout = \"1m\"\n"), "p.toml:7:11: payment.x402.timeout must be at most 30s, found `1m`"),
+            (
+                format!("{X402}[x402.extra]\nname = \"USD Coin\\r\"\n"),
+                "p.toml:8:8: payment.x402.extra.name: `USD Coin\\r` contains a control character",
+            ),
+            (
+                format!("{X402}[x402.extra]\n\"ver\\u0000sion\" = \"2\"\n"),
+                "p.toml:8:19: payment.x402.extra: `ver\\0sion` contains a control character",
+            ),
         ];
         for (src, want) in cases {
             let (_, _, errors) = compile(&src);

@@ -116,6 +116,9 @@ pub enum PriceError {
     /// An amount too large to keep.
     #[error("`{0}` is too large")]
     TooLarge(String),
+    /// A control character in the price (shown escaped).
+    #[error("`{0}` contains a control character")]
+    Control(String),
 }
 
 /// A decimal amount as a crawler wrote it: `units / 10^scale`.
@@ -168,6 +171,11 @@ impl Price {
     /// 4217 code, one space, a decimal with no more decimals than the
     /// currency's minor unit, at least one minor unit.
     pub fn parse(value: &str) -> Result<Price, PriceError> {
+        // Trimmed below: a control character at either end would pass
+        // unseen.
+        if value.contains(char::is_control) {
+            return Err(PriceError::Control(crate::validate::shown(value)));
+        }
         let v = value.trim();
         if v.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.') {
             return Err(PriceError::NoCurrency(value.to_string()));
@@ -265,6 +273,8 @@ mod tests {
             ("USD .5", Err("`USD .5` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),
             ("USD 1e3", Err("`USD 1e3` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),
             ("USD 999999999999999999999", Err("`USD 999999999999999999999` is too large")),
+            ("USD 0.01\r", Err("`USD 0.01\\r` contains a control character")),
+            ("\tUSD 0.01", Err("`\\tUSD 0.01` contains a control character")),
         ];
         for (input, want) in cases {
             let got = Price::parse(input).map(|p| (p.to_string(), p.minor)).map_err(|e| e.to_string());
