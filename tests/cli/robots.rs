@@ -597,10 +597,13 @@ fn import_reports_every_warning() {
     let dir = TempDir::new("import-warnings");
     let f = dir.write(
         "warnings.txt",
-        "User-agent: *\nDisallow: /a\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\n",
+        "User-agent: *\nDisallow: /a\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\nContent-Usage: /docs\ttrain-ai=y,\tsearch=y\n",
     );
     let out = crawlgate(&["import", arg(&f)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
+    // A tab is whitespace in robots.txt and in a structured field: imported
+    // as a space, not kept as a comment.
+    assert!(stdout(&out).contains("\"/docs train-ai=y, search=y\""), "{}", stdout(&out));
     let err = stderr(&out);
     let vocabulary = format!("warning: {}:3: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, ai-use, search); receivers ignore it\n", f.display());
     assert!(err.contains(&vocabulary), "{err}");

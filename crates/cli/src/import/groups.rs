@@ -366,6 +366,13 @@ fn fill(notes: &mut Notes<'_>, o: &mut OutGroup, groups: &[ParsedGroup], content
             let (line, value) = (*line, value.as_str());
             match key.as_str() {
                 "content-usage" | "app-directives" => {
+                    // A tab between path and list, or around a list's
+                    // commas, is whitespace to robots.txt (RFC 9309) and
+                    // to structured fields (RFC 9651 OWS); the policy
+                    // refuses control characters, so it is imported as a
+                    // space.
+                    let spaced = value.replace('\t', " ");
+                    let value = spaced.as_str();
                     let (checked, into) = if key == "content-usage" {
                         (fits(value, validate::content_usage), &mut o.content_usage)
                     } else {
