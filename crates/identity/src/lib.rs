@@ -492,15 +492,18 @@ impl Verifier {
                 SignatureCheck::Valid { keyid, token: None, .. } => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::Key { keyid }));
                 }
-                SignatureCheck::Invalid { reason } => {
-                    let unparsable = unparsable.is_some();
-                    acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable }));
-                }
                 // A member that cannot be parsed makes the request malformed
-                // whichever member came first.
-                SignatureCheck::UnknownKey { .. } if unparsable.is_some() => {
+                // whichever member came first, and the reason is that
+                // member's, not the first member's.
+                SignatureCheck::Invalid { .. } | SignatureCheck::UnknownKey { .. } if unparsable.is_some() => {
                     let reason = unparsable.unwrap_or_default();
                     acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable: true }));
+                }
+                SignatureCheck::Invalid { reason } => {
+                    acc.add(
+                        Method::Signature,
+                        Finding::Disproves(Evidence::BadSignature { reason, unparsable: false }),
+                    );
                 }
                 SignatureCheck::UnknownKey { reason } => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::UnknownKey { reason }));

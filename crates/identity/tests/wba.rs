@@ -1576,10 +1576,11 @@ fn signature_agent_card_vectors() {
 }
 
 /// Whether the signature fields are unparsable (400 where a signature is
-/// required) does not depend on which `Signature-Input` member comes
-/// first: a member of an unknown key next to one that cannot be parsed is
-/// unparsable in either order, a valid member wins in either order, and
-/// the unknown key alone stays unknown.
+/// required), and the reason given, do not depend on which
+/// `Signature-Input` member comes first: a member of an unknown key or an
+/// expired one next to one that cannot be parsed is unparsable in either
+/// order, for the unparsable member's reason; a valid member wins in
+/// either order, and the unknown key alone stays unknown.
 #[tokio::test]
 async fn unparsable_members_are_found_in_any_order() {
     use crawlgate_identity::{Evidence, Verifier, VerifierConfig};
@@ -1606,6 +1607,9 @@ async fn unparsable_members_are_found_in_any_order() {
         (&["stranger", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad", "stranger"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["expired"], sig, "invalid", Some(SignatureOutcome::Invalid)),
+        (&["expired", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
+        (&["bad", "expired"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["known", "bad"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
         (&["bad", "known"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
     ];
@@ -1615,9 +1619,12 @@ async fn unparsable_members_are_found_in_any_order() {
             let (input, signature) = match *m {
                 "bad" => bad.clone(),
                 name => {
-                    let signer = if name == "known" { &known } else { &stranger };
+                    let signer = if name == "stranger" { &stranger } else { &known };
                     // A new `created` per row: the same signature twice would be a replay.
-                    let mut opts = full_opts(now - 5 - i as i64, 60);
+                    let mut opts = match name {
+                        "expired" => full_opts(now - 600 - i as i64, 60),
+                        _ => full_opts(now - 5 - i as i64, 60),
+                    };
                     opts.label = format!("{name}{j}");
                     let s = signer.sign(&req, &opts);
                     (s.signature_input, s.signature)
@@ -1630,6 +1637,9 @@ async fn unparsable_members_are_found_in_any_order() {
         let h = headers(&[("signature-input", &input), ("signature", &signature)]);
         let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
         let got = verifier.verify(None, ip, Some(&sr)).await;
+        if let Evidence::BadSignature { unparsable: true, reason } = &got.evidence {
+            assert_eq!(reason, "Signature-Input bad: keyid is not a string", "row {i} {members:?}");
+        }
         let kind = match &got.evidence {
             Evidence::BadSignature { unparsable: true, .. } => "unparsable",
             Evidence::BadSignature { unparsable: false, .. } => "invalid",
