@@ -597,18 +597,21 @@ fn import_reports_every_warning() {
     let dir = TempDir::new("import-warnings");
     let f = dir.write(
         "warnings.txt",
-        "User-agent: *\nDisallow: /a\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\nContent-Usage: /docs\ttrain-ai=y,\tsearch=y\n",
+        "User-agent: *\nDisallow: /a\nContent-Usage: train-ai=n, foo=y\nContent-Usage: bogus-only\nContent-Usage: /docs\ttrain-ai=y,\tsearch=y\nContent-Usage: /q train-ai=y;a=\"x\ty\"\nContent-Signal: search=yes,\tai-train=no\n",
     );
     let out = crawlgate(&["import", arg(&f)]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     // A tab is whitespace in robots.txt and in a structured field: imported
     // as a space, not kept as a comment.
     assert!(stdout(&out).contains("\"/docs train-ai=y, search=y\""), "{}", stdout(&out));
+    assert!(stdout(&out).contains("content_signal = \"search=yes, ai-train=no\""), "{}", stdout(&out));
+    // Inside a string a tab is invalid (RFC 9651): that line is kept.
+    assert!(stdout(&out).contains("# kept from line 6: "), "{}", stdout(&out));
     let err = stderr(&out);
     let vocabulary = format!("warning: {}:3: group.content_usage: `foo` is not in the AIPREF vocabulary (train-ai, ai-use, search); receivers ignore it\n", f.display());
     assert!(err.contains(&vocabulary), "{err}");
     assert!(
-        err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 1 line kept as comments\n", f.display())),
+        err.ends_with(&format!("imported {}: 1 group, 1 rule, 0 sitemaps; 2 lines kept as comments\n", f.display())),
         "{err}"
     );
     let toml = dir.write("warnings.toml", stdout(&out));

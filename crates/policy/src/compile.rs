@@ -160,6 +160,17 @@ fn host_chars(s: &str) -> bool {
     s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
 }
 
+/// What to add to an error about host `s`: how to write a non-ASCII
+/// (internationalized) host, which a `Host` header or a TLS server name
+/// carries only in its ASCII form (RFC 5890 A-labels).
+fn idn_hint(s: &str) -> &'static str {
+    if s.is_ascii() {
+        ""
+    } else {
+        " (write an internationalized host in its ASCII form, xn--...)"
+    }
+}
+
 /// Whether `s` is `host:port` (see [`host_chars`]) with a port from 1.
 fn valid_host_port(s: &str) -> bool {
     match s.rsplit_once(':') {
@@ -719,12 +730,9 @@ fn scheme_hint(server: &str) -> String {
     } else {
         return String::new();
     };
-    let host_port = rest.split('/').next().unwrap_or(rest);
-    let host_port = if valid_host_port(host_port) {
-        host_port.to_string()
-    } else {
-        format!("{host_port}:{}", if tls { 443 } else { 80 })
-    };
+    let host_port = validate::shown(rest.split('/').next().unwrap_or(rest));
+    let has_port = host_port.rsplit_once(':').is_some_and(|(h, p)| !h.ends_with(':') && p.parse::<u16>().is_ok());
+    let host_port = if has_port { host_port } else { format!("{host_port}:{}", if tls { 443 } else { 80 }) };
     if tls {
         format!(": drop the scheme (`{host_port}`) and set upstream.tls = true for HTTPS to the origin")
     } else {
@@ -770,9 +778,10 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
                     cx.err(
                         s,
                         format!(
-                            "upstream.servers: `{}` is not host:port{}",
+                            "upstream.servers: `{}` is not host:port{}{}",
                             validate::shown(s.get_ref()),
-                            scheme_hint(s.get_ref())
+                            scheme_hint(s.get_ref()),
+                            idn_hint(s.get_ref())
                         ),
                     );
                 }
@@ -786,7 +795,8 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
         // robots.txt fetch, and the base of its relative sitemaps in the
         // served robots.txt.
         Some(s) if !host_chars(s.get_ref()) => {
-            cx.err(s, format!("upstream.sni must be a host name, found `{}`", validate::shown(s.get_ref())));
+            let v = s.get_ref();
+            cx.err(s, format!("upstream.sni must be a host name, found `{}`{}", validate::shown(v), idn_hint(v)));
             String::new()
         }
         Some(s) => s.get_ref().clone(),
@@ -2519,12 +2529,20 @@ mod published_value_tests {
                 "p.toml:2:12: upstream.servers: `origin\\0.internal:80` is not host:port",
             ),
             (
+                "[upstream]\nservers = [\"https://bücher.example:8443/\"]\n".to_string(),
+                "p.toml:2:12: upstream.servers: `https://bücher.example:8443/` is not host:port: drop the scheme (`bücher.example:8443`) and set upstream.tls = true for HTTPS to the origin (write an internationalized host in its ASCII form, xn--...)",
+            ),
+            (
+                format!("{UPSTREAM}sni = \"bücher.example\"\n"),
+                "p.toml:3:7: upstream.sni must be a host name, found `bücher.example` (write an internationalized host in its ASCII form, xn--...)",
+            ),
+            (
                 format!("{UPSTREAM}[robots_txt]\ncache_max_age = \"1h\\r\"\n"),
                 "p.toml:4:17: robots_txt.cache_max_age: `1h\\r` contains a control character",
             ),
             (
                 format!("{UPSTREAM}[robots_txt]\nlicense = \"https://e.example/licencé.xml\"\n"),
-                "p.toml:4:11: robots_txt.license: `https://e.example/licencé.xml` contains a non-ASCII character, which the Link header cannot carry (percent-encode it)",
+                "p.toml:4:11: robots_txt.license: `https://e.example/licencé.xml` contains a non-ASCII character, which the Link header cannot carry (percent-encode the path; write an internationalized host as xn--...)",
             ),
             (
                 format!("{UPSTREAM}[[group]]\nuser_agents = [\"*\"]\ncontent_usage = [\"train-ai=n\\r\"]\n"),
@@ -2560,7 +2578,7 @@ mod published_value_tests {
             ),
             (
                 format!("{UPSTREAM}[rsl]\ndocument = \"\"\"\n<rsl>\n  <x>\\u0000</x>\n</rsl>\n\"\"\"\n"),
-                "p.toml:4:12: rsl.document: line 2 contains a control character (`\\0`); only tab, CR and LF may appear in the document",
+                "p.toml:4:12: rsl.document: line 2 of the document contains a control character (`\\0`); only tab, CR and LF may appear in the document",
             ),
         ];
         for (src, want) in &cases {

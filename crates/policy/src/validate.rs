@@ -248,7 +248,7 @@ fn http_url(key: &str, url: &str, in_robots_txt: bool, header: Option<&str>) -> 
         Err(format!("{key}: `{url}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')"))
     } else if let (Some(field), false) = (header, url.is_ascii()) {
         Err(format!(
-            "{key}: `{url}` contains a non-ASCII character, which the {field} header cannot carry (percent-encode it)"
+            "{key}: `{url}` contains a non-ASCII character, which the {field} header cannot carry (percent-encode the path; write an internationalized host as xn--...)"
         ))
     } else if url.contains(['"', '<', '>', '\\']) {
         Err(format!("{key}: `{url}` contains a character a URL cannot hold unescaped ('\"', '<', '>' or '\\')"))
@@ -314,7 +314,7 @@ pub fn rsl_document(doc: &str) -> Result<&str, String> {
     if let Some((i, line)) = doc.lines().enumerate().find(|(_, l)| l.contains(control)) {
         let c = line.chars().find(|c| control(*c)).unwrap_or_default();
         return Err(format!(
-            "rsl.document: line {} contains a control character (`{}`); only tab, CR and LF may appear in the document",
+            "rsl.document: line {} of the document contains a control character (`{}`); only tab, CR and LF may appear in the document",
             i + 1,
             c.escape_debug()
         ));
@@ -324,11 +324,7 @@ pub fn rsl_document(doc: &str) -> Result<&str, String> {
         Err("rsl.document is empty".to_string())
     } else if !(doc.starts_with("<?xml") || doc.starts_with("<rsl")) {
         // Control characters (a newline) escaped, quotes as written.
-        let start: String = doc
-            .chars()
-            .take(16)
-            .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
-            .collect();
+        let start = shown(&doc.chars().take(16).collect::<String>());
         Err(format!("rsl.document must be an RSL XML document starting with `<?xml` or `<rsl`, found `{start}...`"))
     } else {
         Ok(doc)
@@ -538,11 +534,11 @@ mod tests {
         assert_eq!(sitemap("https://e.example/café.xml"), Ok(()));
         assert_eq!(
             license("https://e.example/licencé.xml").unwrap_err(),
-            "robots_txt.license: `https://e.example/licencé.xml` contains a non-ASCII character, which the Link header cannot carry (percent-encode it)"
+            "robots_txt.license: `https://e.example/licencé.xml` contains a non-ASCII character, which the Link header cannot carry (percent-encode the path; write an internationalized host as xn--...)"
         );
         assert_eq!(
             tdm_policy("https://e.example/é").unwrap_err(),
-            "tdmrep.rules.policy: `https://e.example/é` contains a non-ASCII character, which the tdm-policy header cannot carry (percent-encode it)"
+            "tdmrep.rules.policy: `https://e.example/é` contains a non-ASCII character, which the tdm-policy header cannot carry (percent-encode the path; write an internationalized host as xn--...)"
         );
         assert_eq!(
             tdm_policy("https://e.example/p\r").unwrap_err(),
@@ -568,11 +564,11 @@ mod tests {
         assert_eq!(rsl_document("<rsl>\r\n\t<a/>\r\n</rsl>\n"), Ok("<rsl>\r\n\t<a/>\r\n</rsl>\n"));
         assert_eq!(
             rsl_document("<rsl>\n<a>x\0</a>\n</rsl>").unwrap_err(),
-            "rsl.document: line 2 contains a control character (`\\0`); only tab, CR and LF may appear in the document"
+            "rsl.document: line 2 of the document contains a control character (`\\0`); only tab, CR and LF may appear in the document"
         );
         assert_eq!(
             rsl_document("<rsl/>\u{1b}").unwrap_err(),
-            "rsl.document: line 1 contains a control character (`\\u{1b}`); only tab, CR and LF may appear in the document"
+            "rsl.document: line 1 of the document contains a control character (`\\u{1b}`); only tab, CR and LF may appear in the document"
         );
     }
 }

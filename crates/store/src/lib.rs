@@ -179,9 +179,9 @@ struct Inner {
     /// The connection [`Store::maintain`] (or [`Store::connect`]) made;
     /// its generation is the store's.
     conn: ArcSwapOption<Conn>,
-    /// A slot per other runtime that called the store, so each runtime
-    /// makes at most one attempt per generation (slots of an older
-    /// generation are left unused).
+    /// A slot per other runtime that called the store, of the current
+    /// generation, so each runtime makes at most one attempt per
+    /// generation (a new generation drops the older slots).
     runtime_conns: ArcSwap<Vec<RuntimeSlot>>,
     state: AtomicU8,
     errors: AtomicU64,
@@ -472,19 +472,26 @@ impl Store {
     }
 
     /// Opens a connection for runtime `id` in a task there, unless a slot
-    /// for (`id`, `generation`) exists (another call took it first); until
-    /// it is ready, or if it fails, that runtime's calls use the maintained
-    /// connection.
+    /// for (`id`, `generation`) exists (another call took it first) or
+    /// `generation` is no longer the store's; until it is ready, or if it
+    /// fails, that runtime's calls use the maintained connection.
     fn open_on(&self, here: &Handle, id: RuntimeId, generation: u64) {
         let taken = |slots: &[RuntimeSlot]| slots.iter().any(|s| s.runtime == id && s.generation == generation);
-        let before = self.inner.runtime_conns.rcu(|slots| {
-            let mut kept: Vec<RuntimeSlot> = slots.iter().filter(|s| s.generation == generation).cloned().collect();
-            if !taken(&kept) {
-                kept.push(RuntimeSlot { runtime: id, generation, conn: None });
+        // A generation read before a reconnection is stale: no slot for
+        // it (it would drop the new generation's), and no attempt.
+        // The closure may run more than once; the last run's is stored.
+        let claimed = std::cell::Cell::new(false);
+        self.inner.runtime_conns.rcu(|slots| {
+            claimed.set(false);
+            if taken(slots) || self.generation() != generation {
+                return Vec::clone(slots);
             }
+            let mut kept: Vec<RuntimeSlot> = slots.iter().filter(|s| s.generation == generation).cloned().collect();
+            kept.push(RuntimeSlot { runtime: id, generation, conn: None });
+            claimed.set(true);
             kept
         });
-        if taken(&before) {
+        if !claimed.get() {
             return;
         }
         let store = self.clone();

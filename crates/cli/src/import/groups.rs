@@ -363,16 +363,10 @@ fn fill(notes: &mut Notes<'_>, o: &mut OutGroup, groups: &[ParsedGroup], content
         }
         delays.extend(g.crawl_delays.iter().cloned());
         for (key, value, line) in &g.other {
-            let (line, value) = (*line, value.as_str());
+            let spaced = tabs_as_spaces(value);
+            let (line, value) = (*line, spaced.as_str());
             match key.as_str() {
                 "content-usage" | "app-directives" => {
-                    // A tab between path and list, or around a list's
-                    // commas, is whitespace to robots.txt (RFC 9309) and
-                    // to structured fields (RFC 9651 OWS); the policy
-                    // refuses control characters, so it is imported as a
-                    // space.
-                    let spaced = value.replace('\t', " ");
-                    let value = spaced.as_str();
                     let (checked, into) = if key == "content-usage" {
                         (fits(value, validate::content_usage), &mut o.content_usage)
                     } else {
@@ -449,6 +443,36 @@ fn fill(notes: &mut Notes<'_>, o: &mut OutGroup, groups: &[ParsedGroup], content
 /// sure it does not alone take robots.txt past the size crawlers must
 /// parse (`check` on the whole policy would refuse it; kept as a comment
 /// instead, like any other value the policy cannot hold).
+/// `value` with each tab outside a quoted string written as a space: a
+/// tab between a path and a list, or around a list's commas, is whitespace
+/// to robots.txt (RFC 9309) and to structured fields (RFC 9651 OWS), and
+/// the policy refuses control characters. A tab inside a string is invalid
+/// there and stays, so the line is kept as a comment.
+fn tabs_as_spaces(value: &str) -> String {
+    let (mut quoted, mut escaped) = (false, false);
+    value
+        .chars()
+        .map(|c| {
+            if quoted {
+                match (escaped, c) {
+                    (true, _) => escaped = false,
+                    (false, '\\') => escaped = true,
+                    (false, '"') => quoted = false,
+                    _ => {}
+                }
+                c
+            } else if c == '"' {
+                quoted = true;
+                c
+            } else if c == '\t' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
 fn fits<T>(value: &str, check: impl FnOnce(&str) -> Result<T, String>) -> Result<T, String> {
     if value.len() >= MAX_ROBOTS_TXT {
         return Err(format!(
