@@ -46,6 +46,10 @@ const BACKGROUND_TIMEOUT: Duration = Duration::from_secs(2);
 /// The first and the longest wait between reconnection attempts.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// The first and the longest wait before a runtime whose own connection
+/// failed to open tries again (meanwhile it uses the maintained one).
+const RUNTIME_RETRY_MIN: Duration = Duration::from_secs(1);
+const RUNTIME_RETRY_MAX: Duration = Duration::from_secs(60);
 /// Calls in a row past their budget before the store counts as down: one
 /// slow answer under load is that request's alone.
 const TIMEOUTS_BEFORE_DOWN: u32 = 3;
@@ -161,13 +165,29 @@ struct Conn {
 }
 
 /// A runtime's own connection for one generation: `None` while it is
-/// being opened, and after opening it failed (that runtime's calls use the
-/// maintained connection until the next generation, without trying again).
+/// being opened, and after opening it failed; that runtime's calls then use
+/// the maintained connection, and the first call past `retry_at` tries
+/// again (backoff from [`RUNTIME_RETRY_MIN`] to [`RUNTIME_RETRY_MAX`]).
 #[derive(Clone)]
 struct RuntimeSlot {
     runtime: RuntimeId,
     generation: u64,
     conn: Option<Arc<Conn>>,
+    /// Failed attempts so far.
+    failures: u32,
+    /// Set after a failed attempt: when the next may start.
+    retry_at: Option<Instant>,
+}
+
+impl RuntimeSlot {
+    fn is(&self, runtime: RuntimeId, generation: u64) -> bool {
+        self.runtime == runtime && self.generation == generation
+    }
+
+    /// Whether a call may start an attempt now.
+    fn due(&self) -> bool {
+        self.conn.is_none() && self.retry_at.is_some_and(|at| Instant::now() >= at)
+    }
 }
 
 struct Inner {
@@ -450,8 +470,8 @@ impl Store {
 
     /// The connection for a call made now: this runtime's own when it has
     /// one of the current generation, else the maintained one (and this
-    /// runtime's is opened in the background, once per generation);
-    /// `None` while down. Takes no lock.
+    /// runtime's is opened in the background: once, and again with
+    /// backoff after a failure); `None` while down. Takes no lock.
     fn connection(&self) -> Option<Arc<Conn>> {
         if !self.is_up() {
             return None;
@@ -462,32 +482,35 @@ impl Store {
         let id = here.id();
         if primary.runtime != Some(id) {
             let slots = self.inner.runtime_conns.load();
-            match slots.iter().find(|s| s.runtime == id && s.generation == primary.generation) {
+            match slots.iter().find(|s| s.is(id, primary.generation)) {
                 Some(RuntimeSlot { conn: Some(own), .. }) => return Some(Arc::clone(own)),
-                Some(_) => {}
-                None => self.open_on(&here, id, primary.generation),
+                Some(slot) if !slot.due() => {}
+                _ => self.open_on(&here, id, primary.generation),
             }
         }
         Some(Arc::clone(primary))
     }
 
-    /// Opens a connection for runtime `id` in a task there, unless a slot
-    /// for (`id`, `generation`) exists (another call took it first) or
-    /// `generation` is no longer the store's; until it is ready, or if it
-    /// fails, that runtime's calls use the maintained connection.
+    /// Opens a connection for runtime `id` in a task there, unless the
+    /// slot for (`id`, `generation`) is taken (another call claimed it
+    /// first, or its retry is not due) or `generation` is no longer the
+    /// store's; until it is ready, or if it fails, that runtime's calls use
+    /// the maintained connection.
     fn open_on(&self, here: &Handle, id: RuntimeId, generation: u64) {
-        let taken = |slots: &[RuntimeSlot]| slots.iter().any(|s| s.runtime == id && s.generation == generation);
         // A generation read before a reconnection is stale: no slot for
         // it (it would drop the new generation's), and no attempt.
         // The closure may run more than once; the last run's is stored.
         let claimed = std::cell::Cell::new(false);
         self.inner.runtime_conns.rcu(|slots| {
             claimed.set(false);
-            if taken(slots) || self.generation() != generation {
+            let own = slots.iter().find(|s| s.is(id, generation));
+            if own.is_some_and(|s| !s.due()) || self.generation() != generation {
                 return Vec::clone(slots);
             }
-            let mut kept: Vec<RuntimeSlot> = slots.iter().filter(|s| s.generation == generation).cloned().collect();
-            kept.push(RuntimeSlot { runtime: id, generation, conn: None });
+            let failures = own.map_or(0, |s| s.failures);
+            let mut kept: Vec<RuntimeSlot> =
+                slots.iter().filter(|s| s.generation == generation && s.runtime != id).cloned().collect();
+            kept.push(RuntimeSlot { runtime: id, generation, conn: None, failures, retry_at: None });
             claimed.set(true);
             kept
         });
@@ -501,25 +524,38 @@ impl Store {
                     let conn = Arc::new(Conn { conn, generation, runtime: Some(id) });
                     // Into its slot; a slot gone (the store reconnected
                     // meanwhile) drops it.
-                    store.inner.runtime_conns.rcu(|slots| {
-                        slots
-                            .iter()
-                            .map(|s| {
-                                let mut s = s.clone();
-                                if s.runtime == id && s.generation == generation {
-                                    s.conn = Some(Arc::clone(&conn));
-                                }
-                                s
-                            })
-                            .collect::<Vec<_>>()
+                    store.update_slot(id, generation, |s| s.conn = Some(Arc::clone(&conn)));
+                }
+                Err(e) => {
+                    tracing::debug!(
+                        store = store.inner.target.as_str(),
+                        error = %e,
+                        "Shared store: no connection of this runtime's own; the maintained one is used"
+                    );
+                    store.update_slot(id, generation, |s| {
+                        let wait = RUNTIME_RETRY_MIN.saturating_mul(1 << s.failures.min(16)).min(RUNTIME_RETRY_MAX);
+                        s.failures = s.failures.saturating_add(1);
+                        s.retry_at = Some(Instant::now() + wait);
                     });
                 }
-                Err(e) => tracing::debug!(
-                    store = store.inner.target.as_str(),
-                    error = %e,
-                    "Shared store: no connection of this runtime's own; the maintained one is used"
-                ),
             }
+        });
+    }
+
+    /// Applies `change` to the slot of (`id`, `generation`); a slot gone
+    /// (the store reconnected meanwhile) is left gone.
+    fn update_slot(&self, id: RuntimeId, generation: u64, change: impl Fn(&mut RuntimeSlot)) {
+        self.inner.runtime_conns.rcu(|slots| {
+            slots
+                .iter()
+                .map(|s| {
+                    let mut s = s.clone();
+                    if s.is(id, generation) {
+                        change(&mut s);
+                    }
+                    s
+                })
+                .collect::<Vec<_>>()
         });
     }
 
