@@ -118,6 +118,11 @@ impl Rule {
     /// Parses `noindex`, `max-snippet:50`, `max-snippet=50`,
     /// `unavailable_after: 2026-12-31`.
     pub fn parse(raw: &str) -> Result<Rule, RobotsTagError> {
+        // Name and value are trimmed below, so a control character at
+        // either end or around the `:` would pass unseen.
+        if raw.contains(char::is_control) {
+            return Err(RobotsTagError::Control(crate::validate::shown(raw)));
+        }
         let (name, value) = split_rule(raw);
         let name = name.to_ascii_lowercase();
         let bad = |expected| RobotsTagError::BadValue { rule: raw.escape_debug().to_string(), expected };
@@ -144,11 +149,6 @@ impl Rule {
             ("max-snippet" | "max-video-preview" | "max-image-preview", None) => return Err(bad("a value")),
             _ => return Err(RobotsTagError::UnknownRule(raw.escape_debug().to_string())),
         };
-        // Name and value are trimmed above, so a control character at
-        // either end or around the `:` would pass unseen.
-        if raw.contains(char::is_control) {
-            return Err(RobotsTagError::Control(crate::validate::shown(raw)));
-        }
         Ok(Rule { name, value })
     }
 
@@ -542,10 +542,14 @@ mod tests {
         assert!(matches!(TagRules::new(vec![("_bot".into(), vec!["noai".into()])]), Err(RobotsTagError::BadToken(_))));
         for date in ["2026\r\nX: y", "20\n26", "a\0b", "2026\t12", "\u{7f}"] {
             let rule = format!("unavailable_after: {date}");
-            assert!(matches!(Rule::parse(&rule), Err(RobotsTagError::BadValue { .. })), "{rule:?}");
+            assert!(matches!(Rule::parse(&rule), Err(RobotsTagError::Control(_))), "{rule:?}");
         }
         let control = |r: &str| Rule::parse(r).map_err(|e| e.to_string());
         assert_eq!(control("noindex\r"), Err("rule `noindex\\r` contains a control character".into()));
+        assert_eq!(
+            control("unavailable_after: 2026\r\n-12-31"),
+            Err("rule `unavailable_after: 2026\\r\\n-12-31` contains a control character".into())
+        );
         assert_eq!(control("\nnoindex"), Err("rule `\\nnoindex` contains a control character".into()));
         assert_eq!(control("max-snippet:\t50"), Err("rule `max-snippet:\\t50` contains a control character".into()));
         assert_eq!(
