@@ -151,13 +151,24 @@ fn own_listener(server: &str, settings: &ServerSettings) -> Option<String> {
         .map(|l| l.to_string())
 }
 
-/// Whether `s` has only the characters of a host name, an IP address or
-/// `host:port` (letters, digits, `-`, `.`, `_`, `:`, `[`, `]`): such a
-/// value is written as it is into a `Host` header, a URL of the served
-/// robots.txt or the metrics, where a control character, a space or a `#`
-/// would break the line or cut the URL.
-fn host_chars(s: &str) -> bool {
-    s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b))
+/// Whether `s` is a host: an IPv6 address in brackets, or dot-separated
+/// labels of letters, digits, `-` and `_` (an IPv4 address is one; a
+/// final dot is allowed). Such a value is written as it is into a `Host`
+/// header, a TLS server name, a URL of the served robots.txt or the
+/// metrics, where a control character, a space, a `#` or a stray `:`
+/// would break the line or the URL.
+fn valid_host(s: &str) -> bool {
+    if let Some(v6) = s.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        return v6.parse::<std::net::Ipv6Addr>().is_ok();
+    }
+    let name = s.strip_suffix('.').unwrap_or(s);
+    !name.is_empty()
+        && name.split('.').all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)))
+}
+
+/// Whether `s` is a host (see [`valid_host`]) with an optional port.
+fn valid_host_maybe_port(s: &str) -> bool {
+    valid_host(s) || valid_host_port(s)
 }
 
 /// What to add to an error about host `s`: how to write a non-ASCII
@@ -171,10 +182,10 @@ fn idn_hint(s: &str) -> &'static str {
     }
 }
 
-/// Whether `s` is `host:port` (see [`host_chars`]) with a port from 1.
+/// Whether `s` is `host:port` (see [`valid_host`]) with a port from 1.
 fn valid_host_port(s: &str) -> bool {
     match s.rsplit_once(':') {
-        Some((host, port)) => !host.is_empty() && host_chars(host) && port.parse::<u16>().is_ok_and(|p| p > 0),
+        Some((host, port)) => valid_host(host) && port.parse::<u16>().is_ok_and(|p| p > 0),
         None => false,
     }
 }
@@ -794,7 +805,7 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
         // Sent as the TLS server name and the `Host` of the origin
         // robots.txt fetch, and the base of its relative sitemaps in the
         // served robots.txt.
-        Some(s) if !host_chars(s.get_ref()) => {
+        Some(s) if !valid_host(s.get_ref()) => {
             let v = s.get_ref();
             cx.err(s, format!("upstream.sni must be a host name, found `{}`{}", validate::shown(v), idn_hint(v)));
             String::new()
@@ -1106,7 +1117,7 @@ fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRobotsTxt>>) 
     o.timeout = cx.positive_duration("robots_txt.origin_timeout", origin_timeout, o.timeout);
     if let Some(h) = origin_host {
         let v = h.get_ref();
-        if v.is_empty() || !host_chars(v) {
+        if !valid_host_maybe_port(v) {
             cx.err(h, format!("robots_txt.origin_host must be a host or host:port, found `{}`", v.escape_debug()));
         } else {
             o.host = Some(v.clone());
@@ -2584,6 +2595,23 @@ mod published_value_tests {
         for (src, want) in &cases {
             assert_eq!(errors(src), *want, "{src}");
         }
+    }
+
+    #[test]
+    fn hosts_are_names_or_addresses() {
+        for ok in ["example.com", "www.example.com.", "origin_1.internal", "192.0.2.1", "[::1]", "localhost"] {
+            assert!(valid_host(ok), "{ok}");
+        }
+        for bad in ["", ".", "a..b", "[::1", "::1", "a:b:c", "example.com:443", "ex ample.com", "bücher.example", "a#b"]
+        {
+            assert!(!valid_host(bad), "{bad:?}");
+        }
+        assert!(valid_host_maybe_port("example.com:8080") && valid_host_maybe_port("[::1]:8080"));
+        assert!(!valid_host_maybe_port("example.com:0") && !valid_host_maybe_port("a:b:c"));
+        assert_eq!(
+            errors(&format!("{UPSTREAM}sni = \"[::1\"\n")),
+            "p.toml:3:7: upstream.sni must be a host name, found `[::1`"
+        );
     }
 
     /// The policy file's name is in robots.txt's first comment: a line
