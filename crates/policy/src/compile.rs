@@ -805,7 +805,8 @@ fn compile_upstream(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawUpstream>>, server
         // Sent as the TLS server name and the `Host` of the origin
         // robots.txt fetch, and the base of its relative sitemaps in the
         // served robots.txt.
-        Some(s) if !valid_host(s.get_ref()) => {
+        // Empty: no server name is sent.
+        Some(s) if !s.get_ref().is_empty() && !valid_host(s.get_ref()) => {
             let v = s.get_ref();
             cx.err(s, format!("upstream.sni must be a host name, found `{}`{}", validate::shown(v), idn_hint(v)));
             String::new()
@@ -2612,6 +2613,7 @@ mod published_value_tests {
             errors(&format!("{UPSTREAM}sni = \"[::1\"\n")),
             "p.toml:3:7: upstream.sni must be a host name, found `[::1`"
         );
+        assert_eq!(errors(&format!("{UPSTREAM}sni = \"\"\n")), "ok");
     }
 
     /// The policy file's name is in robots.txt's first comment: a line
