@@ -220,9 +220,7 @@ impl<'a> Locator<'a> {
 /// Parses `500ms`, `30s`, `5m`, `1h`, `2d`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     // Trimmed below: a control character at either end would pass unseen.
-    if s.contains(char::is_control) {
-        return Err(format!("`{}` contains a control character", crate::validate::shown(s)));
-    }
+    crate::validate::no_control_char(s)?;
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);

@@ -34,9 +34,7 @@ impl Rate {
     pub fn parse(s: &str) -> Result<Rate, String> {
         let bad = || format!("`{s}` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")");
         // Its parts are trimmed: a control character there would pass unseen.
-        if s.contains(char::is_control) {
-            return Err(format!("`{}` contains a control character", crate::validate::shown(s)));
-        }
+        crate::validate::no_control_char(s)?;
         let (n, unit) = s.trim().split_once('/').ok_or_else(bad)?;
         let count: u32 = n.trim().parse().map_err(|_| bad())?;
         if count == 0 || count > 1_000_000_000 {

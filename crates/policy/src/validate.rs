@@ -17,15 +17,21 @@ pub(crate) fn shown(value: &str) -> String {
     value.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
-/// Refuses a `key` value holding a control character (CR, LF, tab, NUL,
-/// DEL, C1): a value the parsers trim or split would otherwise be accepted
-/// with it, and one published as written would carry it.
-pub(crate) fn no_control(key: &str, value: &str) -> Result<(), String> {
+/// Refuses a value holding a control character (CR, LF, tab, NUL, DEL,
+/// C1): a value the parsers trim or split would otherwise be accepted with
+/// it, and one published as written would carry it. The caller names the
+/// key, or [`no_control`] does.
+pub(crate) fn no_control_char(value: &str) -> Result<(), String> {
     if value.contains(char::is_control) {
-        Err(format!("{key}: `{}` contains a control character", shown(value)))
+        Err(format!("`{}` contains a control character", shown(value)))
     } else {
         Ok(())
     }
+}
+
+/// [`no_control_char`] for the value of `key`, the error naming it.
+pub(crate) fn no_control(key: &str, value: &str) -> Result<(), String> {
+    no_control_char(value).map_err(|e| format!("{key}: {e}"))
 }
 
 /// Whether `t` is a product token as RFC 9309 section 2.2.1 defines it:
@@ -240,9 +246,8 @@ fn http_url(key: &str, url: &str, in_robots_txt: bool, header: Option<&str>) -> 
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
         .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'));
-    if url.contains(char::is_control) {
-        Err(format!("{key}: `{}` contains a control character", url.escape_debug()))
-    } else if !has_host || url.contains(char::is_whitespace) {
+    no_control(key, url)?;
+    if !has_host || url.contains(char::is_whitespace) {
         Err(format!("{key}: `{}` is not an absolute http(s) URL", url.escape_debug()))
     } else if in_robots_txt && url.contains('#') {
         Err(format!("{key}: `{url}` contains '#', which starts a comment in robots.txt (write %23 for a literal '#')"))
@@ -355,9 +360,7 @@ pub(crate) fn content_signal_use(value: &str) -> Option<crate::sf::SignalUse> {
 /// `use=immediate|reference|full`; returns it as robots.txt publishes it
 /// (entries joined by `, `).
 pub fn content_signal(value: &str) -> Result<String, String> {
-    if value.chars().any(char::is_control) {
-        return Err(format!("robots_txt.content_signal: `{}` contains a control character", value.escape_debug()));
-    }
+    no_control("robots_txt.content_signal", value)?;
     let mut uses = 0;
     let mut pairs = Vec::new();
     for kv in value.split(',') {
