@@ -20,6 +20,7 @@ mod limits_redis;
 mod markdown;
 mod markdown_conditional;
 mod observe;
+mod one_decision;
 mod oplog;
 mod ops;
 mod origin_merge;

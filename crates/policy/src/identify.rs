@@ -37,6 +37,51 @@ pub struct TokenMatcher {
     id: u64,
 }
 
+/// A token found as a word in a header.
+#[derive(Clone, Copy, Default)]
+struct Span {
+    start: usize,
+    end: usize,
+    tier: u8,
+    identifies: bool,
+}
+
+/// The tokens found in one header: inline for the few a real header has,
+/// on the heap past that.
+#[derive(Default)]
+struct Spans {
+    inline: [Span; 8],
+    len: usize,
+    more: Vec<Span>,
+}
+
+impl Spans {
+    fn push(&mut self, span: Span) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => {
+                *slot = span;
+                self.len += 1;
+            }
+            None => self.more.push(span),
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Span> {
+        self.inline[..self.len].iter().chain(&self.more)
+    }
+
+    /// Whether a longer identifying token holds `s..e` (a word of it).
+    fn inside_longer_identifying(&self, s: usize, e: usize) -> bool {
+        self.all().any(|x| x.identifies && x.start <= s && e <= x.end && x.end - x.start > e - s)
+    }
+
+    /// The best (lowest) tier of the tokens found within `s..e`, itself
+    /// included.
+    fn best_tier_within(&self, s: usize, e: usize) -> u8 {
+        self.all().filter(|x| s <= x.start && x.end <= e).map(|x| x.tier).min().unwrap_or(0)
+    }
+}
+
 /// Remembered answers per thread (a direct-mapped table).
 const RECENT: usize = 256;
 
@@ -165,29 +210,48 @@ impl TokenMatcher {
     }
 
     /// The search itself, without the remembered answers.
+    ///
+    /// A word inside a longer identifying token found at the same place is
+    /// not a candidate: `Googlebot-Image/1.0` names the product token
+    /// `Googlebot-Image`, and where a group for that token is served (the
+    /// policy's or the origin's), that is the group the crawler obeys
+    /// (RFC 9309 section 2.2.1), whatever the tiers say of `Googlebot`; the
+    /// longer token ranks in the best tier of the words it holds. Among
+    /// the remaining candidates a lower tier wins, then the longer token,
+    /// then the earlier.
     fn search(&self, user_agent: &str) -> Option<usize> {
         let ac = self.ac.as_ref()?;
         let hay = user_agent.as_bytes();
+        let bounded = |s: usize, e: usize| !(s > 0 && is_word(hay[s - 1]) || e < hay.len() && is_word(hay[e]));
         let tier = |t: usize| self.tiers.get(t).copied().unwrap_or(0);
-        let mut best: Option<(usize, usize)> = None; // (token, start)
+        // Every token found as a word (few per header; a header with more
+        // keeps the rest on the heap).
+        let mut found = Spans::default();
+        for m in ac.find_overlapping_iter(hay) {
+            if bounded(m.start(), m.end()) {
+                let t = m.pattern().as_usize();
+                found.push(Span { start: m.start(), end: m.end(), tier: tier(t), identifies: t < self.identifying });
+            }
+        }
+        let mut best: Option<(usize, usize, u8)> = None; // (token, start, tier)
         for m in ac.find_overlapping_iter(hay) {
             let (s, e) = (m.start(), m.end());
-            if s > 0 && is_word(hay[s - 1]) || e < hay.len() && is_word(hay[e]) {
+            if !bounded(s, e) || found.inside_longer_identifying(s, e) {
                 continue;
             }
             let t = m.pattern().as_usize();
+            let ti = if t < self.identifying { found.best_tier_within(s, e) } else { tier(t) };
             let better = match best {
                 None => true,
-                Some((bt, bs)) => {
-                    let (ti, bti) = (tier(t), tier(bt));
+                Some((bt, bs, bti)) => {
                     ti < bti || ti == bti && (self.lens[t] > self.lens[bt] || (self.lens[t] == self.lens[bt] && s < bs))
                 }
             };
             if better {
-                best = Some((t, s));
+                best = Some((t, s, ti));
             }
         }
-        best.map(|(t, _)| t).filter(|&t| t < self.identifying)
+        best.map(|(t, _, _)| t).filter(|&t| t < self.identifying)
     }
 
     /// Number of tokens that identify.
@@ -296,9 +360,19 @@ mod tests {
         assert_eq!(m.search(gpt), Some(0));
         assert_eq!(m.find("Mozilla/5.0 (compatible; Foo/1.0)"), Some(1));
         assert_eq!(m.find("Mozilla/5.0 (X11)"), Some(3));
-        // Tier 0 `Googlebot` before the longer tier-1 `Googlebot-Image`.
-        assert_eq!(m.find("Mozilla/5.0 (compatible; Googlebot-Image/1.0)"), Some(4));
-        assert_eq!(m.find("Googlebot-Image/1.0"), Some(4));
+        // The crawler's own product token: `Googlebot-Image` (tier 1) holds
+        // the tier-0 `Googlebot` as a word, and is the group it obeys.
+        assert_eq!(m.find("Mozilla/5.0 (compatible; Googlebot-Image/1.0)"), Some(2));
+        assert_eq!(m.find("Googlebot-Image/1.0"), Some(2));
+        // Holding the tier-0 word, it ranks in tier 0 wherever it is found:
+        // then the longer token wins, as without tiers.
+        assert_eq!(m.find("Googlebot/2.1 (Googlebot-Image)"), Some(2));
+        // A tier-1 token that holds no tier-0 word still yields to one.
+        assert_eq!(m.find("Googlebot/2.1 (compatible)"), Some(4));
+        // A token past `identifying` is served no group: it does not take
+        // its words from a served one.
+        let catalog_only = TokenMatcher::tiered(&["Googlebot", "Googlebot-Image"], &[0, 1], 1);
+        assert_eq!(catalog_only.find("Googlebot-Image/1.0"), Some(0));
         // Past `identifying`: found, wins over tier 2, identifies nothing.
         let sink = TokenMatcher::tiered(&["GPTBot", "compatible", "ClaudeBot"], &[0, 2, 1], 2);
         assert_eq!(sink.find("Mozilla/5.0 (compatible; ClaudeBot/1.0)"), None);

@@ -7,10 +7,12 @@
 //! servers, HTML rewriting or metrics.
 
 pub mod agents_txt;
+pub mod cache;
 pub mod canonical;
 pub mod catalog;
 pub mod client;
 mod compile;
+mod decision;
 mod diag;
 pub mod identify;
 pub mod limits;
@@ -34,6 +36,7 @@ pub mod validate;
 pub mod verification;
 
 pub use compile::{load, Loaded, ADMIN_CONNECTIONS, MAX_ROBOTS_TXT};
+pub use decision::{CacheRule, RequestFacts, UpgradeField, Verdict};
 pub use diag::{error_at_key, parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};

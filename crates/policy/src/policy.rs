@@ -395,9 +395,16 @@ pub struct Decision<'p> {
     /// unverified (`None`: verified, or nothing to verify). With
     /// `Anonymous` the decision is the `*` group's.
     pub on_failure: Option<crate::verification::OnFailure>,
+    /// The policy token a spoofed or unverified request claimed, whatever
+    /// `on_failure` made of it: with `anonymous` it is not [`Decision::agent`],
+    /// yet the log, the metrics and the dashboard still name the claim.
+    pub claimed: Option<&'p str>,
+    /// The catalog crawler a request naming no policy token names
+    /// (`identify::catalog_crawler`): observed under the group that applied.
+    pub observed: Option<&'static str>,
 }
 
-impl Decision<'_> {
+impl<'p> Decision<'p> {
     /// What the proxy does. A request naming no policy token (a browser,
     /// an unknown client) is never blocked nor recorded as a violation:
     /// robots.txt binds crawlers that read it under their token, and such a
@@ -420,19 +427,23 @@ impl Decision<'_> {
         }
     }
 
-    /// The request is for a path its agent's group disallows: a robots.txt
-    /// violation, enforced or not. A spoofed or unverified claim on a path
-    /// its group allows is none, even when it is blocked for the claim.
+    /// The request is for a path that the group applied to it disallows,
+    /// and it came from an identified crawler (a policy token, a claim to
+    /// one, or a catalog crawler): a robots.txt violation, whatever the
+    /// group's `enforce` mode does about it (`off` acts on nothing, it
+    /// still sees). A spoofed or unverified claim on a path its group
+    /// allows is none, even when it is blocked for the claim.
     pub fn violation(&self) -> bool {
-        !self.allowed && self.agent.is_some() && self.rule.is_some_and(|r| !r.allow)
+        !self.allowed
+            && (self.agent.is_some() || self.claimed.is_some() || self.observed.is_some())
+            && self.rule.is_some_and(|r| !r.allow)
     }
 
-    /// Whether the request's access line records the violation: a logged
-    /// or blocked one, and an origin group's disallow under
-    /// `enforce = "off"` (observed, not enforced: the origin's file asks
-    /// it, the policy chose not to enforce it).
-    pub fn violation_recorded(&self) -> bool {
-        self.violation() && (self.action() != Action::Pass || self.group.is_some_and(|g| g.origin))
+    /// The crawler's name for logs and counters: the identified token, else
+    /// the token a failed verification claimed, else the catalog crawler
+    /// observed.
+    pub fn crawler(&self) -> Option<&'p str> {
+        self.agent.or(self.claimed).or(self.observed)
     }
 
     /// Why [`Decision::action`] blocks, `None` when it does not. A failed
@@ -784,7 +795,12 @@ impl Policy {
     /// [`Policy::decide`] on a path already in canonical form (the routing
     /// step has it from the request target), so it is not scanned again.
     pub(crate) fn decide_canonical(&self, user_agent: &str, path: &str) -> Decision<'_> {
-        self.decide_token(self.matcher.find(user_agent), path)
+        let token = self.matcher.find(user_agent);
+        let mut decision = self.decide_token(token, path);
+        if token.is_none() {
+            decision.observed = crate::identify::catalog_crawler(user_agent);
+        }
+        decision
     }
 
     /// Whether `user_agent` looks like a browser's
@@ -884,6 +900,8 @@ impl Policy {
                 block_status: 403,
                 verification: crate::verification::Verification::NotApplicable,
                 on_failure: None,
+                claimed: None,
+                observed: None,
             };
         };
         let g = &self.groups[gi];
@@ -903,6 +921,8 @@ impl Policy {
             block_status: g.block_status,
             verification: crate::verification::Verification::NotApplicable,
             on_failure: None,
+            claimed: None,
+            observed: None,
         }
     }
 

@@ -57,6 +57,12 @@ pub enum BadRequest {
     /// (`verification::check_signature_fields`).
     #[error("the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): {0}")]
     UnparsableSignature(String),
+    /// A protocol upgrade on a charged path: after a `101` the connection
+    /// carries bytes that no charge meters.
+    #[error(
+        "a charged path cannot be upgraded to another protocol (the connection would carry content no charge covers)"
+    )]
+    ChargedUpgrade,
 }
 
 /// `[server] upgrades`: which protocol upgrades (RFC 9110 section 7.8) a
@@ -256,6 +262,11 @@ impl Policy {
         }
         decision.verification = identity.verification;
         decision.on_failure = failure;
+        if failure.is_some() {
+            decision.claimed = token.map(|t| self.tokens[t].as_str());
+        } else if token.is_none() {
+            decision.observed = crate::identify::catalog_crawler(user_agent);
+        }
         // RFC 9421 section 5.1 and the Web Bot Auth draft: a challenge is a
         // 403 whatever the group's block_status.
         if failure == Some(OnFailure::Challenge) {
@@ -784,28 +795,56 @@ enforce = "log"
         assert_eq!(names, ["robots", "spoofed", "unverified", "bad-request", "loop", "replayed", "rate", "payment"]);
     }
 
-    /// An origin group's disallow under `enforce = "off"` is recorded (an
-    /// observed violation, its rule a line of the origin's file); a policy
-    /// group's under `off` is not, and an allowed path never is.
+    /// Observe, then act: `enforce = "off"` acts on nothing but still sees.
+    /// Every identified crawler on a path its applied group disallows is a
+    /// violation: a policy group's under `off` (GPTBot), an origin group's
+    /// (ExampleBot, its rule a line of the origin's file), a catalog
+    /// crawler the policy does not name under `*` (Amazonbot), and a
+    /// spoofed claim sent to `*` by `on_spoofed = "anonymous"`, which keeps
+    /// its claimed name. A browser is never one; an allowed path never is.
     #[test]
-    fn origin_disallow_under_off_is_recorded() {
-        let policy = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\nenforce = \"off\"\n";
+    fn every_identified_crawler_on_a_disallowed_path_is_a_violation() {
+        let policy = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[verification]\n\n[[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/private/\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\nenforce = \"off\"\n\n[[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\n";
         let loaded = load(policy, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let m = loaded
             .policy
             .merge_origin(b"User-agent: ExampleBot\nDisallow: /v1-only/\n")
             .unwrap_or_else(|e| panic!("{e}"));
         let p = &m.policy;
-        type Row = (&'static str, &'static str, bool, bool, Option<(usize, bool)>);
+        let spoofed = Verification::Spoofed(crate::verification::Method::Rdns);
+        type Row = (&'static str, &'static str, Verification, bool, Option<&'static str>, Option<(usize, bool)>);
         let rows: &[Row] = &[
-            ("ExampleBot/1.0", "/v1-only/a", true, true, Some((2, true))),
-            ("ExampleBot/1.0", "/other", false, false, None),
-            ("GPTBot/1.0", "/a", true, false, Some((10, false))),
+            ("ExampleBot/1.0", "/v1-only/a", Verification::NotApplicable, true, Some("ExampleBot"), Some((2, true))),
+            ("ExampleBot/1.0", "/other", Verification::NotApplicable, false, Some("ExampleBot"), None),
+            ("GPTBot/1.0", "/a", Verification::NotApplicable, true, Some("GPTBot"), Some((12, false))),
+            (
+                "Mozilla/5.0 (compatible; Amazonbot/0.1)",
+                "/private/a",
+                Verification::NotApplicable,
+                true,
+                Some("Amazonbot"),
+                Some((8, false)),
+            ),
+            (
+                "Mozilla/5.0 (compatible; Amazonbot/0.1)",
+                "/public",
+                Verification::NotApplicable,
+                false,
+                Some("Amazonbot"),
+                None,
+            ),
+            ("Googlebot/2.1", "/private/a", spoofed, true, Some("Googlebot"), Some((8, false))),
+            ("Googlebot/2.1", "/nogoogle/a", spoofed, false, Some("Googlebot"), None),
+            ("Mozilla/5.0 Firefox/130.0", "/private/a", Verification::NotApplicable, false, None, Some((8, false))),
         ];
-        for (ua, path, violation, recorded, line) in rows {
-            let d = p.decide(ua, path);
-            let got = (d.violation(), d.violation_recorded(), d.rule.map(|r| r.line).zip(d.group.map(|g| g.origin)));
-            assert_eq!(got, (*violation, *recorded, *line), "{ua} {path}");
+        for (ua, path, verification, violation, crawler, line) in rows {
+            let id = Identity { verification: *verification, proven: None, replayed: false, unparsable: None };
+            let d = match p.route_with(false, path.as_bytes(), UserAgentField::One(ua), id) {
+                Route::Forward { decision, .. } => decision,
+                other => panic!("{ua} {path}: {other:?}"),
+            };
+            let got = (d.violation(), d.crawler(), d.rule.map(|r| r.line).zip(d.group.map(|g| g.origin)));
+            assert_eq!(got, (*violation, *crawler, *line), "{ua} {path}");
             assert_eq!(d.action(), Action::Pass, "{ua} {path}");
         }
     }

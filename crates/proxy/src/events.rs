@@ -226,6 +226,9 @@ pub struct RequestDone<'a> {
     /// The catalog crawler a request naming no policy token names
     /// (already in `agent`; kept apart for the activity model's slot).
     pub observed: Option<&'static str>,
+    /// The token a spoofed or unverified claim named when its group sent it
+    /// to `*` (already in `agent`; the dashboard gives it a row of its own).
+    pub claimed: Option<&'a str>,
     /// The group applied.
     pub group: Option<&'a str>,
     /// The outcome.
@@ -425,6 +428,7 @@ impl RequestDone<'_> {
             reason: self.reason,
             violation: self.violation,
             observed: self.observed,
+            claimed: self.claimed,
             now: crate::activity::unix_now(),
         });
     }
@@ -549,6 +553,7 @@ mod tests {
     fn done<'a>(c: &'a ClientAddr) -> RequestDone<'a> {
         RequestDone {
             observed: None,
+            claimed: None,
             time: UNIX_EPOCH + Duration::from_millis(1_795_973_337_123),
             id: RequestId { prefix: 0x5f3a_9c1e, n: 42 },
             client: Some(c),

@@ -259,8 +259,9 @@ mod tests {
             client: None,
             verification: d.verification,
             reason: d.block_reason(),
-            violation: d.violation_recorded(),
+            violation: d.violation(),
             observed: None,
+            claimed: None,
             now,
         }
     }

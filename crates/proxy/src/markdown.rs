@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use crawlgate_html::markdown::{MarkdownConfig, MarkdownConverter, PageInfo};
 use crawlgate_policy::markdown::{
-    guard, is_ai, markdown_etag, not_modified, origin_precondition, Negotiation, NotModified, Precondition,
+    guard, is_ai, markdown_etag, not_modified, origin_precondition, NotModified, Precondition,
 };
 use crawlgate_policy::{Policy, UrlControls};
 use http::header::{self, HeaderName};
@@ -61,22 +61,10 @@ pub fn config(policy: &Policy) -> Option<Arc<MarkdownConfig>> {
     Some(Arc::new(MarkdownConfig::from_settings(s, MAX_MEMORY)))
 }
 
-/// The request side: whether this request on `path` (canonical) gets
-/// Markdown, HTML that varies by Accept, or is not concerned. A request
-/// that gets Markdown has its preconditions mapped onto the page's
-/// validators ([`origin_preconditions`]).
-pub fn negotiate(policy: &Policy, session: &mut Session, path: &str) -> Negotiation {
-    let negotiated = negotiation(policy, session, path);
-    if negotiated == Negotiation::Markdown {
-        origin_preconditions(session.req_header_mut());
-    }
-    negotiated
-}
-
 /// Rewrites `If-None-Match` and `If-Match` of a request that negotiated
 /// Markdown for the origin (`policy::markdown::origin_precondition`); the
 /// origin's copy of the request is made from this one.
-fn origin_preconditions(req: &mut pingora::http::RequestHeader) {
+pub fn origin_preconditions(req: &mut pingora::http::RequestHeader) {
     // With If-None-Match present the origin ignores If-Modified-Since (RFC
     // 9110 section 13.1.3); once the HTML's tags are dropped it would not,
     // and a date the client got with the HTML would answer the Markdown.
@@ -104,23 +92,20 @@ fn origin_preconditions(req: &mut pingora::http::RequestHeader) {
     }
 }
 
-fn negotiation(policy: &Policy, session: &Session, path: &str) -> Negotiation {
-    let Some(settings) = policy.settings().markdown.as_ref() else { return Negotiation::NotCovered };
-    let req = session.req_header();
+/// The request's `Accept` field, its lines joined into one list (RFC 9110
+/// section 5.3), for the decision's Markdown negotiation.
+pub fn accept(req: &pingora::http::RequestHeader) -> Option<std::borrow::Cow<'_, str>> {
     let mut values = req.headers.get_all(header::ACCEPT).iter();
     let first = values.next().map(|v| String::from_utf8_lossy(v.as_bytes()));
-    // Several Accept lines are one comma-separated list (RFC 9110 section
-    // 5.3).
-    let accept = match (first, values.next()) {
-        (Some(f), None) => Some(f.into_owned()),
+    match (first, values.next()) {
+        (Some(f), None) => Some(f),
         (Some(f), Some(second)) => {
             let mut all = vec![f.into_owned(), String::from_utf8_lossy(second.as_bytes()).into_owned()];
             all.extend(values.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()));
-            Some(all.join(", "))
+            Some(std::borrow::Cow::Owned(all.join(", ")))
         }
         (None, _) => None,
-    };
-    crawlgate_policy::markdown::negotiate(Some(settings), req.method.as_str(), path, accept.as_deref())
+    }
 }
 
 /// What the response side did.

@@ -25,17 +25,39 @@ use pingora::{Error, ErrorType, Result};
 
 use crate::state::Shared;
 
-/// The license verifier and the facilitator client, built at start from
-/// `[payment.rsl]` and `[payment.x402]` (restart-only, like the ledger).
+/// The license verifier and the facilitator client of one snapshot's
+/// `[payment.rsl]` and `[payment.x402]`: a reload that changes them builds
+/// new ones with its snapshot, so the prices and dialects in force are
+/// always the ones the clients can take.
 #[derive(Default)]
 pub struct Dialects {
     license: Option<LicenseVerifier>,
     x402: Option<(X402Config, Facilitator)>,
+    /// The settings they were built from, to keep them across a reload
+    /// that does not change them (and their key caches with them).
+    settings: String,
 }
 
 impl Dialects {
-    /// Builds what the policy's payment dialects need.
+    /// Whether `pay` is what these clients were built from.
+    pub fn same_settings(&self, pay: &PaymentSettings) -> bool {
+        self.settings == Self::key(pay)
+    }
+
+    fn key(pay: &PaymentSettings) -> String {
+        if pay.charging {
+            format!("{:?} {:?}", pay.rsl, pay.x402)
+        } else {
+            String::new()
+        }
+    }
+
+    /// Builds what the policy's payment dialects need (nothing when it
+    /// charges nothing).
     pub fn open(pay: &PaymentSettings) -> anyhow::Result<Dialects> {
+        if !pay.charging {
+            return Ok(Dialects::default());
+        }
         let license = match &pay.rsl {
             Some(s) => Some(
                 LicenseVerifier::new(RslConfig::from_settings(s)).map_err(|e| anyhow::anyhow!("payment.rsl: {e}"))?,
@@ -50,15 +72,8 @@ impl Dialects {
             }
             None => None,
         };
-        Ok(Dialects { license, x402 })
+        Ok(Dialects { license, x402, settings: Self::key(pay) })
     }
-}
-
-/// The keys only a restart applies (the verifier, its key cache and the
-/// facilitator client are built once).
-pub fn restart_only(policy: &Policy) -> (&'static str, String) {
-    let p = policy.payment();
-    ("payment.rsl, payment.x402", format!("{:?} {:?}", p.rsl, p.x402))
 }
 
 /// The `code` labels of `crawlgate_payment_errors_total` for the license
@@ -134,7 +149,7 @@ fn requirements(d: &Dialects, price: Price) -> Option<(&Facilitator, Requirement
 /// another dialect's 402 names it too, so that a client that speaks only
 /// x402 learns how to pay.
 pub fn x402_required(
-    shared: &Shared,
+    d: &Dialects,
     pay: &PaymentSettings,
     req: &RequestHeader,
     price: Price,
@@ -143,7 +158,7 @@ pub fn x402_required(
     if !pay.offers(Dialect::X402) {
         return None;
     }
-    let (_, ours) = requirements(&shared.payment.get()?.dialects, price)?;
+    let (_, ours) = requirements(d, price)?;
     Some(x402::payment_required(&ours, &resource_url(pay, req, path), "PAYMENT-SIGNATURE header is required"))
 }
 
@@ -162,11 +177,11 @@ pub async fn request(
     shared: &Shared,
     session: &mut Session,
     policy: &Policy,
+    d: &Dialects,
     price: Price,
     path: &str,
 ) -> Result<Outcome> {
     let pay = policy.payment();
-    let Some(d) = shared.payment.get().map(|c| &c.dialects) else { return Ok(Outcome::NotMine) };
     let req = session.req_header();
     let auth = authorization(req);
     let has_license = auth.iter().any(|v| rsl::is_license_authorization(v));
@@ -329,6 +344,7 @@ pub async fn response(
     resp: &mut ResponseHeader,
     paid: &mut Paid,
     policy: &Policy,
+    d: &Dialects,
     c: crate::payment::Charge<'_>,
 ) -> std::result::Result<Option<crate::payment::Row>, Charged> {
     for name in [x402::PAYMENT_RESPONSE, x402::PAYMENT_REQUIRED] {
@@ -342,7 +358,7 @@ pub async fn response(
     let (dialect, subject, settlement) = match paid {
         Paid::License { subject, token_id } => (Dialect::License, subject.clone(), token_id.clone()),
         Paid::X402 { payment, requirements, payer, settle_failed, .. } => {
-            let Some((_, client)) = charging.dialects.x402.as_ref() else {
+            let Some((_, client)) = d.x402.as_ref() else {
                 return Err(Charged::Ledger("no facilitator".into()));
             };
             match client.settle(payment, requirements).await {

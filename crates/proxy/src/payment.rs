@@ -35,8 +35,6 @@ pub struct Charging {
     pub ledger: Ledger,
     /// `[payment] instance_id`, else the host name.
     pub instance: String,
-    /// The license verifier and the x402 facilitator client.
-    pub dialects: crate::paid::Dialects,
 }
 
 /// Opens the ledger when the policy has a charge group; an unwritable
@@ -46,10 +44,9 @@ pub fn open(policy: &Policy, metrics: &crate::metrics::Metrics) -> anyhow::Resul
     let Some(path) = p.ledger.as_deref().filter(|_| p.charging) else { return Ok(None) };
     let ledger = Ledger::open(Path::new(path)).map_err(|e| anyhow::anyhow!("payment.ledger: {e}"))?;
     let instance = p.instance_id.clone().unwrap_or_else(host_name);
-    let dialects = crate::paid::Dialects::open(p)?;
     metrics.payment().init(policy);
     tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
-    Ok(Some(Charging { ledger, instance, dialects }))
+    Ok(Some(Charging { ledger, instance }))
 }
 
 /// On reload: opens the ledger when `policy` is the first to charge
@@ -191,8 +188,8 @@ fn signed(req: &RequestHeader, verification: Verification, evidence: Option<&Evi
     }
 }
 
-/// Request phase of a forwarded request: prices it for its group and, in
-/// a charge group, answers it or lets it through to be charged. Strips
+/// Request phase of a forwarded request that the decision priced (`price`,
+/// `None` when free): answers it or lets it through to be charged. Strips
 /// the dialect's request fields before the origin sees them (whenever the
 /// policy charges).
 #[allow(clippy::too_many_arguments)]
@@ -200,7 +197,8 @@ pub async fn request(
     shared: &Shared,
     session: &mut Session,
     policy: &Policy,
-    group: Option<usize>,
+    dialects: &crate::paid::Dialects,
+    price: Option<Price>,
     path: &str,
     verification: Verification,
     evidence: Option<&Evidence>,
@@ -211,10 +209,9 @@ pub async fn request(
     if !pay.charging {
         return Ok(Step::Pass);
     }
-    let price = group.and_then(|g| policy.price(g, path));
     let mine = match price {
         Some(price) if pay.offers(Dialect::License) || pay.offers(Dialect::X402) => {
-            crate::paid::request(shared, session, policy, price, path).await?
+            crate::paid::request(shared, session, policy, dialects, price, path).await?
         }
         _ => crate::paid::Outcome::NotMine,
     };
@@ -254,7 +251,7 @@ pub async fn request(
                         // A 402 names every dialect offered: x402's
                         // requirements too, when the policy offers it.
                         let x402 = (status == 402)
-                            .then(|| crate::paid::x402_required(shared, pay, session.req_header(), price, path))
+                            .then(|| crate::paid::x402_required(dialects, pay, session.req_header(), price, path))
                             .flatten();
                         let terms = pay.terms_link();
                         let refusal =
@@ -264,7 +261,26 @@ pub async fn request(
                     }
                 }
             }
-            _ => Step::Pass,
+            // A price that no dialect in force can take: never forwarded
+            // free, answered 402 with the price and the terms.
+            Some(price) => {
+                let x402 = crate::paid::x402_required(dialects, pay, session.req_header(), price, path);
+                let terms = pay.terms_link();
+                let refusal = Refusal {
+                    terms: terms.as_deref(),
+                    status: 402,
+                    error: None,
+                    price: Some(price),
+                    x402: x402.as_deref(),
+                };
+                let body = format!(
+                    "402 Payment Required: this path costs {price}, and the request carries no payment this site takes; see the terms\n"
+                );
+                crate::paid::strip(session.req_header_mut(), pay);
+                Box::pin(refuse_with(session, refusal, Some(body))).await?;
+                return Ok(Step::Answered);
+            }
+            None => Step::Pass,
         },
     };
     let req = session.req_header_mut();
@@ -352,19 +368,20 @@ pub async fn response(
     shared: &Shared,
     resp: &mut ResponseHeader,
     pending: &mut Pending,
-    policy: &Policy,
+    snap: &crate::state::Snapshot,
     agent: &str,
     subject: &str,
     path: &str,
     request_id: String,
 ) -> Result<()> {
+    let (policy, dialects) = (&snap.policy, &*snap.dialects);
     for name in [cloudflare::PRICE, cloudflare::CHARGED, cloudflare::ERROR] {
         resp.remove_header(name);
     }
     let charge = Charge { price: pending.price, agent, path, request_id };
     if let Some(paid) = pending.paid.as_mut() {
         let c = charge;
-        return match crate::paid::response(shared, resp, paid, policy, c).await {
+        return match crate::paid::response(shared, resp, paid, policy, dialects, c).await {
             Ok(row) => {
                 if row.is_some() {
                     shared.metrics.payment().ledger_healthy(true);

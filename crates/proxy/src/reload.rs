@@ -56,7 +56,6 @@ fn restart_settings(policy: &crawlgate_policy::Policy) -> Vec<(&'static str, Str
     all.push(crate::verify::restart_only(policy));
     all.extend(crate::limits::restart_only(policy.limit_settings()));
     all.push(crate::payment::restart_only(policy));
-    all.push(crate::paid::restart_only(policy));
     all
 }
 
@@ -66,7 +65,7 @@ fn restart_settings_with_payment(
     started: &[(&'static str, String)],
     policy: &crawlgate_policy::Policy,
 ) -> Vec<(&'static str, String)> {
-    let payment = [crate::payment::restart_only(policy), crate::paid::restart_only(policy)];
+    let payment = [crate::payment::restart_only(policy)];
     started
         .iter()
         .map(|(k, v)| payment.iter().find(|(pk, _)| pk == k).cloned().unwrap_or_else(|| (*k, v.clone())))

@@ -19,7 +19,8 @@ use crawlgate_policy::client::{client_address, origin_field, ClientAddr, ClientA
 use crawlgate_policy::markdown::Negotiation;
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{
-    Action, AgentId, BlockReason, Claim, Decision, Identity, LocalFile, Route, Upgrades, UrlControls, UserAgentField,
+    Action, AgentId, BlockReason, CacheRule, Claim, Decision, Identity, LocalFile, RequestFacts, Route, UpgradeField,
+    Upgrades, UrlControls, UserAgentField,
 };
 use http::header;
 use pingora::http::{RequestHeader, ResponseHeader};
@@ -143,6 +144,10 @@ pub struct Ctx {
     /// The catalog crawler a request naming no policy token names, for
     /// logs and metrics only (`group` stays the one that decided).
     observed: Option<&'static str>,
+    /// The policy token a spoofed or unverified request claimed when
+    /// `on_spoofed` / `on_unverified = "anonymous"` decided it as `*`:
+    /// still named in the log, the metrics and the dashboard.
+    claimed: Option<AgentId>,
     /// Its verification still running (a reverse DNS lookup the response
     /// does not wait for); `logging` awaits it.
     observing: Option<(Claim<'static>, tokio::task::JoinHandle<Verdict>)>,
@@ -153,11 +158,17 @@ pub struct Ctx {
     limit: Option<crawlgate_policy::limits::GroupLimit>,
     /// A charge to record or a price to state in the response phase.
     pay: Option<Box<crate::payment::Pending>>,
+    /// Whether a shared cache may store the response.
+    cache: CacheRule,
 }
 
 impl Ctx {
     fn agent_name(&self) -> Option<&str> {
         self.agent.map(|a| self.snap.policy.agent_name(a))
+    }
+
+    fn claimed_name(&self) -> Option<&str> {
+        self.claimed.map(|a| self.snap.policy.agent_name(a))
     }
 
     fn group_name(&self) -> Option<&str> {
@@ -170,7 +181,10 @@ impl Ctx {
         self.group = decision.group.map(|g| g.index);
         // The access log shows the deciding rule; the activity model keeps
         // it for violations and blocks, logged or not.
-        if self.logged || decision.action() != Action::Pass || decision.violation_recorded() {
+        if decision.agent.is_none() {
+            self.claimed = decision.claimed.and_then(|c| self.snap.policy.claim_token(c)).map(|c| c.agent_id);
+        }
+        if self.logged || decision.action() != Action::Pass || decision.violation() {
             self.rule = decision.rule.map(|r| (r.pattern.to_owned(), r.line));
             self.origin_rule = decision.group.is_some_and(|g| g.origin);
         }
@@ -201,6 +215,16 @@ fn address_lines<'r>(req: &'r RequestHeader, settings: &ClientAddressSettings) -
 /// The request's `Host` (or HTTP/2 `:authority`), for limits per site.
 fn request_host(req: &RequestHeader) -> Option<&str> {
     req.headers.get(header::HOST).and_then(|h| h.to_str().ok()).or_else(|| req.uri.authority().map(|a| a.as_str()))
+}
+
+/// The request's `Upgrade` field lines.
+fn upgrade_field(req: &RequestHeader) -> UpgradeField<'_> {
+    let mut lines = req.headers.get_all(header::UPGRADE).iter();
+    match (lines.next(), lines.next()) {
+        (None, _) => UpgradeField::Absent,
+        (Some(v), None) => UpgradeField::One(v.as_bytes()),
+        (Some(_), Some(_)) => UpgradeField::Many,
+    }
 }
 
 /// The request's `User-Agent` field lines, decoded when there is one
@@ -252,11 +276,13 @@ impl ProxyHttp for Gate {
             violation: false,
             reason: None,
             observed: None,
+            claimed: None,
             observing: None,
             origin_rule: false,
             browser: false,
             limit: None,
             pay: None,
+            cache: CacheRule::Origin,
         }
     }
 
@@ -339,10 +365,21 @@ impl ProxyHttp for Gate {
         let wire = client_target_with_fragment(session);
         let raw_target = wire.as_deref().unwrap_or(req.raw_path());
         let upgrade_ok = upgrade.is_ok();
-        let route = match upgrade {
-            Err(why) => Route::BadRequest(why),
-            Ok(()) => snap.policy.route_with(req.method == http::Method::OPTIONS, raw_target, field, identity),
+        // Only a policy that converts pages reads Accept.
+        let accept = snap.policy.settings().markdown.as_ref().and_then(|_| crate::markdown::accept(req));
+        let facts = RequestFacts {
+            method: req.method.as_str(),
+            raw_target,
+            user_agent: field,
+            upgrade: upgrade_field(req),
+            client,
+            host: request_host(req),
+            accept: accept.as_deref(),
         };
+        // The whole decision, once: what follows carries it out.
+        let crawlgate_policy::Verdict { route, limit, price, form, cache, .. } =
+            snap.policy.decide_request(&facts, identity);
+        ctx.cache = cache;
         // After routing: the answer is remembered with the identification.
         ctx.browser = ua_lines == 1 && snap.policy.looks_like_browser(&ua);
         // A catalog crawler the policy does not name (nor claimed, so no
@@ -369,10 +406,6 @@ impl ProxyHttp for Gate {
                 ctx.signature = ctx.signature.or(verdict.signature);
             }
         }
-        let limit = match client {
-            Some(ip) if snap.policy.limit_settings().any_group => snap.policy.limit(&route, ip, request_host(req)),
-            _ => None,
-        };
         match route {
             Route::BadRequest(why) => {
                 ctx.local = Some(Local::BadRequest);
@@ -457,7 +490,7 @@ impl ProxyHttp for Gate {
             Route::Forward { decision, target, controls } => {
                 ctx.note(&decision);
                 ctx.outcome = decision.action();
-                if decision.violation_recorded() {
+                if decision.violation() {
                     violation(&decision).emit(&self.shared.metrics);
                     ctx.violation = true;
                 }
@@ -486,12 +519,13 @@ impl ProxyHttp for Gate {
                 ctx.forward = target.forward.map(Cow::into_owned);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-                let (group, evidence) = (ctx.group, ctx.evidence.as_ref());
+                let evidence = ctx.evidence.as_ref();
                 let step = crate::payment::request(
                     &self.shared,
                     session,
                     &snap.policy,
-                    group,
+                    &snap.dialects,
+                    price,
                     &ctx.path,
                     ctx.verification,
                     evidence,
@@ -508,7 +542,10 @@ impl ProxyHttp for Gate {
                         return Ok(true);
                     }
                 }
-                ctx.markdown = crate::markdown::negotiate(&ctx.snap.policy, session, &ctx.path);
+                ctx.markdown = form;
+                if form == Negotiation::Markdown {
+                    crate::markdown::origin_preconditions(session.req_header_mut());
+                }
             }
         }
         self.add_forwarding_fields(session, ctx)?;
@@ -579,12 +616,19 @@ impl ProxyHttp for Gate {
                 _ => "",
             };
             let id = String::from_utf8_lossy(crate::events::IdText::new().write(ctx.id)).into_owned();
-            let charged =
-                crate::payment::response(&self.shared, resp, pay, &ctx.snap.policy, agent, subject, &ctx.path, id);
+            let charged = crate::payment::response(&self.shared, resp, pay, &ctx.snap, agent, subject, &ctx.path, id);
             if let Err(e) = Box::pin(charged).await {
                 ctx.reason = Some(BlockReason::Payment);
                 return Err(e);
             }
+        }
+        if ctx.cache == CacheRule::Private {
+            // A paid page, or one that states its price, is this client's
+            // alone: never stored by a shared cache in front of the proxy.
+            let private = crawlgate_policy::cache::private(
+                resp.headers.get_all(header::CACHE_CONTROL).iter().map(http::HeaderValue::as_bytes),
+            );
+            resp.insert_header(header::CACHE_CONTROL, private)?;
         }
         let Some(controls) = ctx.controls.as_ref() else {
             compress(session, &ctx.snap, false);
@@ -804,8 +848,9 @@ impl ProxyHttp for Gate {
             bytes_sent: session.body_bytes_sent(),
             user_agent: (ua_lines == 1).then_some(&*ua),
             browser: ctx.browser,
-            agent: ctx.agent_name().or(ctx.observed),
+            agent: ctx.agent_name().or(ctx.claimed_name()).or(ctx.observed),
             observed: ctx.observed,
+            claimed: ctx.claimed_name(),
             group: ctx.group_name(),
             outcome: ctx.outcome,
             local: ctx.local,
@@ -930,7 +975,7 @@ fn client_target_with_fragment(session: &Session) -> Option<Bytes> {
 
 /// The violation event of a decision that robots.txt disallows.
 fn violation<'a>(decision: &Decision<'a>) -> Violation<'a> {
-    Violation { agent: decision.agent.unwrap_or(OTHER_AGENT), group: decision.group.map_or("", |g| g.name) }
+    Violation { agent: decision.crawler().unwrap_or(OTHER_AGENT), group: decision.group.map_or("", |g| g.name) }
 }
 
 /// The access log's name of an HTTP version.

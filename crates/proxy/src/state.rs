@@ -44,6 +44,11 @@ pub struct Snapshot {
     pub markdown: Option<Arc<crawlgate_html::markdown::MarkdownConfig>>,
     /// The origin pool.
     pub upstream: Arc<Upstream>,
+    /// The payment dialects' clients (license verifier, x402 facilitator)
+    /// of this policy's `[payment.rsl]` / `[payment.x402]`: built with the
+    /// snapshot (a reload that cannot build them is refused), kept from the
+    /// previous snapshot while those settings do not change.
+    pub dialects: Arc<crate::paid::Dialects>,
 }
 
 /// Why a policy could not become a snapshot.
@@ -73,8 +78,8 @@ pub enum LoadError {
         /// What went wrong.
         error: String,
     },
-    /// The policy charges for the first time and its ledger (or a payment
-    /// dialect's client) cannot be opened.
+    /// The policy charges for the first time and its ledger cannot be
+    /// opened, or a payment dialect's client cannot be built.
     #[error("{0}; the running policy stays in force")]
     Payment(String),
 }
@@ -100,6 +105,12 @@ impl Snapshot {
         let upstream = match previous {
             Some(prev) if prev.upstream.same_settings(&settings.upstream) => prev.upstream.clone(),
             _ => Upstream::new(&settings.upstream)?,
+        };
+        let dialects = match previous {
+            Some(prev) if prev.dialects.same_settings(policy.payment()) => prev.dialects.clone(),
+            _ => Arc::new(
+                crate::paid::Dialects::open(policy.payment()).map_err(|e| LoadError::Payment(format!("{e:#}")))?,
+            ),
         };
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
         let markdown = crate::markdown::config(&policy);
@@ -131,6 +142,7 @@ impl Snapshot {
             rewrites_bodies,
             markdown,
             upstream,
+            dialects,
         })
     }
 }

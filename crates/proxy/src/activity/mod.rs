@@ -87,6 +87,10 @@ pub struct Hit<'a> {
     /// (`identify::catalog_crawler`): its own row, counted under its
     /// operator.
     pub observed: Option<&'static str>,
+    /// The policy token a spoofed or unverified claim named when its group
+    /// sent it to `*`: counted in a row of its own, `<token> (claimed)`,
+    /// apart from the crawler it claims to be.
+    pub claimed: Option<&'a str>,
     /// Unix seconds.
     pub now: u64,
 }
@@ -404,6 +408,20 @@ impl Activity {
         named.entry(Arc::from(name)).or_insert_with(|| Arc::new(AgentStats::new(name))).clone()
     }
 
+    /// The row of spoofed or unverified claims to `token` that its group
+    /// sent to `*` (at most one per policy token).
+    fn claimed_slot(&self, token: &str) -> Arc<AgentStats> {
+        let name = format!("{token} (claimed)");
+        if let Some(s) = self.named.read().ok().and_then(|n| n.get(name.as_str()).cloned()) {
+            return s;
+        }
+        let mut named = match self.named.write() {
+            Ok(n) => n,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        named.entry(Arc::from(name.as_str())).or_insert_with(|| Arc::new(AgentStats::new(&name))).clone()
+    }
+
     /// Number of named slots (`other-bot` and `browser` not included).
     #[cfg(test)]
     pub fn slot_count(&self) -> usize {
@@ -417,10 +435,11 @@ impl Activity {
     pub fn hit(&self, hit: &Hit<'_>) {
         let slot = match hit.agent {
             Some((id, name)) => self.token_slot(hit.generation, id, name),
-            None => match hit.observed {
-                Some(name) => self.catalog_slot(name),
-                None if hit.browser => self.browser.clone(),
-                None => self.other_bot.clone(),
+            None => match (hit.observed, hit.claimed) {
+                (Some(name), _) => self.catalog_slot(name),
+                (None, Some(token)) => self.claimed_slot(token),
+                (None, None) if hit.browser => self.browser.clone(),
+                (None, None) => self.other_bot.clone(),
             },
         };
         let s = &*slot;

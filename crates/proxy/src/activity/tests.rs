@@ -40,8 +40,9 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         client: Some("192.0.2.1".parse().unwrap()),
         verification: d.verification,
         reason: d.block_reason(),
-        violation: d.violation_recorded(),
-        observed: d.agent.is_none().then(|| crawlgate_policy::identify::catalog_crawler(ua)).flatten(),
+        violation: d.violation(),
+        observed: d.observed,
+        claimed: d.claimed.filter(|_| d.agent.is_none()),
         now: 1_000_000,
     }
 }

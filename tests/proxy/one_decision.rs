@@ -1,0 +1,298 @@
+//! Where features meet: each test is one fault that came from one
+//! feature's decision made apart from another's (a reload and the payment
+//! clients, an upgrade and a charge, a charge and a shared cache, the
+//! origin's groups and identification, enforcement and observation). Each
+//! failed before the request's decision became one value.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
+use crawlgate_payment::ledger::Reader;
+use crawlgate_testkit::facilitator::Facilitator;
+use crawlgate_testkit::http::{exchange, RawResponse};
+use crawlgate_testkit::temp::TempDir;
+
+const NETWORK: &str = "eip155:84532";
+
+fn addrs() -> (SocketAddr, SocketAddr) {
+    let port = || -> SocketAddr { format!("127.0.0.1:{}", free_port()).parse().unwrap() };
+    (port(), port())
+}
+
+/// A charge group for ExampleBot, paid with x402 in `currency`.
+fn x402_rules(f: &Facilitator, ledger: &std::path::Path, currency: &str, dialects: &str) -> String {
+    format!(
+        "[[group]]\nuser_agents = [\"*\"]\n\n\
+         [[group]]\nuser_agents = [\"ExampleBot\"]\nenforce = \"charge\"\nprice = \"{currency} 0.01\"\n\n\
+         [payment]\nledger = \"{}\"\ndialects = {dialects}\ninstance_id = \"edge-1\"\n\n\
+         [payment.x402]\nfacilitator = \"{}\"\npay_to = \"0x209693Bc6afc0C5328bA36FaF03C514EF312287C\"\nnetwork = \"{NETWORK}\"\nasset = \"0x036CbD53842c5426634e7929541eC2318f3dCF7e\"\ncurrency = \"{currency}\"\ndecimals = 6\ntimeout = \"500ms\"\nallow_http = true\nallow_private_addresses = true\n",
+        ledger.display(),
+        f.url()
+    )
+}
+
+fn status_json(proxy: &Proxy) -> serde_json::Value {
+    let text = reqwest::blocking::get(proxy.admin_url("/status")).unwrap().text().unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Writes `policy` and waits for the proxy to load it (or to fail to).
+fn reload(proxy: &Proxy, policy: &str) {
+    let before = status_json(proxy);
+    std::fs::write(&proxy.policy_path, policy).unwrap();
+    proxy.signal("HUP");
+    wait_for("the reload", Duration::from_secs(20), || {
+        let s = status_json(proxy);
+        (s["generation"] != before["generation"] || s["last_error_at"] != before["last_error_at"]).then_some(())
+    });
+}
+
+/// Status, headers and body of a GET as `ua`.
+fn get(proxy: &Proxy, path: &str, ua: &str) -> (u16, reqwest::header::HeaderMap, String) {
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let resp = client.get(proxy.url(path)).header("User-Agent", ua).send().unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    (status, headers, resp.text().unwrap_or_default())
+}
+
+fn rows(ledger: &std::path::Path) -> usize {
+    Reader::open(ledger).and_then(|r| r.export(0)).map_or(0, |r| r.len())
+}
+
+/// The amount and currency a `PAYMENT-REQUIRED` asks for.
+fn required(h: &reqwest::header::HeaderMap) -> Option<(String, String)> {
+    let v = h.get("payment-required")?.to_str().ok()?;
+    let doc: serde_json::Value = serde_json::from_slice(&STANDARD.decode(v).ok()?).ok()?;
+    let accepts = &doc["accepts"][0];
+    Some((accepts["amount"].as_str()?.to_string(), accepts["asset"].as_str()?.to_string()))
+}
+
+/// A reload that changes a charge group's dialects or currency builds the
+/// payment clients with its snapshot: a request no client could price was
+/// forwarded free until a restart (`dialects [x402], unsigned -> 200`).
+#[test]
+fn a_reload_that_changes_the_dialects_or_currency_never_serves_a_charged_path_free() {
+    let facilitator = Facilitator::start(NETWORK);
+    let origin = Origin::start(vec![("/articles/1", Route::ok("text/plain", "PAID-CONTENT\n"))]);
+    let dir = TempDir::new("reload-dialects");
+    let ledger = dir.join("ledger.sqlite");
+    let (addr, admin) = addrs();
+    let base = base_policy(addr, admin, origin.addr);
+    // Started with Cloudflare's dialect alone: no x402 client is built.
+    let cloudflare = x402_rules(&facilitator, &ledger, "USD", "[\"crawler-price\"]");
+    let cloudflare = cloudflare[..cloudflare.find("[payment.x402]").unwrap()].to_string();
+    let proxy = Proxy::start_with(addr, admin, &(base.clone() + &cloudflare));
+    let (status, _, body) = get(&proxy, "/articles/1", "ExampleBot/1.0");
+    assert_eq!(status, 402, "{body}");
+
+    reload(&proxy, &(base.clone() + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]")));
+    assert_eq!(status_json(&proxy)["last_error"], serde_json::Value::Null);
+    let (status, h, body) = get(&proxy, "/articles/1", "ExampleBot/1.0");
+    assert_eq!(
+        (status, required(&h)),
+        (402, Some(("10000".into(), "0x036CbD53842c5426634e7929541eC2318f3dCF7e".into()))),
+        "{body}"
+    );
+
+    reload(&proxy, &(base + &x402_rules(&facilitator, &ledger, "EUR", "[\"x402\"]")));
+    assert_eq!(status_json(&proxy)["restart_required"], serde_json::json!([]));
+    let (status, h, body) = get(&proxy, "/articles/1", "ExampleBot/1.0");
+    assert_eq!(status, 402, "{body}");
+    assert!(required(&h).is_some(), "{h:?}");
+    assert!(!body.contains("PAID-CONTENT"), "{body}");
+    assert!(origin.seen().is_empty(), "{:?}", origin.seen());
+    assert_eq!(rows(&ledger), 0);
+}
+
+/// A websocket upgrade on a charged path is refused before anything is
+/// verified, settled or forwarded: after a 101 the tunnel carries bytes no
+/// charge meters.
+#[test]
+fn an_upgrade_on_a_charged_path_is_refused() {
+    let facilitator = Facilitator::start(NETWORK);
+    let origin = Origin::start(vec![("/articles/1", Route::ok("text/plain", "PAID-CONTENT\n"))]);
+    let dir = TempDir::new("charged-upgrade");
+    let ledger = dir.join("ledger.sqlite");
+    let (addr, admin) = addrs();
+    let policy = base_policy(addr, admin, origin.addr) + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]");
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let request = "GET /articles/1 HTTP/1.1\r\nHost: site.test\r\nUser-Agent: ExampleBot/1.0\r\n\
+                   Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+                   Sec-WebSocket-Version: 13\r\nPAYMENT-SIGNATURE: e30=\r\n\r\n";
+    let raw = exchange(proxy.addr, request.as_bytes(), Duration::from_secs(5));
+    let resp = RawResponse::parse(&raw, false).unwrap_or_else(|| panic!("{}", String::from_utf8_lossy(&raw)));
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    assert_eq!(resp.status, 400, "{text}");
+    assert!(
+        text.ends_with("400 Bad Request: a charged path cannot be upgraded to another protocol (the connection would carry content no charge covers)\n"),
+        "{text}"
+    );
+    assert!(origin.seen().is_empty());
+    assert_eq!((facilitator.verify_calls(), facilitator.settle_calls()), (0, 0));
+    assert_eq!(rows(&ledger), 0);
+    // A path of the same site that is not charged still upgrades.
+    let free = "GET /robots.txt HTTP/1.1\r\nHost: site.test\r\nUser-Agent: ExampleBot/1.0\r\nConnection: close\r\n\r\n";
+    let raw = exchange(proxy.addr, free.as_bytes(), Duration::from_secs(5));
+    assert_eq!(RawResponse::parse(&raw, false).map(|r| r.status), Some(200));
+}
+
+/// A charged 200 never keeps the origin's `Cache-Control: public`: a
+/// shared cache in front (nginx `proxy_cache`) served the paid page free to
+/// the next unsigned request, with a `crawler-charged` the ledger did not
+/// have.
+#[test]
+fn a_paid_response_is_private_to_shared_caches() {
+    let facilitator = Facilitator::start(NETWORK);
+    let origin = Origin::start(vec![(
+        "/articles/1",
+        Route::ok("text/plain", "PAID-CONTENT\n").header("Cache-Control", "public, max-age=600, s-maxage=900"),
+    )]);
+    let dir = TempDir::new("paid-private");
+    let ledger = dir.join("ledger.sqlite");
+    let (addr, admin) = addrs();
+    let policy = base_policy(addr, admin, origin.addr) + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]");
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let (status, h, _) = get(&proxy, "/articles/1", "ExampleBot/1.0");
+    assert_eq!(status, 402);
+    let accepted = {
+        let v = h.get("payment-required").unwrap().to_str().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&STANDARD.decode(v).unwrap()).unwrap();
+        doc["accepts"][0].clone()
+    };
+    assert_eq!(h.get("cache-control").and_then(|v| v.to_str().ok()), Some("no-store"));
+    let payment = crawlgate_testkit::facilitator::payment_signature(
+        &accepted,
+        "0x857b06519E91e3A54538791bDbb0E22373e36b66",
+        "0x01",
+    );
+    let client = reqwest::blocking::Client::new();
+    let resp = client
+        .get(proxy.url("/articles/1"))
+        .header("User-Agent", "ExampleBot/1.0")
+        .header("PAYMENT-SIGNATURE", payment)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.headers().get("cache-control").and_then(|v| v.to_str().ok()), Some("private, max-age=600"));
+    assert_eq!(resp.text().unwrap(), "PAID-CONTENT\n");
+    // A free path keeps the origin's caching.
+    let (_, h, _) = get(&proxy, "/articles/1", "Mozilla/5.0 (X11; Linux x86_64) Firefox/130.0");
+    assert_eq!(h.get("cache-control").and_then(|v| v.to_str().ok()), Some("public, max-age=600, s-maxage=900"));
+}
+
+/// The group that decides is the one the crawler obeys in the robots.txt
+/// served: its own product token's, where the origin's file names it.
+#[test]
+fn a_merged_origin_group_for_a_longer_token_is_enforced() {
+    let origin = Origin::start(vec![
+        (
+            "/robots.txt",
+            Route::ok(
+                "text/plain",
+                "User-agent: Googlebot-Image\nDisallow: /\n\nUser-agent: Googlebot-News\nAllow: /\n",
+            ),
+        ),
+        ("/public/a.png", Route::ok("image/png", "png\n")),
+        ("/nogoogle/x", Route::ok("text/plain", "news\n")),
+    ]);
+    let (addr, admin) = addrs();
+    // Origin groups take the `*` group's enforce mode: block here.
+    let rules = "[robots_txt]\norigin = \"merge\"\n\n[[group]]\nuser_agents = [\"*\"]\nenforce = \"block\"\n\n\
+                 [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\nenforce = \"block\"\n";
+    let policy = base_policy(addr, admin, origin.addr) + &rules;
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let client = reqwest::blocking::Client::new();
+    wait_for("the merged robots.txt", Duration::from_secs(15), || {
+        let body = client.get(proxy.url("/robots.txt")).send().and_then(|r| r.text()).ok()?;
+        body.contains("User-agent: Googlebot-Image").then_some(())
+    });
+    let status = |ua: &str, path: &str| get(&proxy, path, ua).0;
+    assert_eq!(status("Googlebot-Image/1.0", "/public/a.png"), 403);
+    assert_eq!(status("Googlebot-News", "/nogoogle/x"), 200);
+    assert_eq!(status("Mozilla/5.0 (compatible; Googlebot/2.1)", "/nogoogle/x"), 403);
+    assert_eq!(status("Mozilla/5.0 (compatible; Googlebot/2.1)", "/public/a.png"), 200);
+    let line = wait_for("the access line of /public/a.png", Duration::from_secs(10), || {
+        proxy.log().lines().find(|l| l.starts_with("time=") && l.contains(" path=/public/a.png ")).map(str::to_owned)
+    });
+    assert!(line.contains(" group=Googlebot-Image "), "{line}");
+}
+
+/// `enforce = "off"` acts on nothing but still sees: a policy group's
+/// disallow under `off` (what `import` writes), a catalog crawler under
+/// `*`, and a spoofed claim sent to `*` are violations in the log, the
+/// metrics and the dashboard, and the claim keeps its name.
+#[test]
+fn what_is_observed_does_not_depend_on_what_is_enforced() {
+    let origin = Origin::start(vec![
+        ("/article", Route::ok("text/plain", "article\n")),
+        ("/admin/x", Route::ok("text/plain", "admin\n")),
+    ]);
+    let dir = TempDir::new("observe-enforce");
+    let list = dir.write("google.txt", "# test list\n127.0.0.2/32\n");
+    let (addr, admin) = addrs();
+    let rules = format!(
+        "[verification]\nobserve_catalog = \"off\"\n\n[verification.lists]\nGooglebot = [\"{}\"]\n\n\
+         [[group]]\nuser_agents = [\"*\"]\ndisallow = [\"/admin/\"]\n\n\
+         [[group]]\nuser_agents = [\"GPTBot\"]\ndisallow = [\"/\"]\nenforce = \"off\"\nverify = \"none\"\n\n\
+         [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\nverify = \"ip\"\n",
+        list.display()
+    );
+    let policy = base_policy(addr, admin, origin.addr) + &rules;
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let gpt = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)";
+    let amazon = "Mozilla/5.0 (compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot)";
+    let google = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    for _ in 0..3 {
+        assert_eq!(get(&proxy, "/article", gpt).0, 200);
+    }
+    assert_eq!(get(&proxy, "/admin/x", amazon).0, 200);
+    // 127.0.0.1 is not in Google's ranges: spoofed, and anonymous by default.
+    assert_eq!(get(&proxy, "/admin/x", google).0, 200);
+    let line = |path: &str, agent: &str| {
+        wait_for(&format!("the access line of {agent} {path}"), Duration::from_secs(10), || {
+            proxy
+                .log()
+                .lines()
+                .find(|l| l.starts_with("time=") && l.contains(&format!(" path={path} ")) && l.contains(agent))
+                .map(str::to_owned)
+        })
+    };
+    let gpt_line = line("/article", "agent=GPTBot");
+    assert!(gpt_line.contains(" agent=GPTBot group=GPTBot decision=allow violation=true rule=/ "), "{gpt_line}");
+    let amazon_line = line("/admin/x", "agent=Amazonbot");
+    assert!(
+        amazon_line.contains(" agent=Amazonbot group=* decision=allow violation=true rule=/admin/ "),
+        "{amazon_line}"
+    );
+    let google_line = line("/admin/x", "agent=Googlebot");
+    assert!(
+        google_line
+            .contains(" agent=Googlebot verification=spoofed(ip) group=* decision=allow violation=true rule=/admin/ "),
+        "{google_line}"
+    );
+    wait_for("the violation counters", Duration::from_secs(10), || {
+        (proxy.metric("crawlgate_violations_total{agent=\"GPTBot\",group=\"GPTBot\"}").as_deref() == Some("3"))
+            .then_some(())
+    });
+    assert_eq!(proxy.metric("crawlgate_violations_total{agent=\"Amazonbot\",group=\"*\"}").as_deref(), Some("1"));
+    assert_eq!(proxy.metric("crawlgate_violations_total{agent=\"Googlebot\",group=\"*\"}").as_deref(), Some("1"));
+    let text = reqwest::blocking::get(proxy.admin_url("/api/agents")).and_then(|r| r.text()).unwrap();
+    let agents: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let row = |name: &str| {
+        agents["agents"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["agent"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} row: {agents}"))
+    };
+    let counts = |r: &serde_json::Value| (r["requests"].clone(), r["allowed"].clone(), r["violations"].clone());
+    assert_eq!(counts(&row("GPTBot")), (3.into(), 3.into(), 3.into()));
+    assert_eq!(counts(&row("Amazonbot")), (1.into(), 1.into(), 1.into()));
+    let claimed = row("Googlebot (claimed)");
+    assert_eq!((counts(&claimed), claimed["spoofed"].clone()), ((1.into(), 1.into(), 1.into()), 1.into()), "{claimed}");
+}
