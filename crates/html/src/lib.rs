@@ -24,7 +24,10 @@
 //! element handler), `slots` (the per-response state and the held-back
 //! output), `rules` (comparing rules), `scan` (the byte scanner that
 //! places inject's metas without lol_html in a plain head, and hands any
-//! other head to lol_html).
+//! other head to lol_html). Beside the rewriter: `markdown` (HTML to
+//! Markdown for agents that ask for it) and `decode` (bounded streaming
+//! decoding of a gzip, deflate or br body about to be rewritten or
+//! converted).
 //!
 //! Where the head is, is decided the way an HTML parser decides it: an
 //! explicit `<head>`, else the implicit head that `<html>` or the first
@@ -54,6 +57,7 @@
 //! (read as written), documents without any element (nothing to anchor the
 //! metas to; the proxy's `X-Robots-Tag` header still applies).
 
+pub mod decode;
 mod handlers;
 pub mod markdown;
 mod plan;

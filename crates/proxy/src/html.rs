@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::{Bytes, BytesMut};
+use crawlgate_html::decode::{Decoder, Encoding};
 use crawlgate_html::markdown::MarkdownConverter;
 use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
@@ -16,7 +17,6 @@ use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use crate::decode::{Decoder, Encoding};
 use crate::metrics::{Metrics, Passthrough};
 
 /// Memory lol_html may use per response before it bails out to

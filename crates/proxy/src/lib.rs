@@ -12,7 +12,6 @@ mod admin_auth;
 pub mod bench;
 mod conn;
 mod dashboard;
-mod decode;
 mod events;
 mod fleet;
 mod headers;

@@ -229,6 +229,13 @@ pub(crate) fn decode_into(text: &str, out: &mut String) {
     out.push_str(rest);
 }
 
+/// `s` with its character references decoded.
+pub(crate) fn decoded(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    decode_into(s, &mut out);
+    out
+}
+
 /// The reference at the start of `s` (after the `&`): its text and how
 /// many bytes of `s` it used.
 fn reference(s: &str) -> Option<(String, usize)> {
