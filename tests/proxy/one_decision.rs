@@ -82,13 +82,18 @@ fn a_reload_that_changes_the_dialects_or_currency_never_serves_a_charged_path_fr
     let dir = TempDir::new("reload-dialects");
     let ledger = dir.join("ledger.sqlite");
     let (addr, admin) = addrs();
-    let base = base_policy(addr, admin, origin.addr);
+    // Cloudflare's dialect charges signed requests: ExampleBot's key is
+    // pinned.
+    let signer = crawlgate_testkit::wba::Signer::from_seed(33);
+    let base = base_policy(addr, admin, origin.addr)
+        + &format!("[verification]\n\n[[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n", signer.jwk());
     // Started with Cloudflare's dialect alone: no x402 client is built.
     let cloudflare = x402_rules(&facilitator, &ledger, "USD", "[\"crawler-price\"]");
     let cloudflare = cloudflare[..cloudflare.find("[payment.x402]").unwrap()].to_string();
     let proxy = Proxy::start_with(addr, admin, &(base.clone() + &cloudflare));
+    // Unsigned: Cloudflare's dialect refuses it (400).
     let (status, _, body) = get(&proxy, "/articles/1", "ExampleBot/1.0");
-    assert_eq!(status, 402, "{body}");
+    assert_eq!(status, 400, "{body}");
 
     reload(&proxy, &(base.clone() + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]")));
     assert_eq!(status_json(&proxy)["last_error"], serde_json::Value::Null);
@@ -271,8 +276,9 @@ fn what_is_observed_does_not_depend_on_what_is_enforced() {
     );
     let google_line = line("/admin/x", "agent=Googlebot");
     assert!(
-        google_line
-            .contains(" agent=Googlebot verification=spoofed(ip) group=* decision=allow violation=true rule=/admin/ "),
+        google_line.contains(
+            " agent=Googlebot verification=spoofed(ip) evidence=\"in none of the lists\" group=* decision=allow violation=true rule=/admin/ "
+        ),
         "{google_line}"
     );
     wait_for("the violation counters", Duration::from_secs(10), || {
@@ -291,8 +297,9 @@ fn what_is_observed_does_not_depend_on_what_is_enforced() {
             .unwrap_or_else(|| panic!("no {name} row: {agents}"))
     };
     let counts = |r: &serde_json::Value| (r["requests"].clone(), r["allowed"].clone(), r["violations"].clone());
-    assert_eq!(counts(&row("GPTBot")), (3.into(), 3.into(), 3.into()));
-    assert_eq!(counts(&row("Amazonbot")), (1.into(), 1.into(), 1.into()));
+    // Passed, yet not "allowed": every one broke a rule.
+    assert_eq!(counts(&row("GPTBot")), (3.into(), 0.into(), 3.into()));
+    assert_eq!(counts(&row("Amazonbot")), (1.into(), 0.into(), 1.into()));
     let claimed = row("Googlebot (claimed)");
-    assert_eq!((counts(&claimed), claimed["spoofed"].clone()), ((1.into(), 1.into(), 1.into()), 1.into()), "{claimed}");
+    assert_eq!((counts(&claimed), claimed["spoofed"].clone()), ((1.into(), 0.into(), 1.into()), 1.into()), "{claimed}");
 }
