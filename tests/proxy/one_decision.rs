@@ -303,3 +303,86 @@ fn what_is_observed_does_not_depend_on_what_is_enforced() {
     let claimed = row("Googlebot (claimed)");
     assert_eq!((counts(&claimed), claimed["spoofed"].clone()), ((1.into(), 0.into(), 1.into()), 1.into()), "{claimed}");
 }
+
+/// A charge is for what was delivered: a paid response that fails after
+/// its charge was committed (a Markdown page whose gzip body cannot be
+/// decoded: 502; an origin that stops mid-body: a 200 cut short) gets a
+/// void row with the same request id and the reason, and the summary nets
+/// it out. A client that goes away keeps its charge.
+#[test]
+fn a_charged_response_that_fails_is_voided() {
+    let facilitator = Facilitator::start(NETWORK);
+    let origin = Origin::start(vec![
+        (
+            "/articles/gz",
+            Route::ok("text/html; charset=utf-8", b"this is not gzip".to_vec()).header("Content-Encoding", "gzip"),
+        ),
+        (
+            "/articles/cut",
+            Route {
+                status: 200,
+                headers: vec![("Content-Type".into(), "text/plain".into())],
+                body: crawlgate_e2e::origin::Body::Truncated { declared: 1000, sent: b"PAID-CONTENT".to_vec() },
+            },
+        ),
+        ("/articles/ok", Route::ok("text/plain", "PAID-CONTENT\n")),
+    ]);
+    let dir = TempDir::new("charged-void");
+    let ledger = dir.join("ledger.sqlite");
+    let (addr, admin) = addrs();
+    let policy = base_policy(addr, admin, origin.addr)
+        + "[markdown]\npaths = [\"/articles/\"]\n\n"
+        + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]");
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
+    let paid = |path: &str, nonce: &str, accept: &str| {
+        let (status, h, _) = get(&proxy, path, "ExampleBot/1.0");
+        assert_eq!(status, 402);
+        let v = h.get("payment-required").unwrap().to_str().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&STANDARD.decode(v).unwrap()).unwrap();
+        let payment = crawlgate_testkit::facilitator::payment_signature(
+            &doc["accepts"][0],
+            "0x857b06519E91e3A54538791bDbb0E22373e36b66",
+            nonce,
+        );
+        let resp = client
+            .get(proxy.url(path))
+            .header("User-Agent", "ExampleBot/1.0")
+            .header("Accept", accept)
+            .header("PAYMENT-SIGNATURE", payment)
+            .send();
+        match resp {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                (status, r.bytes().map(|b| b.len()).unwrap_or(0))
+            }
+            Err(_) => (0, 0),
+        }
+    };
+    assert_eq!(paid("/articles/ok", "0x01", "text/plain"), (200, 13));
+    assert_eq!(paid("/articles/gz", "0x02", "text/markdown").0, 502);
+    let (status, _) = paid("/articles/cut", "0x03", "text/plain");
+    assert!(status == 200 || status == 0, "{status}");
+    let rows = wait_for("two void rows", Duration::from_secs(10), || {
+        let rows = Reader::open(&ledger).and_then(|r| r.export(0)).ok()?;
+        (rows.iter().filter(|r| r.void.is_some()).count() == 2).then_some(rows)
+    });
+    let summary: Vec<(String, Option<String>, u16)> =
+        rows.iter().map(|r| (r.path.clone(), r.void.clone(), r.status)).collect();
+    assert_eq!(
+        summary,
+        [
+            ("/articles/ok".to_string(), None, 200),
+            ("/articles/gz".to_string(), None, 200),
+            ("/articles/gz".to_string(), Some("origin: decompression aborted".to_string()), 502),
+            ("/articles/cut".to_string(), None, 200),
+            ("/articles/cut".to_string(), Some("origin: ConnectionClosed".to_string()), 200),
+        ]
+    );
+    for void in rows.iter().filter(|r| r.void.is_some()) {
+        let charge = rows.iter().find(|r| r.void.is_none() && r.path == void.path).unwrap();
+        assert_eq!((&void.request_id, &void.instance), (&charge.request_id, &charge.instance));
+    }
+    let summary = Reader::open(&ledger).and_then(|r| r.summary(0)).unwrap();
+    assert_eq!(summary.iter().map(|s| (s.charges, s.amount_minor)).collect::<Vec<_>>(), [(1, 1)]);
+}

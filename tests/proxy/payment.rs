@@ -185,10 +185,10 @@ fn a_priced_signed_retry_is_charged_and_recorded() {
     assert_eq!(
         masked_csv(&export(&proxy, "csv")),
         [
-            "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement"
+            "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement,void"
                 .to_string(),
-            format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/,USD,0.01,1,200,5,"),
-            format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/premium/a,USD,0.05,5,200,8,"),
+            format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/,USD,0.01,1,200,5,,"),
+            format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/premium/a,USD,0.05,5,200,8,,"),
         ]
     );
     assert_eq!(
@@ -406,7 +406,7 @@ fn a_clean_shutdown_writes_the_last_byte_counts() {
     let keyid = signer.keyid();
     assert_eq!(
         masked_csv(&export(&proxy, "csv"))[1..],
-        [format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/chunked,USD,0.01,1,200,8,")]
+        [format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/chunked,USD,0.01,1,200,8,,")]
     );
 }
 

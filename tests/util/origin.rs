@@ -28,6 +28,9 @@ pub enum Body {
     Generated { head: Vec<u8>, filler: Vec<u8>, tail: Vec<u8>, total: usize, sized: bool },
     /// Never answers (for gateway timeouts).
     Hang,
+    /// A `Content-Length` of `declared` bytes, `sent` of them, then the
+    /// connection closed: an origin that stops mid-body.
+    Truncated { declared: usize, sent: Vec<u8> },
     /// `Content-Length` and the bytes, except once: the first request for
     /// the route on a connection that already served one closes that
     /// connection unanswered (a proxy's pooled connection dropped under
@@ -242,6 +245,7 @@ fn serve(
             Body::Fixed(b) | Body::DropOnceOnReuse { body: b, .. } => Some(b.len()),
             Body::Gated { first, rest, sized: true, .. } => Some(first.len() + rest.len()),
             Body::Generated { total, sized: true, .. } => Some(*total),
+            Body::Truncated { declared, .. } => Some(*declared),
             _ => None,
         };
         // Writes one piece of a streamed body in the route's framing.
@@ -282,6 +286,12 @@ fn serve(
                     last(&mut out)?;
                 }
                 Body::Hang => {}
+                Body::Truncated { sent, .. } => {
+                    out.write_all(sent)?;
+                    out.flush()?;
+                    let _ = out.shutdown(std::net::Shutdown::Both);
+                    return Ok(());
+                }
                 Body::Generated { head, filler, tail, total, .. } => {
                     piece(&mut out, head)?;
                     let mut sent = head.len() + tail.len();

@@ -27,6 +27,7 @@ fn record(i: u64) -> Record {
         status: 200,
         bytes: Some(1534),
         instance: "edge-1".into(),
+        void: None,
     }
 }
 

@@ -69,6 +69,12 @@ pub struct Record {
     pub bytes: Option<u64>,
     /// The instance that charged.
     pub instance: String,
+    /// Why the charge is void, on a void row: the response failed after
+    /// its charge was committed (the origin stopped mid-body, the body
+    /// could not be converted), so the row of the same `request_id` and
+    /// `instance` is cancelled. Summaries net it out; exports show both.
+    /// `None` on a charge.
+    pub void: Option<String>,
 }
 
 /// Why the ledger failed.
@@ -97,8 +103,19 @@ type Done = oneshot::Sender<Result<i64, String>>;
 enum Msg {
     Insert(Box<Record>, Done),
     Bytes(i64, u64),
+    Void(Box<Void>),
     /// Commit what is waiting now, byte counts included, then answer.
     Flush(oneshot::Sender<()>),
+}
+
+/// A void row to write: it copies the charge of row `id`, with the status
+/// and bytes the failed response had, and the reason.
+struct Void {
+    id: i64,
+    time_ms: i64,
+    status: u16,
+    bytes: u64,
+    reason: String,
 }
 
 /// The ledger of one instance: cheap to clone, shared by every request.
@@ -124,10 +141,23 @@ CREATE TABLE IF NOT EXISTS charges (
     settlement TEXT,
     status INTEGER NOT NULL,
     bytes INTEGER,
-    instance TEXT NOT NULL
+    instance TEXT NOT NULL,
+    void TEXT
 );
 CREATE INDEX IF NOT EXISTS charges_time ON charges (time_ms);
 ";
+
+/// Adds the `void` column to a ledger written before void rows existed.
+fn migrate(conn: &Connection, path: &Path) -> Result<(), LedgerError> {
+    let has_void: bool = conn
+        .query_row("SELECT count(*) FROM pragma_table_info('charges') WHERE name = 'void'", [], |r| r.get::<_, i64>(0))
+        .map(|n| n > 0)
+        .map_err(sqlite(path))?;
+    if !has_void {
+        conn.execute_batch("ALTER TABLE charges ADD COLUMN void TEXT;").map_err(sqlite(path))?;
+    }
+    Ok(())
+}
 
 fn sqlite(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
     move |source| LedgerError::Sqlite { path: path.display().to_string(), source }
@@ -145,6 +175,7 @@ fn open_writer(path: &Path) -> Result<Connection, LedgerError> {
     // FULL: a commit is on disk when it returns, a power loss included.
     conn.execute_batch("PRAGMA synchronous = FULL;").map_err(sqlite(path))?;
     conn.execute_batch(SCHEMA).map_err(sqlite(path))?;
+    migrate(&conn, path)?;
     Ok(conn)
 }
 
@@ -185,6 +216,21 @@ impl Ledger {
         let _ = self.tx.try_send(Msg::Bytes(id, bytes));
     }
 
+    /// Voids the charge of row `id` (as [`Ledger::record`] returned it):
+    /// its response failed after the charge was committed, with `status`
+    /// and `bytes` sent. The void row is committed at once, not awaited;
+    /// a ledger that cannot write it logs the failure (the charge then
+    /// stands: reconcile from the log).
+    pub async fn void(&self, id: i64, status: u16, bytes: u64, reason: String) {
+        let time_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0));
+        let void = Box::new(Void { id, time_ms, status, bytes, reason });
+        if self.tx.send(Msg::Void(void)).await.is_err() {
+            tracing::error!(ledger = %self.path.display(), row = id, "A failed response's charge could not be voided: the ledger writer stopped");
+        }
+    }
+
     /// Commits every byte count still waiting (they otherwise wait up to
     /// [`BYTES_DELAY`]) and returns when it is done: for a clean shutdown.
     pub async fn flush(&self) {
@@ -219,6 +265,8 @@ struct Batch {
     inserts: Vec<(Box<Record>, Done)>,
     /// Body byte counts of rows already committed: `(row, bytes)`.
     bytes: Vec<(i64, u64)>,
+    /// Void rows.
+    voids: Vec<Box<Void>>,
     /// Flushes answered once this batch is committed.
     flushes: Vec<oneshot::Sender<()>>,
 }
@@ -228,12 +276,13 @@ impl Batch {
         match m {
             Msg::Insert(r, done) => self.inserts.push((r, done)),
             Msg::Bytes(id, n) => self.bytes.push((id, n)),
+            Msg::Void(v) => self.voids.push(v),
             Msg::Flush(done) => self.flushes.push(done),
         }
     }
 
     fn len(&self) -> usize {
-        self.inserts.len() + self.bytes.len()
+        self.inserts.len() + self.bytes.len() + self.voids.len()
     }
 }
 
@@ -288,7 +337,11 @@ impl Writer {
                 std::thread::sleep(GROUP_WINDOW);
                 self.drain(&mut batch);
             }
-            if !batch.inserts.is_empty() || batch.len() >= MAX_BATCH || !batch.flushes.is_empty() {
+            if !batch.inserts.is_empty()
+                || !batch.voids.is_empty()
+                || batch.len() >= MAX_BATCH
+                || !batch.flushes.is_empty()
+            {
                 last_inserts = batch.inserts.len();
                 self.commit(&mut batch);
             }
@@ -327,7 +380,7 @@ impl Writer {
             let mut ids = Vec::with_capacity(batch.inserts.len());
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO charges (time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    "INSERT INTO charges (time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance, void) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 )?;
                 for (r, _) in &batch.inserts {
                     insert.execute(params![
@@ -344,6 +397,7 @@ impl Writer {
                         r.status,
                         r.bytes.map(|b| i64::try_from(b).unwrap_or(i64::MAX)),
                         r.instance,
+                        r.void,
                     ])?;
                     ids.push(tx.last_insert_rowid());
                 }
@@ -351,6 +405,16 @@ impl Writer {
                     let mut bytes = tx.prepare_cached("UPDATE charges SET bytes = ?2 WHERE id = ?1")?;
                     for (id, n) in &batch.bytes {
                         bytes.execute(params![id, i64::try_from(*n).unwrap_or(i64::MAX)])?;
+                    }
+                }
+                if !batch.voids.is_empty() {
+                    let mut void = tx.prepare_cached(
+                        "INSERT INTO charges (time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance, void) \
+                         SELECT ?2, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, ?3, ?4, instance, ?5 FROM charges WHERE id = ?1 AND void IS NULL",
+                    )?;
+                    for v in &batch.voids {
+                        let bytes = i64::try_from(v.bytes).unwrap_or(i64::MAX);
+                        void.execute(params![v.id, v.time_ms, v.status, bytes, v.reason])?;
                     }
                 }
             }
@@ -366,6 +430,7 @@ impl Writer {
             }
         };
         batch.bytes.clear();
+        batch.voids.clear();
         for (_, done) in batch.inserts.drain(..) {
             let answer = match &mut ids {
                 Ok(it) => it.next().ok_or_else(|| "no row id".to_string()),
@@ -412,7 +477,7 @@ impl Reader {
     pub fn export(&self, since_ms: i64) -> Result<Vec<Record>, LedgerError> {
         let mut stmt = self
             .conn
-            .prepare("SELECT time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance FROM charges WHERE time_ms >= ?1 ORDER BY time_ms, id")
+            .prepare(&format!("SELECT time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance, {} FROM charges WHERE time_ms >= ?1 ORDER BY time_ms, id", self.void_column()))
             .map_err(|e| LedgerError::Invalid(e.to_string()))?;
         let rows = stmt
             .query_map([since_ms], |r| {
@@ -430,18 +495,36 @@ impl Reader {
                     status: r.get(10)?,
                     bytes: r.get::<_, Option<i64>>(11)?.and_then(|b| u64::try_from(b).ok()),
                     instance: r.get(12)?,
+                    void: r.get(13)?,
                 })
             })
             .map_err(|e| LedgerError::Invalid(e.to_string()))?;
         rows.collect::<Result<_, _>>().map_err(|e| LedgerError::Invalid(e.to_string()))
     }
 
+    /// The `void` column, or `NULL` for a ledger written before void rows
+    /// existed (opened read-only, it is not migrated).
+    fn void_column(&self) -> &'static str {
+        let has = self
+            .conn
+            .query_row("SELECT count(*) FROM pragma_table_info('charges') WHERE name = 'void'", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .is_ok_and(|n| n > 0);
+        if has {
+            "void"
+        } else {
+            "NULL"
+        }
+    }
+
     /// Charges and amounts per UTC day, agent and currency, from
-    /// `since_ms` on.
+    /// `since_ms` on, net of void rows (each cancels one charge).
     pub fn summary(&self, since_ms: i64) -> Result<Vec<Summary>, LedgerError> {
+        let void = self.void_column();
         let mut stmt = self
             .conn
-            .prepare("SELECT date(time_ms / 1000, 'unixepoch') AS day, agent, currency, max(exponent), count(*), sum(amount_minor) FROM charges WHERE time_ms >= ?1 GROUP BY day, agent, currency ORDER BY day, agent, currency")
+            .prepare(&format!("SELECT date(time_ms / 1000, 'unixepoch') AS day, agent, currency, max(exponent), sum(CASE WHEN {void} IS NULL THEN 1 ELSE -1 END), sum(CASE WHEN {void} IS NULL THEN amount_minor ELSE -amount_minor END) FROM charges WHERE time_ms >= ?1 GROUP BY day, agent, currency ORDER BY day, agent, currency"))
             .map_err(|e| LedgerError::Invalid(e.to_string()))?;
         let rows = stmt
             .query_map([since_ms], |r| {
@@ -549,7 +632,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 
 /// The CSV header of [`to_csv`].
 pub const CSV_HEADER: &str =
-    "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement";
+    "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement,void";
 
 /// Records as CSV (RFC 4180: CRLF-free lines ending in `\n`, fields
 /// with a comma, quote or line break quoted), with a header line.
@@ -571,6 +654,7 @@ pub fn to_csv(records: &[Record]) -> String {
             r.status.to_string(),
             r.bytes.map(|b| b.to_string()).unwrap_or_default(),
             r.settlement.clone().unwrap_or_default(),
+            r.void.clone().unwrap_or_default(),
         ];
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         out.push_str(&line.join(","));
@@ -606,6 +690,7 @@ pub fn to_json_lines(records: &[Record]) -> String {
             "status": r.status,
             "bytes": r.bytes,
             "settlement": r.settlement,
+            "void": r.void,
         });
         out.push_str(&v.to_string());
         out.push('\n');

@@ -12,7 +12,6 @@ pub mod canonical;
 pub mod catalog;
 pub mod client;
 mod compile;
-mod decision;
 mod diag;
 pub mod identify;
 pub mod limits;
@@ -33,10 +32,10 @@ pub mod sf;
 pub mod siteintent;
 mod type_error;
 pub mod validate;
+mod verdict;
 pub mod verification;
 
 pub use compile::{load, Loaded, ADMIN_CONNECTIONS, MAX_ROBOTS_TXT};
-pub use decision::{CacheRule, RequestFacts, UpgradeField, Verdict};
 pub use diag::{error_at_key, parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
@@ -47,3 +46,4 @@ pub use policy::{
     UpstreamSettings, UrlControls,
 };
 pub use route::{BadRequest, Identity, OriginPaths, Route, Upgrades, UserAgentField};
+pub use verdict::{CacheRule, RequestFacts, UpgradeField, Verdict};

@@ -141,6 +141,7 @@ impl Charge<'_> {
             status: resp.status.as_u16(),
             bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
             instance: charging.instance.clone(),
+            void: None,
         }
     }
 }
@@ -443,12 +444,24 @@ impl Pending {
     }
 
     /// At the end of the request: the row's bytes become the body bytes
-    /// actually sent.
-    pub fn finish(&self, shared: &Shared, bytes: usize) {
+    /// actually sent; a response that `failed` after its charge was
+    /// committed gets a void row instead (same request id, the status and
+    /// bytes it had, the reason), which exports and summaries net out.
+    pub async fn finish(&self, shared: &Shared, bytes: usize, status: u16, failed: Option<String>) {
         let bytes = bytes as u64;
+        let (Some(row), Some(c)) = (self.row, shared.payment.get()) else { return };
+        if let Some(reason) = failed {
+            if let Some(crate::paid::Paid::X402 { .. }) = &self.paid {
+                tracing::warn!(row = row.id, reason = %reason, "A settled x402 payment's response failed; its charge is void: refund it");
+            } else {
+                tracing::info!(row = row.id, reason = %reason, "A charged response failed; its charge is void");
+            }
+            c.ledger.void(row.id, status, bytes, reason).await;
+            return;
+        }
         // Most rows were written with the right count (the origin's
         // Content-Length): an update is one more write for the ledger.
-        if let (Some(row), Some(c)) = (self.row.filter(|r| r.bytes != Some(bytes)), shared.payment.get()) {
+        if row.bytes != Some(bytes) {
             c.ledger.set_bytes(row.id, bytes);
         }
     }

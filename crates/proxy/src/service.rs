@@ -871,7 +871,8 @@ impl ProxyHttp for Gate {
             limit: ctx.limit,
         };
         if let Some(pay) = &ctx.pay {
-            pay.finish(&self.shared, session.body_bytes_sent());
+            let status = session.response_written().map_or(0, |r| r.status.as_u16());
+            pay.finish(&self.shared, session.body_bytes_sent(), status, e.and_then(void_reason)).await;
         }
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);
@@ -976,6 +977,18 @@ fn client_target_with_fragment(session: &Session) -> Option<Bytes> {
 /// The violation event of a decision that robots.txt disallows.
 fn violation<'a>(decision: &Decision<'a>) -> Violation<'a> {
     Violation { agent: decision.crawler().unwrap_or(OTHER_AGENT), group: decision.group.map_or("", |g| g.name) }
+}
+
+/// Why a charged response that ended with `e` is void: a failure of the
+/// origin (it stopped mid-body, its body could not be read) or of the
+/// proxy (a body it could not convert), never of the client: a client that
+/// goes away mid-body keeps its charge, with the bytes it was sent.
+fn void_reason(e: &Error) -> Option<String> {
+    match e.esource() {
+        ErrorSource::Downstream => None,
+        ErrorSource::Upstream => Some(format!("origin: {}", e.etype().as_str())),
+        ErrorSource::Internal | ErrorSource::Unset => Some(format!("proxy: {}", e.etype().as_str())),
+    }
 }
 
 /// The access log's name of an HTTP version.

@@ -15,6 +15,7 @@ fn record(i: u64, agent: &str) -> Record {
         status: 200,
         bytes: Some(1024),
         instance: "edge-1".to_string(),
+        void: None,
     }
 }
 
@@ -114,17 +115,25 @@ fn export_formats_are_golden() {
             currency: "JPY".into(),
             ..record(2, "ExampleBot")
         },
+        Record {
+            time_ms: record(3, "ExampleBot").time_ms,
+            status: 502,
+            bytes: Some(0),
+            void: Some("origin: cut short, 0 of 1024 bytes".into()),
+            ..record(2, "ExampleBot")
+        },
     ];
     assert_eq!(
         to_csv(&rows),
-        "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement\n\
-         2025-11-25T18:04:05.120Z,0a1b2c3d-0,edge-1,ExampleBot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,/page/0,USD,0.01,1,200,1024,\n\
-         2025-11-25T18:04:06.120Z,0a1b2c3d-1,edge-1,Other-Bot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,\"/a,b?q=\"\"x\"\"\",USD,0.02,2,200,1024,\n\
-         2025-11-25T18:04:07.120Z,0a1b2c3d-2,edge-1,ExampleBot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,/page/2,JPY,3,3,200,,0xabc\n"
+        "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement,void\n\
+         2025-11-25T18:04:05.120Z,0a1b2c3d-0,edge-1,ExampleBot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,/page/0,USD,0.01,1,200,1024,,\n\
+         2025-11-25T18:04:06.120Z,0a1b2c3d-1,edge-1,Other-Bot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,\"/a,b?q=\"\"x\"\"\",USD,0.02,2,200,1024,,\n\
+         2025-11-25T18:04:07.120Z,0a1b2c3d-2,edge-1,ExampleBot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,/page/2,JPY,3,3,200,,0xabc,\n\
+         2025-11-25T18:04:08.120Z,0a1b2c3d-2,edge-1,ExampleBot,poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U,crawler-price,/page/2,USD,0.03,3,502,0,,\"origin: cut short, 0 of 1024 bytes\"\n"
     );
     assert_eq!(
-        to_json_lines(&rows[2..]),
-        "{\"agent\":\"ExampleBot\",\"amount\":\"3\",\"amount_minor\":3,\"bytes\":null,\"currency\":\"JPY\",\"dialect\":\"crawler-price\",\"instance\":\"edge-1\",\"path\":\"/page/2\",\"request_id\":\"0a1b2c3d-2\",\"settlement\":\"0xabc\",\"status\":200,\"subject\":\"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U\",\"time\":\"2025-11-25T18:04:07.120Z\"}\n"
+        to_json_lines(&rows[2..3]),
+        "{\"agent\":\"ExampleBot\",\"amount\":\"3\",\"amount_minor\":3,\"bytes\":null,\"currency\":\"JPY\",\"dialect\":\"crawler-price\",\"instance\":\"edge-1\",\"path\":\"/page/2\",\"request_id\":\"0a1b2c3d-2\",\"settlement\":\"0xabc\",\"status\":200,\"subject\":\"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U\",\"time\":\"2025-11-25T18:04:07.120Z\",\"void\":null}\n"
     );
 }
 
@@ -148,6 +157,48 @@ async fn summary_is_per_day_agent_and_currency() {
     );
     let since = parse_since("2025-11-26").unwrap();
     assert_eq!(reader.export(since).unwrap().len(), 1);
+}
+
+/// A void row cancels its charge in the summary; the export keeps both.
+#[tokio::test]
+async fn void_rows_net_out_of_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    let ledger = Ledger::open(&path).unwrap();
+    for i in 0..3 {
+        ledger.record(record(i, "ExampleBot")).await.unwrap();
+    }
+    let void = Record { status: 502, void: Some("decode: invalid gzip header".into()), ..record(1, "ExampleBot") };
+    ledger.record(void).await.unwrap();
+    let reader = Reader::open(&path).unwrap();
+    assert_eq!(
+        summary_table(&reader.summary(0).unwrap()),
+        "day         agent                     currency   charges          amount\n\
+         2025-11-25  ExampleBot                USD              2            0.04\n"
+    );
+    let rows = reader.export(0).unwrap();
+    let voids: Vec<(&str, Option<&str>)> =
+        rows.iter().map(|r| (r.request_id.as_str(), r.void.as_deref())).filter(|(_, v)| v.is_some()).collect();
+    assert_eq!((rows.len(), voids), (4, vec![("0a1b2c3d-1", Some("decode: invalid gzip header"))]));
+}
+
+/// A ledger written before void rows existed gains the column when it is
+/// opened for writing, and reads as it did before that.
+#[tokio::test]
+async fn a_ledger_without_the_void_column_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ledger.sqlite");
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(&SCHEMA.replace(",\n    void TEXT", "")).unwrap();
+        conn.execute_batch("INSERT INTO charges (time_ms, request_id, agent, subject, path, amount_minor, currency, exponent, dialect, settlement, status, bytes, instance) VALUES (1764093845120, 'a-1', 'ExampleBot', '', '/x', 1, 'USD', 2, 'x402', NULL, 200, 5, 'edge-1')").unwrap();
+    }
+    assert_eq!(Reader::open(&path).unwrap().export(0).unwrap()[0].void, None);
+    assert_eq!(Reader::open(&path).unwrap().summary(0).unwrap()[0].charges, 1);
+    let ledger = Ledger::open(&path).unwrap();
+    ledger.record(Record { void: Some("origin: reset".into()), ..record(0, "ExampleBot") }).await.unwrap();
+    let reader = Reader::open(&path).unwrap();
+    assert_eq!(reader.summary(0).unwrap()[0].charges, 0);
 }
 
 #[test]
