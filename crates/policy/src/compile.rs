@@ -12,14 +12,11 @@ use toml::Spanned;
 use crate::agents_txt::{self, AgentsRule};
 use crate::catalog;
 use crate::client::{AddressHeader, ClientAddressSettings};
+use crate::decision::Enforce;
 use crate::diag::{parse_duration, Diagnostic, Diagnostics, Locator, Warning};
 use crate::identify::TokenMatcher;
 use crate::pattern::Pattern;
-use crate::policy::RobotsTxtExtras;
-use crate::policy::{
-    AccessLogFormat, Enforce, Group, HtmlMode, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy,
-    ServerSettings, Settings, TagEntry, TdmRule, UpstreamSettings,
-};
+use crate::policy::{Group, HtmlMode, Policy, RobotsTxtExtras, TagEntry, TdmRule};
 use crate::raw::{
     RawAgentsTxt, RawGroup, RawPolicy, RawRobotsTag, RawRobotsTxt, RawRsl, RawServer, RawTdmRep, RawUpstream,
     RawVerification,
@@ -29,6 +26,10 @@ use crate::render;
 use crate::robots_tag::TagRules;
 use crate::route::{OriginPaths, Upgrades};
 use crate::ruleset::RuleSet;
+use crate::settings::{
+    AccessLogFormat, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, ServerSettings, Settings,
+    UpstreamSettings,
+};
 use crate::sf;
 use crate::validate;
 use crate::verification::{

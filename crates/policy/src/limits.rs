@@ -8,7 +8,8 @@ use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
-use crate::policy::{GroupRef, Policy};
+use crate::decision::GroupRef;
+use crate::policy::Policy;
 use crate::route::Route;
 use crate::verification::Verification;
 
