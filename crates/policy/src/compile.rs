@@ -38,8 +38,6 @@ use crate::verification::{
 
 mod limits;
 
-pub(crate) use limits::redact_store_url;
-
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
 
