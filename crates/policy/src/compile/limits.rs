@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::{validate_authority, Ctx};
+use super::ctx::Ctx;
+use super::hosts::validate_authority;
 use crate::diag::Warning;
 use crate::limits::{redact_store_url, GroupLimit, LimitSettings, LimitSource, Rate, StoreSetting};
 use crate::raw::RawLimits;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::compile::Ctx;
+use crate::compile::ctx::Ctx;
 
 type S<T> = Spanned<T>;
 
