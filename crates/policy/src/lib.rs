@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod catalog;
 pub mod client;
 mod compile;
+mod decision;
 mod diag;
 pub mod identify;
 pub mod limits;
@@ -28,6 +29,7 @@ pub mod robots_tag;
 pub mod robotstxt;
 mod route;
 pub mod ruleset;
+mod settings;
 pub mod sf;
 pub mod siteintent;
 mod type_error;
@@ -36,14 +38,14 @@ mod verdict;
 pub mod verification;
 
 pub use compile::{load, Loaded, ADMIN_CONNECTIONS, MAX_ROBOTS_TXT};
+pub use decision::{Action, AgentId, BlockReason, Claim, Decision, Enforce, GroupRef, RuleRef};
 pub use diag::{error_at_key, parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
-pub use policy::Claim;
-pub use policy::{
-    AccessLogFormat, Action, AgentId, BlockReason, Decision, Enforce, GroupRef, HeadElement, HtmlMode, HtmlPlan,
-    OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, Policy, RuleRef, ServerSettings, Settings, Stats,
-    UpstreamSettings, UrlControls,
-};
+pub use policy::{HeadElement, HtmlMode, HtmlPlan, Policy, Stats, UrlControls};
 pub use route::{BadRequest, Identity, OriginPaths, Route, Upgrades, UserAgentField};
+pub use settings::{
+    AccessLogFormat, OriginHeaderMode, OriginRobotsMode, OriginRobotsSettings, ServerSettings, Settings,
+    UpstreamSettings,
+};
 pub use verdict::{CacheRule, RequestFacts, UpgradeField, Verdict};

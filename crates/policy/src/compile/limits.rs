@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::{validate_authority, Ctx};
+use super::ctx::Ctx;
+use super::hosts::validate_authority;
 use crate::diag::Warning;
-use crate::limits::{GroupLimit, LimitSettings, LimitSource, Rate, StoreSetting};
+use crate::limits::{redact_store_url, GroupLimit, LimitSettings, LimitSource, Rate, StoreSetting};
 use crate::raw::RawLimits;
 
 /// Largest `burst`: a burst is how many requests may arrive at once.
@@ -226,20 +227,6 @@ fn store_setting(s: &str) -> Result<StoreSetting, String> {
         return Err(bad("names a database that is not a number"));
     }
     Ok(StoreSetting::Redis(s.to_string()))
-}
-
-/// `s` with a password replaced by `***`, for messages.
-pub(crate) fn redact_store_url(s: &str) -> String {
-    match (s.find("://"), s.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &s[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &s[..scheme + 3], &s[at..]),
-                None => s.to_string(),
-            }
-        }
-        _ => s.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use toml::Spanned;
 
 use super::raw::{RawPathPrice, RawPayment};
 use super::{Dialect, FreePaths, GroupCharge, PathPrice, PaymentSettings, Price, BUILTIN_FREE};
-use crate::compile::Ctx;
+use crate::compile::ctx::Ctx;
 use crate::pattern::Pattern;
 use crate::policy::Group;
 use crate::verification::{Method, VerificationSettings};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::compile::Ctx;
+use crate::compile::ctx::Ctx;
 
 type S<T> = Spanned<T>;
 
@@ -336,15 +336,6 @@ pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>) -> Option<X402Setti
         allow_http,
         allow_private_addresses: flag(allow_private_addresses),
     })
-}
-
-impl crate::policy::Policy {
-    /// The `Link` of the site's RSL license (`robots_txt.license`, else the
-    /// served `[rsl]` document), sent on a response a license token paid
-    /// for (RSL 1.0: a 200 carries the license link).
-    pub fn license_link(&self) -> Option<String> {
-        self.license_href.as_ref().map(|h| format!("<{h}>; rel=\"license\"; type=\"application/rsl+xml\""))
-    }
 }
 
 /// A group price in the x402 asset's atomic units (as a decimal string):

@@ -3,6 +3,7 @@
 //! charge group is answered in each payment dialect. Pure: the ledger and
 //! the settlement are `crawlgate-payment`'s, the headers the proxy's.
 
+mod charge;
 pub mod cloudflare;
 pub(crate) mod compile;
 pub mod dialects;
@@ -12,7 +13,6 @@ pub(crate) mod raw;
 pub use price::{Currency, Offer, Price, PriceError};
 
 use crate::pattern::Pattern;
-use crate::policy::Policy;
 
 /// A payment dialect crawlgate can speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -154,57 +154,6 @@ pub(crate) struct FreePaths {
     pub exact: Vec<String>,
     /// `free` patterns (RFC 9309 matching on path and query).
     pub patterns: Vec<Pattern>,
-}
-
-impl Policy {
-    /// The `[payment]` settings.
-    pub fn payment(&self) -> &PaymentSettings {
-        &self.settings.payment
-    }
-
-    /// Every token of a charge group (policy spelling) with the currencies
-    /// of its group's prices.
-    pub fn charge_tokens(&self) -> Vec<(&str, Vec<Currency>)> {
-        let mut out = Vec::new();
-        for g in &self.groups {
-            let Some(charge) = &g.charge else { continue };
-            let mut currencies = vec![charge.price.currency];
-            for p in &charge.prices {
-                if !currencies.contains(&p.price.currency) {
-                    currencies.push(p.price.currency);
-                }
-            }
-            for t in g.tokens.iter().filter(|t| *t != "*") {
-                out.push((t.as_str(), currencies.clone()));
-            }
-        }
-        out
-    }
-
-    /// Whether the canonical `path_and_query` is never charged: a file
-    /// crawlgate serves itself, a built-in free path, a sitemap of the
-    /// policy, or a `[payment] free` pattern.
-    pub fn is_free(&self, path_and_query: &str) -> bool {
-        if self.local_file(path_and_query).is_some() {
-            return true;
-        }
-        let path = path_and_query.split_once('?').map_or(path_and_query, |(p, _)| p);
-        self.free_paths.exact.iter().any(|e| e == path)
-            || self.free_paths.patterns.iter().any(|p| p.matches(path_and_query))
-    }
-
-    /// The price of a request that group `group` decides on the canonical
-    /// `path_and_query`: `None` when the group does not charge or the path
-    /// is free. The most specific `[[group.prices]]` entry wins, else the
-    /// group's `price`.
-    pub fn price(&self, group: usize, path_and_query: &str) -> Option<Price> {
-        let charge = self.groups.get(group)?.charge.as_ref()?;
-        if self.is_free(path_and_query) {
-            return None;
-        }
-        let hit = charge.prices.iter().find(|p| p.pattern.matches(path_and_query));
-        Some(hit.map_or(charge.price, |p| p.price))
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,214 @@
+//! Which limit a routed request is counted against, and under which key
+//! ([`Policy::limit`]): the policy's side of the [`crate::limits`] types.
+
+use std::net::IpAddr;
+
+use super::{Limit, LimitKey, LimitSettings, Network, Subject};
+use crate::decision::GroupRef;
+use crate::policy::Policy;
+use crate::route::Route;
+use crate::verification::Verification;
+
+/// The bucket name of a `Host` that `server.hosts` does not list.
+const OTHER_HOST: &str = "*";
+
+impl Policy {
+    /// The `[limits]` table.
+    pub fn limit_settings(&self) -> &LimitSettings {
+        &self.settings.limits
+    }
+
+    /// The limit a routed request is counted against, and its key; `None`
+    /// when nothing limits it. Only a request forwarded to the origin is
+    /// limited: the files crawlgate serves itself (`/robots.txt`,
+    /// `/agents.txt`, the well-known documents) and refusals never are, so
+    /// a crawler can always read the rules.
+    ///
+    /// - A named crawler whose group has a limit: with a verified identity
+    ///   one bucket per token (Googlebot's many addresses are one crawler),
+    ///   else per token and client network.
+    /// - Everyone else, and a named crawler whose identity is not verified
+    ///   and whose group sets no limit: the `*` group's limit per client
+    ///   network (a claimed token must not escape it). A verified crawler
+    ///   whose group sets no limit is not limited.
+    ///
+    /// `client` is the client address as decided by
+    /// [`crate::client::client_address`]; `host` the request's `Host`
+    /// (authority), used only when `server.hosts` names several sites.
+    pub fn limit<'p>(&'p self, route: &Route<'p, '_>, client: IpAddr, host: Option<&str>) -> Option<Limit<'p>> {
+        let Route::Forward { decision, .. } = route else { return None };
+        let s = &self.settings.limits;
+        let net = || Network::of(client, s.ipv4_prefix, s.ipv6_prefix);
+        let host = self.limit_host(host);
+        let named = match (decision.agent, decision.group) {
+            (Some(token), Some(g)) if Some(g.index) != self.star_group => Some((token, g)),
+            _ => None,
+        };
+        if let Some((token, g)) = named {
+            let verified = matches!(decision.verification, Verification::Verified(_));
+            match (self.groups[g.index].limit, verified) {
+                (Some(limit), true) => {
+                    return Some(Limit { group: g, limit, key: LimitKey { host, subject: Subject::Agent(token) } })
+                }
+                (Some(limit), false) => {
+                    let subject = Subject::AgentNetwork(token, net());
+                    return Some(Limit { group: g, limit, key: LimitKey { host, subject } });
+                }
+                (None, true) => return None,
+                (None, false) => {}
+            }
+        }
+        let star = self.star_group?;
+        let limit = self.groups[star].limit?;
+        let g = &self.groups[star];
+        let group = GroupRef { index: star, name: &g.name, line: g.line, origin: g.origin };
+        Some(Limit { group, limit, key: LimitKey { host, subject: Subject::Network(net()) } })
+    }
+
+    /// The bucket's site: `None` unless `server.hosts` names several; a
+    /// `Host` it does not name (or none) is `*`, so a forged `Host` cannot
+    /// open new buckets.
+    fn limit_host(&self, host: Option<&str>) -> Option<&str> {
+        let hosts = &self.settings.limits.hosts;
+        if hosts.len() < 2 {
+            return None;
+        }
+        let Some(host) = host else { return Some(OTHER_HOST) };
+        let bare = host.rsplit_once(':').filter(|(h, p)| !h.ends_with(']') || p.is_empty()).map_or(host, |(h, _)| h);
+        let found = hosts.iter().find(|h| h.eq_ignore_ascii_case(host)).or_else(|| {
+            // `example.com` in the list matches `Example.com:8443`.
+            hosts.iter().find(|h| !h.contains(':') && h.eq_ignore_ascii_case(bare))
+        });
+        Some(found.map_or(OTHER_HOST, String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::{Identity, UserAgentField};
+    use crate::verification::Method;
+
+    const POLICY: &str = r#"
+[server]
+hosts = ["a.example", "b.example:8443"]
+[upstream]
+servers = ["127.0.0.1:9"]
+[limits]
+ipv4_prefix = 24
+ipv6_prefix = 48
+[[group]]
+user_agents = ["RatedBot"]
+rate = "2/s"
+burst = 3
+[[group]]
+user_agents = ["FreeBot"]
+[[group]]
+user_agents = ["PoliteBot"]
+crawl_delay = 5
+enforce_crawl_delay = true
+[[group]]
+user_agents = ["*"]
+rate = "10/s"
+"#;
+
+    /// `(group, limit, key)` of a request, or `-`.
+    fn limit(policy: &Policy, target: &str, ua: &str, verified: bool, client: &str, host: Option<&str>) -> String {
+        let identity = Identity {
+            verification: if verified { Verification::Verified(Method::Ip) } else { Verification::Unverified },
+            ..Identity::default()
+        };
+        let route = policy.route_with(false, target.as_bytes(), UserAgentField::One(ua), identity);
+        match policy.limit(&route, client.parse().unwrap(), host) {
+            None => "-".to_string(),
+            Some(l) => format!("{} | {} | {}", l.group.name, l.limit, l.key),
+        }
+    }
+
+    #[test]
+    fn which_limit_and_key_a_request_gets() {
+        let p = crate::load(POLICY, "l.toml").unwrap().policy;
+        let a = Some("a.example");
+        for (target, ua, verified, client, host, want) in [
+            // A verified crawler: one bucket per token across addresses.
+            ("/x", "RatedBot/1.0", true, "192.0.2.7", a, "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot"),
+            ("/x", "RatedBot/1.0", true, "198.51.100.1", a, "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot"),
+            // Named, not verified: token and client network.
+            (
+                "/x",
+                "RatedBot/1.0",
+                false,
+                "192.0.2.7",
+                a,
+                "RatedBot | 2/s burst 3 | host:a.example:agent:RatedBot:net:192.0.2.0/24",
+            ),
+            // Crawl-delay enforced.
+            (
+                "/x",
+                "PoliteBot",
+                true,
+                "192.0.2.7",
+                a,
+                "PoliteBot | 1/5s burst 1 (crawl_delay) | host:a.example:agent:PoliteBot",
+            ),
+            // A verified crawler whose group sets no limit is not limited.
+            ("/x", "FreeBot", true, "192.0.2.7", a, "-"),
+            // An unverified claim of it does not escape the `*` limit.
+            ("/x", "FreeBot", false, "192.0.2.7", a, "* | 10/s burst 1 | host:a.example:net:192.0.2.0/24"),
+            // Everyone else: `*` per network, IPv6 at /48 here.
+            ("/x", "Mozilla/5.0", false, "2001:db8:7:8::1", a, "* | 10/s burst 1 | host:a.example:net:2001:db8:7::/48"),
+            // The sites are limited apart; an unknown or absent Host shares one bucket.
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("B.example:8443"),
+                "* | 10/s burst 1 | host:b.example:8443:net:192.0.2.0/24",
+            ),
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("a.example:80"),
+                "* | 10/s burst 1 | host:a.example:net:192.0.2.0/24",
+            ),
+            (
+                "/x",
+                "Mozilla/5.0",
+                false,
+                "192.0.2.7",
+                Some("evil.example"),
+                "* | 10/s burst 1 | host:*:net:192.0.2.0/24",
+            ),
+            ("/x", "Mozilla/5.0", false, "192.0.2.7", None, "* | 10/s burst 1 | host:*:net:192.0.2.0/24"),
+            // The files crawlgate serves itself are never limited.
+            ("/robots.txt", "RatedBot", true, "192.0.2.7", a, "-"),
+            ("/robots.txt?x", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+            ("/agents.txt", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+            ("/.well-known/tdmrep.json", "Mozilla/5.0", false, "192.0.2.7", a, "-"),
+        ] {
+            assert_eq!(
+                limit(&p, target, ua, verified, client, host),
+                want,
+                "{target} {ua} {verified} {client} {host:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_site_has_no_host_in_its_keys_and_no_star_rate_no_limit() {
+        let one = POLICY.replace("hosts = [\"a.example\", \"b.example:8443\"]", "hosts = [\"a.example\"]");
+        let p = crate::load(&one, "l.toml").unwrap().policy;
+        assert_eq!(limit(&p, "/x", "Mozilla", false, "192.0.2.7", Some("x")), "* | 10/s burst 1 | net:192.0.2.0/24");
+        let no_star = one.replace("user_agents = [\"*\"]\nrate = \"10/s\"", "user_agents = [\"*\"]");
+        let p = crate::load(&no_star, "l.toml").unwrap().policy;
+        assert_eq!(limit(&p, "/x", "Mozilla", false, "192.0.2.7", None), "-");
+        assert_eq!(limit(&p, "/x", "FreeBot", false, "192.0.2.7", None), "-");
+        assert_eq!(
+            limit(&p, "/x", "RatedBot", false, "192.0.2.7", None),
+            "RatedBot | 2/s burst 3 | agent:RatedBot:net:192.0.2.0/24"
+        );
+    }
+}
