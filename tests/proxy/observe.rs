@@ -135,7 +135,8 @@ fn unnamed_catalog_crawler_is_verified_but_never_decided_on() {
         " agent=PerplexityBot verification=spoofed(ip) evidence=\"in none of the lists\" group=* decision=allow ";
     assert!(spoofed.contains(spoofed_fields), "{spoofed}");
     let private = access_line(&proxy, "/private/x");
-    assert!(private.contains(&format!("{spoofed_fields}rule=/private/ ")), "{private}");
+    // Observed, never decided on: a violation of `*`'s rule, forwarded.
+    assert!(private.contains(&format!("{spoofed_fields}violation=true rule=/private/ ")), "{private}");
     let metric = |result: &str| {
         proxy.metric(&format!(
             "crawlgate_verifications_total{{agent=\"PerplexityBot\",method=\"ip\",result=\"{result}\"}}"
@@ -148,9 +149,10 @@ fn unnamed_catalog_crawler_is_verified_but_never_decided_on() {
     let row = agents["agents"].as_array().and_then(|a| a.iter().find(|r| r["agent"] == "PerplexityBot")).cloned();
     let row = row.unwrap_or_else(|| panic!("no PerplexityBot row: {agents}"));
     let v = &row["verification"];
+    // Three forwarded, one of them a violation (not counted allowed).
     assert_eq!(
-        (&v["verified"], &v["spoofed"], &row["allowed"], &row["blocked"]),
-        (&1.into(), &2.into(), &3.into(), &0.into()),
+        (&v["verified"], &v["spoofed"], &row["allowed"], &row["violations"], &row["blocked"]),
+        (&1.into(), &2.into(), &2.into(), &1.into(), &0.into()),
         "{row}"
     );
 }
