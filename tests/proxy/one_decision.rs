@@ -209,7 +209,7 @@ fn a_merged_origin_group_for_a_longer_token_is_enforced() {
     // Origin groups take the `*` group's enforce mode: block here.
     let rules = "[robots_txt]\norigin = \"merge\"\n\n[[group]]\nuser_agents = [\"*\"]\nenforce = \"block\"\n\n\
                  [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\nenforce = \"block\"\n";
-    let policy = base_policy(addr, admin, origin.addr) + &rules;
+    let policy = base_policy(addr, admin, origin.addr) + rules;
     let proxy = Proxy::start_with(addr, admin, &policy);
     let client = reqwest::blocking::Client::new();
     wait_for("the merged robots.txt", Duration::from_secs(15), || {

@@ -266,7 +266,7 @@ struct Batch {
     /// Body byte counts of rows already committed: `(row, bytes)`.
     bytes: Vec<(i64, u64)>,
     /// Void rows.
-    voids: Vec<Box<Void>>,
+    voids: Vec<Void>,
     /// Flushes answered once this batch is committed.
     flushes: Vec<oneshot::Sender<()>>,
 }
@@ -276,7 +276,7 @@ impl Batch {
         match m {
             Msg::Insert(r, done) => self.inserts.push((r, done)),
             Msg::Bytes(id, n) => self.bytes.push((id, n)),
-            Msg::Void(v) => self.voids.push(v),
+            Msg::Void(v) => self.voids.push(*v),
             Msg::Flush(done) => self.flushes.push(done),
         }
     }
