@@ -1,11 +1,10 @@
-//! What a key directory holds beyond its keys, and how it is fetched
-//! safely: the Signature Agent Card members that bind a key to a robots.txt
-//! product token (draft-meunier-webbotauth-registry), the directory's own
-//! response signature (draft-meunier-http-message-signatures-directory,
-//! `tag="http-message-signatures-directory"`), and the address rules that
-//! keep a client-chosen `Signature-Agent` from making the proxy fetch an
-//! internal address (no private, loopback or link-local address, checked on
-//! the resolved address).
+//! What a key directory holds beyond its keys: the Signature Agent Card
+//! members that bind a key to a robots.txt product token
+//! (draft-meunier-webbotauth-registry) and the directory's own response
+//! signature (draft-meunier-http-message-signatures-directory,
+//! `tag="http-message-signatures-directory"`). How it is fetched safely
+//! (no private, loopback or link-local address for a client-chosen
+//! `Signature-Agent`) is `crawlgate_outbound`'s, driven by [`crate::keys`].
 //!
 //! A card's `client_id` (draft-meunier-webbotauth-registry section 3.1.1)
 //! must be the URL the card was fetched from, compared as simple strings;
@@ -14,19 +13,18 @@
 //! a card there either carries that URL as its `client_id` or none.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
+use crawlgate_outbound::jwk::parse_ed25519_jwk;
+use crawlgate_outbound::key_set::{self, Overflow};
 use ed25519_dalek::{Signature, VerifyingKey};
 use sfv::{BareItem, Dictionary, FieldType, Item, List, ListEntry, Parser};
-
-use crate::keys::parse_ed25519_jwk;
 
 /// The `tag` of a directory's response signature.
 pub const DIRECTORY_TAG: &str = "http-message-signatures-directory";
 
 /// At most this many keys are read from one directory; a larger one is
-/// refused whole.
+/// refused whole ([`Overflow::Refuse`]).
 pub const MAX_DIRECTORY_KEYS: usize = 64;
 
 /// The Signature Agent Card members crawlgate uses
@@ -200,94 +198,16 @@ fn read_keys(
     keys: Option<&serde_json::Value>,
     card_for: impl Fn(&serde_json::Value) -> Result<Option<Arc<Card>>, ()>,
 ) -> Result<HashMap<String, DirectoryKey>, String> {
-    let keys = keys.and_then(serde_json::Value::as_array).ok_or("the directory has no \"keys\" array")?;
-    if keys.len() > MAX_DIRECTORY_KEYS {
-        return Err(format!("the directory lists {} keys, more than {MAX_DIRECTORY_KEYS}", keys.len()));
-    }
+    let keys =
+        key_set::members(keys, MAX_DIRECTORY_KEYS, Overflow::Refuse).map_err(|e| format!("the directory {e}"))?;
     let mut out = HashMap::new();
-    for k in keys {
+    for k in keys.read {
         let Ok(parsed) = parse_ed25519_jwk(k) else { continue };
         if let Ok(card) = card_for(k) {
             out.insert(parsed.thumbprint, DirectoryKey { key: parsed.key, card });
         }
     }
     Ok(out)
-}
-
-/// Whether a directory may be fetched from `ip`: not loopback, private
-/// (RFC 1918, RFC 4193), link-local, shared (RFC 6598), unspecified,
-/// multicast, broadcast, documentation or benchmarking (RFC 2544) space; an IPv4-mapped, NAT64 or 6to4 IPv6
-/// address is judged as the IPv4 one.
-pub fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_multicast()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 192 && b == 0 && v4.octets()[2] == 0)
-                || (a == 198 && (18..20).contains(&b))
-                || a >= 240)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let seg = v6.segments();
-            let [.., x, y, z, w] = v6.octets();
-            // NAT64 (RFC 6052 64:ff9b::/96) and 6to4 (RFC 3056 2002::/16)
-            // reach the IPv4 address they embed.
-            if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                return is_public(IpAddr::V4([x, y, z, w].into()));
-            }
-            if seg[0] == 0x2002 {
-                let [a, b] = seg[1].to_be_bytes();
-                let [c, d] = seg[2].to_be_bytes();
-                return is_public(IpAddr::V4([a, b, c, d].into()));
-            }
-            let first = seg[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || (first & 0xffc0) == 0xfec0
-                || first == 0x2001 && v6.segments()[1] == 0x0db8)
-        }
-    }
-}
-
-/// A resolver for the directory client that drops every address
-/// [`is_public`] refuses and fails when none is left, so the connection is
-/// made only to an address that was checked (a name cannot resolve to a
-/// public address for the check and a private one for the connection).
-#[derive(Debug, Default)]
-pub struct PublicOnly;
-
-impl reqwest::dns::Resolve for PublicOnly {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        Box::pin(async move {
-            let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = addrs.iter().copied().filter(|a| is_public(a.ip())).collect();
-            if public.is_empty() {
-                let err: Box<dyn std::error::Error + Send + Sync> = if addrs.is_empty() {
-                    format!("{host} has no address").into()
-                } else {
-                    format!("{host} resolves only to addresses that are not public ({}); refused", addrs[0].ip()).into()
-                };
-                return Err(err);
-            }
-            let addrs: reqwest::dns::Addrs = Box::new(public.into_iter());
-            Ok(addrs)
-        })
-    }
 }
 
 /// The outcome of checking a directory response's own signatures.
@@ -426,42 +346,6 @@ fn check_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn public_addresses() {
-        let rows = [
-            ("127.0.0.1", false),
-            ("10.1.2.3", false),
-            ("172.16.0.1", false),
-            ("192.168.1.1", false),
-            ("169.254.169.254", false),
-            ("100.64.0.1", false),
-            ("0.0.0.0", false),
-            ("255.255.255.255", false),
-            ("224.0.0.1", false),
-            ("::1", false),
-            ("::", false),
-            ("fe80::1", false),
-            ("fd00::1", false),
-            ("::ffff:127.0.0.1", false),
-            ("::ffff:10.0.0.1", false),
-            ("8.8.8.8", true),
-            ("172.32.0.1", true),
-            ("2606:4700::1111", true),
-            ("::ffff:1.1.1.1", true),
-            ("64:ff9b::a9fe:a9fe", false),
-            ("64:ff9b::7f00:1", false),
-            ("64:ff9b::808:808", true),
-            ("2002:7f00:1::", false),
-            ("2002:a00:1::1", false),
-            ("2002:808:808::1", true),
-            ("fec0::1", false),
-        ];
-        for (ip, want) in rows {
-            let parsed: IpAddr = ip.parse().unwrap_or_else(|e| panic!("{ip}: {e}"));
-            assert_eq!(is_public(parsed), want, "{ip}");
-        }
-    }
 
     #[test]
     fn cards_bind_keys_to_tokens() {

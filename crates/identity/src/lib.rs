@@ -5,7 +5,10 @@
 //! [`crawlgate_policy::verification::Verification`] for the policy to act on.
 //!
 //! Everything here that does I/O runs off the request path or under a
-//! timeout; a request never waits on a lookup longer than its budget.
+//! timeout; a request never waits on a lookup longer than its budget. Its
+//! HTTP requests (key directories, IP lists) and its JWK parsing are
+//! `crawlgate_outbound`'s; this crate decides what to fetch and what the
+//! answer proves.
 
 pub mod directory;
 pub mod keys;

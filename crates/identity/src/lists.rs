@@ -9,6 +9,11 @@
 //! directory (one JSON file per URL holding the body and the time it was
 //! fetched, written to a temporary file and renamed), so a restart without
 //! network still verifies.
+//!
+//! Lists are fetched with `crawlgate_outbound`'s client, bounded in time
+//! and size like every outbound request, but with two differences the
+//! operator's own URLs ask for: plain http and any address are allowed,
+//! and redirects are followed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -18,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
+use crawlgate_outbound::fetch::{FetchError, Options, Outbound, Reach, Refusal};
 use sha2::{Digest, Sha256};
 
 use crate::ranges::{IpPrefix, RangeTable};
@@ -146,7 +152,7 @@ struct Inner {
     state: ArcSwap<Vec<Slot>>,
     /// Built only when some source is a URL; a build error is reported by
     /// every refresh of a URL.
-    client: Option<Result<reqwest::Client, String>>,
+    client: Option<Result<Outbound, String>>,
     /// Serializes refreshes, so a snapshot is never built from a stale one.
     refreshing: tokio::sync::Mutex<()>,
 }
@@ -189,11 +195,9 @@ impl Lists {
             }
         }
         let client = entries.iter().any(|e| matches!(e.source, ListSource::Url(_))).then(|| {
-            reqwest::Client::builder()
-                .timeout(fetch_timeout)
-                .user_agent(concat!("crawlgate/", env!("CARGO_PKG_VERSION"), " (IP list refresh)"))
-                .build()
-                .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))
+            let reach = Reach { allow_http: true, allow_private: true };
+            let options = Options { follow_redirects: true, purpose: Some("IP list refresh"), ..Options::default() };
+            Outbound::with_options(reach, fetch_timeout, options).map_err(|e| e.to_string())
         });
         let slots = entries.iter().map(|e| initial_slot(e, state_dir.as_deref())).collect();
         Lists {
@@ -388,45 +392,21 @@ impl Inner {
     }
 }
 
-/// GETs `url`: only `http`/`https`, only a 200, at most [`MAX_BODY`]
-/// bytes, UTF-8.
-pub(crate) async fn fetch(client: &reqwest::Client, url: &str) -> Result<String, String> {
-    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    if !matches!(scheme.as_deref(), Some("http" | "https")) {
-        return Err("unsupported URL scheme (http or https only)".into());
-    }
-    let mut response = client.get(url).send().await.map_err(|e| format!("fetch failed: {}", error_chain(&e)))?;
-    let status = response.status();
-    if status != reqwest::StatusCode::OK {
+/// GETs `url` with `outbound` (its scheme and address checked by its
+/// [`Reach`]): only a 200, at most [`MAX_BODY`] bytes, UTF-8.
+pub(crate) async fn fetch(outbound: &Outbound, url: &str) -> Result<String, String> {
+    let response = outbound.get(url, "*/*", MAX_BODY).await.map_err(|e| match e {
+        FetchError::Refused { why: Refusal::Scheme(_), .. } => "unsupported URL scheme (http or https only)".into(),
+        FetchError::Refused { why, .. } => why.to_string(),
+        FetchError::TooLarge { .. } => format!("body larger than {MAX_BODY} bytes"),
+        FetchError::Failed { detail, .. } => format!("fetch failed: {detail}"),
+        other => format!("fetch failed: {other}"),
+    })?;
+    if response.status != 200 {
+        let status = http::StatusCode::from_u16(response.status).map_or(response.status.to_string(), |s| s.to_string());
         return Err(format!("unexpected HTTP status {status}"));
     }
-    if response.content_length().is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(format!("body larger than {MAX_BODY} bytes"));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("fetch failed: {}", error_chain(&e)))? {
-        if body.len() + chunk.len() > MAX_BODY {
-            return Err(format!("body larger than {MAX_BODY} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    String::from_utf8(body).map_err(|_| "body is not UTF-8".to_string())
-}
-
-/// An error and its sources, joined with `: ` (reqwest's own message names
-/// only the URL; the cause is in the chain).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !out.ends_with(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
+    String::from_utf8(response.body).map_err(|_| "body is not UTF-8".to_string())
 }
 
 /// A source's state at start: a local file is read, a URL's persisted

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crawlgate_payment::outbound::Reach;
+use crawlgate_outbound::fetch::Reach;
 use crawlgate_payment::rsl::{LicenseVerifier, RslConfig};
 use crawlgate_payment::x402::{check_accepted, parse_payment_signature, X402Config};
 use crawlgate_testkit::license_server::{public_jwk, sign_jws, TokenClaims};

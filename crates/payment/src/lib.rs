@@ -3,15 +3,13 @@
 //! Owns the durable ledger of charges ([`ledger`]: SQLite, one writer
 //! thread, batched commits) and the payment dialects that talk to outside
 //! services: RSL license tokens verified against a license server's keys
-//! ([`rsl`], with the key types of [`jwk`]), x402 payments verified and
-//! settled through a facilitator ([`x402`]), and the bounded, SSRF-checked
-//! HTTP client both use ([`outbound`]). What a request is charged, and
-//! which answer a crawler gets, is decided in `crawlgate_policy::payment`;
-//! this crate only records, verifies and settles. It knows nothing of
-//! Pingora.
+//! ([`rsl`]) and x402 payments verified and settled through a facilitator
+//! ([`x402`]). Both reach those services through the bounded, SSRF-checked
+//! client of `crawlgate_outbound`, which also reads the license server's
+//! keys. What a request is charged, and which answer a crawler gets, is
+//! decided in `crawlgate_policy::payment`; this crate only records,
+//! verifies and settles. It knows nothing of Pingora.
 
-pub mod jwk;
 pub mod ledger;
-pub mod outbound;
 pub mod rsl;
 pub mod x402;

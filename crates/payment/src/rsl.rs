@@ -6,7 +6,7 @@
 //!
 //! A token is accepted when its signature verifies with one of the
 //! server's keys (`EdDSA`, `ES256` or `RS256`, each only with its own key
-//! type: [`crate::jwk`]), its `iss` is the
+//! type: `crawlgate_outbound::jwk`), its `iss` is the
 //! configured license server, its `aud` names this site, `exp` / `nbf` /
 //! `iat` hold within the allowed skew, one of its `resource` entries covers
 //! the request path (a path pattern with RFC 9309 wildcards, or an absolute
@@ -15,7 +15,7 @@
 //! RSL 1.0 says: `401` with `WWW-Authenticate: License error="invalid_request"`
 //! (no or malformed credentials) or `error="invalid_token"`.
 //!
-//! The JWKS is fetched through [`crate::outbound`] (https, no redirects,
+//! The JWKS is fetched through `crawlgate_outbound::fetch` (https, no redirects,
 //! no private addresses unless allowed, at most [`MAX_JWKS_BYTES`] and
 //! [`MAX_JWKS_KEYS`] keys), cached for its `max-age` (clamped), refetched
 //! when it expires or a token names a key it lacks (at most once a minute),
@@ -26,11 +26,10 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use crawlgate_outbound::fetch::{Outbound, Reach};
+use crawlgate_outbound::jwk::{Alg, PublicKey};
+use crawlgate_outbound::key_set::{self, Overflow};
 use crawlgate_policy::pattern::Pattern;
-
-use crate::jwk::{Alg, PublicKey};
-
-use crate::outbound::{Outbound, Reach};
 
 /// The largest token read (a compact JWS); larger is `invalid_token`.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -391,15 +390,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// without one by its thumbprint); keys that cannot be used are skipped.
 fn parse_jwks(body: &[u8]) -> Result<Vec<(String, PublicKey)>, String> {
     let doc: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("the JWKS is not JSON: {e}"))?;
-    let keys = doc.get("keys").and_then(serde_json::Value::as_array).ok_or("the JWKS has no \"keys\" array")?;
-    if keys.len() > MAX_JWKS_KEYS {
-        tracing::warn!(keys = keys.len(), max = MAX_JWKS_KEYS, "License server JWKS has more keys than are read");
+    let keys =
+        key_set::members(doc.get("keys"), MAX_JWKS_KEYS, Overflow::Truncate).map_err(|e| format!("the JWKS {e}"))?;
+    if keys.ignored > 0 {
+        let all = MAX_JWKS_KEYS + keys.ignored;
+        tracing::warn!(keys = all, max = MAX_JWKS_KEYS, "License server JWKS has more keys than are read");
     }
     Ok(keys
+        .read
         .iter()
-        .take(MAX_JWKS_KEYS)
         .filter(|k| k.get("use").and_then(serde_json::Value::as_str).is_none_or(|u| u == "sig"))
-        .filter_map(|k| crate::jwk::parse(k).ok())
+        .filter_map(|k| crawlgate_outbound::jwk::parse(k).ok())
         .map(|(kid, key)| (kid.unwrap_or_default(), key))
         .collect())
 }
@@ -411,13 +412,13 @@ impl LicenseVerifier {
         for (i, jwk) in config.pinned_keys.iter().enumerate() {
             let v: serde_json::Value =
                 serde_json::from_str(jwk).map_err(|e| format!("pinned key {}: the JWK is not JSON: {e}", i + 1))?;
-            let (kid, key) = crate::jwk::parse(&v).map_err(|e| format!("pinned key {}: {e}", i + 1))?;
+            let (kid, key) = crawlgate_outbound::jwk::parse(&v).map_err(|e| format!("pinned key {}: {e}", i + 1))?;
             pinned.push((kid.unwrap_or_default(), key));
         }
         let outbound = match &config.jwks_url {
             Some(url) => {
-                let o = Outbound::new(config.reach, config.fetch_timeout)?;
-                o.check_url(url)?;
+                let o = Outbound::new(config.reach, config.fetch_timeout).map_err(|e| e.to_string())?;
+                o.check_url(url).map_err(|e| e.to_string())?;
                 Some(o)
             }
             None => None,
@@ -541,12 +542,12 @@ impl LicenseVerifier {
             let r = outbound
                 .get(url, "application/jwk-set+json, application/json;q=0.9", MAX_JWKS_BYTES)
                 .await
-                .map_err(|e| e.message)?;
+                .map_err(|e| e.to_string())?;
             if r.status != 200 {
                 return Err(format!("{url}: status {}", r.status));
             }
             let keys = parse_jwks(&r.body).map_err(|e| format!("{url}: {e}"))?;
-            Ok((keys, crawlgate_identity::keys::directory_ttl(r.cache_control.as_deref())))
+            Ok((keys, crawlgate_outbound::fetch::cache_ttl(r.header("cache-control"))))
         }
         .await;
         let mut slot = lock(&self.inner.jwks);

@@ -15,7 +15,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::outbound::{FetchError, Outbound, Reach};
+use crawlgate_outbound::fetch::{FetchError, Outbound, Reach};
 
 /// The protocol version spoken.
 pub const X402_VERSION: u64 = 2;
@@ -311,17 +311,17 @@ pub struct Facilitator {
 impl Facilitator {
     /// A client for `config.facilitator`, each call within `config.timeout`.
     pub fn new(config: &X402Config) -> Result<Facilitator, String> {
-        let outbound = Outbound::new(config.reach, config.timeout)?;
+        let outbound = Outbound::new(config.reach, config.timeout).map_err(|e| e.to_string())?;
         let base = config.facilitator.trim_end_matches('/').to_owned();
-        outbound.check_url(&base)?;
+        outbound.check_url(&base).map_err(|e| e.to_string())?;
         Ok(Facilitator { base, outbound })
     }
 
     fn failed(e: FetchError) -> X402Error {
-        if e.timed_out {
-            X402Error::Timeout(e.message)
+        if e.timed_out() {
+            X402Error::Timeout(e.to_string())
         } else {
-            X402Error::Facilitator(e.message)
+            X402Error::Facilitator(e.to_string())
         }
     }
 

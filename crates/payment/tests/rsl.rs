@@ -8,7 +8,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crawlgate_payment::outbound::Reach;
+use crawlgate_outbound::fetch::Reach;
 use crawlgate_payment::rsl::{LicenseError, LicenseVerifier, RslConfig};
 use crawlgate_testkit::license_server::{LicenseServer, TokenClaims};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use crawlgate_payment::outbound::Reach;
+use crawlgate_outbound::fetch::Reach;
 use crawlgate_payment::x402::{
     check_accepted, parse_payment_signature, payment_required, Facilitator, Kind, Requirements, X402Config, X402Error,
 };

@@ -1,13 +1,18 @@
-//! The public keys a license server signs tokens with, read from JWKs
-//! (RFC 7517), and the JWS signature check for each algorithm accepted:
-//! `EdDSA` / `Ed25519` over an OKP Ed25519 key (RFC 8037, RFC 9864, with
-//! ed25519-dalek), `ES256` over a P-256 key and `RS256` over an RSA key of
-//! at least 2048 bits (RFC 7518 section 3, with OpenSSL). A key checks only
-//! signatures of its own algorithm, so a token cannot choose how its
-//! signature is read (an RSA key never checks an `HS256` or `ES256` token).
+//! Public keys read from JWKs (RFC 7517), and the JWS signature check for
+//! each algorithm accepted: `EdDSA` / `Ed25519` over an OKP Ed25519 key
+//! (RFC 8037, RFC 9864, with ed25519-dalek), `ES256` over a P-256 key and
+//! `RS256` over an RSA key of at least 2048 bits (RFC 7518 section 3, with
+//! OpenSSL). A key checks only signatures of its own algorithm, so a token
+//! cannot choose how its signature is read (an RSA key never checks an
+//! `HS256` or `ES256` token).
+//!
+//! Web Bot Auth signs with Ed25519 only and names keys by their RFC 7638
+//! thumbprint: [`parse_ed25519_jwk`]. License tokens (RSL) may use any of
+//! the three: [`parse`].
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
+use ed25519_dalek::VerifyingKey;
 use openssl::bn::BigNum;
 use openssl::ec::{EcGroup, EcKey};
 use openssl::ecdsa::EcdsaSig;
@@ -20,7 +25,7 @@ use openssl::sign::Verifier;
 /// The smallest RSA modulus accepted, in bits (RFC 7518 section 3.3).
 pub const MIN_RSA_BITS: u32 = 2048;
 
-/// A JWS algorithm accepted for license tokens.
+/// A JWS algorithm accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Alg {
     /// Ed25519 (`EdDSA`, or the fully specified `Ed25519`).
@@ -47,7 +52,7 @@ impl Alg {
 #[derive(Clone, Debug)]
 pub enum PublicKey {
     /// An Ed25519 key.
-    Ed25519(ed25519_dalek::VerifyingKey),
+    Ed25519(VerifyingKey),
     /// A P-256 or RSA key.
     OpenSsl(Alg, PKey<Public>),
 }
@@ -96,6 +101,7 @@ fn member<'a>(jwk: &'a serde_json::Value, name: &str) -> Option<&'a str> {
     jwk.get(name).and_then(serde_json::Value::as_str)
 }
 
+/// The bytes of the base64url member `name` (trailing `=` tolerated).
 fn b64(jwk: &serde_json::Value, name: &str) -> Result<Vec<u8>, String> {
     let v = member(jwk, name).ok_or_else(|| format!("the JWK has no \"{name}\""))?;
     URL_SAFE_NO_PAD.decode(v.trim_end_matches('=')).map_err(|_| format!("\"{name}\" is not base64url"))
@@ -111,7 +117,7 @@ pub fn parse(jwk: &serde_json::Value) -> Result<(Option<String>, PublicKey), Str
     let kid = member(jwk, "kid").map(str::to_owned);
     let key = match (member(jwk, "kty"), member(jwk, "crv")) {
         (Some("OKP"), _) => {
-            let p = crawlgate_identity::keys::parse_ed25519_jwk(jwk)?;
+            let p = parse_ed25519_jwk(jwk)?;
             return Ok((kid.or(Some(p.thumbprint)), check_alg(jwk, PublicKey::Ed25519(p.key))?));
         }
         (Some("EC"), Some("P-256")) => {
@@ -151,6 +157,43 @@ fn check_alg(jwk: &serde_json::Value, key: PublicKey) -> Result<PublicKey, Strin
         }
         _ => Ok(key),
     }
+}
+
+/// An Ed25519 public key read from a JWK.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParsedJwk {
+    /// The key.
+    pub key: VerifyingKey,
+    /// Its RFC 7638 thumbprint (SHA-256, base64url without padding).
+    pub thumbprint: String,
+    /// The JWK's `kid`, if any.
+    pub kid: Option<String>,
+}
+
+/// Reads an Ed25519 public key from a JWK (`kty` `OKP`, `crv` `Ed25519`,
+/// `x`; RFC 8037 section 2).
+pub fn parse_ed25519_jwk(jwk: &serde_json::Value) -> Result<ParsedJwk, String> {
+    let Some(obj) = jwk.as_object() else {
+        return Err("the JWK is not a JSON object".into());
+    };
+    match (member(jwk, "kty"), member(jwk, "crv")) {
+        (Some("OKP"), Some("Ed25519")) => {}
+        (kty, crv) => return Err(format!("not an Ed25519 key (kty {kty:?}, crv {crv:?}; want OKP, Ed25519)")),
+    }
+    let x = member(jwk, "x").ok_or("the JWK has no \"x\"")?;
+    let bytes = URL_SAFE_NO_PAD.decode(x.trim_end_matches('=')).map_err(|e| format!("\"x\" is not base64url: {e}"))?;
+    let raw: [u8; 32] =
+        bytes.as_slice().try_into().map_err(|_| format!("\"x\" is {} bytes, an Ed25519 key is 32", bytes.len()))?;
+    let key = VerifyingKey::from_bytes(&raw).map_err(|e| format!("\"x\" is not an Ed25519 point: {e}"))?;
+    let kid = obj.get("kid").and_then(serde_json::Value::as_str).map(str::to_owned);
+    Ok(ParsedJwk { key, thumbprint: ed25519_thumbprint(&key), kid })
+}
+
+/// The RFC 7638 JWK thumbprint of an Ed25519 key: SHA-256 over
+/// `{"crv":"Ed25519","kty":"OKP","x":"<x>"}` (the required members in
+/// lexicographic order, RFC 8037 section 2), base64url without padding.
+pub fn ed25519_thumbprint(key: &VerifyingKey) -> String {
+    crawlgate_policy::verification::ed25519_x_thumbprint(&URL_SAFE_NO_PAD.encode(key.as_bytes()))
 }
 
 #[cfg(test)]
@@ -236,6 +279,38 @@ mod tests {
         ];
         for (jwk, want) in cases {
             let err = parse(&jwk).err().unwrap_or_else(|| panic!("{jwk} parsed"));
+            assert!(err.contains(want), "{jwk}: {err}");
+        }
+    }
+
+    #[test]
+    fn rfc8037_thumbprint_example() {
+        // RFC 8037 appendix A.3.
+        let jwk = serde_json::json!({"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"});
+        let parsed = parse_ed25519_jwk(&jwk).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.thumbprint, "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    }
+
+    #[test]
+    fn rfc9421_test_key_thumbprint_is_the_web_bot_auth_keyid() {
+        let jwk = serde_json::json!({"kty":"OKP","crv":"Ed25519","kid":"test-key-ed25519","x":"JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs"});
+        let parsed = parse_ed25519_jwk(&jwk).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.thumbprint, "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U");
+        assert_eq!(parsed.kid.as_deref(), Some("test-key-ed25519"));
+    }
+
+    #[test]
+    fn bad_jwks_are_rejected_with_a_reason() {
+        let cases = [
+            (serde_json::json!([]), "not a JSON object"),
+            (serde_json::json!({"kty":"RSA","n":"x","e":"AQAB"}), "not an Ed25519 key"),
+            (serde_json::json!({"kty":"OKP","crv":"X25519","x":"AA"}), "not an Ed25519 key"),
+            (serde_json::json!({"kty":"OKP","crv":"Ed25519"}), "has no \"x\""),
+            (serde_json::json!({"kty":"OKP","crv":"Ed25519","x":"!!"}), "not base64url"),
+            (serde_json::json!({"kty":"OKP","crv":"Ed25519","x":"AAAA"}), "is 3 bytes"),
+        ];
+        for (jwk, want) in cases {
+            let err = parse_ed25519_jwk(&jwk).err().unwrap_or_else(|| panic!("{jwk} parsed"));
             assert!(err.contains(want), "{jwk}: {err}");
         }
     }
