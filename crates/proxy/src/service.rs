@@ -131,7 +131,8 @@ pub struct Ctx {
     logged: bool,
     /// The verification outcome and what showed it.
     verification: Verification,
-    evidence: Option<Evidence>,
+    /// Boxed: set only for a verified claim, and the context stays small.
+    evidence: Option<Box<Evidence>>,
     /// What the request's Web Bot Auth signature showed.
     signature: Option<crawlgate_policy::verification::SignatureOutcome>,
     /// The request broke a robots.txt rule (a block for a failed
@@ -357,7 +358,7 @@ impl ProxyHttp for Gate {
             _ => None,
         };
         ctx.verification = verification;
-        ctx.evidence = (evidence != Evidence::None).then_some(evidence);
+        ctx.evidence = (evidence != Evidence::None).then(|| Box::new(evidence));
         let identity =
             Identity { verification, proven: signed_token.as_deref(), replayed, unparsable: unparsable.as_deref() };
         // Pingora drops a fragment from the target it parses; the request
@@ -402,7 +403,7 @@ impl ProxyHttp for Gate {
             if let Some(verdict) = verdict {
                 self.count_verification(&snap, Some(claim), &verdict);
                 ctx.verification = verdict.verification;
-                ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+                ctx.evidence = (verdict.evidence != Evidence::None).then(|| Box::new(verdict.evidence));
                 ctx.signature = ctx.signature.or(verdict.signature);
             }
         }
@@ -519,7 +520,7 @@ impl ProxyHttp for Gate {
                 ctx.forward = target.forward.map(Cow::into_owned);
                 ctx.path = Cow::Owned(target.canonical.into_owned());
                 let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
-                let evidence = ctx.evidence.as_ref();
+                let evidence = ctx.evidence.as_deref();
                 let step = crate::payment::request(
                     &self.shared,
                     session,
@@ -611,7 +612,7 @@ impl ProxyHttp for Gate {
         ctx.upstream_status = Some(resp.status.as_u16());
         if let Some(pay) = ctx.pay.as_deref_mut() {
             let agent = ctx.agent.map_or("", |a| ctx.snap.policy.agent_name(a));
-            let subject = match &ctx.evidence {
+            let subject = match ctx.evidence.as_deref() {
                 Some(Evidence::Key { keyid }) => keyid.as_str(),
                 _ => "",
             };
@@ -823,7 +824,7 @@ impl ProxyHttp for Gate {
             let verdict = task.await.unwrap_or_default();
             self.count_verification(&ctx.snap, Some(claim), &verdict);
             ctx.verification = verdict.verification;
-            ctx.evidence = (verdict.evidence != Evidence::None).then_some(verdict.evidence);
+            ctx.evidence = (verdict.evidence != Evidence::None).then(|| Box::new(verdict.evidence));
         }
         let req = session.req_header();
         // Host and User-Agent are only read for the access log line.
@@ -863,7 +864,7 @@ impl ProxyHttp for Gate {
             agent_id: ctx.agent,
             referer: req.headers.get(header::REFERER).and_then(|v| v.to_str().ok()),
             verification: ctx.verification,
-            evidence: ctx.evidence.as_ref(),
+            evidence: ctx.evidence.as_deref(),
             signature: ctx.signature,
             violation: ctx.violation,
             reason: ctx.reason,
