@@ -360,25 +360,26 @@ fn a_charged_response_that_fails_is_voided() {
         }
     };
     assert_eq!(paid("/articles/ok", "0x01", "text/plain"), (200, 13));
-    assert_eq!(paid("/articles/gz", "0x02", "text/markdown").0, 502);
+    // The held Markdown response fails: a 502, or a reset when its held
+    // bytes had started to leave.
+    let (gz, _) = paid("/articles/gz", "0x02", "text/markdown");
+    assert!(gz == 502 || gz == 0, "{gz}");
     let (status, _) = paid("/articles/cut", "0x03", "text/plain");
     assert!(status == 200 || status == 0, "{status}");
     let rows = wait_for("two void rows", Duration::from_secs(10), || {
         let rows = Reader::open(&ledger).and_then(|r| r.export(0)).ok()?;
         (rows.iter().filter(|r| r.void.is_some()).count() == 2).then_some(rows)
     });
-    let summary: Vec<(String, Option<String>, u16)> =
-        rows.iter().map(|r| (r.path.clone(), r.void.clone(), r.status)).collect();
-    assert_eq!(
-        summary,
-        [
-            ("/articles/ok".to_string(), None, 200),
-            ("/articles/gz".to_string(), None, 200),
-            ("/articles/gz".to_string(), Some("origin: decompression aborted".to_string()), 502),
-            ("/articles/cut".to_string(), None, 200),
-            ("/articles/cut".to_string(), Some("origin: ConnectionClosed".to_string()), 200),
-        ]
-    );
+    // Every charge was a 200; each failed one has a void row whose reason
+    // names the origin's failure (the exact error varies with timing).
+    let charges: Vec<(&str, u16)> =
+        rows.iter().filter(|r| r.void.is_none()).map(|r| (r.path.as_str(), r.status)).collect();
+    assert_eq!(charges, [("/articles/ok", 200), ("/articles/gz", 200), ("/articles/cut", 200)]);
+    let mut voids: Vec<(&str, &str)> =
+        rows.iter().filter_map(|r| Some((r.path.as_str(), r.void.as_deref()?))).collect();
+    voids.sort();
+    assert_eq!(voids.iter().map(|v| v.0).collect::<Vec<_>>(), ["/articles/cut", "/articles/gz"], "{voids:?}");
+    assert!(voids.iter().all(|v| v.1.starts_with("origin: ")), "{voids:?}");
     for void in rows.iter().filter(|r| r.void.is_some()) {
         let charge = rows.iter().find(|r| r.void.is_none() && r.path == void.path).unwrap();
         assert_eq!((&void.request_id, &void.instance), (&charge.request_id, &charge.instance));
