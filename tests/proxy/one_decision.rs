@@ -16,6 +16,8 @@ use crawlgate_testkit::facilitator::Facilitator;
 use crawlgate_testkit::http::{exchange, RawResponse};
 use crawlgate_testkit::temp::TempDir;
 
+use crate::support::{admin_status as status_json, reload};
+
 const NETWORK: &str = "eip155:84532";
 
 fn addrs() -> (SocketAddr, SocketAddr) {
@@ -33,22 +35,6 @@ fn x402_rules(f: &Facilitator, ledger: &std::path::Path, currency: &str, dialect
         ledger.display(),
         f.url()
     )
-}
-
-fn status_json(proxy: &Proxy) -> serde_json::Value {
-    let text = reqwest::blocking::get(proxy.admin_url("/status")).unwrap().text().unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-/// Writes `policy` and waits for the proxy to load it (or to fail to).
-fn reload(proxy: &Proxy, policy: &str) {
-    let before = status_json(proxy);
-    std::fs::write(&proxy.policy_path, policy).unwrap();
-    proxy.signal("HUP");
-    wait_for("the reload", Duration::from_secs(20), || {
-        let s = status_json(proxy);
-        (s["generation"] != before["generation"] || s["last_error_at"] != before["last_error_at"]).then_some(())
-    });
 }
 
 /// Status, headers and body of a GET as `ua`.

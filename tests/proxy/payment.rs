@@ -10,6 +10,8 @@ use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
 use crawlgate_testkit::temp::TempDir;
 use crawlgate_testkit::wba::{Component, Request, SignOptions, Signer};
 
+use crate::support::{admin_status as status, reload};
+
 const UA: &str = "ExampleBot/1.0";
 
 fn origin() -> Origin {
@@ -464,22 +466,6 @@ fn kill_9_loses_no_announced_charge() {
     let charged = charged.lock().unwrap();
     let missing: Vec<&String> = charged.iter().filter(|p| !rows.contains(&format!(",{},USD,0.01,", p))).collect();
     assert!(missing.is_empty(), "{} of {} announced charges have no row: {missing:?}", missing.len(), charged.len());
-}
-
-/// The proxy's `/status`.
-fn status(proxy: &Proxy) -> serde_json::Value {
-    let text = reqwest::blocking::get(proxy.admin_url("/status")).unwrap().text().unwrap();
-    serde_json::from_str(&text).unwrap()
-}
-
-fn reload(proxy: &Proxy, policy: &str) {
-    let before = status(proxy);
-    std::fs::write(&proxy.policy_path, policy).unwrap();
-    proxy.signal("HUP");
-    crawlgate_e2e::proxy::wait_for("the reload", Duration::from_secs(20), || {
-        let s = status(proxy);
-        (s["generation"] != before["generation"] || s["last_error_at"] != before["last_error_at"]).then_some(())
-    });
 }
 
 /// A process started without charging opens its ledger when a reload

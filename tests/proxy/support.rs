@@ -109,3 +109,21 @@ pub fn header_values(resp: &reqwest::blocking::Response, name: &str) -> Vec<Stri
 pub fn header(resp: &reqwest::blocking::Response, name: &str) -> String {
     resp.headers().get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).unwrap_or_default()
 }
+
+/// The proxy's `/status` on its admin listener.
+pub fn admin_status(proxy: &Proxy) -> serde_json::Value {
+    let text = reqwest::blocking::get(proxy.admin_url("/status")).unwrap().text().unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Writes `policy` over the proxy's file, sends SIGHUP and waits for the
+/// reload to end (a new generation, or a new failure on `/status`).
+pub fn reload(proxy: &Proxy, policy: &str) {
+    let before = admin_status(proxy);
+    std::fs::write(&proxy.policy_path, policy).unwrap();
+    proxy.signal("HUP");
+    crawlgate_e2e::proxy::wait_for("the reload", Duration::from_secs(20), || {
+        let s = admin_status(proxy);
+        (s["generation"] != before["generation"] || s["last_error_at"] != before["last_error_at"]).then_some(())
+    });
+}
