@@ -19,6 +19,7 @@
 
 mod compliance;
 mod minutes;
+mod named;
 mod timeline;
 mod topk;
 
@@ -393,33 +394,6 @@ impl Activity {
         // else `other-bot` (no slot is made here, so none for an origin
         // token the current snapshot no longer names).
         self.named.read().ok().and_then(|n| n.get(name).cloned()).unwrap_or_else(|| self.other_bot.clone())
-    }
-
-    /// The slot of a catalog crawler the policy does not name, made on its
-    /// first request (at most one per catalog entry).
-    fn catalog_slot(&self, name: &'static str) -> Arc<AgentStats> {
-        if let Some(s) = self.named.read().ok().and_then(|n| n.get(name).cloned()) {
-            return s;
-        }
-        let mut named = match self.named.write() {
-            Ok(n) => n,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        named.entry(Arc::from(name)).or_insert_with(|| Arc::new(AgentStats::new(name))).clone()
-    }
-
-    /// The row of spoofed or unverified claims to `token` that its group
-    /// sent to `*` (at most one per policy token).
-    fn claimed_slot(&self, token: &str) -> Arc<AgentStats> {
-        let name = format!("{token} (claimed)");
-        if let Some(s) = self.named.read().ok().and_then(|n| n.get(name.as_str()).cloned()) {
-            return s;
-        }
-        let mut named = match self.named.write() {
-            Ok(n) => n,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        named.entry(Arc::from(name.as_str())).or_insert_with(|| Arc::new(AgentStats::new(&name))).clone()
     }
 
     /// Number of named slots (`other-bot` and `browser` not included).
