@@ -24,10 +24,14 @@ def skip(name, reason):
     print(f"{name}: skipped: {reason}"); counts["skipped"] += 1
 
 # ---- metric names registered in the proxy -------------------------------
-METRICS_RS = "crates/proxy/src/metrics.rs"
+METRICS_RS = "crates/proxy/src/metrics.rs (and metrics/)"
+METRICS_FILES = ["crates/proxy/src/metrics.rs"] + sorted(
+    os.path.join("crates/proxy/src/metrics", f)
+    for f in (os.listdir("crates/proxy/src/metrics") if os.path.isdir("crates/proxy/src/metrics") else [])
+    if f.endswith(".rs"))
 known = {"up"}
 try:
-    src = open(METRICS_RS, encoding="utf-8").read()
+    src = "\n".join(open(f, encoding="utf-8").read() for f in METRICS_FILES)
     for m in re.finditer(r'"(crawlgate_[a-z0-9_]+)"', src):
         n = m.group(1)
         known.add(n)
