@@ -21,10 +21,12 @@ use crawlgate_policy::{Action, BlockReason, HtmlMode, LocalFile, Policy};
 
 mod payment;
 mod process;
+mod store;
 mod verification;
 
 pub use payment::PaymentMetrics;
 use process::*;
+use store::StoreMetrics;
 pub use verification::VerificationMetrics;
 use verification::VERIFICATION_LABELS;
 
@@ -243,41 +245,6 @@ fn action_index(a: Action) -> usize {
         Action::Pass => 0,
         Action::LogViolation => 1,
         Action::Block => 2,
-    }
-}
-
-/// The shared store's state (`[limits] store`), read from the store when
-/// `/metrics` is scraped; 0 and 0 without one.
-struct StoreMetrics {
-    up: IntGauge,
-    errors: IntCounter,
-    /// By [`crawlgate_limits::Fallback::ALL`].
-    fallbacks: Vec<IntCounter>,
-}
-
-impl StoreMetrics {
-    fn new(r: &Registry) -> prometheus::Result<StoreMetrics> {
-        let up = IntGauge::new(
-            "crawlgate_limits_store_up",
-            "1 while the shared store of [limits] store answers, 0 while rate limits fall back to this instance's store (and without a shared store).",
-        )?;
-        r.register(Box::new(up.clone()))?;
-        let errors = IntCounter::new(
-            "crawlgate_limits_store_errors_total",
-            "Shared-store calls that failed or ran past [limits] timeout; each such request was limited by this instance's store.",
-        )?;
-        r.register(Box::new(errors.clone()))?;
-        let fallback = IntCounterVec::new(
-            Opts::new(
-                "crawlgate_limits_fallback_total",
-                "Rate-limit checks decided by this instance's store because the shared store of [limits] store could not answer, by reason: down (not called), error, timeout (past [limits] timeout).",
-            ),
-            &["reason"],
-        )?;
-        r.register(Box::new(fallback.clone()))?;
-        let fallbacks =
-            crawlgate_limits::Fallback::ALL.iter().map(|why| fallback.with_label_values(&[why.as_str()])).collect();
-        Ok(StoreMetrics { up, errors, fallbacks })
     }
 }
 
