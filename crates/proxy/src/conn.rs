@@ -38,6 +38,12 @@ use tokio::time::{Instant, Sleep};
 
 use crate::metrics::ConnMetrics;
 
+mod admission;
+mod header_end;
+
+use admission::*;
+use header_end::*;
+
 /// The HTTP/2 connection preface (RFC 9113 section 3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -98,114 +104,6 @@ pub struct ConnApp<A> {
     /// Concurrent connections allowed from one client address.
     per_client: Option<Arc<PerClient>>,
 }
-
-/// Slots beyond the cap that only health probes may use, so that clients
-/// holding every connection (a flood of half-sent requests) cannot make a
-/// liveness probe fail and restart a healthy process.
-struct Probes {
-    slots: Arc<Semaphore>,
-    /// `GET` or `HEAD` of one of these paths is a probe.
-    paths: &'static [&'static str],
-}
-
-/// Open connections per client: an IPv4 address, or an IPv6 /64 (one
-/// host is usually given a whole /64, RFC 7934 section 6, so counting its
-/// addresses one by one would let it open 2^64 times the limit).
-struct PerClient {
-    limit: usize,
-    open: std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>,
-}
-
-impl PerClient {
-    /// Counts a connection from `ip`, or `None` when its client
-    /// ([`client_key`]) already has `limit` open.
-    fn admit(self: &Arc<Self>, ip: std::net::IpAddr) -> Option<ClientSlot> {
-        let ip = client_key(ip);
-        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let n = open.entry(ip).or_insert(0);
-        if *n >= self.limit {
-            return None;
-        }
-        *n += 1;
-        Some(ClientSlot { ip, table: self.clone() })
-    }
-}
-
-/// The client a connection from `ip` counts against: an IPv4 address as it
-/// is (an IPv4-mapped IPv6 address as its IPv4 address), an IPv6 address
-/// as its /64 prefix.
-fn client_key(ip: std::net::IpAddr) -> std::net::IpAddr {
-    match ip {
-        std::net::IpAddr::V4(_) => ip,
-        std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => std::net::IpAddr::V4(v4),
-            None => std::net::IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !u128::from(u64::MAX))),
-        },
-    }
-}
-
-/// One connection's count under [`PerClient`], given back on drop.
-struct ClientSlot {
-    ip: std::net::IpAddr,
-    table: Arc<PerClient>,
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut open = self.table.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(n) = open.get_mut(&self.ip) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                open.remove(&self.ip);
-            }
-        }
-    }
-}
-
-/// What the first bytes of a connection in a probe slot say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ProbeLine {
-    /// No whole request line yet.
-    Partial,
-    /// `GET` or `HEAD` of a probe path over HTTP/1.x.
-    Probe,
-    /// Anything else.
-    Other,
-}
-
-/// Reads the request line at the start of `head` (RFC 9112 section 3;
-/// empty lines before it are skipped, section 2.2): a probe is `GET` or
-/// `HEAD` of one of `paths`, with or without a query.
-fn probe_line(head: &[u8], paths: &[&str]) -> ProbeLine {
-    let start = head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len());
-    // Empty lines count against the bound too: a client sending nothing
-    // but CRLF would otherwise grow the buffer until the deadline.
-    if start > PROBE_LINE_MAX {
-        return ProbeLine::Other;
-    }
-    let head = &head[start..];
-    let Some(lf) = memchr::memchr(b'\n', head) else {
-        return if head.len() > PROBE_LINE_MAX { ProbeLine::Other } else { ProbeLine::Partial };
-    };
-    let line = head[..lf].strip_suffix(b"\r").unwrap_or(&head[..lf]);
-    let mut parts = line.split(|&b| b == b' ');
-    let (Some(method), Some(target), Some(version), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return ProbeLine::Other;
-    };
-    let path = target.split(|&b| b == b'?').next().unwrap_or(target);
-    let probe = matches!(method, b"GET" | b"HEAD")
-        && paths.iter().any(|p| p.as_bytes() == path)
-        && matches!(version, b"HTTP/1.0" | b"HTTP/1.1");
-    if probe {
-        ProbeLine::Probe
-    } else {
-        ProbeLine::Other
-    }
-}
-
-/// Whether a socket peer is a trusted proxy (read from the current policy).
-pub type TrustedPeer = Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>;
 
 impl<A> ConnApp<A> {
     /// Wraps `app`.
@@ -494,67 +392,6 @@ impl Expired {
             Expired::Preface => "client HTTP/2 preface timeout",
         };
         io::Error::new(io::ErrorKind::TimedOut, what)
-    }
-}
-
-/// Finds the empty line that ends an HTTP/1 header (RFC 9112 section 2.1),
-/// accepting a bare LF as a line end (section 2.2). Empty lines before the
-/// request line are not an end.
-#[derive(Clone, Copy, Debug, Default)]
-struct HeaderEnd {
-    /// A byte other than CR or LF was seen.
-    started: bool,
-    /// 0: inside a line, 1: after LF, 2: after LF CR.
-    state: u8,
-}
-
-impl HeaderEnd {
-    /// Feeds `data`; the offset just past the header's end once it is in it.
-    /// Jumps from line end to line end (`memchr`): only the bytes before
-    /// each LF decide anything, and a header is mostly line contents.
-    fn feed(&mut self, data: &[u8]) -> Option<usize> {
-        let mut from = 0;
-        for lf in memchr::memchr_iter(b'\n', data) {
-            self.line(&data[from..lf]);
-            if self.state != 0 {
-                return Some(lf + 1);
-            }
-            self.state = u8::from(self.started);
-            from = lf + 1;
-        }
-        self.line(&data[from..]);
-        None
-    }
-
-    /// Bytes of a line without its LF: the state they leave, as
-    /// [`HeaderEnd::feed_bytes`] would.
-    fn line(&mut self, seg: &[u8]) {
-        match seg {
-            [] => {}
-            [b'\r'] => self.state = if self.state == 1 { 2 } else { 0 },
-            _ => {
-                self.started |= seg.iter().any(|&b| b != b'\r');
-                self.state = 0;
-            }
-        }
-    }
-
-    /// The byte-at-a-time definition [`HeaderEnd::feed`] follows.
-    #[cfg(test)]
-    fn feed_bytes(&mut self, data: &[u8]) -> Option<usize> {
-        for (i, &b) in data.iter().enumerate() {
-            match (b, self.state) {
-                (b'\n', 1 | 2) => return Some(i + 1),
-                (b'\n', _) => self.state = u8::from(self.started),
-                (b'\r', 1) => self.state = 2,
-                (b'\r', _) => self.state = 0,
-                _ => {
-                    self.started = true;
-                    self.state = 0;
-                }
-            }
-        }
-        None
     }
 }
 
