@@ -10,7 +10,7 @@ use crawlgate_e2e::proxy::{base_policy, free_port, Proxy};
 use crawlgate_testkit::temp::TempDir;
 use crawlgate_testkit::wba::{Component, Request, SignOptions, Signer};
 
-use crate::support::{admin_status as status, reload};
+use crate::support::{admin_status as status, reload, sign, unix_now};
 
 const UA: &str = "ExampleBot/1.0";
 
@@ -63,31 +63,6 @@ fn ledger_path(proxy: &Proxy) -> String {
     let policy = std::fs::read_to_string(&proxy.policy_path).unwrap();
     let line = policy.lines().find(|l| l.starts_with("ledger = ")).unwrap();
     line.trim_start_matches("ledger = ").trim_matches('"').to_string()
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
-}
-
-/// The signature fields of a GET of `path` covering `@authority`,
-/// `@method`, `@path` and the header fields `covered` (with their values
-/// in `headers`), created `age` seconds ago.
-fn sign(
-    signer: &Signer,
-    proxy: &Proxy,
-    path: &str,
-    headers: &[(&str, &str)],
-    covered: &[&str],
-    age: i64,
-) -> Vec<(String, String)> {
-    let mut opts = SignOptions::web_bot_auth(unix_now() - age, 60);
-    opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
-    opts.components.extend(covered.iter().map(|c| Component::Header((*c).to_string())));
-    let mut req = Request::get(&proxy.addr.to_string(), path);
-    req.headers = headers.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
-    let mut out: Vec<(String, String)> = headers.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
-    out.extend(signer.sign(&req, &opts).pairs().into_iter().map(|(k, v)| (k.to_string(), v)));
-    out
 }
 
 /// The answer to a GET: status, the payment fields and the body.

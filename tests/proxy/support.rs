@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crawlgate_e2e::origin::{Origin, Route};
 use crawlgate_e2e::proxy::Proxy;
+use crawlgate_testkit::wba::{Component, Request, SignOptions, Signer};
 
 /// A raw keep-alive connection, to prove responses don't close it.
 pub use crawlgate_testkit::http::Conn;
@@ -126,4 +127,31 @@ pub fn reload(proxy: &Proxy, policy: &str) {
         let s = admin_status(proxy);
         (s["generation"] != before["generation"] || s["last_error_at"] != before["last_error_at"]).then_some(())
     });
+}
+
+/// Now, in whole seconds since the Unix epoch.
+pub fn unix_now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+/// The signature fields of a GET of `path` covering `@authority`,
+/// `@method`, `@path` and the header fields `covered` (with their values
+/// in `headers`), created `age` seconds ago: what Cloudflare's `crawler-*`
+/// dialect asks of a paid request.
+pub fn sign(
+    signer: &Signer,
+    proxy: &Proxy,
+    path: &str,
+    headers: &[(&str, &str)],
+    covered: &[&str],
+    age: i64,
+) -> Vec<(String, String)> {
+    let mut opts = SignOptions::web_bot_auth(unix_now() - age, 60);
+    opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
+    opts.components.extend(covered.iter().map(|c| Component::Header((*c).to_string())));
+    let mut req = Request::get(&proxy.addr.to_string(), path);
+    req.headers = headers.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    let mut out: Vec<(String, String)> = headers.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    out.extend(signer.sign(&req, &opts).pairs().into_iter().map(|(k, v)| (k.to_string(), v)));
+    out
 }
