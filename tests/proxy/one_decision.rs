@@ -9,14 +9,15 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use crawlgate_e2e::origin::{Origin, Route};
+use crawlgate_e2e::origin::{open_gate, Body, Origin, Route};
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
 use crawlgate_payment::ledger::Reader;
-use crawlgate_testkit::facilitator::Facilitator;
+use crawlgate_testkit::facilitator::{Facilitator, Mode};
 use crawlgate_testkit::http::{exchange, RawResponse};
 use crawlgate_testkit::temp::TempDir;
+use crawlgate_testkit::wba::Signer;
 
-use crate::support::{admin_status as status_json, reload};
+use crate::support::{admin_status as status_json, reload, sign};
 
 const NETWORK: &str = "eip155:84532";
 
@@ -48,6 +49,35 @@ fn get(proxy: &Proxy, path: &str, ua: &str) -> (u16, reqwest::header::HeaderMap,
 
 fn rows(ledger: &std::path::Path) -> usize {
     Reader::open(ledger).and_then(|r| r.export(0)).map_or(0, |r| r.len())
+}
+
+/// A `PAYMENT-SIGNATURE` for `path` with `nonce`, paying what the 402 to
+/// an unpaid request asks.
+fn x402_payment(proxy: &Proxy, path: &str, nonce: &str) -> String {
+    let (status, h, body) = get(proxy, path, "ExampleBot/1.0");
+    assert_eq!(status, 402, "{body}");
+    let v = h.get("payment-required").unwrap().to_str().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&STANDARD.decode(v).unwrap()).unwrap();
+    crawlgate_testkit::facilitator::payment_signature(
+        &doc["accepts"][0],
+        "0x857b06519E91e3A54538791bDbb0E22373e36b66",
+        nonce,
+    )
+}
+
+/// A GET of `path` as ExampleBot over `HTTP/<version>` on a connection of
+/// its own, with `fields`; `None` when the connection closed before a
+/// whole response head.
+fn raw_get(proxy: &Proxy, version: &str, path: &str, fields: &[(&str, &str)]) -> Option<RawResponse> {
+    let mut req = format!(
+        "GET {path} HTTP/{version}\r\nHost: {}\r\nUser-Agent: ExampleBot/1.0\r\nConnection: close\r\n",
+        proxy.addr
+    );
+    for (k, v) in fields {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    RawResponse::parse(&exchange(proxy.addr, req.as_bytes(), Duration::from_secs(20)), false)
 }
 
 /// The amount and currency a `PAYMENT-REQUIRED` asks for.
@@ -292,9 +322,10 @@ fn what_is_observed_does_not_depend_on_what_is_enforced() {
 
 /// A charge is for what was delivered: a paid response that fails after
 /// its charge was committed (a Markdown page whose gzip body cannot be
-/// decoded: 502; an origin that stops mid-body: a 200 cut short) gets a
-/// void row with the same request id and the reason, and the summary nets
-/// it out. A client that goes away keeps its charge.
+/// decoded, asked over HTTP/1.0, where the response is not held: 502; an
+/// origin that stops mid-body: a 200 cut short) gets a void row with the
+/// same request id and the reason, and the summary nets it out. A client
+/// that goes away keeps its charge.
 #[test]
 fn a_charged_response_that_fails_is_voided() {
     let facilitator = Facilitator::start(NETWORK);
@@ -320,38 +351,18 @@ fn a_charged_response_that_fails_is_voided() {
         + "[markdown]\npaths = [\"/articles/\"]\n\n"
         + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]");
     let proxy = Proxy::start_with(addr, admin, &policy);
-    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(20)).build().unwrap();
-    let paid = |path: &str, nonce: &str, accept: &str| {
-        let (status, h, _) = get(&proxy, path, "ExampleBot/1.0");
-        assert_eq!(status, 402);
-        let v = h.get("payment-required").unwrap().to_str().unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&STANDARD.decode(v).unwrap()).unwrap();
-        let payment = crawlgate_testkit::facilitator::payment_signature(
-            &doc["accepts"][0],
-            "0x857b06519E91e3A54538791bDbb0E22373e36b66",
-            nonce,
-        );
-        let resp = client
-            .get(proxy.url(path))
-            .header("User-Agent", "ExampleBot/1.0")
-            .header("Accept", accept)
-            .header("PAYMENT-SIGNATURE", payment)
-            .send();
-        match resp {
-            Ok(r) => {
-                let status = r.status().as_u16();
-                (status, r.bytes().map(|b| b.len()).unwrap_or(0))
-            }
-            Err(_) => (0, 0),
-        }
+    let paid = |path: &str, nonce: &str, version: &str, accept: &str| {
+        let payment = x402_payment(&proxy, path, nonce);
+        let resp = raw_get(&proxy, version, path, &[("Accept", accept), ("PAYMENT-SIGNATURE", &payment)]);
+        resp.map_or((0, 0), |r| (if r.complete || r.status != 200 { r.status } else { 0 }, r.body.len()))
     };
-    assert_eq!(paid("/articles/ok", "0x01", "text/plain"), (200, 13));
-    // The held Markdown response fails: a 502, or a reset when its held
-    // bytes had started to leave.
-    let (gz, _) = paid("/articles/gz", "0x02", "text/markdown");
+    assert_eq!(paid("/articles/ok", "0x01", "1.1", "text/plain"), (200, 13));
+    // Not held (HTTP/1.0): charged at its header, then failed: a 502, or a
+    // cut when its header had left.
+    let (gz, _) = paid("/articles/gz", "0x02", "1.0", "text/markdown");
     assert!(gz == 502 || gz == 0, "{gz}");
-    let (status, _) = paid("/articles/cut", "0x03", "text/plain");
-    assert!(status == 200 || status == 0, "{status}");
+    let (status, _) = paid("/articles/cut", "0x03", "1.1", "text/plain");
+    assert_eq!(status, 0, "a cut 200");
     let rows = wait_for("two void rows", Duration::from_secs(10), || {
         let rows = Reader::open(&ledger).and_then(|r| r.export(0)).ok()?;
         (rows.iter().filter(|r| r.void.is_some()).count() == 2).then_some(rows)
@@ -372,4 +383,168 @@ fn a_charged_response_that_fails_is_voided() {
     }
     let summary = Reader::open(&ledger).and_then(|r| r.summary(0)).unwrap();
     assert_eq!(summary.iter().map(|s| (s.charges, s.amount_minor)).collect::<Vec<_>>(), [(1, 1)]);
+}
+
+/// A page's HTML, converted to Markdown with "PAID-CONTENT" in it.
+const ARTICLE: &str = "<!doctype html><html><head><title>Article</title></head>\
+<body><main><h1>Article</h1><p>PAID-CONTENT, paid for.</p></main></body></html>\n";
+
+/// A converted Markdown response on HTTP/1.1 is held whole for its token
+/// estimate, and charged only once its conversion finished: a page whose
+/// gzip body cannot be decoded gets its 502 and leaves no ledger row (not
+/// even a void one) and no settlement, the payment verified and never
+/// settled, whether its body came with its header or after it (then the
+/// held header is dropped for the 502); a good page is settled and
+/// recorded once, its held header saying so beside its estimate; a
+/// settlement that fails at the end sends the 402 in place of the held
+/// page.
+#[test]
+fn a_held_markdown_response_is_charged_only_once_converted() {
+    let facilitator = Facilitator::start(NETWORK);
+    let gate = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let not_gzip =
+        || Route::ok("text/html; charset=utf-8", b"this is not gzip".to_vec()).header("Content-Encoding", "gzip");
+    let late = Body::Gated { first: Vec::new(), rest: b"this is not gzip".to_vec(), gate: gate.clone(), sized: true };
+    let origin = Origin::start(vec![
+        ("/articles/gz", not_gzip()),
+        ("/articles/late", not_gzip().body(late)),
+        ("/articles/ok", Route::ok("text/html; charset=utf-8", ARTICLE)),
+    ]);
+    let dir = TempDir::new("held-charge");
+    let ledger = dir.join("ledger.sqlite");
+    let (addr, admin) = addrs();
+    let policy = base_policy(addr, admin, origin.addr)
+        + "[markdown]\npaths = [\"/articles/\"]\n\n"
+        + &x402_rules(&facilitator, &ledger, "USD", "[\"x402\"]");
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let markdown = |path: &str, nonce: &str| {
+        let payment = x402_payment(&proxy, path, nonce);
+        let fields = [("Accept", "text/markdown"), ("PAYMENT-SIGNATURE", payment.as_str())];
+        raw_get(&proxy, "1.1", path, &fields).unwrap_or_else(|| panic!("no response to {path}"))
+    };
+
+    let failed = markdown("/articles/gz", "0x21");
+    assert_eq!(failed.status, 502, "{}", failed.text());
+    assert!(failed.complete && failed.header("payment-response").is_none(), "{}", failed.text());
+    // The body comes a second after the header, which the connection holds
+    // by then (the client sees nothing of it).
+    let opener = std::thread::spawn({
+        let gate = gate.clone();
+        move || {
+            std::thread::sleep(Duration::from_secs(1));
+            open_gate(&gate);
+        }
+    });
+    let late = markdown("/articles/late", "0x24");
+    let _ = opener.join();
+    assert_eq!(late.status, 502, "{}", late.text());
+    assert!(late.complete && late.text().matches("HTTP/1.1").count() == 1, "{}", late.text());
+    assert_eq!((facilitator.verify_calls(), facilitator.settle_calls()), (2, 0));
+
+    let ok = markdown("/articles/ok", "0x22");
+    assert_eq!((ok.status, ok.complete), (200, true), "{}", ok.text());
+    assert_eq!(ok.header("content-type"), Some("text/markdown; charset=utf-8"));
+    assert!(ok.header("payment-response").is_some(), "{}", ok.text());
+    let tokens: u64 = ok.header("x-markdown-tokens").and_then(|t| t.parse().ok()).unwrap_or(0);
+    assert!(tokens > 0, "{}", ok.text());
+    assert!(String::from_utf8_lossy(&ok.body).contains("PAID-CONTENT"), "{}", ok.text());
+    assert_eq!((facilitator.verify_calls(), facilitator.settle_calls()), (3, 1));
+
+    facilitator.set_mode(Mode::SettleFailure);
+    let refused = markdown("/articles/ok", "0x23");
+    assert_eq!(refused.status, 402, "{}", refused.text());
+    assert!(refused.header("payment-response").is_some() && refused.header("payment-required").is_some());
+    assert!(!refused.text().contains("PAID-CONTENT") && refused.header("x-markdown-tokens").is_none());
+    assert_eq!(refused.header("connection"), Some("close"));
+    assert_eq!(facilitator.settle_calls(), 2);
+
+    // One row: the page delivered, with the bytes the client got.
+    let want = ok.body.len() as u64;
+    let rows = wait_for("the row's byte count", Duration::from_secs(10), || {
+        let rows = Reader::open(&ledger).and_then(|r| r.export(0)).ok()?;
+        (rows.len() == 1 && rows[0].bytes == Some(want)).then_some(rows)
+    });
+    let row = &rows[0];
+    assert_eq!((row.path.as_str(), row.status, row.dialect.as_str(), &row.void), ("/articles/ok", 200, "x402", &None));
+    // The access log says what the client got (two 402s answered unpaid
+    // requests, one went in place of the held page).
+    let lines = |path: &str, status: u16| {
+        let want = format!(" path={path} ");
+        let status = format!(" status={status} ");
+        proxy.log().lines().filter(|l| l.starts_with("time=") && l.contains(&want) && l.contains(&status)).count()
+    };
+    wait_for("the access lines", Duration::from_secs(10), || {
+        (lines("/articles/gz", 502) == 1 && lines("/articles/late", 502) == 1 && lines("/articles/ok", 402) == 3)
+            .then_some(())
+    });
+}
+
+/// Cloudflare's dialect on a held Markdown response: `crawler-charged`
+/// reaches the client in the held header with `x-markdown-tokens`, and
+/// the ledger has the one charge, recorded once converted. A page past
+/// the hold's bound is charged before its first byte leaves (its header
+/// says `crawler-charged`, without an estimate) and streams.
+#[test]
+fn a_held_markdown_response_says_crawler_charged() {
+    let paragraph = format!("<p>{}</p>", "word ".repeat(16).trim_end());
+    let big = Body::Generated {
+        head: b"<html><body><main>".to_vec(),
+        filler: paragraph.into_bytes(),
+        tail: b"<p>PAID-END</p></main></body></html>".to_vec(),
+        total: 1 << 20,
+        sized: false,
+    };
+    let origin = Origin::start(vec![
+        ("/articles/ok", Route::ok("text/html; charset=utf-8", ARTICLE)),
+        ("/articles/big", Route::ok("text/html; charset=utf-8", "").body(big)),
+    ]);
+    let facilitator = Facilitator::start(NETWORK);
+    let dir = TempDir::new("held-crawler-charged");
+    let ledger = dir.join("ledger.sqlite");
+    let (addr, admin) = addrs();
+    let signer = Signer::from_seed(35);
+    let cloudflare = x402_rules(&facilitator, &ledger, "USD", "[\"crawler-price\"]");
+    let cloudflare = &cloudflare[..cloudflare.find("[payment.x402]").unwrap()];
+    let policy = base_policy(addr, admin, origin.addr)
+        + &format!(
+            "[verification]\n\n[verification.signatures]\nauthorities = [\"{addr}\"]\n\n\
+             [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n",
+            signer.jwk()
+        )
+        + "[markdown]\npaths = [\"/articles/\"]\n\n"
+        + cloudflare;
+    let proxy = Proxy::start_with(addr, admin, &policy);
+    let signed =
+        sign(&signer, &proxy, "/articles/ok", &[("crawler-exact-price", "USD 0.01")], &["crawler-exact-price"], 5);
+    let mut fields: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    fields.push(("Accept", "text/markdown"));
+    let resp = raw_get(&proxy, "1.1", "/articles/ok", &fields).unwrap_or_else(|| panic!("no response"));
+    assert_eq!((resp.status, resp.complete), (200, true), "{}", resp.text());
+    assert_eq!(resp.header("crawler-charged"), Some("USD 0.01"), "{}", resp.text());
+    assert!(resp.header("x-markdown-tokens").and_then(|t| t.parse::<u64>().ok()).is_some_and(|t| t > 0));
+    assert!(String::from_utf8_lossy(&resp.body).contains("PAID-CONTENT"), "{}", resp.text());
+    let want = resp.body.len() as u64;
+    let rows = wait_for("the row's byte count", Duration::from_secs(10), || {
+        let rows = Reader::open(&ledger).and_then(|r| r.export(0)).ok()?;
+        (rows.len() == 1 && rows[0].bytes == Some(want)).then_some(rows)
+    });
+    let row = &rows[0];
+    assert_eq!(
+        (row.path.as_str(), row.status, row.dialect.as_str(), &row.void),
+        ("/articles/ok", 200, "crawler-price", &None)
+    );
+
+    let signed =
+        sign(&signer, &proxy, "/articles/big", &[("crawler-exact-price", "USD 0.01")], &["crawler-exact-price"], 4);
+    let mut fields: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    fields.push(("Accept", "text/markdown"));
+    let big = raw_get(&proxy, "1.1", "/articles/big", &fields).unwrap_or_else(|| panic!("no response"));
+    assert_eq!((big.status, big.complete), (200, true), "{}", &big.text()[..big.text().len().min(500)]);
+    assert_eq!((big.header("crawler-charged"), big.header("x-markdown-tokens")), (Some("USD 0.01"), None));
+    assert!(big.body.len() > 256 * 1024 && big.body.ends_with(b"PAID-END\n"), "{} bytes", big.body.len());
+    let want = big.body.len() as u64;
+    wait_for("the second row's byte count", Duration::from_secs(10), || {
+        let rows = Reader::open(&ledger).and_then(|r| r.export(0)).ok()?;
+        (rows.len() == 2 && rows[1].path == "/articles/big" && rows[1].bytes == Some(want)).then_some(())
+    });
 }

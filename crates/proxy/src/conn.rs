@@ -44,6 +44,7 @@ mod held;
 
 use admission::*;
 use guarded::{guarded, Guarded};
+pub use held::{Approval, Release};
 
 /// The HTTP/2 connection preface (RFC 9113 section 3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -373,6 +374,9 @@ pub fn coalesce_response_end(session: &ServerSession) -> bool {
 /// Ends [`coalesce_response_end`]'s hold without a last chunk: the next
 /// flush sends what is held. For a response that fails after its end
 /// reached the body filter (Pingora's error answer has no last chunk).
+/// A hold still awaiting its approval ([`release_after`]) never leaves:
+/// its approval is dropped, and [`send_instead`] may put the error in its
+/// place.
 pub fn end_coalescing(session: &ServerSession) {
     if let Some(g) = guarded(session) {
         g.held.end();
@@ -404,4 +408,30 @@ pub fn hold_for_markdown_tokens(session: &ServerSession) -> bool {
 /// taken.
 pub fn markdown_tokens(session: &ServerSession, tokens: u64) -> bool {
     guarded(session).is_some_and(|g| g.held.set_tokens(tokens))
+}
+
+/// Makes the whole response held by [`hold_for_markdown_tokens`] wait for
+/// `approval` too: the connection polls it when the response would leave
+/// (the flush of its last chunk, or past the hold's bound) and sends the
+/// response with the approval's field lines added to its header, or sends
+/// the approval's response in its place and closes. A response that fails
+/// first ([`end_coalescing`]) never leaves and its approval is dropped
+/// without being polled further; so is one whose connection goes first.
+/// Returns false, `approval` dropped unpolled, when no such hold was taken.
+pub fn release_after(session: &ServerSession, approval: Approval) -> bool {
+    guarded(session).is_some_and(|g| g.held.release_after(approval))
+}
+
+/// Sends `response` (a whole HTTP/1.1 response whose status is `status`,
+/// closing the connection) in place of a held response that never left
+/// (see [`release_after`]); the connection ends after it. Returns false
+/// when there is none: the response is Pingora's to write.
+pub fn send_instead(session: &ServerSession, status: u16, response: Vec<u8>) -> bool {
+    guarded(session).is_some_and(|g| g.held.send_instead(status, response))
+}
+
+/// The status of the response sent in place of the one Pingora wrote on
+/// this connection (a held response that never left), if any.
+pub fn sent_instead(session: &ServerSession) -> Option<u16> {
+    guarded(session).and_then(|g| g.held.sent_instead())
 }

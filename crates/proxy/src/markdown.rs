@@ -24,7 +24,9 @@
 //! `crate::conn::hold_for_markdown_tokens` to hold the converted response
 //! from its status line on, and the body filter hands the estimate over
 //! at the end (`crate::conn::markdown_tokens`); the connection adds the
-//! line to the held header and writes the response at once. The hold is
+//! line to the held header and writes the response at once. A priced
+//! response held so is charged only then (`crate::payment::on_release`),
+//! so a conversion that fails charges nothing. The hold is
 //! bounded (`crate::conn::held::MAX_HELD_FOR_TOKENS`, 256 KiB of bytes sent,
 //! after compression): a larger response goes out without the estimate,
 //! streaming from there. HTTP/2 streams (no such connection), HEAD, 304s

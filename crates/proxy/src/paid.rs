@@ -316,22 +316,32 @@ async fn payment_required(
     error: &str,
     failed: Option<&str>,
 ) -> Result<()> {
+    payment_required_reply(pay, ours, resource, error, failed).write(session).await
+}
+
+/// The response [`payment_required`] writes.
+fn payment_required_reply(
+    pay: &PaymentSettings,
+    ours: &Requirements,
+    resource: &str,
+    error: &str,
+    failed: Option<&str>,
+) -> crate::respond::Reply {
     let required = x402::payment_required(ours, resource, error);
-    let terms = pay.terms_link();
-    let mut headers: Vec<(http::HeaderName, &str)> = vec![
-        (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-        (header::CACHE_CONTROL, "no-store"),
-        (http::HeaderName::from_static(x402::PAYMENT_REQUIRED), &required),
+    let mut headers: Vec<(http::HeaderName, String)> = vec![
+        (header::CONTENT_TYPE, "text/plain; charset=utf-8".into()),
+        (header::CACHE_CONTROL, "no-store".into()),
+        (http::HeaderName::from_static(x402::PAYMENT_REQUIRED), required),
     ];
     if let Some(f) = failed {
-        headers.push((http::HeaderName::from_static(x402::PAYMENT_RESPONSE), f));
+        headers.push((http::HeaderName::from_static(x402::PAYMENT_RESPONSE), f.into()));
     }
-    if let Some(t) = &terms {
+    if let Some(t) = pay.terms_link() {
         headers.push((header::LINK, t));
     }
     let body =
         format!("402 Payment Required: {error}; pay as PAYMENT-REQUIRED describes and retry with PAYMENT-SIGNATURE\n");
-    crate::respond::write(session, 402, &headers, Bytes::from(body)).await
+    crate::respond::Reply { status: 402, headers, body: Bytes::from(body) }
 }
 
 /// Response phase of a paid request: on a 2xx, settles an x402 payment,
@@ -424,9 +434,15 @@ pub fn settle_error() -> Box<Error> {
 /// `PAYMENT-REQUIRED` and the failed `PAYMENT-RESPONSE`. `Ok(false)` when
 /// there is nothing to write.
 pub async fn settle_refusal(session: &mut Session, policy: &Policy, paid: &Paid) -> Result<bool> {
-    let Paid::X402 { requirements, resource, settle_failed: Some(reason), .. } = paid else { return Ok(false) };
+    let Some(reply) = settle_refusal_reply(policy, paid) else { return Ok(false) };
+    reply.write(session).await?;
+    Ok(true)
+}
+
+/// The 402 [`settle_refusal`] writes, when `paid` is a failed settlement.
+pub fn settle_refusal_reply(policy: &Policy, paid: &Paid) -> Option<crate::respond::Reply> {
+    let Paid::X402 { requirements, resource, settle_failed: Some(reason), .. } = paid else { return None };
     let failed = x402::payment_failure(reason, &requirements.network);
     let error = format!("settlement failed: {reason}");
-    payment_required(session, policy.payment(), requirements, resource, &error, Some(&failed)).await?;
-    Ok(true)
+    Some(payment_required_reply(policy.payment(), requirements, resource, &error, Some(&failed)))
 }

@@ -3,15 +3,26 @@
 //! is answered, writes the refusals, and on a charged 2xx records the
 //! charge in the ledger before the response says `crawler-charged`.
 //!
-//! Durability: `response_filter` awaits the ledger's commit
-//! ([`crawlgate_payment::ledger::Ledger::record`]) before the response
-//! header goes out; the writer thread batches the commits of concurrent
+//! When: a charge is committed (and an x402 payment settled) once the
+//! origin's response is accepted. For most responses that is its header:
+//! `response_filter` awaits the ledger's commit
+//! ([`crawlgate_payment::ledger::Ledger::record`]) before the header goes
+//! out. A converted Markdown response on HTTP/1.1 is held whole by the
+//! connection until its conversion finished; its charge waits for that
+//! ([`on_release`]): a conversion that fails leaves no charge and no
+//! settlement, and the charge's fields are added to the held header when
+//! it is released. A response that fails after its charge was committed
+//! gets a void row ([`Pending::finish`]).
+//!
+//! Durability: the writer thread batches the commits of concurrent
 //! requests. A ledger that cannot commit (disk full, locked, gone) turns
-//! the charged response into a 500 `InternalError`: the page is not
-//! served unrecorded, and `crawlgate_ledger_healthy` drops to 0.
+//! the charged response into a 500 `InternalError` (a held one's is sent
+//! in its place): the page is not served unrecorded, and
+//! `crawlgate_ledger_healthy` drops to 0.
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -26,7 +37,9 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::proxy::Session;
 use pingora::{Error, ErrorType, Result};
 
-use crate::state::Shared;
+use crate::conn::Release;
+use crate::respond::Reply;
+use crate::state::{Shared, Snapshot};
 
 /// The ledger and the instance's name, set once at start when the policy
 /// charges.
@@ -331,21 +344,26 @@ struct Refusal<'a> {
 }
 
 async fn refuse_with(session: &mut Session, r: Refusal<'_>, body: Option<String>) -> Result<()> {
+    refusal(r, body).write(session).await
+}
+
+/// The response a refusal is.
+fn refusal(r: Refusal<'_>, body: Option<String>) -> Reply {
     let Refusal { terms, status, error, price, x402 } = r;
     let price_text = price.map(|p| p.to_string());
-    let mut headers: Vec<(http::HeaderName, &str)> =
-        vec![(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")];
+    let mut headers: Vec<(http::HeaderName, String)> =
+        vec![(header::CONTENT_TYPE, "text/plain; charset=utf-8".into()), (header::CACHE_CONTROL, "no-store".into())];
     if let Some(p) = &price_text {
-        headers.push((http::HeaderName::from_static(cloudflare::PRICE), p));
+        headers.push((http::HeaderName::from_static(cloudflare::PRICE), p.clone()));
     }
     if let Some(e) = error {
-        headers.push((http::HeaderName::from_static(cloudflare::ERROR), e.as_str()));
+        headers.push((http::HeaderName::from_static(cloudflare::ERROR), e.as_str().into()));
     }
     if let Some(x) = x402 {
-        headers.push((http::HeaderName::from_static(crawlgate_payment::x402::PAYMENT_REQUIRED), x));
+        headers.push((http::HeaderName::from_static(crawlgate_payment::x402::PAYMENT_REQUIRED), x.into()));
     }
     if let Some(t) = terms {
-        headers.push((header::LINK, t));
+        headers.push((header::LINK, t.into()));
     }
     let title = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("Error");
     let body = match (body, error, &price_text) {
@@ -356,7 +374,7 @@ async fn refuse_with(session: &mut Session, r: Refusal<'_>, body: Option<String>
         ),
         (None, None, None) => format!("{status} {title}\n"),
     };
-    crate::respond::write(session, status, &headers, Bytes::from(body)).await
+    Reply { status, headers, body: Bytes::from(body) }
 }
 
 /// Response phase of a request with a pending charge: a 2xx is recorded
@@ -376,9 +394,7 @@ pub async fn response(
     request_id: String,
 ) -> Result<()> {
     let (policy, dialects) = (&snap.policy, &*snap.dialects);
-    for name in [cloudflare::PRICE, cloudflare::CHARGED, cloudflare::ERROR] {
-        resp.remove_header(name);
-    }
+    pending.strip(resp);
     let charge = Charge { price: pending.price, agent, path, request_id };
     if let Some(paid) = pending.paid.as_mut() {
         let c = charge;
@@ -422,6 +438,67 @@ pub async fn response(
     }
 }
 
+/// The names a charge records, owned: a held response's charge is made
+/// after the response hook returned.
+pub struct Payer {
+    /// The agent's token.
+    pub agent: String,
+    /// The verified key id, if any.
+    pub subject: String,
+    /// The canonical path.
+    pub path: String,
+    /// The request id.
+    pub request_id: String,
+}
+
+/// Where the [`Pending`] of a held response's charge waits for the
+/// connection's release, and comes back for the end of the request.
+pub type Held = Arc<Mutex<Option<Box<Pending>>>>;
+
+/// The charge of a response the connection holds whole (a converted
+/// Markdown page on HTTP/1.1; `crate::conn::release_after`), made when the
+/// connection is about to release it: once the conversion finished, never
+/// when it failed first. Settles and records as [`response`] does for the
+/// response's `status`, and resolves to the charge's fields for the held
+/// header or, when the charge fails, to the 500 or 402 the response would
+/// have got at its header, sent in its place. The [`Pending`] goes back to
+/// `held` for [`Pending::finish`].
+pub async fn on_release(shared: Arc<Shared>, snap: Arc<Snapshot>, held: Held, status: u16, payer: Payer) -> Release {
+    let taken = held.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let Some(mut pending) = taken else {
+        // Taken back by the end of the request first: the response is not
+        // released uncharged.
+        tracing::error!(status, "A held response's charge was gone at its release; answering 500");
+        let r = Refusal { terms: None, status: 500, error: Some(CrawlerError::InternalError), price: None, x402: None };
+        let reply = refusal(r, None);
+        return Release::Instead(reply.status, reply.wire());
+    };
+    let Payer { agent, subject, path, request_id } = payer;
+    let release = match ResponseHeader::build(status, Some(4)) {
+        Ok(mut head) => {
+            let charged = response(&shared, &mut head, &mut pending, &snap, &agent, &subject, &path, request_id);
+            match Box::pin(charged).await {
+                Ok(()) => {
+                    let mut lines = Vec::new();
+                    head.header_to_h1_wire(&mut lines);
+                    Release::With(lines)
+                }
+                Err(_) => {
+                    let reply = pending.refusal(&snap.policy);
+                    Release::Instead(reply.status, reply.wire())
+                }
+            }
+        }
+        Err(e) => {
+            let reply = Reply::plain(500, "500 Internal Server Error\n".into());
+            tracing::error!(status, error = %e, "A held response's charge could not be made; answering 500");
+            Release::Instead(reply.status, reply.wire())
+        }
+    };
+    *held.lock().unwrap_or_else(PoisonError::into_inner) = Some(pending);
+    release
+}
+
 fn ledger_failed(shared: &Shared, pending: &mut Pending, why: &str) -> Box<Error> {
     tracing::error!(reason = why, "A charge could not be recorded; answering 500 InternalError");
     pending.failed = true;
@@ -432,6 +509,37 @@ fn ledger_failed(shared: &Shared, pending: &mut Pending, why: &str) -> Box<Error
 }
 
 impl Pending {
+    /// Drops the `crawler-*` fields the origin sent (and, for a license or
+    /// x402 payment, its `PAYMENT-*` ones): only crawlgate says what was
+    /// charged, also for a response charged later ([`on_release`]).
+    pub fn strip(&self, resp: &mut ResponseHeader) {
+        for name in [cloudflare::PRICE, cloudflare::CHARGED, cloudflare::ERROR] {
+            resp.remove_header(name);
+        }
+        if self.paid.is_some() {
+            for name in [crawlgate_payment::x402::PAYMENT_RESPONSE, crawlgate_payment::x402::PAYMENT_REQUIRED] {
+                resp.remove_header(name);
+            }
+        }
+    }
+
+    /// Whether the charge failed (the ledger could not record it, or the
+    /// x402 settlement failed): the client got a 500 or a 402.
+    pub fn refused(&self) -> bool {
+        self.failed || matches!(&self.paid, Some(crate::paid::Paid::X402 { settle_failed: Some(_), .. }))
+    }
+
+    /// The response of a charge that failed: the 402 of a failed
+    /// settlement, else the 500 `InternalError`.
+    fn refusal(&self, policy: &Policy) -> Reply {
+        let settle = self.paid.as_ref().and_then(|paid| crate::paid::settle_refusal_reply(policy, paid));
+        settle.unwrap_or_else(|| {
+            let r =
+                Refusal { terms: None, status: 500, error: Some(CrawlerError::InternalError), price: None, x402: None };
+            refusal(r, None)
+        })
+    }
+
     /// The license or x402 state, when the request paid that way.
     pub fn paid(&self) -> Option<&crate::paid::Paid> {
         self.paid.as_ref()

@@ -59,6 +59,61 @@ pub async fn write(
     Ok(())
 }
 
+/// A whole response the proxy writes itself, kept as a value: written to
+/// a session, or turned into the bytes sent in place of a held response
+/// (`crate::conn::send_instead`).
+pub struct Reply {
+    /// The status.
+    pub status: u16,
+    /// Its fields (`Content-Length` is added).
+    pub headers: Vec<(http::HeaderName, String)>,
+    /// Its body.
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// A short plain-text response that is never cached (as [`plain`]).
+    pub fn plain(status: u16, text: String) -> Reply {
+        let headers = vec![
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8".to_string()),
+            (header::CACHE_CONTROL, "no-store".to_string()),
+        ];
+        Reply { status, headers, body: Bytes::from(text) }
+    }
+
+    /// Writes it to `session` (see [`write`]).
+    pub async fn write(self, session: &mut Session) -> Result<()> {
+        let headers: Vec<(http::HeaderName, &str)> =
+            self.headers.iter().map(|(n, v)| (n.clone(), v.as_str())).collect();
+        write(session, self.status, &headers, self.body).await
+    }
+
+    /// The response as HTTP/1.1 bytes, closing the connection after it
+    /// (it goes out where another response was expected). A field whose
+    /// value could not be sent is left out.
+    pub fn wire(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.body.len());
+        let Ok(mut resp) = ResponseHeader::build(self.status, Some(self.headers.len() + 3)) else {
+            out.extend_from_slice(
+                b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            );
+            return out;
+        };
+        for (name, value) in &self.headers {
+            let _ = resp.append_header(name.clone(), value.as_str());
+        }
+        let _ = resp.insert_header(header::DATE, pingora::protocols::http::date::get_cached_date());
+        let _ = resp.insert_header(header::CONTENT_LENGTH, self.body.len().to_string());
+        let _ = resp.insert_header(header::CONNECTION, "close");
+        let reason = resp.status.canonical_reason().unwrap_or("");
+        out.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", self.status).as_bytes());
+        resp.header_to_h1_wire(&mut out);
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+}
+
 /// Whether an `If-None-Match` header value matches `etag` (weak comparison,
 /// RFC 9110 13.1.2).
 pub fn etag_matches(if_none_match: &[u8], etag: &str) -> bool {
@@ -176,6 +231,20 @@ fn spoof_evidence(method: Method, token: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_on_the_wire_is_whole_and_closes() {
+        let reply = Reply {
+            status: 402,
+            headers: vec![(http::HeaderName::from_static("payment-required"), "e30=".into())],
+            body: Bytes::from_static(b"pay\n"),
+        };
+        let wire = String::from_utf8(reply.wire()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(wire.starts_with("HTTP/1.1 402 Payment Required\r\npayment-required: e30=\r\nDate: "), "{wire}");
+        assert!(wire.ends_with(" GMT\r\nContent-Length: 4\r\nConnection: close\r\n\r\npay\n"), "{wire}");
+        let bad = Reply { status: 502, headers: vec![(header::LINK, "a\r\nb".into())], body: Bytes::new() };
+        assert!(!String::from_utf8_lossy(&bad.wire()).to_ascii_lowercase().contains("link"));
+    }
 
     #[test]
     fn etag_comparison_is_weak_and_handles_lists() {

@@ -35,10 +35,12 @@ use crate::metrics::OTHER_AGENT;
 use crate::respond;
 use crate::state::{Shared, Snapshot};
 
+mod charge;
 mod ctx;
 mod facts;
 mod gate;
 
+use charge::{replace_held, settle_charge};
 pub use ctx::Ctx;
 use facts::*;
 
@@ -133,6 +135,7 @@ impl ProxyHttp for Gate {
             browser: false,
             limit: None,
             pay: None,
+            held_charge: None,
             cache: CacheRule::Origin,
         }
     }
@@ -460,18 +463,11 @@ impl ProxyHttp for Gate {
             resp.remove_header(&header::CONTENT_LENGTH);
         }
         ctx.upstream_status = Some(resp.status.as_u16());
-        if let Some(pay) = ctx.pay.as_deref_mut() {
-            let agent = ctx.agent.map_or("", |a| ctx.snap.policy.agent_name(a));
-            let subject = match ctx.evidence.as_deref() {
-                Some(Evidence::Key { keyid }) => keyid.as_str(),
-                _ => "",
-            };
-            let id = String::from_utf8_lossy(crate::events::IdText::new().write(ctx.id)).into_owned();
-            let charged = crate::payment::response(&self.shared, resp, pay, &ctx.snap, agent, subject, &ctx.path, id);
-            if let Err(e) = Box::pin(charged).await {
-                ctx.reason = Some(BlockReason::Payment);
-                return Err(e);
-            }
+        // A priced response is charged before its header goes out; one
+        // converted to Markdown may be held whole, and is charged below.
+        let markdown = ctx.markdown == Negotiation::Markdown && ctx.controls.is_some();
+        if !markdown {
+            self.charge(resp, ctx).await?;
         }
         if ctx.cache == CacheRule::Private {
             // A paid page, or one that states its price, is this client's
@@ -496,7 +492,7 @@ impl ProxyHttp for Gate {
         if ctx.markdown != Negotiation::NotCovered {
             crate::markdown::vary(resp)?;
         }
-        let mut converted = false;
+        let (mut converted, mut held) = (false, false);
         if ctx.markdown == Negotiation::Markdown {
             let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
             let md = ctx.snap.markdown.as_ref();
@@ -516,7 +512,7 @@ impl ProxyHttp for Gate {
                 if stream.as_ref().is_some_and(|s| s.chunked())
                     && session.req_header().version == http::Version::HTTP_11
                 {
-                    crate::conn::hold_for_markdown_tokens(session.as_downstream());
+                    held = crate::conn::hold_for_markdown_tokens(session.as_downstream());
                 }
                 ctx.html = stream;
                 converted = true;
@@ -536,6 +532,11 @@ impl ProxyHttp for Gate {
                 ctx.html = crate::html::start(head, resp, plan, &ctx.snap.html_plans, &self.shared.metrics, &ctx.path)?
                     .map(Box::new);
             }
+        }
+        // Held whole, the response is charged once converted, before any of
+        // it leaves (a failed conversion charges nothing); otherwise now.
+        if markdown && ctx.pay.is_some() && !(held && self.charge_on_release(session, resp, ctx)) {
+            self.charge(resp, ctx).await?;
         }
         // A rewritten response is compressed for a client that asked for it
         // (the origin was asked for identity); anything else is left as the
@@ -582,6 +583,8 @@ impl ProxyHttp for Gate {
         // A rewritten response's end may have asked the connection to hold
         // its writes for the last chunk, which the error answer never sends.
         crate::conn::end_coalescing(session.as_downstream());
+        // A held response's charge comes back unmade if it failed first.
+        ctx.reclaim_charge();
         let code = match e.etype() {
             ErrorType::HTTPStatus(code) => *code,
             ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => 504,
@@ -620,7 +623,7 @@ impl ProxyHttp for Gate {
         if !decode_aborted && !ctx.logged {
             tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
         }
-        if code > 0 && session.response_written().is_none() {
+        if code > 0 {
             let text = match code {
                 504 => "504 Gateway Timeout: the origin server did not answer in time\n".to_string(),
                 502 if decode_aborted => {
@@ -641,8 +644,12 @@ impl ProxyHttp for Gate {
                 400 => "400 Bad Request\n".to_string(),
                 other => format!("{other} Error\n"),
             };
-            if let Err(err) = Box::pin(respond::plain(session, code, text)).await {
-                tracing::debug!(error = %err, "Cannot send the error response");
+            if session.response_written().is_none() {
+                if let Err(err) = Box::pin(respond::plain(session, code, text)).await {
+                    tracing::debug!(error = %err, "Cannot send the error response");
+                }
+            } else {
+                replace_held(session, code, text);
             }
         }
         if ctx.upstream_status.is_none() {
@@ -661,6 +668,7 @@ impl ProxyHttp for Gate {
 
     /// End of the request: metrics and the access log line.
     async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Ctx) {
+        let status = settle_charge(session, ctx);
         if ctx.local.is_none() {
             if let Some(status) = ctx.upstream_status.filter(|s| *s != 0) {
                 self.shared.metrics.upstream_status(Some(status));
@@ -695,7 +703,7 @@ impl ProxyHttp for Gate {
             host,
             path: &ctx.path,
             protocol: protocol(req.version),
-            status: session.response_written().map_or(0, |r| r.status.as_u16()),
+            status,
             bytes_sent: session.body_bytes_sent(),
             user_agent: (ua_lines == 1).then_some(&*ua),
             browser: ctx.browser,
@@ -722,7 +730,6 @@ impl ProxyHttp for Gate {
             limit: ctx.limit,
         };
         if let Some(pay) = &ctx.pay {
-            let status = session.response_written().map_or(0, |r| r.status.as_u16());
             pay.finish(&self.shared, session.body_bytes_sent(), status, e.and_then(void_reason)).await;
         }
         done.count(&self.shared.metrics);

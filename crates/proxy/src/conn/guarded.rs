@@ -192,6 +192,9 @@ impl Guarded {
     /// (a peek would be followed by Pingora's own read of the same bytes).
     pub(super) async fn wait_for_request(&mut self) -> io::Result<()> {
         std::future::poll_fn(|cx| self.poll_send_held(cx)).await?;
+        if self.held.ends_connection() {
+            return Err(io::ErrorKind::ConnectionAborted.into());
+        }
         // Bytes read past a request may hold the next ones, which Pingora
         // keeps and parses without reading the socket again; how many it
         // still holds is not visible here, so such a connection is no
@@ -439,14 +442,19 @@ impl AsyncRead for Guarded {
 }
 
 impl AsyncWrite for Guarded {
+    /// A write the hold does not take releases what is held first; a
+    /// release that ends in a response that never leaves (its approval
+    /// refused it) takes, and drops, the rest of it too.
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        if this.held.takes(buf.len()) {
-            this.held.push(buf);
-            return Poll::Ready(Ok(buf.len()));
+        if !this.held.takes(buf.len()) {
+            ready!(this.poll_release(cx))?;
+            if !this.held.takes(buf.len()) {
+                return Pin::new(&mut this.inner).poll_write(cx, buf);
+            }
         }
-        ready!(this.poll_release(cx))?;
-        Pin::new(&mut this.inner).poll_write(cx, buf)
+        this.held.push(buf);
+        Poll::Ready(Ok(buf.len()))
     }
 
     fn poll_write_vectored(
@@ -456,12 +464,14 @@ impl AsyncWrite for Guarded {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let len = bufs.iter().fold(0usize, |n, b| n.saturating_add(b.len()));
-        if this.held.takes(len) {
-            this.held.push_vectored(bufs, len);
-            return Poll::Ready(Ok(len));
+        if !this.held.takes(len) {
+            ready!(this.poll_release(cx))?;
+            if !this.held.takes(len) {
+                return Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+            }
         }
-        ready!(this.poll_release(cx))?;
-        Pin::new(&mut this.inner).poll_write_vectored(cx, bufs)
+        this.held.push_vectored(bufs, len);
+        Poll::Ready(Ok(len))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -501,9 +511,11 @@ impl AsyncWrite for Guarded {
 
 impl Drop for Guarded {
     /// Held bytes of a response cut short (Pingora gave up on it before its
-    /// last chunk) get one try to leave without waiting.
+    /// last chunk) get one try to leave without waiting, as does a response
+    /// put in the place of a held one; a hold still awaiting its approval
+    /// never leaves (its approval is dropped with it).
     fn drop(&mut self) {
-        if !self.held.is_empty() {
+        if self.held.has_output() {
             let mut cx = Context::from_waker(Waker::noop());
             let _ = self.poll_send_held(&mut cx);
         }
@@ -595,7 +607,7 @@ impl GetSocketDigest for Guarded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conn::held::{LAST_CHUNK, MAX_COALESCED, MAX_HELD_FOR_TOKENS};
+    use crate::conn::held::{Release, LAST_CHUNK, MAX_COALESCED, MAX_HELD_FOR_TOKENS};
     use tokio::io::AsyncReadExt;
 
     /// A client connection over a real socket, and its peer.
@@ -652,7 +664,7 @@ mod tests {
         assert!(conn.write_all(LAST_CHUNK).await.is_ok() && conn.flush().await.is_ok());
         // Loopback delivers a send before it returns.
         assert_eq!(sent(&peer).await, parts.concat());
-        assert!(!conn.held.coalescing() && conn.held.is_empty());
+        assert!(conn.held.is_idle());
         assert!(conn.write_all(b"more").await.is_ok() && conn.flush().await.is_ok());
         assert_eq!(sent(&peer).await, b"more");
     }
@@ -687,7 +699,7 @@ mod tests {
         let big = vec![b'a'; MAX_COALESCED];
         assert!(conn.write_all(b"head").await.is_ok());
         assert!(conn.write_all(&big).await.is_ok() && conn.flush().await.is_ok());
-        assert!(!conn.held.coalescing() && conn.held.is_empty());
+        assert!(conn.held.is_idle());
         let mut got = Vec::new();
         for _ in 0..1000 {
             got.extend(sent(&peer).await);
@@ -746,7 +758,7 @@ mod tests {
         .concat();
         // One write: all of it is there at the first read.
         assert_eq!(sent(&peer).await, want);
-        assert!(!conn.held.coalescing() && conn.held.is_empty());
+        assert!(conn.held.is_idle());
         assert!(!conn.held.holds_whole());
         // The next response is not held, and gets no estimate.
         assert!(conn.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").await.is_ok() && conn.flush().await.is_ok());
@@ -766,7 +778,7 @@ mod tests {
         assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
         assert_eq!(sent(&peer).await, b"");
         assert!(conn.write_all(&big).await.is_ok() && conn.flush().await.is_ok());
-        assert!(!conn.held.coalescing() && conn.held.is_empty());
+        assert!(conn.held.is_idle());
         let got = received(&peer, head.len() + big.len()).await;
         assert!(got == [head, &big].concat(), "{} bytes", got.len());
         assert!(!estimate(&conn, 7), "the hold is over");
@@ -810,5 +822,47 @@ mod tests {
         assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
         drop(conn);
         assert_eq!(sent(&peer).await, head);
+    }
+
+    /// A held response awaiting its approval (its charge) never leaves
+    /// when the connection goes first; one refused leaves nothing but the
+    /// response sent in its place, and the connection ends after it.
+    #[tokio::test]
+    async fn a_held_response_leaves_only_once_approved() {
+        let head: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n";
+        let (mut conn, peer) = guarded_pair().await;
+        hold_whole(&conn);
+        assert!(conn.held.release_after(Box::pin(std::future::pending())));
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        drop(conn);
+        assert_eq!(sent(&peer).await, b"");
+        let refused: &[u8] = b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        let (mut conn, peer) = guarded_pair().await;
+        hold_whole(&conn);
+        assert!(conn.held.release_after(Box::pin(async { Release::Instead(500, refused.to_vec()) })));
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        assert!(estimate(&conn, 2));
+        assert!(conn.write_all(LAST_CHUNK).await.is_ok() && conn.flush().await.is_ok());
+        assert_eq!(sent(&peer).await, refused);
+        assert!(conn.wait_for_request().await.is_err(), "the connection ends");
+    }
+
+    /// A held response refused when it outgrew its hold (its approval asked
+    /// before its first byte leaves) sends only the response in its place:
+    /// not the write that outgrew the hold, nor any later one.
+    #[tokio::test]
+    async fn a_held_response_refused_past_its_bound_sends_nothing_of_it() {
+        let refused: &[u8] = b"HTTP/1.1 402 Payment Required\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+        let (mut conn, peer) = guarded_pair().await;
+        hold_whole(&conn);
+        assert!(conn.held.release_after(Box::pin(async { Release::Instead(402, refused.to_vec()) })));
+        let head: &[u8] = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n";
+        assert!(conn.write_all(head).await.is_ok() && conn.flush().await.is_ok());
+        let big = vec![b'a'; MAX_HELD_FOR_TOKENS];
+        assert!(conn.write_all(&big).await.is_ok() && conn.flush().await.is_ok());
+        assert!(conn.write_all(b"tail").await.is_ok() && conn.write_all(LAST_CHUNK).await.is_ok());
+        assert!(conn.flush().await.is_ok());
+        assert_eq!(received(&peer, refused.len() + 1).await, refused);
+        assert!(conn.wait_for_request().await.is_err(), "the connection ends");
     }
 }

@@ -76,6 +76,9 @@ pub struct Ctx {
     pub(super) limit: Option<crawlgate_policy::limits::GroupLimit>,
     /// A charge to record or a price to state in the response phase.
     pub(super) pay: Option<Box<crate::payment::Pending>>,
+    /// That charge, while the connection makes it when it releases a held
+    /// response (`charge_on_release`); back in `pay` by the end.
+    pub(super) held_charge: Option<crate::payment::Held>,
     /// Whether a shared cache may store the response.
     pub(super) cache: CacheRule,
 }
@@ -91,6 +94,16 @@ impl Ctx {
 
     pub(super) fn group_name(&self) -> Option<&str> {
         self.group.map(|g| self.snap.policy.group_name(g))
+    }
+
+    /// Takes back the charge left to the connection's release: made or
+    /// refused by now, or never made (the response failed first).
+    pub(super) fn reclaim_charge(&mut self) {
+        if let Some(held) = self.held_charge.take() {
+            if let Some(pay) = held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+                self.pay = Some(pay);
+            }
+        }
     }
 
     /// Keeps what the rest of the request needs of a decision.
