@@ -13,6 +13,7 @@ use std::time::SystemTime;
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
+use chrono::NaiveDateTime;
 use notify::{RecursiveMode, Watcher as _};
 use pingora::listeners::TlsAccept;
 use pingora::protocols::tls::TlsRef;
@@ -81,28 +82,10 @@ pub fn load_pair(cert: &Path, key: &Path) -> Result<CertPair, String> {
 }
 
 /// Unix seconds of a time as OpenSSL prints an `ASN1_TIME`
-/// (`Nov 26 16:50:00 2026 GMT`); `None` when it does not read as one.
+/// (`Nov 26 16:50:00 2026 GMT`, with a fraction of a second when the
+/// certificate has one); `None` when it does not read as one.
 fn openssl_time_unix(s: &str) -> Option<i64> {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let mut parts = s.split_whitespace();
-    let name = parts.next()?;
-    let month = MONTHS.iter().position(|m| *m == name)?;
-    let day: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':').map(|x| x.parse::<i64>().ok());
-    let (h, mi, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    let year: i64 = parts.next()?.parse().ok()?;
-    if parts.next() != Some("GMT") {
-        return None;
-    }
-    // Days from the civil date (H. Hinnant's algorithm).
-    let m = i64::try_from(month).ok()? + 1;
-    let y = if m <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + sec)
+    NaiveDateTime::parse_from_str(s, "%b %e %H:%M:%S%.f %Y GMT").ok().map(|t| t.and_utc().timestamp())
 }
 
 /// What `/status` reports about certificate reloads.
@@ -303,6 +286,11 @@ mod tests {
         assert_eq!(openssl_time_unix("Feb 29 12:00:00 2028 GMT"), Some(1_835_438_400));
         assert_eq!(openssl_time_unix("Nov 26 16:50:00 2026"), None);
         assert_eq!(openssl_time_unix("Foo 26 16:50:00 2026 GMT"), None);
+    }
+
+    #[test]
+    fn openssl_time_with_a_fraction_of_a_second() {
+        assert_eq!(openssl_time_unix("Nov 26 16:50:00.25 2026 GMT"), Some(1_795_711_800));
     }
 
     #[test]
