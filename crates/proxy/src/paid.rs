@@ -14,8 +14,9 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use crawlgate_payment::rsl::{self, LicenseError, LicenseVerifier, RslConfig};
-use crawlgate_payment::x402::{self, Facilitator, PaymentPayload, Requirements, X402Config, X402Error};
+use crawlgate_payment::rsl::{self, LicenseError, LicenseVerifier};
+use crawlgate_payment::x402::{self, Facilitator, PaymentPayload, Requirements, X402Error};
+use crawlgate_policy::payment::dialects::X402Settings;
 use crawlgate_policy::payment::{Dialect, PaymentSettings, Price};
 use crawlgate_policy::Policy;
 use http::header;
@@ -32,7 +33,7 @@ use crate::state::Shared;
 #[derive(Default)]
 pub struct Dialects {
     license: Option<LicenseVerifier>,
-    x402: Option<(X402Config, Facilitator)>,
+    x402: Option<(X402Settings, Facilitator)>,
     /// The settings they were built from, to keep them across a reload
     /// that does not change them (and their key caches with them).
     settings: String,
@@ -59,14 +60,12 @@ impl Dialects {
             return Ok(Dialects::default());
         }
         let license = match &pay.rsl {
-            Some(s) => Some(
-                LicenseVerifier::new(RslConfig::from_settings(s)).map_err(|e| anyhow::anyhow!("payment.rsl: {e}"))?,
-            ),
+            Some(s) => Some(LicenseVerifier::new(s.clone()).map_err(|e| anyhow::anyhow!("payment.rsl: {e}"))?),
             None => None,
         };
         let x402 = match &pay.x402 {
             Some(s) => {
-                let cfg = X402Config::from_settings(s);
+                let cfg = s.clone();
                 let client = Facilitator::new(&cfg).map_err(|e| anyhow::anyhow!("payment.x402.facilitator: {e}"))?;
                 Some((cfg, client))
             }
@@ -142,7 +141,7 @@ fn resource_url(pay: &PaymentSettings, req: &RequestHeader, path: &str) -> Strin
 fn requirements(d: &Dialects, price: Price) -> Option<(&Facilitator, Requirements)> {
     let (cfg, client) = d.x402.as_ref()?;
     let decimal = decimal(price);
-    cfg.requirements(price.currency.code(), &decimal).ok().map(|r| (client, r))
+    x402::requirements(cfg, price.currency.code(), &decimal).ok().map(|r| (client, r))
 }
 
 /// The `PAYMENT-REQUIRED` value for `price` when the policy offers x402:
