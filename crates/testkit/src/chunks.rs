@@ -43,6 +43,11 @@ impl Cuts {
         z ^ (z >> 31)
     }
 
+    /// `n` bytes from the same generator: data that does not compress.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+
     /// In `0..n` (`n > 0`).
     fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
