@@ -148,16 +148,12 @@ impl Reloader {
                 for w in &warnings {
                     tracing::warn!(target: "crawlgate::policy", "{w}");
                 }
-                // The first policy that charges opens the ledger (and the
-                // dialects' clients) here; one that cannot keeps the old.
-                match crate::payment::open_on_reload(shared, &snap.policy) {
-                    Ok(opened) => {
-                        if opened {
-                            let mut settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                            *settings = restart_settings_with_payment(&settings, &snap.policy);
-                        }
-                    }
-                    Err(e) => return self.fail(trigger, &LoadError::Payment(e)),
+                // The first policy that charges opened the ledger with its
+                // snapshot (one that could not was refused above).
+                if snap.handles.opened_ledger(&current.handles) {
+                    shared.metrics.payment().init(&snap.policy);
+                    let mut settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    *settings = restart_settings_with_payment(&settings, &snap.policy);
                 }
                 let restart = {
                     let settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
