@@ -50,9 +50,9 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 pub use admin_auth::authorization as admin_authorization;
+pub use crawlgate_watch::early_sighup;
 pub use dashboard::bytes as human_bytes;
 pub use metrics::ReloadOutcome;
-pub use reload::early_sighup;
 pub use state::LoadError;
 
 use crate::admin::Admin;
@@ -87,7 +87,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     init_logging();
     // Before anything slow: a reload signal sent right after start must not
     // terminate the process.
-    let early_hup = watch.as_ref().map(|_| crate::reload::early_sighup());
+    let early_hup = watch.as_ref().map(|_| crawlgate_watch::early_sighup());
     let metrics =
         Metrics::with_verification(loaded.policy.settings().verification.enabled).context("cannot register metrics")?;
     for w in &loaded.warnings {

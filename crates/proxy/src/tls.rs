@@ -6,7 +6,6 @@
 //! does not load (unreadable, not PEM, key not matching the certificate)
 //! keeps the running one, as a bad policy does.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -14,7 +13,7 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use chrono::NaiveDateTime;
-use notify::{RecursiveMode, Watcher as _};
+use crawlgate_watch::{FileWatch, Trigger};
 use pingora::listeners::TlsAccept;
 use pingora::protocols::tls::TlsRef;
 use pingora::server::ShutdownWatch;
@@ -25,7 +24,6 @@ use pingora::tls::x509::X509;
 use sha2::{Digest, Sha256};
 
 use crate::metrics::{Metrics, ReloadOutcome as Outcome};
-use crate::reload::{forward, watch_dir, watch_loop, Debounce, Trigger};
 
 /// A loaded certificate chain (leaf first) and its private key.
 pub struct CertPair {
@@ -243,35 +241,9 @@ impl CertWatcher {
 #[async_trait]
 impl BackgroundService for CertWatcher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let files = [&self.store.cert_path, &self.store.key_path];
-        let names: Vec<_> = files.iter().filter_map(|p| p.file_name().map(OsStr::to_os_string)).collect();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-        let mut watcher = match notify::recommended_watcher(forward(names, tx)) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot watch the TLS certificate files; reload them with SIGHUP");
-                None
-            }
-        };
-        if let Some(w) = watcher.as_mut() {
-            let mut dirs: Vec<PathBuf> = files.iter().map(|p| watch_dir(p)).collect();
-            dirs.dedup();
-            for dir in dirs {
-                if let Err(e) = w.watch(&dir, RecursiveMode::NonRecursive) {
-                    tracing::error!(dir = %dir.display(), error = %e, "Cannot watch a TLS certificate directory; reload with SIGHUP");
-                }
-            }
-        }
-        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot listen for SIGHUP (TLS certificate reload)");
-                None
-            }
-        };
+        let watch = FileWatch::new(&[&self.store.cert_path, &self.store.key_path], "the TLS certificate files");
         self.shared.metrics.tls_not_after(self.store.not_after_unix());
-        watch_loop(&mut rx, Debounce::default(), hup, &mut shutdown, |t| self.reload(t)).await;
-        drop(watcher);
+        watch.run(&mut shutdown, |t| self.reload(t)).await;
     }
 }
 
