@@ -26,13 +26,13 @@ pub struct Admin {
     shared: Arc<Shared>,
     auth: Option<AdminAuth>,
     /// The TLS listeners' certificate, for `/status`.
-    tls: Option<Arc<crate::tls::CertStore>>,
+    tls: Option<Arc<crawlgate_certs::CertStore>>,
 }
 
 impl Admin {
     /// Serves from `shared`; `auth`, when set, protects all but the probes;
     /// `tls` is the TLS listeners' certificate.
-    pub fn new(shared: Arc<Shared>, auth: Option<AdminAuth>, tls: Option<Arc<crate::tls::CertStore>>) -> Admin {
+    pub fn new(shared: Arc<Shared>, auth: Option<AdminAuth>, tls: Option<Arc<crawlgate_certs::CertStore>>) -> Admin {
         Admin { shared, auth, tls }
     }
 

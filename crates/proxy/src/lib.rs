@@ -159,7 +159,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         let (Some(cert), Some(key)) = tls_files else {
             anyhow::bail!("server.tls_listen needs server.tls_cert and server.tls_key");
         };
-        let store = crate::tls::CertStore::open(&cert, &key).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let store = crawlgate_certs::CertStore::open(&cert, &key).map_err(|e| anyhow::anyhow!("{e}"))?;
         shared.metrics.tls_not_after(store.not_after_unix());
         Some(store)
     };
