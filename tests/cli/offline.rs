@@ -363,7 +363,7 @@ fn explain_json() {
         d["catalog"],
         serde_json::json!({"token": "PerplexityBot", "operator": "Perplexity", "categories": ["ai-search"]})
     );
-    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
+    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8, "origin": false}));
     assert_eq!(d["action"], "pass");
 }
 
