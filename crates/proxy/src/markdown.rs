@@ -25,7 +25,7 @@
 //! from its status line on, and the body filter hands the estimate over
 //! at the end (`crate::conn::markdown_tokens`); the connection adds the
 //! line to the held header and writes the response at once. The hold is
-//! bounded (`crate::conn::MAX_HELD_FOR_TOKENS`, 256 KiB of bytes sent,
+//! bounded (`crate::conn::held::MAX_HELD_FOR_TOKENS`, 256 KiB of bytes sent,
 //! after compression): a larger response goes out without the estimate,
 //! streaming from there. HTTP/2 streams (no such connection), HEAD, 304s
 //! and HTTP/1.0 clients get no estimate. HTTP/1.1 trailers reach few

@@ -109,3 +109,62 @@ pub(super) fn probe_line(head: &[u8], paths: &[&str]) -> ProbeLine {
 
 /// Whether a socket peer is a trusted proxy (read from the current policy).
 pub type TrustedPeer = Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The admin listener's per-client limit counts IPv4 addresses one by
+    /// one and IPv6 addresses by their /64; an IPv4-mapped address is its
+    /// IPv4 address.
+    #[test]
+    fn per_client_limit_groups_ipv6_by_64() {
+        let ip = |s: &str| -> std::net::IpAddr { s.parse().unwrap_or_else(|e| panic!("{s}: {e}")) };
+        let table = Arc::new(PerClient { limit: 2, open: Default::default() });
+        let a = table.admit(ip("2001:db8:1:2::1"));
+        let b = table.admit(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"));
+        assert!(a.is_some() && b.is_some());
+        assert!(table.admit(ip("2001:db8:1:2:abcd::9")).is_none(), "a third address of the same /64");
+        let other = table.admit(ip("2001:db8:1:3::1"));
+        assert!(other.is_some(), "the next /64 is another client");
+        let v4 = [table.admit(ip("192.0.2.1")), table.admit(ip("::ffff:192.0.2.1"))];
+        assert!(v4.iter().all(Option::is_some));
+        assert!(table.admit(ip("192.0.2.1")).is_none(), "the mapped address counted as the IPv4 one");
+        assert!(table.admit(ip("192.0.2.2")).is_some(), "IPv4 addresses are counted one by one");
+        drop(a);
+        assert!(table.admit(ip("2001:db8:1:2::7")).is_some(), "a closed connection gives its slot back");
+        assert_eq!(
+            ["2001:db8:1:2:3:4:5:6", "::ffff:10.0.0.1", "10.0.0.1", "::1"].map(|s| client_key(ip(s)).to_string()),
+            ["2001:db8:1:2::", "10.0.0.1", "10.0.0.1", "::"]
+        );
+    }
+
+    #[test]
+    fn probe_lines() {
+        let paths = &["/healthz", "/readyz"];
+        let cases: &[(&[u8], ProbeLine)] = &[
+            (b"GET /healthz HTTP/1.1\r\n", ProbeLine::Probe),
+            (b"HEAD /readyz HTTP/1.0\r\nHost: a\r\n\r\n", ProbeLine::Probe),
+            (b"GET /readyz?verbose=1 HTTP/1.1\n", ProbeLine::Probe),
+            (b"\r\nGET /healthz HTTP/1.1\r\n", ProbeLine::Probe),
+            (b"GET /healthz HTTP/1.1", ProbeLine::Partial),
+            (b"", ProbeLine::Partial),
+            (b"\r\n", ProbeLine::Partial),
+            (b"GET /metrics HTTP/1.1\r\n", ProbeLine::Other),
+            (b"POST /healthz HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET /healthzz HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET /healthz/x HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET  /healthz HTTP/1.1\r\n", ProbeLine::Other),
+            (b"GET /healthz HTTP/2.0\r\n", ProbeLine::Other),
+            (b"GET /healthz\r\n", ProbeLine::Other),
+            (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", ProbeLine::Other),
+        ];
+        for (head, want) in cases {
+            assert_eq!(probe_line(head, paths), *want, "{}", String::from_utf8_lossy(head));
+        }
+        let long = [b"GET /".as_slice(), &[b'a'; PROBE_LINE_MAX]].concat();
+        assert_eq!(probe_line(&long, paths), ProbeLine::Other);
+        let blank = b"\r\n".repeat(PROBE_LINE_MAX);
+        assert_eq!(probe_line(&blank, paths), ProbeLine::Other);
+    }
+}

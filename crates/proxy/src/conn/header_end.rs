@@ -60,3 +60,47 @@ impl HeaderEnd {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_end() {
+        let ends = |parts: &[&[u8]]| {
+            let mut h = HeaderEnd::default();
+            parts.iter().any(|p| h.feed(p).is_some())
+        };
+        assert!(ends(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]));
+        assert!(ends(&[b"GET / HTTP/1.1\r\nHost: a\r", b"\n", b"\r", b"\n"]));
+        assert!(ends(&[b"GET / HTTP/1.1\nHost: a\n\n"]));
+        assert!(ends(&[b"GET / HTTP/1.1\r\n\r\nbody"]));
+        assert!(!ends(&[b"GET / HTTP/1.1\r\nHost: a\r\n"]));
+        assert!(!ends(&[b"\r\n\r\n", b"\r\n"]));
+        assert!(ends(&[b"\r\n\r\nGET / HTTP/1.1\r\n", b"\r\n"]));
+        assert!(!ends(&[b"GET / HTTP/1.1\r\nX: a\r\r\n"]));
+    }
+
+    /// The line-at-a-time search agrees with the byte-at-a-time definition
+    /// on every split of every short input over the bytes that matter.
+    #[test]
+    fn header_end_agrees_with_the_byte_definition() {
+        let alphabet: &[u8] = b"\r\nG ";
+        let mut inputs: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..7 {
+            let next: Vec<Vec<u8>> =
+                inputs.iter().flat_map(|i| alphabet.iter().map(move |&b| [i.as_slice(), &[b]].concat())).collect();
+            inputs.extend(next);
+        }
+        for input in &inputs {
+            for cut in 0..=input.len() {
+                let (a, b) = input.split_at(cut);
+                let (mut fast, mut slow) = (HeaderEnd::default(), HeaderEnd::default());
+                let f = fast.feed(a).map(|e| e as isize).or_else(|| fast.feed(b).map(|e| (e + cut) as isize));
+                let s =
+                    slow.feed_bytes(a).map(|e| e as isize).or_else(|| slow.feed_bytes(b).map(|e| (e + cut) as isize));
+                assert_eq!(f, s, "{input:?} cut at {cut}");
+            }
+        }
+    }
+}
