@@ -301,7 +301,7 @@ fn explain_json() {
         d["catalog"],
         serde_json::json!({"token": "GPTBot", "operator": "OpenAI", "categories": ["ai-training"]})
     );
-    assert_eq!(d["group"], serde_json::json!({"name": "ai", "line": 14}));
+    assert_eq!(d["group"], serde_json::json!({"name": "ai", "line": 14, "origin": false}));
     assert_eq!(d["rule"], serde_json::json!({"pattern": "/", "allow": false, "line": 17}));
     assert_eq!(d["allowed"], false);
     assert_eq!(d["enforce"], "block");
@@ -321,7 +321,7 @@ fn explain_json() {
     assert_eq!(d["agent"], serde_json::Value::Null);
     assert_eq!(d["observed"], serde_json::Value::Null);
     assert_eq!(d["catalog"], serde_json::Value::Null);
-    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
+    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8, "origin": false}));
     assert_eq!(d["rule"], serde_json::json!({"pattern": "/private/", "allow": false, "line": 10}));
     assert_eq!(d["allowed"], false);
     assert_eq!(d["enforce"], "off");
@@ -363,7 +363,7 @@ fn explain_json() {
         d["catalog"],
         serde_json::json!({"token": "PerplexityBot", "operator": "Perplexity", "categories": ["ai-search"]})
     );
-    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8}));
+    assert_eq!(d["group"], serde_json::json!({"name": "*", "line": 8, "origin": false}));
     assert_eq!(d["action"], "pass");
 }
 
@@ -490,6 +490,54 @@ fn render_and_explain_merge_the_origin_as_the_proxy_does() {
     assert_eq!(v[0]["agent"], "ExampleBot");
     assert_eq!(v[0]["allowed"], false);
     assert_eq!(v[0]["rule"]["pattern"], "/v1-only/");
+    assert_eq!(v[0]["action"], "block");
+}
+
+/// Served is enforced (issue 33, fault 5): a merged origin group for a
+/// longer product token decides for that crawler, and `explain` names the
+/// origin's file as where the group is.
+#[test]
+fn explain_shows_the_origin_group_of_a_longer_token() {
+    let dir = TempDir::new("explain-origin-token");
+    let p = dir.write(
+        "policy.toml",
+        "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[robots_txt]\norigin = \"merge\"\n\n\
+         [[group]]\nuser_agents = [\"Googlebot\"]\ndisallow = [\"/nogoogle/\"]\nenforce = \"block\"\n",
+    );
+    let o =
+        dir.write("origin.txt", "User-agent: Googlebot-Image\nDisallow: /\n\nUser-agent: Googlebot-News\nAllow: /\n");
+    let out =
+        crawlgate(&["explain", "-c", arg(&p), "-A", "Googlebot-Image/1.0", "--origin-file", arg(&o), "/public/a.png"]);
+    assert_eq!(
+        (code(&out), stdout(&out), stderr(&out)),
+        (
+            0,
+            "agent:    Googlebot-Image (catalog: Google, search-engine)\n\
+             group:    Googlebot-Image (the origin's robots.txt, line 1)\n\
+             enforce:  off\n\n\
+             /public/a.png: disallowed (Disallow: / at line 2) -> pass\n"
+                .to_string(),
+            String::new()
+        )
+    );
+    let out = crawlgate(&[
+        "explain",
+        "-c",
+        arg(&p),
+        "-A",
+        "Googlebot-News",
+        "--origin-file",
+        arg(&o),
+        "--json",
+        "/nogoogle/x",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_eq!(v[0]["group"], serde_json::json!({"name": "Googlebot-News", "line": 4, "origin": true}));
+    assert_eq!((&v[0]["allowed"], &v[0]["action"]), (&serde_json::json!(true), &serde_json::json!("pass")));
+    // Without the origin's file, Googlebot's own group decides.
+    let out = crawlgate(&["explain", "-c", arg(&p), "-A", "Googlebot-News", "--json", "/nogoogle/x"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_eq!(v[0]["group"], serde_json::json!({"name": "Googlebot", "line": 7, "origin": false}));
     assert_eq!(v[0]["action"], "block");
 }
 

@@ -502,12 +502,16 @@ fn check_warns_about_an_open_admin_listener_without_auth() {
     .unwrap();
     let out = crawlgate(&["check", "--config", open.to_str().unwrap()]);
     assert_eq!((code(&out), stderr(&out)), (0, String::new()));
-    // The warning follows the summary line on stdout.
-    let warning = format!(
-        "{}:3:9: warning[admin-without-auth]: server.admin: `0.0.0.0:9090` is not a loopback address and server.admin_auth_file is not set: anyone who can reach it can read the dashboard, /status and /metrics\n",
-        open.display()
+    // The summary line counts the warning, which follows it on stdout (the
+    // sha256 is the file's, written above).
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "OK {0}: 0 groups, 0 rules, 0 robots_tags, agents.txt disabled, 1 warning (sha256 c9712fec90ac)\n\
+             {0}:3:9: warning[admin-without-auth]: server.admin: `0.0.0.0:9090` is not a loopback address and server.admin_auth_file is not set: anyone who can reach it can read the dashboard, /status and /metrics\n",
+            open.display()
+        )
     );
-    assert!(stdout(&out).ends_with(&format!(")\n{warning}")), "{}", stdout(&out));
     let closed = dir.join("closed.toml");
     std::fs::write(
         &closed,
@@ -516,6 +520,14 @@ fn check_warns_about_an_open_admin_listener_without_auth() {
     .unwrap();
     let out = crawlgate(&["check", "--config", closed.to_str().unwrap()]);
     assert_eq!((code(&out), stderr(&out)), (0, String::new()));
+    // A loopback admin listener: no warning.
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "OK {}: 0 groups, 0 rules, 0 robots_tags, agents.txt disabled, 0 warnings (sha256 d2a955194038)\n",
+            closed.display()
+        )
+    );
 }
 
 /// Chromium's binary, or `None` (with a loud message) when it is absent

@@ -255,7 +255,7 @@ pub fn explain(
             "agent": d.agent,
             "observed": observed,
             "catalog": catalog.map(|e| serde_json::json!({"token": e.token, "operator": e.operator, "categories": e.categories})),
-            "group": d.group.map(|g| serde_json::json!({"name": g.name, "line": g.line})),
+            "group": d.group.map(|g| serde_json::json!({"name": g.name, "line": g.line, "origin": g.origin})),
             "rule": d.rule.map(|r| serde_json::json!({"pattern": r.pattern, "allow": r.allow, "line": r.line})),
             "allowed": d.allowed,
             "enforce": d.enforce.as_str(),
@@ -449,6 +449,9 @@ fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> Stri
     }
     match &o["group"] {
         serde_json::Value::Null => outln!("group:    none (no group applies: everything allowed)"),
+        g if g["origin"] == true => {
+            outln!("group:    {} (the origin's robots.txt, line {})", s(&g["name"]), g["line"]);
+        }
         g => outln!("group:    {} (line {})", s(&g["name"]), g["line"]),
     }
     outln!("enforce:  {}", s(&o["enforce"]));

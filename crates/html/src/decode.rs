@@ -507,22 +507,8 @@ mod tests {
     #![allow(clippy::panic)]
     use super::{DecodeError, Decoder, Encoding, Limits};
     use bytes::Bytes;
+    use crawlgate_testkit::chunks::{pieces, Cuts};
     use std::io::Write;
-
-    /// A small deterministic generator (xorshift), so a failing split can
-    /// be replayed from the printed seed.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
 
     fn sample() -> Vec<u8> {
         let mut page = b"<!doctype html><html><head><title>T</title></head><body>".to_vec();
@@ -562,8 +548,9 @@ mod tests {
         out
     }
 
-    /// Decodes `data` pushed in the given chunk sizes; every piece must be
-    /// within the piece size.
+    /// Decodes `data` pushed in the given chunk sizes (an empty chunk too,
+    /// as the body filter may push one); every piece must be within the
+    /// piece size.
     fn decode(enc: Encoding, limits: Limits, data: &[u8], sizes: &[usize]) -> Result<Vec<u8>, DecodeError> {
         let mut d = Decoder::with_limits(enc, limits);
         let mut out = Vec::new();
@@ -572,7 +559,7 @@ mod tests {
             if pos >= data.len() {
                 break;
             }
-            let end = pos.saturating_add(n.max(1)).min(data.len());
+            let end = pos.saturating_add(n).min(data.len());
             d.push(Bytes::copy_from_slice(&data[pos..end]));
             pos = end;
             while let Some(piece) = d.next_piece()? {
@@ -599,9 +586,8 @@ mod tests {
         ];
         for (enc, data) in &cases {
             for seed in 1..=25u64 {
-                let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-                let max = [1, 7, 100, 4096, 65536][seed as usize % 5];
-                let sizes: Vec<usize> = (0..data.len()).map(|_| 1 + rng.below(max)).collect();
+                let cuts = Cuts::new(seed).random(data.len());
+                let sizes: Vec<usize> = pieces(data, &cuts).map(<[u8]>::len).collect();
                 let got =
                     decode(*enc, small_pieces(), data, &sizes).unwrap_or_else(|e| panic!("{enc:?} seed {seed}: {e}"));
                 assert!(got == page, "{enc:?} seed {seed}: {} bytes decoded, {} expected", got.len(), page.len());
@@ -691,8 +677,8 @@ mod tests {
         // Per chunk: the chunk holding a run of zeros may not decode to
         // more than the ratio of that chunk plus the slack, even with
         // budget left over from the poorly compressed part before it.
-        let mut rng = Rng(7);
-        let mut body: Vec<u8> = (0..300_000).map(|_| rng.next() as u8).collect();
+        // 300,000 bytes that do not compress.
+        let mut body = Cuts::new(7).bytes(300_000);
         body.extend_from_slice(&[0u8; 1 << 20]);
         let gz = gzip(&body);
         let tight = Limits { ratio: 10, slack: 10_000, ..small_pieces() };

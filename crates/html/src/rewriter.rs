@@ -561,12 +561,9 @@ mod tests {
             let _ = rw.fix_growth();
         }
         let mut out = Vec::new();
-        let mut prev = 0;
-        for (i, &cut) in cuts.iter().chain([input.len()].iter()).enumerate() {
-            let piece = &input[prev..cut];
+        for (i, piece) in crawlgate_testkit::chunks::pieces(input, cuts).enumerate() {
             let got = if i % 2 == 0 { rw.write(piece) } else { rw.write_bytes(Bytes::copy_from_slice(piece)) };
             out.extend_from_slice(&got);
-            prev = cut;
         }
         out.extend_from_slice(&rw.finish());
         (out, rw.take_findings(), rw.bail().cloned())

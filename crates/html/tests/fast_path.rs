@@ -10,36 +10,7 @@
 
 use crawlgate_html::{Config, Mode, RewritePlan, Rewriter};
 use crawlgate_policy::HeadElement;
-
-/// splitmix64, as in `golden.rs`.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-fn random_cuts(rng: &mut SplitMix, len: usize) -> Vec<usize> {
-    let limit = [1, 2, 3, 8, 64, 700, len.max(1)][rng.below(7)];
-    let mut cuts = Vec::new();
-    let mut at = 0;
-    while at < len {
-        let step = if rng.below(50) == 0 { 0 } else { 1 + rng.below(limit) };
-        at = (at + step).min(len);
-        cuts.push(at);
-    }
-    cuts.pop();
-    cuts
-}
+use crawlgate_testkit::chunks::{clock_seed, pieces, Cuts};
 
 const BODY: &str =
     "<body>\n<p>Text &amp; <a href=\"/x\">a link</a>.</p>\n<meta name=robots content=index>\n</body></html>\n";
@@ -152,29 +123,22 @@ fn run(mut rw: Rewriter, growth: bool, input: &[u8], cuts: &[usize]) -> (Vec<u8>
         let _ = rw.fix_growth();
     }
     let mut out = Vec::new();
-    let mut prev = 0;
-    for (i, &cut) in cuts.iter().chain([input.len()].iter()).enumerate() {
-        let piece = &input[prev..cut];
+    for (i, piece) in pieces(input, cuts).enumerate() {
         let got = if i % 2 == 0 { rw.write(piece) } else { rw.write_bytes(bytes::Bytes::copy_from_slice(piece)) };
         out.extend_from_slice(&got);
-        prev = cut;
     }
     out.extend_from_slice(&rw.finish());
     (out, rw.take_findings().len(), rw.bail().is_some())
 }
 
 fn check(pages: &[&str], must_scan: bool) {
-    let seed: u64 = match std::env::var("FAST_PATH_SEED") {
-        Ok(s) => s.parse().unwrap_or_else(|e| panic!("FAST_PATH_SEED: {e}")),
-        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64),
-    };
-    let mut rng = SplitMix(seed);
+    let mut rng = Cuts::from_env("FAST_PATH_SEED", clock_seed());
+    let seed = rng.seed();
     for (plan_name, plan) in plans() {
         for head in pages {
             let page = format!("{head}{BODY}");
             let input = page.as_bytes();
-            let mut splittings = vec![vec![], (1..input.len()).collect::<Vec<_>>()];
-            splittings.extend((0..40).map(|_| random_cuts(&mut rng, input.len())));
+            let splittings = rng.splittings(input.len(), 40);
             for charset in [None, Some("utf-8"), Some("windows-1252")] {
                 for growth in [false, true] {
                     for cuts in &splittings {

@@ -20,6 +20,7 @@ use crawlgate_html::{
     rewrite_all, Config, Finding, FindingKind, Mode, RewritePlan, Rewriter, KNOWLEDGE_WINDOW, MAX_FINDINGS,
     MAX_RULE_LEN,
 };
+use crawlgate_testkit::chunks::{describe, pieces, Cuts};
 
 const MAX_MEMORY: usize = 4 << 20;
 /// Random splittings per case and mode, besides the 1-byte one.
@@ -27,40 +28,6 @@ const SPLITS: usize = 6;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
-
-/// splitmix64: small, seedable, good enough to pick chunk boundaries.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// In `0..n` (`n > 0`).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-/// Ascending cut offsets into `len` bytes. Empty chunks are allowed (a
-/// proxy may hand the rewriter one); chunk sizes are drawn up to a limit
-/// that itself varies, so some splittings are fine and some coarse.
-fn random_cuts(rng: &mut SplitMix, len: usize) -> Vec<usize> {
-    let limit = [1, 2, 3, 8, 64, 700, 4096, len.max(1)][rng.below(8)];
-    let mut cuts = Vec::new();
-    let mut at = 0;
-    while at < len {
-        let step = if rng.below(50) == 0 { 0 } else { 1 + rng.below(limit) };
-        at = (at + step).min(len);
-        cuts.push(at);
-    }
-    cuts.pop();
-    cuts
 }
 
 /// Feeds `input` cut at `cuts` like the proxy does: write, drain findings,
@@ -77,14 +44,11 @@ fn feed(
 fn feed_with(mut rw: Rewriter, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Vec<Finding>, Option<String>) {
     let mut out = Vec::new();
     let mut findings = Vec::new();
-    let mut prev = 0;
-    for (i, &cut) in cuts.iter().chain(std::iter::once(&input.len())).enumerate() {
+    for (i, piece) in pieces(input, cuts).enumerate() {
         // Both entry points, the borrowed and the owned one (the proxy's).
-        let piece = &input[prev..cut];
         let got = if i % 2 == 0 { rw.write(piece) } else { rw.write_bytes(bytes::Bytes::copy_from_slice(piece)) };
         out.extend_from_slice(&got);
         findings.extend(rw.take_findings());
-        prev = cut;
     }
     out.extend_from_slice(&rw.finish());
     findings.extend(rw.take_findings());
@@ -106,14 +70,6 @@ fn first_difference(want: &[u8], got: &[u8]) -> String {
         show(&want[from..(at + 60).min(want.len())]),
         show(&got[from..(at + 60).min(got.len())])
     )
-}
-
-fn describe_cuts(cuts: &[usize]) -> String {
-    if cuts.len() > 400 {
-        format!("{} cuts: {:?} ...", cuts.len(), &cuts[..400])
-    } else {
-        format!("{cuts:?}")
-    }
 }
 
 struct Case {
@@ -246,11 +202,8 @@ fn corpus_matches_goldens() {
 
 #[test]
 fn corpus_is_independent_of_chunk_boundaries() {
-    let seed: u64 = match std::env::var("GOLDEN_SEED") {
-        Ok(s) => s.parse().expect("GOLDEN_SEED"),
-        Err(_) => 0x5eed_c0de,
-    };
-    let mut rng = SplitMix(seed);
+    let mut rng = Cuts::from_env("GOLDEN_SEED", 0x5eed_c0de);
+    let seed = rng.seed();
     let mut runs = 0;
     for case in cases() {
         for (mode, _) in MODES {
@@ -261,7 +214,7 @@ fn corpus_is_independent_of_chunk_boundaries() {
             let one_byte: Vec<usize> = (1..case.src.len()).collect();
             let mut splittings = vec![("1-byte chunks".to_string(), one_byte)];
             for i in 0..SPLITS {
-                splittings.push((format!("random splitting {i}"), random_cuts(&mut rng, case.src.len())));
+                splittings.push((format!("random splitting {i}"), rng.random(case.src.len())));
             }
             // One plan shared by every splitting's rewriter, as the proxy
             // shares one per policy plan.
@@ -271,11 +224,7 @@ fn corpus_is_independent_of_chunk_boundaries() {
                 let rw = Rewriter::with_plan(&plan, charset).unwrap_or_else(|e| panic!("{}: {e}", case.name));
                 let (got, findings, bail) = feed_with(rw, &case.src, &cuts);
                 let context = || {
-                    format!(
-                        "case {} mode {mode:?}, {what}, GOLDEN_SEED={seed}, cuts {}",
-                        case.name,
-                        describe_cuts(&cuts)
-                    )
+                    format!("case {} mode {mode:?}, {what}, GOLDEN_SEED={seed}, cuts {}", case.name, describe(&cuts))
                 };
                 assert!(bail.is_none(), "{}: bailed out: {bail:?}", context());
                 assert!(
@@ -300,20 +249,18 @@ fn corpus_is_independent_of_chunk_boundaries() {
 /// its very end; for every case and every splitting.
 #[test]
 fn fixed_growth_adds_exactly_the_promised_bytes() {
-    let mut rng = SplitMix(0xf1ed);
+    let mut rng = Cuts::new(0xf1ed);
     let mut runs = 0;
     for case in cases() {
         let config = config(&case, Mode::Inject);
         let charset = case.charset.as_deref();
         let (normal, _) = rewrite_all(&config, charset, &case.src).unwrap_or_else(|e| panic!("{}: {e}", case.name));
-        let mut splittings = vec![vec![], (1..case.src.len()).collect::<Vec<_>>()];
-        splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, case.src.len())));
-        for cuts in splittings {
+        for cuts in rng.splittings(case.src.len(), SPLITS) {
             runs += 1;
             let mut rw = Rewriter::new(&config, charset).unwrap();
             let n = rw.fix_growth().unwrap_or_else(|| panic!("inject mode promises a growth"));
             let (got, _, _) = feed_with(rw, &case.src, &cuts);
-            let context = format!("case {} cuts {}", case.name, describe_cuts(&cuts));
+            let context = format!("case {} cuts {}", case.name, describe(&cuts));
             assert_eq!(got.len(), case.src.len() + n, "{context}");
             let (head, pad) = got.split_at(normal.len());
             assert!(head == normal.as_slice(), "{context}: {}", first_difference(&normal, head));
@@ -370,14 +317,14 @@ fn memory_limit_passes_the_rest_through() {
         &page[b"<!doctype html>\n<html><head>".len()..],
     ]
     .concat();
-    let mut rng = SplitMix(7);
+    let mut rng = Cuts::new(7);
     let mut splittings = vec![vec![], (1..page.len()).step_by(4096).collect::<Vec<_>>()];
-    splittings.extend((0..4).map(|_| random_cuts(&mut rng, page.len())));
+    splittings.extend((0..4).map(|_| rng.random(page.len())));
     for mode in [Mode::Inject, Mode::Enforce] {
         for cuts in &splittings {
             let (out, findings, bail) = feed(&policy(mode, 16 * 1024), None, &page, cuts);
             assert!(bail.as_deref().is_some_and(|r| r.contains("memory")), "{mode:?}: bail reason {bail:?}");
-            assert!(out == want, "{mode:?} cuts {}: {}", describe_cuts(cuts), first_difference(&want, &out));
+            assert!(out == want, "{mode:?} cuts {}: {}", describe(cuts), first_difference(&want, &out));
             // The head was not seen to its end: nothing can be said about it.
             assert!(findings.is_empty(), "{findings:?}");
         }
@@ -454,12 +401,11 @@ fn duplicates_are_known_within_the_window_whatever_the_chunks() {
         &format!("<head data-x=\"{}\">", "y".repeat(KNOWLEDGE_WINDOW + 8000)),
         1,
     );
-    let mut rng = SplitMix(42);
+    let mut rng = Cuts::new(42);
     for (page, injected) in [(&near, ""), (&far, POLICY_METAS), (&big_head_tag, "")] {
         let head_end = page.find("<head").and_then(|at| page[at..].find('>').map(|end| at + end + 1)).unwrap_or(0);
         let want = format!("{}{injected}{}", &page[..head_end], &page[head_end..]);
-        let mut splittings = vec![vec![], (1..page.len()).collect::<Vec<_>>()];
-        splittings.extend((0..6).map(|_| random_cuts(&mut rng, page.len())));
+        let splittings = rng.splittings(page.len(), 6);
         for mode in [Mode::Inject, Mode::Enforce] {
             for cuts in &splittings {
                 let (out, _, bail) = feed(&policy(mode, MAX_MEMORY), None, page.as_bytes(), cuts);
@@ -468,7 +414,7 @@ fn duplicates_are_known_within_the_window_whatever_the_chunks() {
                     out == want.as_bytes(),
                     "{mode:?} page of {} bytes, cuts {}: {}",
                     page.len(),
-                    describe_cuts(cuts),
+                    describe(cuts),
                     first_difference(want.as_bytes(), &out)
                 );
             }
@@ -526,11 +472,9 @@ fn feed_counting(mut rw: Rewriter, input: &[u8], cuts: &[usize]) -> (Vec<u8>, Ve
             *n += dropped.get(*kind);
         }
     };
-    let mut prev = 0;
-    for &cut in cuts.iter().chain(std::iter::once(&input.len())) {
-        out.extend_from_slice(&rw.write(&input[prev..cut]));
+    for piece in pieces(input, cuts) {
+        out.extend_from_slice(&rw.write(piece));
         drain(&mut rw, &mut findings);
-        prev = cut;
     }
     out.extend_from_slice(&rw.finish());
     drain(&mut rw, &mut findings);
@@ -550,9 +494,7 @@ fn finding(kind: FindingKind, token: &str, rule: &str) -> Finding {
 fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Finding], want_dropped: [u64; 4]) {
     let config = policy(mode, MAX_MEMORY);
     let plan = RewritePlan::new(&config);
-    let mut rng = SplitMix(0xca9);
-    let mut splittings = vec![vec![], (1..page.len()).collect::<Vec<_>>()];
-    splittings.extend((0..SPLITS).map(|_| random_cuts(&mut rng, page.len())));
+    let splittings = Cuts::new(0xca9).splittings(page.len(), SPLITS);
     let want_counts = [
         (FindingKind::Missing, want_dropped[0]),
         (FindingKind::Conflict, want_dropped[1]),
@@ -562,7 +504,7 @@ fn check_every_splitting(mode: Mode, page: &str, want: &str, want_findings: &[Fi
     for cuts in splittings {
         let rw = Rewriter::with_plan(&plan, None).unwrap();
         let (out, findings, counts) = feed_counting(rw, page.as_bytes(), &cuts);
-        let context = format!("{mode:?} cuts {}", describe_cuts(&cuts));
+        let context = format!("{mode:?} cuts {}", describe(&cuts));
         assert!(out == want.as_bytes(), "{context}: {}", first_difference(want.as_bytes(), &out));
         assert!(findings == want_findings, "{context}: findings {findings:?}");
         assert_eq!(counts, want_counts, "{context}");

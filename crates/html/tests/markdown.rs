@@ -17,42 +17,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crawlgate_html::markdown::{markdown_all, MarkdownConfig, MarkdownConverter, PageInfo};
+use crawlgate_testkit::chunks::{clock_seed, pieces, Cuts};
 
 /// Random splittings per case, besides the 1-byte one.
 const SPLITS: usize = 8;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/markdown")
-}
-
-/// splitmix64: small, seedable, good enough to pick chunk boundaries.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
-fn random_cuts(rng: &mut SplitMix, len: usize) -> Vec<usize> {
-    let limit = [1, 2, 3, 8, 64, 700, 4096, len.max(1)][rng.below(8)];
-    let mut cuts = Vec::new();
-    let mut at = 0;
-    while at < len {
-        let step = if rng.below(50) == 0 { 0 } else { 1 + rng.below(limit) };
-        at = (at + step).min(len);
-        cuts.push(at);
-    }
-    cuts.pop();
-    cuts
 }
 
 /// Per-case page data.
@@ -129,10 +100,8 @@ fn feed(case: &Case, cuts: &[usize]) -> Vec<u8> {
     let mut conv = MarkdownConverter::new(&case.config(), case.page(), case.data.charset.as_deref())
         .unwrap_or_else(|e| panic!("{}: {e}", case.name));
     let mut out = Vec::new();
-    let mut prev = 0;
-    for &cut in cuts.iter().chain(std::iter::once(&case.src.len())) {
-        out.extend_from_slice(&conv.write(&case.src[prev..cut]));
-        prev = cut;
+    for piece in pieces(&case.src, cuts) {
+        out.extend_from_slice(&conv.write(piece));
     }
     out.extend_from_slice(&conv.finish());
     assert_eq!(conv.bail(), None, "{}", case.name);
@@ -175,17 +144,15 @@ fn corpus_matches_goldens() {
 
 #[test]
 fn every_split_gives_the_same_output() {
-    let seed = std::env::var("GOLDEN_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    });
-    let mut rng = SplitMix(seed);
+    let mut rng = Cuts::from_env("GOLDEN_SEED", clock_seed());
+    let seed = rng.seed();
     for case in &cases() {
         let whole = feed(case, &[]);
         let bytewise: Vec<usize> = (1..case.src.len()).collect();
         let got = feed(case, &bytewise);
         assert!(got == whole, "{} split byte by byte: {}", case.name, first_difference(&whole, &got));
         for _ in 0..SPLITS {
-            let cuts = random_cuts(&mut rng, case.src.len());
+            let cuts = rng.random(case.src.len());
             let got = feed(case, &cuts);
             assert!(
                 got == whole,

@@ -11,9 +11,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crawlgate_outbound::fetch::Reach;
-use crawlgate_payment::rsl::{LicenseVerifier, RslConfig};
-use crawlgate_payment::x402::{check_accepted, parse_payment_signature, X402Config};
+use crawlgate_payment::rsl::LicenseVerifier;
+use crawlgate_payment::x402::{check_accepted, parse_payment_signature, requirements};
+use crawlgate_policy::payment::dialects::{RslSettings, X402Settings};
 use crawlgate_testkit::license_server::{public_jwk, sign_jws, TokenClaims};
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -23,15 +23,16 @@ fn license(c: &mut Criterion) {
     let mut claims = TokenClaims::new("https://license.example", "https://www.example.com", now);
     claims.resource = vec!["/articles/".into()];
     let token = sign_jws(&key, "k1", &claims.to_json());
-    let verifier = LicenseVerifier::new(RslConfig {
+    let verifier = LicenseVerifier::new(RslSettings {
         issuer: "https://license.example".into(),
+        jwks: None,
+        keys: vec![public_jwk(&key, "k1").to_string()],
         audience: vec!["https://www.example.com".into()],
-        jwks_url: None,
-        pinned_keys: vec![public_jwk(&key, "k1").to_string()],
-        skew: Duration::from_secs(30),
         usage: "all".into(),
+        skew: Duration::from_secs(30),
         fetch_timeout: Duration::from_secs(2),
-        reach: Reach { allow_http: false, allow_private: false },
+        allow_http: false,
+        allow_private_addresses: false,
     })
     .unwrap_or_else(|e| panic!("{e}"));
     let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("{e}"));
@@ -41,19 +42,20 @@ fn license(c: &mut Criterion) {
 }
 
 fn x402(c: &mut Criterion) {
-    let cfg = X402Config {
+    let cfg = X402Settings {
         facilitator: "https://x402.example".into(),
         pay_to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C".into(),
         network: "eip155:8453".into(),
         asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
-        currency: "USD".into(),
         decimals: 6,
-        max_timeout_seconds: 60,
-        extra: serde_json::Map::new(),
+        currency: "USD".into(),
+        extra: Vec::new(),
+        max_timeout: Duration::from_secs(60),
         timeout: Duration::from_secs(3),
-        reach: Reach { allow_http: false, allow_private: false },
+        allow_http: false,
+        allow_private_addresses: false,
     };
-    let ours = cfg.requirements("USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
+    let ours = requirements(&cfg, "USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
     let accepted = serde_json::to_value(&ours).unwrap_or_default();
     let header = crawlgate_testkit::facilitator::payment_signature(
         &accepted,

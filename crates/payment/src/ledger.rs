@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, NaiveDate, NaiveTime, SecondsFormat, Utc};
 use rusqlite::{params, Connection, OpenFlags};
 use tokio::sync::{mpsc, oneshot};
 
@@ -551,12 +552,15 @@ pub fn decimal(amount_minor: u64, exponent: u8) -> String {
     format!("{}.{:0w$}", amount_minor / div, amount_minor % div, w = usize::from(exponent))
 }
 
-/// Unix milliseconds as RFC 3339 UTC (`2026-11-25T18:04:05.120Z`).
+/// Unix milliseconds as RFC 3339 UTC (`2026-11-25T18:04:05.120Z`); a
+/// time past chrono's range (some 262,000 years) shows as its bound.
 pub fn rfc3339(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms.rem_euclid(1000))
+    let t = DateTime::from_timestamp_millis(ms).unwrap_or(if ms < 0 {
+        DateTime::<Utc>::MIN_UTC
+    } else {
+        DateTime::<Utc>::MAX_UTC
+    });
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// Parses `--since`: `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM:SSZ` (UTC), or Unix
@@ -573,7 +577,7 @@ pub fn parse_since(s: &str) -> Result<i64, LedgerError> {
     };
     let num = |v: &str, len: usize| {
         if v.len() == len && v.bytes().all(|b| b.is_ascii_digit()) {
-            v.parse::<i64>().ok()
+            v.parse::<u32>().ok()
         } else {
             None
         }
@@ -585,10 +589,8 @@ pub fn parse_since(s: &str) -> Result<i64, LedgerError> {
         }
         _ => return Err(bad()),
     };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
-        return Err(bad());
-    }
-    let mut secs = days_from_civil(y, m, day) * 86_400;
+    let date = i32::try_from(y).ok().and_then(|y| NaiveDate::from_ymd_opt(y, m, day)).ok_or_else(bad)?;
+    let mut secs = date.and_time(NaiveTime::MIN).and_utc().timestamp();
     if let Some(t) = time {
         let mut p = t.split(':');
         let (h, mi, se) = match (p.next(), p.next(), p.next(), p.next()) {
@@ -597,37 +599,14 @@ pub fn parse_since(s: &str) -> Result<i64, LedgerError> {
             }
             _ => return Err(bad()),
         };
+        // 60 is a leap second (RFC 3339 section 5.6), read as the next
+        // minute's first.
         if h > 23 || mi > 59 || se > 60 {
             return Err(bad());
         }
-        secs += h * 3600 + mi * 60 + se;
+        secs += i64::from(h * 3600 + mi * 60 + se);
     }
     Ok(secs * 1000)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01 (`civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// The CSV header of [`to_csv`].

@@ -8,8 +8,11 @@
 //! client of `crawlgate_outbound`, which also reads the license server's
 //! keys. What a request is charged, and which answer a crawler gets, is
 //! decided in `crawlgate_policy::payment`; this crate only records,
-//! verifies and settles. It knows nothing of Pingora.
+//! verifies and settles: [`charging`] holds the open ledger, [`clients`]
+//! the dialects' clients of one policy. It knows nothing of Pingora.
 
+pub mod charging;
+pub mod clients;
 pub mod ledger;
 pub mod rsl;
 pub mod x402;

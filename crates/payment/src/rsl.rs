@@ -30,6 +30,7 @@ use crawlgate_outbound::fetch::{Outbound, Reach};
 use crawlgate_outbound::jwk::{Alg, PublicKey};
 use crawlgate_outbound::key_set::{self, Overflow};
 use crawlgate_policy::pattern::Pattern;
+use crawlgate_policy::payment::dialects::RslSettings;
 
 /// The largest token read (a compact JWS); larger is `invalid_token`.
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -49,44 +50,6 @@ const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
 const REFETCH_ON_MISS: Duration = Duration::from_secs(60);
 /// The usage that grants every usage.
 pub const ALL_USAGES: &str = "all";
-
-/// License token settings (from the policy's `[payment.rsl]` table).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RslConfig {
-    /// The license server: a token's `iss` must equal it.
-    pub issuer: String,
-    /// This site's names: a token's `aud` must contain one of them. Each is
-    /// an origin (`https://www.example.com`) or a bare host.
-    pub audience: Vec<String>,
-    /// The license server's JWKS, if keys are fetched.
-    pub jwks_url: Option<String>,
-    /// Pinned public keys, as JWK JSON text.
-    pub pinned_keys: Vec<String>,
-    /// Allowed clock skew for `exp`, `nbf` and `iat`.
-    pub skew: Duration,
-    /// The usage a token's `scope` must grant (an AIPREF/RSL usage label).
-    pub usage: String,
-    /// Deadline of one JWKS fetch.
-    pub fetch_timeout: Duration,
-    /// What the JWKS fetch may reach (private addresses and http: tests).
-    pub reach: Reach,
-}
-
-impl RslConfig {
-    /// The verifier's settings from the policy's `[payment.rsl]`.
-    pub fn from_settings(s: &crawlgate_policy::payment::dialects::RslSettings) -> RslConfig {
-        RslConfig {
-            issuer: s.issuer.clone(),
-            audience: s.audience.clone(),
-            jwks_url: s.jwks.clone(),
-            pinned_keys: s.keys.clone(),
-            skew: s.skew,
-            usage: s.usage.clone(),
-            fetch_timeout: s.fetch_timeout,
-            reach: Reach { allow_http: s.allow_http, allow_private: s.allow_private_addresses },
-        }
-    }
-}
 
 /// Why a request is refused; the `WWW-Authenticate` answer follows from it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -362,7 +325,7 @@ pub struct LicenseVerifier {
 
 #[derive(Debug)]
 struct Inner {
-    config: RslConfig,
+    settings: RslSettings,
     pinned: Vec<(String, PublicKey)>,
     outbound: Option<Outbound>,
     jwks: Mutex<Option<CachedJwks>>,
@@ -406,18 +369,20 @@ fn parse_jwks(body: &[u8]) -> Result<Vec<(String, PublicKey)>, String> {
 }
 
 impl LicenseVerifier {
-    /// Builds the verifier; fails on a pinned key that does not parse.
-    pub fn new(config: RslConfig) -> Result<LicenseVerifier, String> {
+    /// Builds the verifier from the policy's `[payment.rsl]`; fails on a
+    /// pinned key that does not parse.
+    pub fn new(settings: RslSettings) -> Result<LicenseVerifier, String> {
         let mut pinned = Vec::new();
-        for (i, jwk) in config.pinned_keys.iter().enumerate() {
+        for (i, jwk) in settings.keys.iter().enumerate() {
             let v: serde_json::Value =
                 serde_json::from_str(jwk).map_err(|e| format!("pinned key {}: the JWK is not JSON: {e}", i + 1))?;
             let (kid, key) = crawlgate_outbound::jwk::parse(&v).map_err(|e| format!("pinned key {}: {e}", i + 1))?;
             pinned.push((kid.unwrap_or_default(), key));
         }
-        let outbound = match &config.jwks_url {
+        let outbound = match &settings.jwks {
             Some(url) => {
-                let o = Outbound::new(config.reach, config.fetch_timeout).map_err(|e| e.to_string())?;
+                let reach = Reach { allow_http: settings.allow_http, allow_private: settings.allow_private_addresses };
+                let o = Outbound::new(reach, settings.fetch_timeout).map_err(|e| e.to_string())?;
                 o.check_url(url).map_err(|e| e.to_string())?;
                 Some(o)
             }
@@ -425,7 +390,7 @@ impl LicenseVerifier {
         };
         Ok(LicenseVerifier {
             inner: Arc::new(Inner {
-                config,
+                settings,
                 pinned,
                 outbound,
                 jwks: Mutex::new(None),
@@ -445,7 +410,7 @@ impl LicenseVerifier {
     pub async fn verify(&self, token: &str, path: &str, now: u64) -> Result<License, LicenseError> {
         let jws = decode_jws(token)?;
         let key_id = self.key_for(jws.kid.as_deref(), &jws).await?;
-        let cfg = &self.inner.config;
+        let cfg = &self.inner.settings;
         let rules =
             ClaimRules { issuer: &cfg.issuer, audience: &cfg.audience, skew: cfg.skew.as_secs(), usage: &cfg.usage };
         check_claims(&jws.claims, &rules, path, now)?;
@@ -464,7 +429,7 @@ impl LicenseVerifier {
         if let Some(found) = self.try_keys(&self.inner.pinned, kid, jws) {
             return Ok(found);
         }
-        let Some(url) = self.inner.config.jwks_url.as_deref() else {
+        let Some(url) = self.inner.settings.jwks.as_deref() else {
             return Err(invalid(no_key("no pinned key of the license server verifies the token", kid)));
         };
         let (cached, generation) = self.snapshot();
@@ -516,7 +481,7 @@ impl LicenseVerifier {
     /// Fetches the JWKS now (coalesced with a fetch under way); a failure
     /// keeps the cached keys and waits before the next try.
     pub async fn refresh(&self) -> Result<usize, String> {
-        let Some(url) = self.inner.config.jwks_url.clone() else { return Ok(0) };
+        let Some(url) = self.inner.settings.jwks.clone() else { return Ok(0) };
         let (_, generation) = self.snapshot();
         self.refresh_from(&url, generation).await;
         Ok(self.cached_keys())

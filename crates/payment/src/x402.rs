@@ -9,10 +9,9 @@
 //! ones the client echoes: a client that alters the amount, the asset or
 //! the recipient is refused before the facilitator is asked.
 
-use std::time::Duration;
-
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use base64::Engine as _;
+use crawlgate_policy::payment::dialects::X402Settings;
 use serde::{Deserialize, Serialize};
 
 use crawlgate_outbound::fetch::{FetchError, Outbound, Reach};
@@ -33,32 +32,6 @@ pub const MAX_PAYMENT_SIGNATURE_BYTES: usize = 16 * 1024;
 const MAX_FACILITATOR_BODY: usize = 64 * 1024;
 /// The most decimals an asset may have (keeps atomic amounts in a u128).
 pub const MAX_DECIMALS: u32 = 30;
-
-/// x402 settings (from the policy's `[payment.x402]` table).
-#[derive(Clone, Debug, PartialEq)]
-pub struct X402Config {
-    /// The facilitator's base URL (`/verify`, `/settle`, `/supported` below it).
-    pub facilitator: String,
-    /// The address paid.
-    pub pay_to: String,
-    /// The network, a CAIP-2 id (`eip155:8453`).
-    pub network: String,
-    /// The asset (a token contract address).
-    pub asset: String,
-    /// The ISO 4217 currency the asset stands for: prices in it are paid
-    /// in it.
-    pub currency: String,
-    /// The asset's decimals: a price of 1 is `10^decimals` atomic units.
-    pub decimals: u32,
-    /// `maxTimeoutSeconds` offered to the client.
-    pub max_timeout_seconds: u64,
-    /// `extra` of the requirements (e.g. the EIP-712 `name` and `version`).
-    pub extra: serde_json::Map<String, serde_json::Value>,
-    /// The budget of one facilitator call.
-    pub timeout: Duration,
-    /// What the facilitator client may reach.
-    pub reach: Reach,
-}
 
 /// What the site accepts for one resource (x402 v2 `PaymentRequirements`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,38 +116,21 @@ pub fn atomic_amount(decimal: &str, decimals: u32) -> Result<String, String> {
     Ok(value.to_string())
 }
 
-impl X402Config {
-    /// The client's settings from the policy's `[payment.x402]`.
-    pub fn from_settings(s: &crawlgate_policy::payment::dialects::X402Settings) -> X402Config {
-        X402Config {
-            facilitator: s.facilitator.clone(),
-            pay_to: s.pay_to.clone(),
-            network: s.network.clone(),
-            asset: s.asset.clone(),
-            currency: s.currency.clone(),
-            decimals: s.decimals,
-            max_timeout_seconds: s.max_timeout.as_secs(),
-            extra: s.extra.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
-            timeout: s.timeout,
-            reach: Reach { allow_http: s.allow_http, allow_private: s.allow_private_addresses },
-        }
+/// The requirements of the policy's `[payment.x402]` for a price of
+/// `amount` (decimal) in `currency`.
+pub fn requirements(settings: &X402Settings, currency: &str, amount: &str) -> Result<Requirements, String> {
+    if !currency.eq_ignore_ascii_case(&settings.currency) {
+        return Err(format!("the price is in {currency}, the x402 asset is paid in {}", settings.currency));
     }
-
-    /// The requirements for a price of `amount` (decimal) in `currency`.
-    pub fn requirements(&self, currency: &str, amount: &str) -> Result<Requirements, String> {
-        if !currency.eq_ignore_ascii_case(&self.currency) {
-            return Err(format!("the price is in {currency}, the x402 asset is paid in {}", self.currency));
-        }
-        Ok(Requirements {
-            scheme: SCHEME_EXACT.into(),
-            network: self.network.clone(),
-            amount: atomic_amount(amount, self.decimals)?,
-            asset: self.asset.clone(),
-            pay_to: self.pay_to.clone(),
-            max_timeout_seconds: self.max_timeout_seconds,
-            extra: self.extra.clone(),
-        })
-    }
+    Ok(Requirements {
+        scheme: SCHEME_EXACT.into(),
+        network: settings.network.clone(),
+        amount: atomic_amount(amount, settings.decimals)?,
+        asset: settings.asset.clone(),
+        pay_to: settings.pay_to.clone(),
+        max_timeout_seconds: settings.max_timeout.as_secs(),
+        extra: settings.extra.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect(),
+    })
 }
 
 /// The `PAYMENT-REQUIRED` value: base64 of `{x402Version, error, resource,
@@ -309,10 +265,12 @@ pub struct Facilitator {
 }
 
 impl Facilitator {
-    /// A client for `config.facilitator`, each call within `config.timeout`.
-    pub fn new(config: &X402Config) -> Result<Facilitator, String> {
-        let outbound = Outbound::new(config.reach, config.timeout).map_err(|e| e.to_string())?;
-        let base = config.facilitator.trim_end_matches('/').to_owned();
+    /// A client for the policy's `[payment.x402]` `facilitator`, each call
+    /// within its `timeout`.
+    pub fn new(settings: &X402Settings) -> Result<Facilitator, String> {
+        let reach = Reach { allow_http: settings.allow_http, allow_private: settings.allow_private_addresses };
+        let outbound = Outbound::new(reach, settings.timeout).map_err(|e| e.to_string())?;
+        let base = settings.facilitator.trim_end_matches('/').to_owned();
         outbound.check_url(&base).map_err(|e| e.to_string())?;
         Ok(Facilitator { base, outbound })
     }
@@ -407,6 +365,8 @@ impl Facilitator {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -429,27 +389,25 @@ mod tests {
         assert_eq!(atomic_amount(&"9".repeat(40), 6), Err(format!("`{}` is too large", "9".repeat(40))));
     }
 
-    fn config() -> X402Config {
-        let mut extra = serde_json::Map::new();
-        extra.insert("name".into(), "USD Coin".into());
-        extra.insert("version".into(), "2".into());
-        X402Config {
+    fn config() -> X402Settings {
+        X402Settings {
             facilitator: "https://facilitator.example".into(),
             pay_to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C".into(),
             network: "eip155:8453".into(),
             asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913".into(),
-            currency: "USD".into(),
             decimals: 6,
-            max_timeout_seconds: 60,
-            extra,
+            currency: "USD".into(),
+            extra: vec![("name".into(), "USD Coin".into()), ("version".into(), "2".into())],
+            max_timeout: Duration::from_secs(60),
             timeout: Duration::from_secs(2),
-            reach: Reach { allow_http: false, allow_private: false },
+            allow_http: false,
+            allow_private_addresses: false,
         }
     }
 
     #[test]
     fn payment_required_is_base64_json_of_the_exact_scheme() {
-        let req = config().requirements("USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
+        let req = requirements(&config(), "USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
         let header = payment_required(&req, "https://www.example.com/a", "PAYMENT-SIGNATURE header is required");
         let doc: serde_json::Value =
             serde_json::from_slice(&STANDARD.decode(header).unwrap_or_default()).unwrap_or_default();
@@ -469,7 +427,7 @@ mod tests {
             })
         );
         assert_eq!(
-            config().requirements("EUR", "0.01"),
+            requirements(&config(), "EUR", "0.01"),
             Err("the price is in EUR, the x402 asset is paid in USD".into())
         );
     }
@@ -480,7 +438,7 @@ mod tests {
 
     #[test]
     fn payment_signatures_parse_and_must_match_the_requirements() {
-        let ours = config().requirements("USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
+        let ours = requirements(&config(), "USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
         let good = serde_json::json!({"x402Version": 2, "accepted": ours, "payload": {"signature": "0x1"}});
         let p = parse_payment_signature(&signature_of(&good)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(check_accepted(&p, &ours), Ok(()));

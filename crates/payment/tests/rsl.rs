@@ -8,8 +8,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crawlgate_outbound::fetch::Reach;
-use crawlgate_payment::rsl::{LicenseError, LicenseVerifier, RslConfig};
+use crawlgate_payment::rsl::{LicenseError, LicenseVerifier};
+use crawlgate_policy::payment::dialects::RslSettings;
 use crawlgate_testkit::license_server::{LicenseServer, TokenClaims};
 
 const SITE: &str = "https://www.example.com";
@@ -18,16 +18,17 @@ fn now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn config(server: &LicenseServer) -> RslConfig {
-    RslConfig {
+fn config(server: &LicenseServer) -> RslSettings {
+    RslSettings {
         issuer: server.issuer(),
+        jwks: Some(server.jwks_url()),
+        keys: Vec::new(),
         audience: vec![SITE.into()],
-        jwks_url: Some(server.jwks_url()),
-        pinned_keys: Vec::new(),
-        skew: Duration::from_secs(30),
         usage: "ai-use".into(),
+        skew: Duration::from_secs(30),
         fetch_timeout: Duration::from_secs(2),
-        reach: Reach { allow_http: true, allow_private: true },
+        allow_http: true,
+        allow_private_addresses: true,
     }
 }
 
@@ -180,8 +181,8 @@ async fn no_keys_at_all_is_a_503_not_the_clients_fault() {
 async fn pinned_keys_verify_without_any_fetch() {
     let server = LicenseServer::start();
     let mut cfg = config(&server);
-    cfg.jwks_url = None;
-    cfg.pinned_keys = vec![server.current_jwk()];
+    cfg.jwks = None;
+    cfg.keys = vec![server.current_jwk()];
     let v = LicenseVerifier::new(cfg).unwrap_or_else(|e| panic!("{e}"));
     let license = v.verify(&server.issue(&claims(&server)), "/articles/1", now()).await;
     assert_eq!(license.map(|l| l.key_id), Ok("key-1".to_string()));
@@ -197,7 +198,7 @@ async fn pinned_keys_verify_without_any_fetch() {
 async fn the_jwks_is_never_fetched_from_a_private_address_unless_allowed() {
     let server = LicenseServer::start();
     let mut cfg = config(&server);
-    cfg.reach = Reach { allow_http: true, allow_private: false };
+    cfg.allow_private_addresses = false;
     let err = LicenseVerifier::new(cfg).err().unwrap_or_else(|| panic!("accepted a loopback JWKS URL"));
     assert!(err.ends_with("127.0.0.1 is not a public address"), "{err}");
 }
@@ -226,8 +227,8 @@ fn jwks_stub(reply: crawlgate_testkit::stub::StubReply) -> crawlgate_testkit::st
     crawlgate_testkit::stub::StubServer::start(move |_| reply.clone())
 }
 
-fn config_for(server: &LicenseServer, jwks: String) -> RslConfig {
-    RslConfig { jwks_url: Some(jwks), ..config(server) }
+fn config_for(server: &LicenseServer, jwks: String) -> RslSettings {
+    RslSettings { jwks: Some(jwks), ..config(server) }
 }
 
 #[tokio::test]
@@ -331,8 +332,8 @@ async fn es256_and_rs256_tokens_verify_with_their_own_keys_only() {
     let rsa_key = PKey::from_rsa(rsa).unwrap_or_else(|e| panic!("{e}"));
 
     let mut cfg = config(&server);
-    cfg.jwks_url = None;
-    cfg.pinned_keys = vec![ec_jwk.to_string(), rsa_jwk.to_string()];
+    cfg.jwks = None;
+    cfg.keys = vec![ec_jwk.to_string(), rsa_jwk.to_string()];
     let v = LicenseVerifier::new(cfg).unwrap_or_else(|e| panic!("{e}"));
     let claims = claims(&server).to_json();
 
@@ -370,8 +371,8 @@ async fn a_token_without_kid_is_tried_against_two_keys_of_its_alg_only() {
     let keys: Vec<ed25519_dalek::SigningKey> =
         (1..=3).map(|i| ed25519_dalek::SigningKey::from_bytes(&[40 + i; 32])).collect();
     let mut cfg = config(&server);
-    cfg.jwks_url = None;
-    cfg.pinned_keys = keys.iter().enumerate().map(|(i, k)| public_jwk(k, &format!("k{}", i + 1)).to_string()).collect();
+    cfg.jwks = None;
+    cfg.keys = keys.iter().enumerate().map(|(i, k)| public_jwk(k, &format!("k{}", i + 1)).to_string()).collect();
     let v = LicenseVerifier::new(cfg).unwrap_or_else(|e| panic!("{e}"));
     let claims = claims(&server).to_json();
     let kidless = |key: &ed25519_dalek::SigningKey| {

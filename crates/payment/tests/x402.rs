@@ -10,27 +10,28 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
-use crawlgate_outbound::fetch::Reach;
 use crawlgate_payment::x402::{
-    check_accepted, parse_payment_signature, payment_required, Facilitator, Kind, Requirements, X402Config, X402Error,
+    check_accepted, parse_payment_signature, payment_required, requirements, Facilitator, Kind, Requirements, X402Error,
 };
+use crawlgate_policy::payment::dialects::X402Settings;
 use crawlgate_testkit::facilitator::{self, Mode};
 
 const NETWORK: &str = "eip155:84532";
 const PAYER: &str = "0x857b06519E91e3A54538791bDbb0E22373e36b66";
 
-fn config(f: &facilitator::Facilitator) -> X402Config {
-    X402Config {
+fn config(f: &facilitator::Facilitator) -> X402Settings {
+    X402Settings {
         facilitator: f.url(),
         pay_to: "0x209693Bc6afc0C5328bA36FaF03C514EF312287C".into(),
         network: NETWORK.into(),
         asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e".into(),
-        currency: "USD".into(),
         decimals: 6,
-        max_timeout_seconds: 60,
-        extra: serde_json::Map::new(),
+        currency: "USD".into(),
+        extra: Vec::new(),
+        max_timeout: Duration::from_secs(60),
         timeout: Duration::from_millis(500),
-        reach: Reach { allow_http: true, allow_private: true },
+        allow_http: true,
+        allow_private_addresses: true,
     }
 }
 
@@ -42,8 +43,8 @@ fn accepted_of(header: &str) -> serde_json::Value {
 }
 
 /// The 402's requirements and a client's payment for them.
-fn pay(cfg: &X402Config, nonce: &str) -> (Requirements, crawlgate_payment::x402::PaymentPayload) {
-    let ours = cfg.requirements("USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
+fn pay(cfg: &X402Settings, nonce: &str) -> (Requirements, crawlgate_payment::x402::PaymentPayload) {
+    let ours = requirements(cfg, "USD", "0.01").unwrap_or_else(|e| panic!("{e}"));
     let header = payment_required(&ours, "https://www.example.com/articles/1", "payment required");
     let signature = facilitator::payment_signature(&accepted_of(&header), PAYER, nonce);
     let payment = parse_payment_signature(signature.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
@@ -161,7 +162,7 @@ async fn supported_lists_the_facilitators_kinds() {
 async fn the_facilitator_is_never_reached_on_a_private_address_unless_allowed() {
     let f = facilitator::Facilitator::start(NETWORK);
     let mut cfg = config(&f);
-    cfg.reach.allow_private = false;
+    cfg.allow_private_addresses = false;
     let err = Facilitator::new(&cfg).err().unwrap_or_else(|| panic!("accepted"));
     assert!(err.ends_with("127.0.0.1 is not a public address"), "{err}");
 }

@@ -25,12 +25,15 @@ pub const PROBES: &[&str] = &["/healthz", "/readyz"];
 pub struct Admin {
     shared: Arc<Shared>,
     auth: Option<AdminAuth>,
+    /// The TLS listeners' certificate, for `/status`.
+    tls: Option<Arc<crawlgate_certs::CertStore>>,
 }
 
 impl Admin {
-    /// Serves from `shared`; `auth`, when set, protects all but the probes.
-    pub fn new(shared: Arc<Shared>, auth: Option<AdminAuth>) -> Admin {
-        Admin { shared, auth }
+    /// Serves from `shared`; `auth`, when set, protects all but the probes;
+    /// `tls` is the TLS listeners' certificate.
+    pub fn new(shared: Arc<Shared>, auth: Option<AdminAuth>, tls: Option<Arc<crawlgate_certs::CertStore>>) -> Admin {
+        Admin { shared, auth, tls }
     }
 
     /// The dashboard's JSON documents (`/api/...`, without the prefix),
@@ -68,7 +71,7 @@ impl Admin {
     /// `/api/agents` with the fleet's counts beside this instance's.
     fn agents_json(&self, window: Window) -> serde_json::Value {
         let mut v = self.shared.activity.agents_json(window);
-        crate::fleet::add_to(self.shared.fleet.get(), &mut v, window);
+        crate::fleet::add_to(self.shared.snapshot.load().handles.fleet.as_deref(), &mut v, window);
         v
     }
 
@@ -102,7 +105,7 @@ impl Admin {
             "upstreams": upstreams,
             "origin_robots": crate::origin::status_json(&self.shared),
             "verification_lists": self.verification_lists(),
-            "tls": self.shared.tls.get().map(|t| t.status_json()),
+            "tls": self.tls.as_ref().map(|t| t.status_json()),
             "signatures": self.signatures(),
         })
     }
@@ -110,7 +113,7 @@ impl Admin {
     /// The Web Bot Auth signature outcomes counted since the start (`null`
     /// without verification).
     fn signatures(&self) -> Option<serde_json::Value> {
-        self.shared.verifier.get()?;
+        self.shared.snapshot.load().handles.verifier.as_ref()?;
         let [verified, invalid, unverified] = self.shared.metrics.verification().signature_counts();
         Some(serde_json::json!({"verified": verified, "invalid": invalid, "unverified": unverified}))
     }
@@ -118,7 +121,7 @@ impl Admin {
     /// Each IP list's source, age, size and last error (empty without
     /// verification).
     fn verification_lists(&self) -> Vec<serde_json::Value> {
-        let Some(v) = self.shared.verifier.get() else { return Vec::new() };
+        let Some(v) = self.shared.snapshot.load().handles.verifier.clone() else { return Vec::new() };
         v.lists()
             .status()
             .into_iter()
@@ -241,11 +244,9 @@ impl ServeHttp for Admin {
                 let snap = self.shared.snapshot.load();
                 self.shared.metrics.upstream_health(&snap.upstream.health());
                 self.shared.metrics.origin_robots_age(crate::origin::copy_age(&self.shared));
-                if let Some(store) = self.shared.store.get() {
+                if let Some(store) = &snap.handles.store {
                     self.shared.metrics.limits_store(store.is_up(), store.errors_total());
-                    if let Some(limiter) = self.shared.limiter.get() {
-                        self.shared.metrics.limits_fallbacks(limiter.fallbacks());
-                    }
+                    self.shared.metrics.limits_fallbacks(snap.handles.limiter.fallbacks());
                 }
                 let (body, ct) = self.shared.metrics.encode();
                 text(StatusCode::OK, &ct, body)

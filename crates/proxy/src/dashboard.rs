@@ -10,6 +10,7 @@
 
 use std::fmt::Write;
 
+use chrono::DateTime;
 use serde_json::Value;
 
 use crate::activity::Window;
@@ -109,13 +110,12 @@ pub fn bytes(v: &Value) -> String {
     format!("{:.1}E", x / 1024.0)
 }
 
-/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC` (empty for 0 or null).
+/// Unix seconds as `YYYY-MM-DD HH:MM:SS UTC` (empty for 0 or null, and
+/// for a time past chrono's range, some 262,000 years).
 pub fn utc(v: &Value) -> String {
     let Some(secs) = v.as_u64().filter(|s| *s > 0) else { return String::new() };
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = crate::events::civil_date(days);
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
+    let Some(t) = i64::try_from(secs).ok().and_then(|s| DateTime::from_timestamp(s, 0)) else { return String::new() };
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
 fn rows(v: &Value) -> &[Value] {

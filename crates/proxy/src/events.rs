@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use chrono::{DateTime, SecondsFormat, Utc};
 use crawlgate_policy::client::ClientAddr;
 use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{AccessLogFormat, Action, AgentId, BlockReason, LocalFile};
@@ -377,19 +378,16 @@ pub fn truncate(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// RFC 3339 UTC time with milliseconds: `2026-11-23T17:42:17.123Z`.
+/// RFC 3339 UTC time with milliseconds: `2026-11-23T17:42:17.123Z`
+/// (a time before 1970 shows as 1970-01-01, one past chrono's range as
+/// its bound).
 pub fn rfc3339_millis(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_date(i64::try_from(days).unwrap_or(0));
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    let t = i64::try_from(d.as_secs())
+        .ok()
+        .and_then(|secs| DateTime::from_timestamp(secs, d.subsec_nanos()))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 impl RequestDone<'_> {
@@ -517,20 +515,6 @@ impl RequestDone<'_> {
         line.push('\n');
         let _ = std::io::stdout().lock().write_all(line.as_bytes());
     }
-}
-
-/// The proleptic Gregorian (year, month, day) of a day counted from
-/// 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level Date Algorithms").
-pub(crate) fn civil_date(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 #[cfg(test)]

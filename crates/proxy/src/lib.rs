@@ -14,6 +14,7 @@ mod conn;
 mod dashboard;
 mod events;
 mod fleet;
+mod handles;
 mod headers;
 mod html;
 mod lifecycle;
@@ -49,9 +50,9 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 pub use admin_auth::authorization as admin_authorization;
+pub use crawlgate_watch::early_sighup;
 pub use dashboard::bytes as human_bytes;
 pub use metrics::ReloadOutcome;
-pub use reload::early_sighup;
 pub use state::LoadError;
 
 use crate::admin::Admin;
@@ -86,7 +87,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     init_logging();
     // Before anything slow: a reload signal sent right after start must not
     // terminate the process.
-    let early_hup = watch.as_ref().map(|_| crate::reload::early_sighup());
+    let early_hup = watch.as_ref().map(|_| crawlgate_watch::early_sighup());
     let metrics =
         Metrics::with_verification(loaded.policy.settings().verification.enabled).context("cannot register metrics")?;
     for w in &loaded.warnings {
@@ -147,26 +148,19 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     )?;
     let mut server = Server::new_with_opt_and_conf(None, conf);
     server.bootstrap();
-    let verifier = verify::build(&snap.policy)?;
-    let charging = crate::payment::open(&snap.policy, &metrics)?;
+    if snap.handles.charging.is_some() {
+        metrics.payment().init(&snap.policy);
+    }
+    let handles = snap.handles.clone();
     let shared = Shared::new(snap, watch.clone(), metrics);
-    if let Some(c) = charging {
-        let _ = shared.payment.set(c);
-    }
-    let limit_settings = shared.snapshot.load().policy.limit_settings().clone();
-    crate::limits::install(&shared, &limit_settings);
-    if let Some(v) = verifier {
-        let _ = shared.verifier.set(verify::with_shared_replay(v, &shared));
-    }
     let certs = if tls_listen.is_empty() {
         None
     } else {
         let (Some(cert), Some(key)) = tls_files else {
             anyhow::bail!("server.tls_listen needs server.tls_cert and server.tls_key");
         };
-        let store = crate::tls::CertStore::open(&cert, &key).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let store = crawlgate_certs::CertStore::open(&cert, &key).map_err(|e| anyhow::anyhow!("{e}"))?;
         shared.metrics.tls_not_after(store.not_after_unix());
-        let _ = shared.tls.set(store.clone());
         Some(store)
     };
 
@@ -207,10 +201,13 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
             idle: admin_idle_timeout,
             ..limits
         };
-        let app =
-            ConnApp::new(Admin::new(shared.clone(), admin_auth), admin_limits, shared.metrics.connections("admin"))
-                .with_probe_slots(ADMIN_PROBE_SLOTS, crate::admin::PROBES)
-                .with_per_client_limit(admin_per_client);
+        let app = ConnApp::new(
+            Admin::new(shared.clone(), admin_auth, certs.clone()),
+            admin_limits,
+            shared.metrics.connections("admin"),
+        )
+        .with_probe_slots(ADMIN_PROBE_SLOTS, crate::admin::PROBES)
+        .with_per_client_limit(admin_per_client);
         let mut svc = Service::new("crawlgate admin".to_string(), app);
         svc.add_tcp(&addr);
         server.add_service(svc);
@@ -224,11 +221,12 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
         server.add_service(background_service("TLS certificate watcher", watcher));
     }
     server.add_service(background_service("origin robots.txt", crate::origin::OriginFetcher::new(shared.clone())));
-    if shared.verifier.get().is_some() {
-        server.add_service(background_service("verification lists", verify::Refresher::new(shared.clone())));
+    if let Some(verifier) = handles.verifier {
+        server.add_service(background_service("verification lists", verify::Refresher::new(verifier, shared.clone())));
     }
-    if shared.store.get().is_some() {
-        server.add_service(background_service("shared store", crate::shared_store::StoreService::new(shared.clone())));
+    if let Some(store) = handles.store {
+        let service = crate::lifecycle::StoreService::new(store, handles.fleet, shared.clone());
+        server.add_service(background_service("shared store", service));
     }
     let proxy_addrs: Vec<String> = listen.iter().chain(&tls_listen).cloned().collect();
     server.add_service(background_service("listener probe", ListenerProbe::new(shared.clone(), &proxy_addrs)));

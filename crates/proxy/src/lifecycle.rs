@@ -3,7 +3,7 @@
 //! instead of Pingora's endless retry), `/readyz` waits until every
 //! listener accepts connections, and a SIGTERM ends the process as soon
 //! as no client connection is left instead of always sleeping through the
-//! grace period.
+//! grace period. The shared store's connection is kept here too.
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::Ordering;
@@ -11,9 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use crawlgate_store::Store;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
+use crate::fleet::Fleet;
 use crate::state::Shared;
 
 /// Binds each `(key, address)` and releases it at once. Rust's
@@ -112,7 +114,7 @@ impl BackgroundService for Drain {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        if let Some(charging) = self.shared.payment.get() {
+        if let Some(charging) = self.shared.snapshot.load().handles.charging.clone() {
             // Byte counts of charges that ended in the last second.
             if tokio::time::timeout(Duration::from_secs(2), charging.ledger.flush()).await.is_err() {
                 tracing::warn!("Graceful shutdown: the ledger did not flush within 2 s");
@@ -120,6 +122,40 @@ impl BackgroundService for Drain {
         }
         tracing::info!("Graceful shutdown: no client connection left; exiting");
         std::process::exit(0);
+    }
+}
+
+/// Keeps the shared store connected (reconnecting with backoff) and
+/// flushes the fleet counters, until shutdown. The connection's driver
+/// task runs on this service's runtime, which lives as long as the server.
+pub struct StoreService {
+    store: Store,
+    fleet: Option<Arc<Fleet>>,
+    shared: Arc<Shared>,
+}
+
+impl StoreService {
+    /// The service over `store`, flushing `fleet` from `shared`'s activity.
+    pub fn new(store: Store, fleet: Option<Arc<Fleet>>, shared: Arc<Shared>) -> StoreService {
+        StoreService { store, fleet, shared }
+    }
+}
+
+#[async_trait]
+impl BackgroundService for StoreService {
+    async fn start(&self, mut shutdown: ShutdownWatch) {
+        let store = &self.store;
+        let fleet = async {
+            match &self.fleet {
+                Some(fleet) => fleet.run(&self.shared.activity).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = store.maintain() => {}
+            () = fleet => {}
+            _ = shutdown.changed() => {}
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Rate limits in the proxy: counts a forwarded request against the limit
-//! `Policy::limit` picks for it (pure) in the process's
-//! [`crawlgate_limits::Limiter`], and writes the 429 when it is over.
-//! Nothing here decides which limit applies.
+//! its verdict names (`Policy::decide_request`, pure) in the snapshot's
+//! [`crawlgate_limits::Limiter`] (`crate::handles`: one per process, kept
+//! across reloads, so a changed rate applies to the next request and no
+//! bucket is reset), and writes the 429 when it is over. Nothing here
+//! decides which limit applies.
 
 use std::time::Instant;
 
@@ -11,29 +13,6 @@ use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings, StoreSetting};
 use http::header;
 use pingora::proxy::Session;
 use pingora::Result;
-
-use crate::state::Shared;
-
-/// Installs the process's limiter in `shared` (once, at start; a reload
-/// keeps it, so a changed rate applies to the next request and no bucket
-/// is reset). With `[limits] store`, the limiter asks the shared store
-/// first and falls back to the in-process one
-/// ([`crate::shared_store`] keeps the connection).
-pub fn install(shared: &Shared, settings: &LimitSettings) {
-    let mut limiter = Limiter::new(settings.max_keys);
-    if let Some(store) = crate::shared_store::open(settings) {
-        // Every call of the store is bounded by its own `[limits] timeout`.
-        limiter = limiter.with_shared(
-            std::sync::Arc::new(crate::shared_store::StoreGcra(store.clone())),
-            None,
-            &settings.key_prefix,
-        );
-        let start_minute = crate::activity::unix_now() / 60;
-        let _ = shared.fleet.set(crate::fleet::Fleet::new(store.clone(), crate::fleet::instance_name(), start_minute));
-        let _ = shared.store.set(store);
-    }
-    let _ = shared.limiter.set(limiter);
-}
 
 /// The `[limits]` keys only a restart applies, as `(key, value)`: the
 /// store and its connection settings, and the in-process store's bound.
@@ -66,18 +45,13 @@ pub struct Refused {
 
 /// Counts one request checked at `now` against `limit`; `Some` when
 /// it is over.
-pub async fn check(shared: &Shared, limit: &Limit<'_>, now: Instant) -> Option<Refused> {
-    let limiter = shared.limiter.get_or_init(|| Limiter::new(limit_settings(shared).max_keys));
+pub async fn check(limiter: &Limiter, limit: &Limit<'_>, now: Instant) -> Option<Refused> {
     match limiter.check(&limit.key, &limit.limit, now).await.verdict {
         Verdict::Allow => None,
         Verdict::Deny { retry_after } => {
             Some(Refused { limit: limit.limit, retry_after: retry_after_secs(retry_after) })
         }
     }
-}
-
-fn limit_settings(shared: &Shared) -> LimitSettings {
-    shared.snapshot.load().policy.limit_settings().clone()
 }
 
 /// The 429 body: names the limit and the group, and when to come back.

@@ -14,8 +14,9 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use crawlgate_payment::rsl::{self, LicenseError, LicenseVerifier, RslConfig};
-use crawlgate_payment::x402::{self, Facilitator, PaymentPayload, Requirements, X402Config, X402Error};
+use crawlgate_payment::clients::Dialects;
+use crawlgate_payment::rsl::{self, LicenseError};
+use crawlgate_payment::x402::{self, Facilitator, PaymentPayload, Requirements, X402Error};
 use crawlgate_policy::payment::{Dialect, PaymentSettings, Price};
 use crawlgate_policy::Policy;
 use http::header;
@@ -23,58 +24,7 @@ use pingora::http::{RequestHeader, ResponseHeader};
 use pingora::proxy::Session;
 use pingora::{Error, ErrorType, Result};
 
-use crate::state::Shared;
-
-/// The license verifier and the facilitator client of one snapshot's
-/// `[payment.rsl]` and `[payment.x402]`: a reload that changes them builds
-/// new ones with its snapshot, so the prices and dialects in force are
-/// always the ones the clients can take.
-#[derive(Default)]
-pub struct Dialects {
-    license: Option<LicenseVerifier>,
-    x402: Option<(X402Config, Facilitator)>,
-    /// The settings they were built from, to keep them across a reload
-    /// that does not change them (and their key caches with them).
-    settings: String,
-}
-
-impl Dialects {
-    /// Whether `pay` is what these clients were built from.
-    pub fn same_settings(&self, pay: &PaymentSettings) -> bool {
-        self.settings == Self::key(pay)
-    }
-
-    fn key(pay: &PaymentSettings) -> String {
-        if pay.charging {
-            format!("{:?} {:?}", pay.rsl, pay.x402)
-        } else {
-            String::new()
-        }
-    }
-
-    /// Builds what the policy's payment dialects need (nothing when it
-    /// charges nothing).
-    pub fn open(pay: &PaymentSettings) -> anyhow::Result<Dialects> {
-        if !pay.charging {
-            return Ok(Dialects::default());
-        }
-        let license = match &pay.rsl {
-            Some(s) => Some(
-                LicenseVerifier::new(RslConfig::from_settings(s)).map_err(|e| anyhow::anyhow!("payment.rsl: {e}"))?,
-            ),
-            None => None,
-        };
-        let x402 = match &pay.x402 {
-            Some(s) => {
-                let cfg = X402Config::from_settings(s);
-                let client = Facilitator::new(&cfg).map_err(|e| anyhow::anyhow!("payment.x402.facilitator: {e}"))?;
-                Some((cfg, client))
-            }
-            None => None,
-        };
-        Ok(Dialects { license, x402, settings: Self::key(pay) })
-    }
-}
+use crate::state::{Shared, Snapshot};
 
 /// The `code` labels of `crawlgate_payment_errors_total` for the license
 /// and x402 dialects.
@@ -140,9 +90,9 @@ fn resource_url(pay: &PaymentSettings, req: &RequestHeader, path: &str) -> Strin
 
 /// The x402 requirements of `price`, if the policy offers x402.
 fn requirements(d: &Dialects, price: Price) -> Option<(&Facilitator, Requirements)> {
-    let (cfg, client) = d.x402.as_ref()?;
+    let (cfg, client) = d.x402()?;
     let decimal = decimal(price);
-    cfg.requirements(price.currency.code(), &decimal).ok().map(|r| (client, r))
+    x402::requirements(cfg, price.currency.code(), &decimal).ok().map(|r| (client, r))
 }
 
 /// The `PAYMENT-REQUIRED` value for `price` when the policy offers x402:
@@ -187,7 +137,7 @@ pub async fn request(
     let has_license = auth.iter().any(|v| rsl::is_license_authorization(v));
     let signature = req.headers.get(x402::PAYMENT_SIGNATURE).map(|v| v.as_bytes());
     let signed = req.headers.contains_key("signature-input");
-    let outcome = match (&d.license, has_license, &signature) {
+    let outcome = match (d.license(), has_license, &signature) {
         (Some(verifier), true, _) if pay.offers(Dialect::License) => {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |t| t.as_secs());
             let verdict = match rsl::license_token(&auth) {
@@ -353,10 +303,10 @@ pub async fn response(
     shared: &Shared,
     resp: &mut ResponseHeader,
     paid: &mut Paid,
-    policy: &Policy,
-    d: &Dialects,
+    snap: &Snapshot,
     c: crate::payment::Charge<'_>,
 ) -> std::result::Result<Option<crate::payment::Row>, Charged> {
+    let (policy, d) = (&snap.policy, &*snap.dialects);
     for name in [x402::PAYMENT_RESPONSE, x402::PAYMENT_REQUIRED] {
         resp.remove_header(name);
     }
@@ -364,11 +314,13 @@ pub async fn response(
     if !(200..300).contains(&status) {
         return Ok(None);
     }
-    let Some(charging) = shared.payment.get() else { return Err(Charged::Ledger("no ledger is open".into())) };
+    let Some(charging) = snap.handles.charging.as_deref() else {
+        return Err(Charged::Ledger("no ledger is open".into()));
+    };
     let (dialect, subject, settlement) = match paid {
         Paid::License { subject, token_id } => (Dialect::License, subject.clone(), token_id.clone()),
         Paid::X402 { payment, requirements, payer, settle_failed, .. } => {
-            let Some((_, client)) = d.x402.as_ref() else {
+            let Some((_, client)) = d.x402() else {
                 return Err(Charged::Ledger("no facilitator".into()));
             };
             match client.settle(payment, requirements).await {

@@ -1,4 +1,4 @@
-//! Charging in the proxy: opens the ledger at start, asks
+//! Charging in the proxy: with the snapshot's ledger (`crate::handles`), asks
 //! `crawlgate_policy::payment` what a forwarded request in a charge group
 //! is answered, writes the refusals, and on a charged 2xx records the
 //! charge in the ledger before the response says `crawler-charged`.
@@ -21,13 +21,13 @@
 //! `crawlgate_ledger_healthy` drops to 0.
 
 use std::net::IpAddr;
-use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use crawlgate_identity::Evidence;
-use crawlgate_payment::ledger::{Ledger, Record};
+use crawlgate_payment::charging::Charging;
+use crawlgate_payment::ledger::Record;
 use crawlgate_policy::payment::cloudflare::{self, Answer, CrawlerError, CrawlerRequest, Field, Signed};
 use crawlgate_policy::payment::{Dialect, Price};
 use crawlgate_policy::verification::{Method, Verification};
@@ -40,51 +40,6 @@ use pingora::{Error, ErrorType, Result};
 use crate::conn::Release;
 use crate::respond::Reply;
 use crate::state::{Shared, Snapshot};
-
-/// The ledger and the instance's name, set once at start when the policy
-/// charges.
-pub struct Charging {
-    /// The ledger.
-    pub ledger: Ledger,
-    /// `[payment] instance_id`, else the host name.
-    pub instance: String,
-}
-
-/// Opens the ledger when the policy has a charge group; an unwritable
-/// ledger stops the start (better than refusing every charge).
-pub fn open(policy: &Policy, metrics: &crate::metrics::Metrics) -> anyhow::Result<Option<Charging>> {
-    let p = policy.payment();
-    let Some(path) = p.ledger.as_deref().filter(|_| p.charging) else { return Ok(None) };
-    let ledger = Ledger::open(Path::new(path)).map_err(|e| anyhow::anyhow!("payment.ledger: {e}"))?;
-    let instance = p.instance_id.clone().unwrap_or_else(host_name);
-    metrics.payment().init(policy);
-    tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
-    Ok(Some(Charging { ledger, instance }))
-}
-
-/// On reload: opens the ledger when `policy` is the first to charge
-/// (the process started without charging). `Ok(true)` when it opened one;
-/// an error keeps the running policy (its message names the key).
-pub fn open_on_reload(shared: &Shared, policy: &Policy) -> std::result::Result<bool, String> {
-    if shared.payment.get().is_some() {
-        return Ok(false);
-    }
-    match open(policy, &shared.metrics) {
-        Ok(Some(c)) => Ok(shared.payment.set(c).is_ok()),
-        Ok(None) => Ok(false),
-        Err(e) => Err(format!("{e:#}")),
-    }
-}
-
-/// The host name (Linux `/proc`, else `HOSTNAME`), else `crawlgate`.
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "crawlgate".to_string())
-}
 
 /// The payment keys that only a restart applies: the ledger is opened
 /// once, when the first policy that charges is loaded (at start or on a
@@ -211,7 +166,7 @@ pub async fn request(
     shared: &Shared,
     session: &mut Session,
     policy: &Policy,
-    dialects: &crate::paid::Dialects,
+    dialects: &crawlgate_payment::clients::Dialects,
     price: Option<Price>,
     path: &str,
     verification: Verification,
@@ -387,18 +342,18 @@ pub async fn response(
     shared: &Shared,
     resp: &mut ResponseHeader,
     pending: &mut Pending,
-    snap: &crate::state::Snapshot,
+    snap: &Snapshot,
     agent: &str,
     subject: &str,
     path: &str,
     request_id: String,
 ) -> Result<()> {
-    let (policy, dialects) = (&snap.policy, &*snap.dialects);
+    let policy = &snap.policy;
     pending.strip(resp);
     let charge = Charge { price: pending.price, agent, path, request_id };
     if let Some(paid) = pending.paid.as_mut() {
         let c = charge;
-        return match crate::paid::response(shared, resp, paid, policy, dialects, c).await {
+        return match crate::paid::response(shared, resp, paid, snap, c).await {
             Ok(row) => {
                 if row.is_some() {
                     shared.metrics.payment().ledger_healthy(true);
@@ -418,8 +373,8 @@ pub async fn response(
     if !cloudflare::charged_status(status) {
         return Ok(());
     }
-    let Some(charging) = shared.payment.get() else {
-        return Err(ledger_failed(shared, pending, "no ledger is open (the policy at start charged nothing; restart)"));
+    let Some(charging) = snap.handles.charging.as_deref() else {
+        return Err(ledger_failed(shared, pending, "no ledger is open"));
     };
     let record = charge.record(charging, resp, Dialect::CrawlerPrice, subject.to_string(), None);
     let m = shared.metrics.payment();
@@ -555,9 +510,9 @@ impl Pending {
     /// actually sent; a response that `failed` after its charge was
     /// committed gets a void row instead (same request id, the status and
     /// bytes it had, the reason), which exports and summaries net out.
-    pub async fn finish(&self, shared: &Shared, bytes: usize, status: u16, failed: Option<String>) {
+    pub async fn finish(&self, snap: &Snapshot, bytes: usize, status: u16, failed: Option<String>) {
         let bytes = bytes as u64;
-        let (Some(row), Some(c)) = (self.row, shared.payment.get()) else { return };
+        let (Some(row), Some(c)) = (self.row, snap.handles.charging.as_deref()) else { return };
         if let Some(reason) = failed {
             if let Some(crate::paid::Paid::X402 { .. }) = &self.paid {
                 tracing::warn!(row = row.id, reason = %reason, "A settled x402 payment's response failed; its charge is void: refund it");

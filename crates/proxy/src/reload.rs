@@ -5,40 +5,20 @@
 //! compiled. A policy that fails changes nothing. A second background
 //! service runs the upstream health checks.
 
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use crawlgate_policy::ServerSettings;
-use notify::{EventKind, RecursiveMode, Watcher as _};
+use crawlgate_watch::{FileWatch, Trigger};
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use sha2::{Digest, Sha256};
 
 use crate::metrics::ReloadOutcome as Outcome;
 use crate::state::{LoadError, Shared, Snapshot};
-
-/// What asked for a reload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// The policy file changed on disk.
-    File,
-    /// SIGHUP.
-    Sighup,
-}
-
-impl Trigger {
-    /// Its name in log lines.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Trigger::File => "file",
-            Trigger::Sighup => "sighup",
-        }
-    }
-}
 
 /// Reloads the policy file into the shared state.
 pub struct Reloader {
@@ -148,16 +128,12 @@ impl Reloader {
                 for w in &warnings {
                     tracing::warn!(target: "crawlgate::policy", "{w}");
                 }
-                // The first policy that charges opens the ledger (and the
-                // dialects' clients) here; one that cannot keeps the old.
-                match crate::payment::open_on_reload(shared, &snap.policy) {
-                    Ok(opened) => {
-                        if opened {
-                            let mut settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                            *settings = restart_settings_with_payment(&settings, &snap.policy);
-                        }
-                    }
-                    Err(e) => return self.fail(trigger, &LoadError::Payment(e)),
+                // The first policy that charges opened the ledger with its
+                // snapshot (one that could not was refused above).
+                if snap.handles.opened_ledger(&current.handles) {
+                    shared.metrics.payment().init(&snap.policy);
+                    let mut settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    *settings = restart_settings_with_payment(&settings, &snap.policy);
                 }
                 let restart = {
                     let settings = self.started.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -271,44 +247,12 @@ fn bounded_error(error: &str) -> String {
     out
 }
 
-/// Whether a file-system event in the policy's directory may have changed
-/// the policy. Reads (`Access(Open)`, `Access(Close(NoWrite))`) never do;
-/// otherwise the event must name the file or a Kubernetes `..data` entry.
-pub(crate) fn relevant(kind: &EventKind, paths: &[PathBuf], file_name: &OsStr) -> bool {
-    use notify::event::{AccessKind, AccessMode};
-    let kind_ok = match kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Access(_) => false,
-        EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_) | EventKind::Any | EventKind::Other => true,
-    };
-    kind_ok
-        && paths.iter().any(|p| p.file_name().is_some_and(|n| n == file_name || n.to_string_lossy().starts_with("..")))
-}
-
 /// The background service that watches the policy file and SIGHUP.
 pub struct Watcher {
     reloader: Arc<Reloader>,
     /// Set by a SIGHUP that arrived before this service listened for it
     /// ([`early_sighup`]).
     early_hup: Arc<AtomicBool>,
-}
-
-/// Catches SIGHUP from the start of the process: until the watcher listens
-/// for it, a SIGHUP (a reload sent right after start, e.g. by a service
-/// manager) would otherwise terminate the process, which is SIGHUP's
-/// default action. The watcher reloads once for any it caught. Called
-/// first thing by `crawlgate run` and again by [`crate::run`]; the handler
-/// is registered once.
-pub fn early_sighup() -> Arc<AtomicBool> {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        if let Err(e) = signal_hook::flag::register(signal_hook::consts::SIGHUP, flag.clone()) {
-            eprintln!("crawlgate: cannot catch SIGHUP during startup: {e}");
-        }
-        flag
-    })
-    .clone()
 }
 
 impl Watcher {
@@ -325,134 +269,22 @@ impl Watcher {
     }
 }
 
-pub(crate) fn watch_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 #[async_trait]
 impl BackgroundService for Watcher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let path = self.reloader.path.clone();
-        let Some(file_name) = path.file_name().map(OsStr::to_os_string) else {
-            tracing::error!(path = %path.display(), "Policy path names no file; hot reload is off");
-            return;
-        };
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-        let watcher = notify::recommended_watcher(forward(vec![file_name], tx));
-        let mut watcher = match watcher {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot start the file watcher; reload with SIGHUP");
-                None
-            }
-        };
-        if let Some(w) = watcher.as_mut() {
-            let dir = watch_dir(&path);
-            if let Err(e) = w.watch(&dir, RecursiveMode::NonRecursive) {
-                tracing::error!(dir = %dir.display(), error = %e, "Cannot watch the policy directory; reload with SIGHUP");
-            }
-        }
-        let mut debounce = Debounce::default();
+        let mut watch = FileWatch::new(&[&self.reloader.path], "the policy file");
         // A change made between the first load and the start of the watch
         // would otherwise wait for the next one.
         if self.reloader.file_changed() {
-            debounce.event(tokio::time::Instant::now());
+            watch.changed_before_start();
         }
-        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot listen for SIGHUP");
-                None
-            }
-        };
-        // A SIGHUP before the line above was caught by the early handler
-        // only (one after it reaches both, and costs an `unchanged` reload).
+        // A SIGHUP before the watch listened was caught by the early
+        // handler only (one after it reaches both, and costs an
+        // `unchanged` reload).
         if self.early_hup.swap(false, Ordering::Relaxed) {
             self.reload(Trigger::Sighup).await;
         }
-        watch_loop(&mut rx, debounce, hup, &mut shutdown, |t| self.reload(t)).await;
-        drop(watcher);
-    }
-}
-
-/// The watcher's event handler: passes on to `tx` the events that may
-/// have changed one of the files `names` (see [`relevant`]) and errors.
-/// It runs on the watcher's own thread, so the events of other files in
-/// the directory (a ledger or state files written beside the policy)
-/// never wake the service's runtime.
-pub(crate) fn forward(
-    names: Vec<std::ffi::OsString>,
-    tx: tokio::sync::mpsc::UnboundedSender<notify::Result<notify::Event>>,
-) -> impl notify::EventHandler {
-    move |res: notify::Result<notify::Event>| {
-        if let Ok(event) = &res {
-            if !names.iter().any(|n| relevant(&event.kind, &event.paths, n)) {
-                return;
-            }
-        }
-        let _ = tx.send(res);
-    }
-}
-
-/// Reloads on each burst of file events from [`forward`] (debounced) and
-/// on each SIGHUP, until shutdown: the loop of the policy watcher and of
-/// the TLS certificate watcher.
-pub(crate) async fn watch_loop<F, Fut>(
-    rx: &mut tokio::sync::mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
-    mut debounce: Debounce,
-    mut hup: Option<tokio::signal::unix::Signal>,
-    shutdown: &mut ShutdownWatch,
-    mut reload: F,
-) where
-    F: FnMut(Trigger) -> Fut,
-    Fut: std::future::Future<Output = ()>,
-{
-    loop {
-        tokio::select! {
-            _ = shutdown.changed() => break,
-            Some(res) = rx.recv() => match res {
-                Ok(_) => debounce.event(tokio::time::Instant::now()),
-                Err(e) => tracing::warn!(error = %e, "File watcher error"),
-            },
-            () = async { match debounce.due() { Some(at) => tokio::time::sleep_until(at).await, None => std::future::pending().await } } => {
-                debounce = Debounce::default();
-                reload(Trigger::File).await;
-            }
-            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
-                reload(Trigger::Sighup).await;
-            }
-        }
-    }
-}
-
-/// Quiet time after the last file event before a reload: an editor's save
-/// (write, rename, chmod) arrives as a burst of events.
-const QUIET: Duration = Duration::from_millis(150);
-
-/// The longest a change waits, however often the file keeps changing: a
-/// file rewritten faster than [`QUIET`] still reloads this often.
-const MAX_DELAY: Duration = Duration::from_secs(1);
-
-/// Coalesces a burst of file events into one reload: due [`QUIET`] after
-/// the last event, and no later than [`MAX_DELAY`] after the first.
-#[derive(Debug, Default)]
-pub(crate) struct Debounce {
-    first: Option<tokio::time::Instant>,
-    last: Option<tokio::time::Instant>,
-}
-
-impl Debounce {
-    pub(crate) fn event(&mut self, now: tokio::time::Instant) {
-        self.first.get_or_insert(now);
-        self.last = Some(now);
-    }
-
-    /// When the pending reload is due, `None` when nothing is pending.
-    pub(crate) fn due(&self) -> Option<tokio::time::Instant> {
-        Some((self.last? + QUIET).min(self.first? + MAX_DELAY))
+        watch.run(&mut shutdown, |t| self.reload(t)).await;
     }
 }
 
@@ -491,7 +323,6 @@ impl BackgroundService for HealthChecker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
 
     #[test]
     fn restart_is_required_for_what_differs_from_the_start() {
@@ -510,62 +341,5 @@ mod tests {
         assert!(shown.ends_with("\nf.toml:49:1: bad\n(70 more lines in the log)"), "{shown}");
         let long = "x".repeat(STATUS_ERROR_BYTES * 2);
         assert_eq!(bounded_error(&long), "(1 more lines in the log)");
-    }
-
-    #[test]
-    fn a_burst_reloads_after_quiet_or_at_most_max_delay() {
-        let t0 = tokio::time::Instant::now();
-        let mut d = Debounce::default();
-        assert_eq!(d.due(), None);
-        d.event(t0);
-        assert_eq!(d.due(), Some(t0 + QUIET));
-        d.event(t0 + Duration::from_millis(100));
-        assert_eq!(d.due(), Some(t0 + Duration::from_millis(250)));
-        // Events every 100 ms forever: due at MAX_DELAY after the first.
-        for i in 2..30 {
-            d.event(t0 + Duration::from_millis(100 * i));
-        }
-        assert_eq!(d.due(), Some(t0 + MAX_DELAY));
-    }
-
-    #[test]
-    fn reads_are_not_changes() {
-        let f = OsStr::new("crawlgate.toml");
-        let p = vec![PathBuf::from("/etc/crawlgate/crawlgate.toml")];
-        assert!(!relevant(&EventKind::Access(AccessKind::Open(notify::event::AccessMode::Any)), &p, f));
-        assert!(!relevant(&EventKind::Access(AccessKind::Close(AccessMode::Read)), &p, f));
-        assert!(relevant(&EventKind::Access(AccessKind::Close(AccessMode::Write)), &p, f));
-        assert!(relevant(&EventKind::Modify(ModifyKind::Any), &p, f));
-    }
-
-    #[test]
-    fn only_the_file_or_kubernetes_data_counts() {
-        let f = OsStr::new("crawlgate.toml");
-        let create = EventKind::Create(CreateKind::File);
-        assert!(!relevant(&create, &[PathBuf::from("/etc/crawlgate/other.toml")], f));
-        assert!(!relevant(&create, &[PathBuf::from("/etc/crawlgate/crawlgate.toml~")], f));
-        assert!(relevant(&create, &[PathBuf::from("/etc/crawlgate/..data")], f));
-        assert!(relevant(&create, &[PathBuf::from("/etc/crawlgate/..2026_11_22_10_00_00.123")], f));
-    }
-
-    #[test]
-    fn only_the_watched_files_events_and_errors_reach_the_runtime() {
-        use notify::EventHandler as _;
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut handler = forward(vec!["cert.pem".into(), "key.pem".into()], tx);
-        let modify = |path: &str| notify::Event::new(EventKind::Modify(ModifyKind::Any)).add_path(PathBuf::from(path));
-        handler.handle_event(Ok(modify("/etc/crawlgate/ledger.sqlite-wal")));
-        handler.handle_event(Ok(modify("/etc/crawlgate/key.pem")));
-        handler.handle_event(Ok(notify::Event::new(EventKind::Access(AccessKind::Open(AccessMode::Any)))
-            .add_path(PathBuf::from("/etc/crawlgate/cert.pem"))));
-        handler.handle_event(Err(notify::Error::generic("queue overflow")));
-        drop(handler);
-        let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|r| match r {
-                Ok(e) => format!("{:?}", e.paths),
-                Err(e) => e.to_string(),
-            })
-            .collect();
-        assert_eq!(got, ["[\"/etc/crawlgate/key.pem\"]", "queue overflow"]);
     }
 }

@@ -191,7 +191,7 @@ impl ProxyHttp for Gate {
         let client = ctx.client.as_ref().map(|c| c.ip);
         // The token the User-Agent claims, found once for the verifier and
         // its counter (only when something is verified at all).
-        let claim = if self.shared.verifier.get().is_some() { snap.policy.claim(&ua) } else { None };
+        let claim = if snap.handles.verifier.is_some() { snap.policy.claim(&ua) } else { None };
         if claim.is_some() {
             self.note_untrusted_forwarder(session, &snap);
         }
@@ -199,7 +199,7 @@ impl ProxyHttp for Gate {
         // is verified or decided: after a 101 the connection is the origin's.
         let upgrade = snap.policy.check_upgrade(req.headers.get_all(header::UPGRADE).iter().map(|v| v.as_bytes()));
         let verdict = match client {
-            Some(ip) if upgrade.is_ok() => crate::verify::verify(&self.shared, &snap.policy, req, claim, ip).await,
+            Some(ip) if upgrade.is_ok() => crate::verify::verify(&self.shared, &snap, req, claim, ip).await,
             _ => Verdict::default(),
         };
         self.count_verification(&snap, claim, &verdict);
@@ -245,13 +245,13 @@ impl ProxyHttp for Gate {
         // the access line and the counts and never the decision. A lookup
         // runs beside the response; `logging` waits for it.
         if let (Some((_, Some(claim))), Some(ip), true) = (observation, client, upgrade_ok) {
-            let verdict = match crate::verify::observe(&self.shared, &snap.policy, req, claim, ip) {
+            let verdict = match crate::verify::observe(&self.shared, &snap, req, claim, ip) {
                 Some(crate::verify::Observation::Done(v)) => Some(v),
                 Some(crate::verify::Observation::Pending(task)) => {
                     ctx.observing = Some((claim, task));
                     None
                 }
-                None => Some(crate::verify::verify(&self.shared, &snap.policy, req, Some(claim), ip).await),
+                None => Some(crate::verify::verify(&self.shared, &snap, req, Some(claim), ip).await),
             };
             if let Some(verdict) = verdict {
                 self.count_verification(&snap, Some(claim), &verdict);
@@ -355,7 +355,7 @@ impl ProxyHttp for Gate {
                     // before the ones checked while it waited, which GCRA would
                     // refuse as a burst.
                     let now = std::time::Instant::now();
-                    if let Some(refused) = crate::limits::check(&self.shared, &limit, now).await {
+                    if let Some(refused) = crate::limits::check(&snap.handles.limiter, &limit, now).await {
                         ctx.outcome = Action::Block;
                         ctx.local = Some(Local::RateLimited);
                         ctx.reason = Some(BlockReason::Rate);
@@ -730,7 +730,7 @@ impl ProxyHttp for Gate {
             limit: ctx.limit,
         };
         if let Some(pay) = &ctx.pay {
-            pay.finish(&self.shared, session.body_bytes_sent(), status, e.and_then(void_reason)).await;
+            pay.finish(&ctx.snap, session.body_bytes_sent(), status, e.and_then(void_reason)).await;
         }
         done.count(&self.shared.metrics);
         done.record(&self.shared.activity);

@@ -1,14 +1,13 @@
 //! The shared store (`[limits] store = "redis://..."`) in the proxy: the
 //! [`crawlgate_limits::SharedGcra`] and
 //! [`crawlgate_identity::replay::ReplayStore`] implementations over
-//! [`crawlgate_store::Store`], and the background service that keeps the
-//! connection and flushes the fleet counters. The store itself (client,
+//! [`crawlgate_store::Store`] (`crate::lifecycle::StoreService` keeps the
+//! connection and flushes the fleet counters). The store itself (client,
 //! budget, reconnection, script) is the `crawlgate-store` crate's; what
 //! happens when it fails (the in-process store decides) is the limiter's.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,11 +15,7 @@ use crawlgate_identity::replay::{Replay, ReplayCache, ReplayStore};
 use crawlgate_limits::{SharedError, SharedGcra, Verdict};
 use crawlgate_policy::limits::{LimitSettings, StoreSetting};
 use crawlgate_store::{Gcra, Store, StoreConfig, StoreError};
-use pingora::server::ShutdownWatch;
-use pingora::services::background::BackgroundService;
 use sha2::{Digest, Sha256};
-
-use crate::state::Shared;
 
 /// The limiter's shared store.
 pub struct StoreGcra(pub Store);
@@ -53,38 +48,6 @@ pub fn open(settings: &LimitSettings) -> Option<Store> {
         Err(e) => {
             tracing::error!(error = %e, "Shared store not used; rate limits are per instance");
             None
-        }
-    }
-}
-
-/// Keeps the shared store connected (reconnecting with backoff) and
-/// flushes the fleet counters, until shutdown. The connection's driver
-/// task runs on this service's runtime, which lives as long as the server.
-pub struct StoreService {
-    shared: Arc<Shared>,
-}
-
-impl StoreService {
-    /// The service over `shared`'s store.
-    pub fn new(shared: Arc<Shared>) -> StoreService {
-        StoreService { shared }
-    }
-}
-
-#[async_trait]
-impl BackgroundService for StoreService {
-    async fn start(&self, mut shutdown: ShutdownWatch) {
-        let Some(store) = self.shared.store.get() else { return };
-        let fleet = async {
-            match self.shared.fleet.get() {
-                Some(fleet) => fleet.run(&self.shared.activity).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = store.maintain() => {}
-            () = fleet => {}
-            _ = shutdown.changed() => {}
         }
     }
 }

@@ -12,11 +12,15 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use crawlgate_policy::{Diagnostics, Policy};
 
+use crawlgate_payment::clients::Dialects;
+
+use crate::handles::Handles;
 use crate::metrics::{Metrics, OriginFetch};
 use crate::respond::StaticFile;
 use crate::upstream::{Upstream, UpstreamError};
 
-/// Everything one request needs, immutable.
+/// Everything one request needs, immutable: the policy and what its
+/// stages act with.
 pub struct Snapshot {
     /// The compiled policy.
     pub policy: Policy,
@@ -48,7 +52,11 @@ pub struct Snapshot {
     /// of this policy's `[payment.rsl]` / `[payment.x402]`: built with the
     /// snapshot (a reload that cannot build them is refused), kept from the
     /// previous snapshot while those settings do not change.
-    pub dialects: Arc<crate::paid::Dialects>,
+    pub dialects: Arc<Dialects>,
+    /// The verifier, limiter, shared store, fleet counters and ledger the
+    /// stages act with: opened with the first snapshot, taken over by each
+    /// reload's.
+    pub handles: Handles,
 }
 
 /// Why a policy could not become a snapshot.
@@ -82,11 +90,16 @@ pub enum LoadError {
     /// opened, or a payment dialect's client cannot be built.
     #[error("{0}; the running policy stays in force")]
     Payment(String),
+    /// A handle of the first snapshot (the verifier, the ledger) cannot be
+    /// built: the process does not start.
+    #[error("{0}")]
+    Start(String),
 }
 
 impl Snapshot {
     /// Compiles `source` into a snapshot (a reload). `previous` lends its
-    /// upstream pool (and its health state) when `[upstream]` did not change.
+    /// upstream pool (and its health state) when `[upstream]` did not change,
+    /// and its handles.
     pub fn build(
         source: &str,
         file_name: &str,
@@ -108,9 +121,11 @@ impl Snapshot {
         };
         let dialects = match previous {
             Some(prev) if prev.dialects.same_settings(policy.payment()) => prev.dialects.clone(),
-            _ => Arc::new(
-                crate::paid::Dialects::open(policy.payment()).map_err(|e| LoadError::Payment(format!("{e:#}")))?,
-            ),
+            _ => Arc::new(Dialects::open(policy.payment()).map_err(LoadError::Payment)?),
+        };
+        let handles = match previous {
+            Some(prev) => prev.handles.carry(&policy).map_err(LoadError::Payment)?,
+            None => Handles::open(&policy).map_err(|e| LoadError::Start(format!("{e:#}")))?,
         };
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
         let markdown = crate::markdown::config(&policy);
@@ -143,6 +158,7 @@ impl Snapshot {
             markdown,
             upstream,
             dialects,
+            handles,
         })
     }
 }
@@ -172,24 +188,9 @@ pub struct Shared {
     pub origin: Mutex<OriginState>,
     /// The activity model behind the dashboard (kept across reloads).
     pub activity: crate::activity::Activity,
-    /// The identity verifier, set once at start when the policy has a
-    /// `[verification]` table.
-    pub verifier: std::sync::OnceLock<crawlgate_identity::Verifier>,
-    /// The TLS certificate in use, set once at start when the policy has
-    /// TLS listeners.
-    pub tls: std::sync::OnceLock<Arc<crate::tls::CertStore>>,
-    /// The rate limiter (kept across reloads: a reload changes rates,
-    /// never buckets), set once at start.
-    pub limiter: std::sync::OnceLock<crawlgate_limits::Limiter>,
-    /// The shared store of `[limits] store`, set once at start.
-    pub store: std::sync::OnceLock<crawlgate_store::Store>,
-    /// The fleet counters, set once at start with the shared store.
-    pub fleet: std::sync::OnceLock<crate::fleet::Fleet>,
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
-    /// The ledger, set once at start when the policy charges.
-    pub payment: std::sync::OnceLock<crate::payment::Charging>,
 }
 
 impl Shared {
@@ -203,13 +204,7 @@ impl Shared {
             metrics,
             origin: Mutex::default(),
             activity,
-            verifier: std::sync::OnceLock::new(),
-            tls: std::sync::OnceLock::new(),
-            limiter: std::sync::OnceLock::new(),
-            store: std::sync::OnceLock::new(),
-            fleet: std::sync::OnceLock::new(),
             listeners_bound: AtomicBool::new(false),
-            payment: std::sync::OnceLock::new(),
         })
     }
 

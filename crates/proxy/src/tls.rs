@@ -1,211 +1,21 @@
-//! TLS certificates that reload without a restart: the certificate chain
-//! and key live behind one `ArcSwap` and are set on each handshake from
-//! OpenSSL's certificate callback, so a renewed certificate (certbot, a
-//! Kubernetes Secret) applies to new handshakes while open connections keep
-//! theirs. SIGHUP and a change of either file reload the pair; a pair that
-//! does not load (unreadable, not PEM, key not matching the certificate)
-//! keeps the running one, as a bad policy does.
+//! TLS listeners' certificates in the proxy: the pair in use
+//! (`crawlgate_certs::CertStore`) is set on each handshake from OpenSSL's
+//! certificate callback, so a renewed certificate applies to new handshakes
+//! while open connections keep theirs; SIGHUP and a change of either file
+//! reload the pair.
 
-use std::ffi::OsStr;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use async_trait::async_trait;
-use notify::{RecursiveMode, Watcher as _};
+use crawlgate_certs::{CertStore, Reloaded};
+use crawlgate_watch::{FileWatch, Trigger};
 use pingora::listeners::TlsAccept;
 use pingora::protocols::tls::TlsRef;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use pingora::tls::ext::{ssl_add_chain_cert, ssl_use_certificate, ssl_use_private_key};
-use pingora::tls::pkey::{PKey, Private};
-use pingora::tls::x509::X509;
-use sha2::{Digest, Sha256};
 
-use crate::metrics::{Metrics, ReloadOutcome as Outcome};
-use crate::reload::{forward, watch_dir, watch_loop, Debounce, Trigger};
-
-/// A loaded certificate chain (leaf first) and its private key.
-pub struct CertPair {
-    chain: Vec<X509>,
-    key: PKey<Private>,
-    /// SHA-256 of the two files' bytes, to tell an unchanged pair.
-    source_sha256: String,
-    /// What `/status` shows about the leaf.
-    pub info: CertInfo,
-}
-
-/// The leaf certificate as `/status` reports it.
-#[derive(Clone, Debug)]
-pub struct CertInfo {
-    /// Serial number, upper-case hex (as `openssl x509 -serial` prints it).
-    pub serial: String,
-    /// SHA-256 fingerprint of the DER certificate, lower-case hex.
-    pub sha256: String,
-    /// The `notAfter` time as OpenSSL prints it.
-    pub not_after: String,
-    /// `notAfter` in Unix seconds.
-    pub not_after_unix: i64,
-    /// When this pair was loaded.
-    pub loaded_at: SystemTime,
-}
-
-/// Reads the certificate chain at `cert` and the key at `key` (both PEM)
-/// and checks that the key belongs to the leaf certificate. The error
-/// names the file and the reason.
-pub fn load_pair(cert: &Path, key: &Path) -> Result<CertPair, String> {
-    let cert_pem = std::fs::read(cert).map_err(|e| format!("cannot read TLS certificate {}: {e}", cert.display()))?;
-    let key_pem = std::fs::read(key).map_err(|e| format!("cannot read TLS key {}: {e}", key.display()))?;
-    let chain =
-        X509::stack_from_pem(&cert_pem).map_err(|e| format!("TLS certificate {} is not PEM: {e}", cert.display()))?;
-    let Some(leaf) = chain.first() else {
-        return Err(format!("TLS certificate {} holds no PEM certificate", cert.display()));
-    };
-    let key_parsed =
-        PKey::private_key_from_pem(&key_pem).map_err(|e| format!("TLS key {} is not a PEM key: {e}", key.display()))?;
-    let matches = leaf.public_key().map(|p| p.public_eq(&key_parsed)).unwrap_or(false);
-    if !matches {
-        return Err(format!("TLS key {} does not belong to the certificate {}", key.display(), cert.display()));
-    }
-    let serial = leaf.serial_number().to_bn().and_then(|b| b.to_hex_str().map(|s| s.to_string())).unwrap_or_default();
-    let sha256 = leaf.digest(pingora::tls::hash::MessageDigest::sha256()).map(hex::encode).unwrap_or_default();
-    let not_after = leaf.not_after().to_string();
-    let not_after_unix = openssl_time_unix(&not_after).unwrap_or(0);
-    let info = CertInfo { serial, sha256, not_after, not_after_unix, loaded_at: SystemTime::now() };
-    let mut hasher = Sha256::new();
-    hasher.update(&cert_pem);
-    hasher.update(&key_pem);
-    let source_sha256 = hex::encode(hasher.finalize());
-    Ok(CertPair { chain, key: key_parsed, source_sha256, info })
-}
-
-/// Unix seconds of a time as OpenSSL prints an `ASN1_TIME`
-/// (`Nov 26 16:50:00 2026 GMT`); `None` when it does not read as one.
-fn openssl_time_unix(s: &str) -> Option<i64> {
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let mut parts = s.split_whitespace();
-    let name = parts.next()?;
-    let month = MONTHS.iter().position(|m| *m == name)?;
-    let day: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':').map(|x| x.parse::<i64>().ok());
-    let (h, mi, sec) = (hms.next()??, hms.next()??, hms.next()??);
-    let year: i64 = parts.next()?.parse().ok()?;
-    if parts.next() != Some("GMT") {
-        return None;
-    }
-    // Days from the civil date (H. Hinnant's algorithm).
-    let m = i64::try_from(month).ok()? + 1;
-    let y = if m <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + sec)
-}
-
-/// What `/status` reports about certificate reloads.
-#[derive(Default, Clone)]
-pub struct TlsStatus {
-    /// The last failed reload's error, cleared by the next good (or
-    /// unchanged) one.
-    pub last_error: Option<String>,
-    /// When it failed.
-    pub last_error_at: Option<SystemTime>,
-}
-
-/// The certificate in use and where it comes from.
-pub struct CertStore {
-    cert_path: PathBuf,
-    key_path: PathBuf,
-    current: ArcSwap<CertPair>,
-    status: Mutex<TlsStatus>,
-}
-
-impl CertStore {
-    /// Loads the pair at start; an error here stops the start.
-    pub fn open(cert: &str, key: &str) -> Result<Arc<CertStore>, String> {
-        let (cert_path, key_path) = (PathBuf::from(cert), PathBuf::from(key));
-        let pair = load_pair(&cert_path, &key_path)?;
-        Ok(Arc::new(CertStore {
-            cert_path,
-            key_path,
-            current: ArcSwap::from_pointee(pair),
-            status: Mutex::new(TlsStatus::default()),
-        }))
-    }
-
-    /// Reloads the pair from its files: a pair that fails to load leaves
-    /// the running one in place. Blocking (file reads).
-    pub fn reload(&self, trigger: Trigger, metrics: &Metrics) -> Outcome {
-        let trigger = trigger.as_str();
-        let outcome = match load_pair(&self.cert_path, &self.key_path) {
-            Ok(pair) if pair.source_sha256 == self.current.load().source_sha256 => {
-                tracing::info!(trigger, outcome = Outcome::Unchanged.as_str(), "TLS certificate files unchanged");
-                Outcome::Unchanged
-            }
-            Ok(pair) => {
-                tracing::info!(
-                    trigger,
-                    outcome = Outcome::Success.as_str(),
-                    serial = %pair.info.serial,
-                    not_after = %pair.info.not_after,
-                    "TLS certificate reloaded; new handshakes use it"
-                );
-                self.current.store(Arc::new(pair));
-                Outcome::Success
-            }
-            Err(error) => {
-                tracing::error!(
-                    trigger,
-                    outcome = Outcome::Failure.as_str(),
-                    error = %error,
-                    "TLS certificate reload failed; the running certificate stays in use"
-                );
-                self.with_status(|s| {
-                    s.last_error = Some(error);
-                    s.last_error_at = Some(SystemTime::now());
-                });
-                Outcome::Failure
-            }
-        };
-        if outcome != Outcome::Failure {
-            self.with_status(|s| *s = TlsStatus::default());
-        }
-        metrics.tls_reload(outcome);
-        metrics.tls_not_after(self.current.load().info.not_after_unix);
-        outcome
-    }
-
-    /// The `/status` entry: the files, the certificate in use and the last
-    /// reload error.
-    pub fn status_json(&self) -> serde_json::Value {
-        let pair = self.current.load();
-        let status = self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        let secs = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        serde_json::json!({
-            "cert_file": self.cert_path.display().to_string(),
-            "key_file": self.key_path.display().to_string(),
-            "serial": pair.info.serial,
-            "sha256": pair.info.sha256,
-            "not_after": pair.info.not_after,
-            "not_after_unix": pair.info.not_after_unix,
-            "loaded_at": secs(pair.info.loaded_at),
-            "last_error": status.last_error,
-            "last_error_at": status.last_error_at.map(secs),
-        })
-    }
-
-    /// The leaf's `notAfter` in Unix seconds.
-    pub fn not_after_unix(&self) -> i64 {
-        self.current.load().info.not_after_unix
-    }
-
-    fn with_status(&self, f: impl FnOnce(&mut TlsStatus)) {
-        f(&mut self.status.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    }
-}
+use crate::metrics::ReloadOutcome as Outcome;
 
 /// Sets the current pair on each handshake.
 pub struct Callbacks(pub Arc<CertStore>);
@@ -213,7 +23,7 @@ pub struct Callbacks(pub Arc<CertStore>);
 #[async_trait]
 impl TlsAccept for Callbacks {
     async fn certificate_callback(&self, ssl: &mut TlsRef) {
-        let pair = self.0.current.load_full();
+        let pair = self.0.current();
         let Some(leaf) = pair.chain.first() else { return };
         // Without a certificate OpenSSL ends the handshake with an alert:
         // the error is logged, the connection is not served.
@@ -251,7 +61,16 @@ impl CertWatcher {
 
     async fn reload(&self, trigger: Trigger) {
         let (store, shared) = (self.store.clone(), self.shared.clone());
-        if let Err(e) = tokio::task::spawn_blocking(move || store.reload(trigger, &shared.metrics)).await {
+        let reload = move || {
+            let outcome = match store.reload(trigger.as_str()) {
+                Reloaded::Unchanged => Outcome::Unchanged,
+                Reloaded::Replaced => Outcome::Success,
+                Reloaded::Failed => Outcome::Failure,
+            };
+            shared.metrics.tls_reload(outcome);
+            shared.metrics.tls_not_after(store.not_after_unix());
+        };
+        if let Err(e) = tokio::task::spawn_blocking(reload).await {
             tracing::error!(error = %e, "TLS certificate reload task failed");
         }
     }
@@ -260,57 +79,8 @@ impl CertWatcher {
 #[async_trait]
 impl BackgroundService for CertWatcher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let files = [&self.store.cert_path, &self.store.key_path];
-        let names: Vec<_> = files.iter().filter_map(|p| p.file_name().map(OsStr::to_os_string)).collect();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-        let mut watcher = match notify::recommended_watcher(forward(names, tx)) {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot watch the TLS certificate files; reload them with SIGHUP");
-                None
-            }
-        };
-        if let Some(w) = watcher.as_mut() {
-            let mut dirs: Vec<PathBuf> = files.iter().map(|p| watch_dir(p)).collect();
-            dirs.dedup();
-            for dir in dirs {
-                if let Err(e) = w.watch(&dir, RecursiveMode::NonRecursive) {
-                    tracing::error!(dir = %dir.display(), error = %e, "Cannot watch a TLS certificate directory; reload with SIGHUP");
-                }
-            }
-        }
-        let hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::error!(error = %e, "Cannot listen for SIGHUP (TLS certificate reload)");
-                None
-            }
-        };
+        let watch = FileWatch::new(&self.store.files(), "the TLS certificate files");
         self.shared.metrics.tls_not_after(self.store.not_after_unix());
-        watch_loop(&mut rx, Debounce::default(), hup, &mut shutdown, |t| self.reload(t)).await;
-        drop(watcher);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn openssl_times_read_as_unix_seconds() {
-        assert_eq!(openssl_time_unix("Jan  1 00:00:00 1970 GMT"), Some(0));
-        assert_eq!(openssl_time_unix("Nov 26 16:50:00 2026 GMT"), Some(1_795_711_800));
-        assert_eq!(openssl_time_unix("Feb 29 12:00:00 2028 GMT"), Some(1_835_438_400));
-        assert_eq!(openssl_time_unix("Nov 26 16:50:00 2026"), None);
-        assert_eq!(openssl_time_unix("Foo 26 16:50:00 2026 GMT"), None);
-    }
-
-    #[test]
-    fn a_missing_file_names_it() {
-        let err = load_pair(Path::new("/nonexistent/c.pem"), Path::new("/nonexistent/k.pem")).err();
-        assert_eq!(
-            err.as_deref().map(|e| e.split(':').next().unwrap_or_default()),
-            Some("cannot read TLS certificate /nonexistent/c.pem")
-        );
+        watch.run(&mut shutdown, |t| self.reload(t)).await;
     }
 }

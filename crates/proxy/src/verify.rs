@@ -1,7 +1,7 @@
-//! Verified crawler identity in the proxy: builds the
-//! [`crawlgate_identity::Verifier`] from the policy at start, keeps its IP
-//! lists fresh in the background and verifies one request's claim before it
-//! is routed.
+//! Verified crawler identity in the proxy: verifies one request's claim
+//! with the snapshot's [`crawlgate_identity::Verifier`] (built with the
+//! first snapshot, `crate::handles`) before it is routed, and keeps its IP
+//! lists fresh in the background.
 //!
 //! The verifier is built once: the `[verification]` settings and the set of
 //! tokens whose lists and domains it checks apply after a restart (they are
@@ -21,29 +21,12 @@ use pingora::http::RequestHeader;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use crate::state::Shared;
+use crate::state::{Shared, Snapshot};
 
 /// The verifier's configuration for `policy`: its `[verification]` table and
 /// every token with its group's `verify` mode.
 pub fn config(policy: &Policy) -> VerifierConfig {
     VerifierConfig::for_policy(policy)
-}
-
-/// The verifier for `policy`, `None` without a `[verification]` table.
-pub fn build(policy: &Policy) -> anyhow::Result<Option<Verifier>> {
-    if !policy.settings().verification.enabled {
-        return Ok(None);
-    }
-    Verifier::new(config(policy)).map(Some).map_err(|e| anyhow::anyhow!("verification: {e}"))
-}
-
-/// `verifier` remembering verified signatures in the shared store when one
-/// is configured (`[limits] store`), so a signature replayed to another
-/// instance is refused too; else it keeps its own cache.
-pub fn with_shared_replay(verifier: Verifier, shared: &Shared) -> Verifier {
-    let Some(store) = shared.store.get() else { return verifier };
-    let local = shared.snapshot.load().policy.settings().verification.signatures.replay_cache_size;
-    verifier.with_replay_store(Arc::new(crate::shared_store::StoreReplay::new(store.clone(), local)))
 }
 
 /// What of the verification applies only after a restart, for the reload's
@@ -81,12 +64,12 @@ fn authority(req: &RequestHeader) -> String {
 /// User-Agent claims (`Policy::claim`), found once by the caller.
 pub async fn verify(
     shared: &Shared,
-    policy: &Policy,
+    snap: &Snapshot,
     req: &RequestHeader,
     claim: Option<Claim<'_>>,
     ip: IpAddr,
 ) -> Verdict {
-    let Some(verifier) = shared.verifier.get() else { return Verdict::default() };
+    let (policy, Some(verifier)) = (&snap.policy, snap.handles.verifier.as_deref()) else { return Verdict::default() };
     if !policy.settings().verification.enabled {
         return Verdict::default();
     }
@@ -125,12 +108,14 @@ pub enum Observation {
 /// (the signature's headers belong to the request).
 pub fn observe(
     shared: &Arc<Shared>,
-    policy: &Policy,
+    snap: &Snapshot,
     req: &RequestHeader,
     claim: Claim<'static>,
     ip: IpAddr,
 ) -> Option<Observation> {
-    let Some(verifier) = shared.verifier.get() else { return Some(Observation::Done(Verdict::default())) };
+    let (policy, Some(verifier)) = (&snap.policy, snap.handles.verifier.clone()) else {
+        return Some(Observation::Done(Verdict::default()));
+    };
     if !policy.settings().verification.enabled {
         return Some(Observation::Done(Verdict::default()));
     }
@@ -142,7 +127,6 @@ pub fn observe(
     }
     let shared = shared.clone();
     Some(Observation::Pending(tokio::spawn(async move {
-        let Some(verifier) = shared.verifier.get() else { return Verdict::default() };
         let started = Instant::now();
         let v = verifier.verify(Some(&claim), ip, None).await;
         shared.metrics.verification().dns_lookup(started.elapsed());
@@ -153,13 +137,14 @@ pub fn observe(
 /// Refreshes the IP lists on their interval and publishes their state and
 /// the resolver's cache size as metrics.
 pub struct Refresher {
+    verifier: Arc<Verifier>,
     shared: Arc<Shared>,
 }
 
 impl Refresher {
-    /// A refresher for the verifier in `shared`.
-    pub fn new(shared: Arc<Shared>) -> Refresher {
-        Refresher { shared }
+    /// A refresher for `verifier`, publishing in `shared`'s metrics.
+    pub fn new(verifier: Arc<Verifier>, shared: Arc<Shared>) -> Refresher {
+        Refresher { verifier, shared }
     }
 
     fn publish(&self, verifier: &Verifier) {
@@ -177,11 +162,11 @@ const PUBLISH_EVERY: Duration = Duration::from_secs(5);
 #[async_trait]
 impl BackgroundService for Refresher {
     async fn start(&self, mut shutdown: ShutdownWatch) {
-        let Some(verifier) = self.shared.verifier.get().cloned() else { return };
+        let verifier = &self.verifier;
         let run = verifier.lists().clone().run();
         tokio::pin!(run);
         loop {
-            self.publish(&verifier);
+            self.publish(verifier);
             tokio::select! {
                 _ = shutdown.changed() => break,
                 _ = &mut run => break,

@@ -1,6 +1,7 @@
 //! Test support shared by crawlgate's test suites (the policy crate's
 //! integration tests and the end-to-end crate): the public robots.txt
-//! conformance suite read with serde, temporary directories removed on drop,
+//! conformance suite read with serde, bodies split at random chunk
+//! boundaries, temporary directories removed on drop,
 //! raw HTTP/1.1 over TCP, a small HTTP server with routes
 //! a test changes as it runs, golden files, a real `redis-server` on a
 //! loopback port, and test doubles of outside services that speak their
@@ -10,6 +11,7 @@
 //! It owns no crawlgate logic and depends on no crawlgate crate, so every
 //! test crate can use it without a dependency cycle.
 
+pub mod chunks;
 pub mod conformance;
 pub mod dns;
 pub mod facilitator;

@@ -220,3 +220,10 @@ fn since_parses_dates_times_and_seconds() {
     assert_eq!(rfc3339(1_709_164_800_000), "2024-02-29T00:00:00.000Z");
     assert_eq!(rfc3339(-1), "1969-12-31T23:59:59.999Z");
 }
+
+#[test]
+fn since_is_a_calendar_date() {
+    assert!(parse_since("2025-02-29").is_err());
+    assert!(parse_since("2025-04-31").is_err());
+    assert_eq!(parse_since("2024-12-31T23:59:60Z").ok(), parse_since("2025-01-01").ok());
+}

@@ -190,8 +190,10 @@ fn compliance_and_referrals() {
     a.hit(&h);
     let c = a.compliance_json(10);
     assert_eq!(c["agents"], json!([{"agent": "ClaudeBot", "networks": 1, "requests_without_robots": 2}]));
-    assert_eq!(c["clients"][0]["network"], "192.0.2.0/24");
-    assert_eq!(c["clients"][0]["robots_fetched_at"], Value::Null);
+    assert_eq!(
+        c["clients"],
+        json!([{"agent": "ClaudeBot", "network": "192.0.2.0/24", "requests_without_robots": 2, "robots_fetched_at": null, "last_seen": 1_000_000}])
+    );
     let v = a.agents_json_at(Window::All, 1_000_000);
     assert_eq!(row(&v, "GPTBot")["robots_txt"], 1);
     assert_eq!(row(&v, "GPTBot")["without_robots"], 0);
@@ -204,7 +206,26 @@ fn compliance_and_referrals() {
         ops[1],
         json!({"operator": "Anthropic", "crawl_requests": 2, "referrals": 0, "crawls_per_referral": null})
     );
-    assert_eq!((Action::Pass, cut(&"é".repeat(200)).len()), (Action::Pass, 256));
+}
+
+/// A violating path longer than [`MAX_PATH`] bytes is kept cut at the last
+/// character boundary at or before it: here byte 256 falls inside an `é`.
+#[test]
+fn long_paths_are_cut_on_a_character_boundary() {
+    let long = format!("/{}", "é".repeat(200));
+    let kept = format!("/{}", "é".repeat(127));
+    assert_eq!((long.len(), kept.len()), (401, 255));
+    assert_eq!(cut(&long), kept);
+    let at_limit = "/".repeat(MAX_PATH);
+    assert_eq!(cut(&at_limit), at_limit);
+    assert_eq!(cut(&format!("{at_limit}x")), at_limit);
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    a.hit(&hit(&p, 1, "ClaudeBot/1.0", &long));
+    assert_eq!(
+        a.violations_json(10)["top"],
+        json!([{"agent": "ClaudeBot", "count": 1, "error": 0, "line": 12, "path": kept, "rule": "/"}])
+    );
 }
 
 /// Issue 21 item 6: an origin whose robots.txt names new tokens on every
