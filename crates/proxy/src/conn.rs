@@ -39,12 +39,10 @@ use crate::metrics::ConnMetrics;
 
 mod admission;
 mod guarded;
-mod header_end;
-mod held;
 
 use admission::*;
+pub use crawlgate_wire::held::{Approval, Release};
 use guarded::{guarded, Guarded};
-pub use held::{Approval, Release};
 
 /// The HTTP/2 connection preface (RFC 9113 section 3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -297,12 +295,12 @@ where
         if !peer.is_some_and(|p| trusted(p)) {
             return Ok(None);
         }
-        let header = tokio::time::timeout(self.limits.header, crate::proxy_protocol::read(stream))
+        let header = tokio::time::timeout(self.limits.header, crawlgate_wire::proxy_protocol::read(stream))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "PROXY protocol header timed out"))??;
         match header {
-            crate::proxy_protocol::Header::Local => Ok(None),
-            crate::proxy_protocol::Header::Proxied(addr) => {
+            crawlgate_wire::proxy_protocol::Header::Local => Ok(None),
+            crawlgate_wire::proxy_protocol::Header::Proxied(addr) => {
                 let digest = SocketDigest::from_raw_fd(stream.id());
                 let _ = digest.peer_addr.set(Some(pingora::protocols::l4::socket::SocketAddr::Inet(addr)));
                 Ok(Some(Arc::new(digest)))
@@ -388,7 +386,7 @@ pub fn end_coalescing(session: &ServerSession) {
 /// [`markdown_tokens`] can add `x-markdown-tokens` to its header: the
 /// header, every chunk and the last chunk then leave in one write when the
 /// last chunk is flushed. Called from `response_filter`, before Pingora
-/// writes the header. Past `held::MAX_HELD_FOR_TOKENS` (256 KiB) the held bytes go out
+/// writes the header. Past `crawlgate_wire::held::MAX_HELD_FOR_TOKENS` (256 KiB) the held bytes go out
 /// without the estimate and the rest streams; a failed response, the next
 /// read, a shutdown or a drop send what is held as
 /// [`coalesce_response_end`]'s hold does. Returns whether the connection

@@ -24,7 +24,6 @@ mod metrics;
 mod origin;
 mod paid;
 mod payment;
-mod proxy_protocol;
 mod reload;
 mod respond;
 mod service;

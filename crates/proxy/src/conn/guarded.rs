@@ -22,10 +22,10 @@ use pingora::protocols::{
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use super::header_end::HeaderEnd;
-use super::held::Held;
 use super::{Limits, H2_PREFACE, LINGER, REQUEST_TIMEOUT};
 use crate::metrics::ConnMetrics;
+use crawlgate_wire::header_end::HeaderEnd;
+use crawlgate_wire::held::Held;
 
 /// What the connection is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -607,7 +607,7 @@ impl GetSocketDigest for Guarded {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conn::held::{Release, LAST_CHUNK, MAX_COALESCED, MAX_HELD_FOR_TOKENS};
+    use crawlgate_wire::held::{Release, LAST_CHUNK, MAX_COALESCED, MAX_HELD_FOR_TOKENS};
     use tokio::io::AsyncReadExt;
 
     /// A client connection over a real socket, and its peer.

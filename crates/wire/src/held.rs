@@ -4,7 +4,7 @@
 //! so that `x-markdown-tokens` can go in its header.
 //!
 //! [`Held`] is that state and its rules, apart from any socket: the stream
-//! wrapper (`super::guarded::Guarded`) asks it whether a write is held
+//! wrapper (the proxy's `conn::guarded::Guarded`) asks it whether a write is held
 //! ([`Held::takes`]), whether a flush sends anything ([`Held::flush_waits`])
 //! and has it write what it holds ([`Held::poll_release`]); the session
 //! functions of `super` set it from the proxy's hooks through a shared
@@ -27,12 +27,12 @@ use tokio::io::AsyncWrite;
 
 /// The last chunk of a chunked body (RFC 9112 section 7.1), which Pingora
 /// writes on its own when a chunked response ends.
-pub(super) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+pub const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 /// The most a response's end held by `coalesce_response_end` keeps in
 /// memory; past it the held bytes go out and the rest is written as
 /// Pingora writes it.
-pub(super) const MAX_COALESCED: usize = 64 * 1024;
+pub const MAX_COALESCED: usize = 64 * 1024;
 
 /// The most a converted Markdown response held from its header on
 /// (`hold_for_markdown_tokens`) keeps in memory, per connection. The
@@ -41,7 +41,7 @@ pub(super) const MAX_COALESCED: usize = 64 * 1024;
 /// forbids it): past it the held bytes go out without the estimate and the
 /// rest streams. Most converted pages are far below it (the converter keeps
 /// the main content only).
-pub(super) const MAX_HELD_FOR_TOKENS: usize = 256 * 1024;
+pub const MAX_HELD_FOR_TOKENS: usize = 256 * 1024;
 
 /// [`Held::markdown`]: no Markdown hold.
 const MD_NONE: u8 = 0;
@@ -100,7 +100,7 @@ impl fmt::Debug for Gate {
 
 /// What a connection holds of the response being written.
 #[derive(Debug, Default)]
-pub(super) struct Held {
+pub struct Held {
     /// Set by `coalesce_response_end`: what Pingora writes and flushes is
     /// held in `buf` until the last chunk of the response is flushed, then
     /// written at once.
@@ -126,7 +126,7 @@ pub(super) struct Held {
 impl Held {
     /// Holds what is written from here to the flush of the last chunk
     /// (`coalesce_response_end`).
-    pub(super) fn coalesce_end(&self) {
+    pub fn coalesce_end(&self) {
         self.coalesce.store(true, Ordering::Relaxed);
     }
 
@@ -135,7 +135,7 @@ impl Held {
     /// approval is dropped without being polled further, and what is held
     /// never leaves (when nothing is, the hold is simply over, and the
     /// error is written as usual).
-    pub(super) fn end(&self) {
+    pub fn end(&self) {
         if self.fate.load(Ordering::Relaxed) == AWAITING {
             self.gate().approval = None;
             let fate = if self.buf.is_empty() { FREE } else { DROPPED };
@@ -147,14 +147,14 @@ impl Held {
 
     /// Holds the whole response about to be written, from its status line
     /// on, for its Markdown estimate (`hold_for_markdown_tokens`).
-    pub(super) fn hold_whole(&self) {
+    pub fn hold_whole(&self) {
         self.markdown.store(MD_WAITING, Ordering::Relaxed);
         self.coalesce.store(true, Ordering::Relaxed);
     }
 
     /// Gives a whole hold its estimate (`markdown_tokens`); false when the
     /// hold is over or was never taken.
-    pub(super) fn set_tokens(&self, tokens: u64) -> bool {
+    pub fn set_tokens(&self, tokens: u64) -> bool {
         self.tokens.store(tokens, Ordering::Relaxed);
         self.markdown.compare_exchange(MD_WAITING, MD_ESTIMATED, Ordering::Relaxed, Ordering::Relaxed).is_ok()
     }
@@ -162,7 +162,7 @@ impl Held {
     /// Makes a whole hold waiting for the end of its body wait for
     /// `approval` too (`release_after`); false, `approval` dropped, when
     /// there is no such hold.
-    pub(super) fn release_after(&self, approval: Approval) -> bool {
+    pub fn release_after(&self, approval: Approval) -> bool {
         if self.markdown.load(Ordering::Relaxed) != MD_WAITING || self.fate.load(Ordering::Relaxed) != FREE {
             return false;
         }
@@ -174,7 +174,7 @@ impl Held {
     /// Puts `response` (whose status is `status`) in the place of a hold
     /// that never leaves (`send_instead`); false when there is none or a
     /// response is there already.
-    pub(super) fn send_instead(&self, status: u16, response: Vec<u8>) -> bool {
+    pub fn send_instead(&self, status: u16, response: Vec<u8>) -> bool {
         if self.fate.load(Ordering::Relaxed) != DROPPED
             || self.instead.compare_exchange(0, status, Ordering::Relaxed, Ordering::Relaxed).is_err()
         {
@@ -185,25 +185,25 @@ impl Held {
     }
 
     /// The status of the response sent in place of a held one, if any.
-    pub(super) fn sent_instead(&self) -> Option<u16> {
+    pub fn sent_instead(&self) -> Option<u16> {
         Some(self.instead.load(Ordering::Relaxed)).filter(|s| *s != 0)
     }
 
     /// Whether the connection must end after this response: a held one
     /// never left, so what the client waits for is not what it would read.
-    pub(super) fn ends_connection(&self) -> bool {
+    pub fn ends_connection(&self) -> bool {
         self.fate.load(Ordering::Relaxed) == DROPPED
     }
 
     /// Whether a write of `len` more bytes is held (or dropped, for a hold
     /// that never leaves).
-    pub(super) fn takes(&self, len: usize) -> bool {
+    pub fn takes(&self, len: usize) -> bool {
         self.fate.load(Ordering::Relaxed) == DROPPED
             || (self.coalesce.load(Ordering::Relaxed) && self.buf.len().saturating_add(len) <= self.bound())
     }
 
     /// Holds `buf` (which [`Held::takes`]).
-    pub(super) fn push(&mut self, buf: &[u8]) {
+    pub fn push(&mut self, buf: &[u8]) {
         if self.fate.load(Ordering::Relaxed) == DROPPED {
             return;
         }
@@ -213,7 +213,7 @@ impl Held {
     }
 
     /// Holds `bufs`, `len` bytes in all (which [`Held::takes`]).
-    pub(super) fn push_vectored(&mut self, bufs: &[io::IoSlice<'_>], len: usize) {
+    pub fn push_vectored(&mut self, bufs: &[io::IoSlice<'_>], len: usize) {
         if self.fate.load(Ordering::Relaxed) == DROPPED {
             return;
         }
@@ -227,7 +227,7 @@ impl Held {
     /// Whether a flush now sends nothing: while coalescing, a flush before
     /// the last chunk's; for a whole hold, any flush before the end of its
     /// body (a data chunk could read like a last chunk).
-    pub(super) fn flush_waits(&self) -> bool {
+    pub fn flush_waits(&self) -> bool {
         self.coalesce.load(Ordering::Relaxed)
             && (!self.last_chunk || self.markdown.load(Ordering::Relaxed) == MD_WAITING)
     }
@@ -235,18 +235,18 @@ impl Held {
     /// Whether a whole response is held for its estimate: a read does not
     /// release it (Pingora reads the client while that response streams, a
     /// request body or its check that the client is still there).
-    pub(super) fn holds_whole(&self) -> bool {
+    pub fn holds_whole(&self) -> bool {
         self.markdown.load(Ordering::Relaxed) != MD_NONE
     }
 
     /// Nothing is held and nothing will be: a release has nothing to do.
-    pub(super) fn is_idle(&mut self) -> bool {
+    pub fn is_idle(&mut self) -> bool {
         self.buf.is_empty() && !self.coalesce.load(Ordering::Relaxed) && self.gate_mut().instead.is_none()
     }
 
     /// Whether a release would write anything: bytes are held (not for an
     /// approval still awaited), or a response goes in a held one's place.
-    pub(super) fn has_output(&mut self) -> bool {
+    pub fn has_output(&mut self) -> bool {
         match self.fate.load(Ordering::Relaxed) {
             AWAITING => false,
             DROPPED => self.gate_mut().instead.is_some() || (self.sent_instead().is_some() && !self.buf.is_empty()),
@@ -285,7 +285,7 @@ impl Held {
     /// hold's header first) and stops holding. A hold awaiting its
     /// approval first waits for it; one that never leaves writes only the
     /// response put in its place.
-    pub(super) fn poll_release<W>(&mut self, cx: &mut Context<'_>, out: &mut W) -> Poll<io::Result<()>>
+    pub fn poll_release<W>(&mut self, cx: &mut Context<'_>, out: &mut W) -> Poll<io::Result<()>>
     where
         W: AsyncWrite + Unpin + ?Sized,
     {
