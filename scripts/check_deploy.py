@@ -1,6 +1,6 @@
 """The Python half of scripts/check-deploy: Kubernetes manifests, Prometheus
 and Grafana YAML/JSON, the Dockerfile, and their consistency with each other
-and with crates/proxy/src/metrics.rs.
+and with crates/telemetry/src/metrics.rs (and metrics/).
 
 Run by scripts/check-deploy from the repository root as
 `HAVE_YAML=0|1 python3 scripts/check_deploy.py TMPDIR`. Prints one line per
@@ -23,11 +23,11 @@ def fail(name, reason, details=()):
 def skip(name, reason):
     print(f"{name}: skipped: {reason}"); counts["skipped"] += 1
 
-# ---- metric names registered in the proxy -------------------------------
-METRICS_RS = "crates/proxy/src/metrics.rs (and metrics/)"
-METRICS_FILES = ["crates/proxy/src/metrics.rs"] + sorted(
-    os.path.join("crates/proxy/src/metrics", f)
-    for f in (os.listdir("crates/proxy/src/metrics") if os.path.isdir("crates/proxy/src/metrics") else [])
+# ---- metric names registered by crawlgate-telemetry ----------------------
+METRICS_RS = "crates/telemetry/src/metrics.rs (and metrics/)"
+METRICS_FILES = ["crates/telemetry/src/metrics.rs"] + sorted(
+    os.path.join("crates/telemetry/src/metrics", f)
+    for f in (os.listdir("crates/telemetry/src/metrics") if os.path.isdir("crates/telemetry/src/metrics") else [])
     if f.endswith(".rs"))
 known = {"up"}
 try:

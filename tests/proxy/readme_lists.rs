@@ -52,7 +52,7 @@ fn the_readme_lists_every_warning_id_the_binary_knows() {
 /// The access-log fields in the order the proxy writes them (a field is
 /// written by `l.field("name", ..)` or `l.str("name", ..)` in events.rs).
 fn fields_in_code() -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/proxy/src/events.rs");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../crates/telemetry/src/events.rs");
     let src = std::fs::read_to_string(path).unwrap();
     let body =
         src.split("pub fn line(&self, format: AccessLogFormat)").nth(1).expect("events.rs: the access line writer");

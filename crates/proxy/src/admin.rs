@@ -11,11 +11,11 @@ use http::{Response, StatusCode};
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 
-use crate::activity::Window;
 use crate::admin_auth::AdminAuth;
 use crate::dashboard;
-use crate::metrics::unix_seconds;
 use crate::state::Shared;
+use crawlgate_telemetry::activity::Window;
+use crawlgate_telemetry::metrics::unix_seconds;
 
 /// The health probes: open without credentials, and answered over the
 /// listener's connection cap (see [`crate::conn::ConnApp::with_probe_slots`]).
@@ -71,7 +71,7 @@ impl Admin {
     /// `/api/agents` with the fleet's counts beside this instance's.
     fn agents_json(&self, window: Window) -> serde_json::Value {
         let mut v = self.shared.activity.agents_json(window);
-        crate::fleet::add_to(self.shared.snapshot.load().handles.fleet.as_deref(), &mut v, window);
+        crawlgate_telemetry::fleet::add_to(self.shared.snapshot.load().handles.fleet.as_deref(), &mut v, window);
         v
     }
 

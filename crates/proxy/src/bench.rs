@@ -5,8 +5,8 @@
 
 use crawlgate_policy::Policy;
 
-use crate::metrics::Metrics;
 use crate::state::Snapshot;
+use crawlgate_telemetry::metrics::Metrics;
 
 /// A running policy and its metrics registry, reloaded on demand.
 pub struct Reload {

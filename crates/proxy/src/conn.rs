@@ -35,7 +35,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::metrics::ConnMetrics;
+use crawlgate_telemetry::metrics::ConnMetrics;
 
 mod admission;
 mod guarded;

@@ -13,7 +13,7 @@ use std::fmt::Write;
 use chrono::DateTime;
 use serde_json::Value;
 
-use crate::activity::Window;
+use crawlgate_telemetry::activity::Window;
 
 /// The JSON documents a page shows.
 pub struct Data<'a> {
@@ -639,7 +639,7 @@ mod tests {
     #[test]
     fn fleet_panel_one_instance_or_the_fleet_beside_this_one() {
         assert_eq!(
-            fleet_block(&crate::fleet::single_instance_json()),
+            fleet_block(&crawlgate_telemetry::fleet::single_instance_json()),
             "<h2>Fleet</h2><p id=\"fleet-summary\">This page shows one instance: no shared store ([limits] store) is configured.</p>"
         );
         let fleet = json!({"shared": true, "store_up": false, "instances": 3, "note": "n", "agents": [

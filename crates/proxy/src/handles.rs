@@ -15,8 +15,9 @@ use crawlgate_payment::charging::Charging;
 use crawlgate_policy::Policy;
 use crawlgate_store::Store;
 
-use crate::fleet::Fleet;
 use crate::shared_store::{StoreGcra, StoreReplay};
+use crawlgate_telemetry::activity;
+use crawlgate_telemetry::fleet::{self, Fleet};
 
 /// What a snapshot's stages act with, beside the policy.
 #[derive(Clone)]
@@ -43,8 +44,8 @@ impl Handles {
         if let Some(store) = &store {
             // Every call of the store is bounded by its own `[limits] timeout`.
             limiter = limiter.with_shared(Arc::new(StoreGcra(store.clone())), None, &settings.key_prefix);
-            let start_minute = crate::activity::unix_now() / 60;
-            fleet = Some(Arc::new(Fleet::new(store.clone(), crate::fleet::instance_name(), start_minute)));
+            let start_minute = activity::unix_now() / 60;
+            fleet = Some(Arc::new(Fleet::new(store.clone(), fleet::instance_name(), start_minute)));
         }
         // Verified signatures are remembered in the shared store, so a
         // signature replayed to another instance is refused too.

@@ -17,7 +17,7 @@ use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use crate::metrics::{Metrics, Passthrough};
+use crawlgate_telemetry::metrics::{Metrics, Passthrough};
 
 /// Memory lol_html may use per response before it bails out to
 /// pass-through.

@@ -5,22 +5,18 @@
 //! hot reload, the admin listener and the metrics registry. Policy
 //! decisions are not made here: every question goes to the policy crate.
 
-mod activity;
 mod admin;
 mod admin_auth;
 #[doc(hidden)]
 pub mod bench;
 mod conn;
 mod dashboard;
-mod events;
-mod fleet;
 mod handles;
 mod headers;
 mod html;
 mod lifecycle;
 mod limits;
 mod markdown;
-mod metrics;
 mod origin;
 mod paid;
 mod payment;
@@ -49,18 +45,18 @@ use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
 pub use admin_auth::authorization as admin_authorization;
+pub use crawlgate_telemetry::metrics::ReloadOutcome;
 pub use crawlgate_watch::early_sighup;
 pub use dashboard::bytes as human_bytes;
-pub use metrics::ReloadOutcome;
 pub use state::LoadError;
 
 use crate::admin::Admin;
 use crate::conn::{ConnApp, Limits};
 use crate::lifecycle::{Drain, ListenerProbe};
-use crate::metrics::Metrics;
 use crate::reload::{HealthChecker, Reloader, Watcher};
 use crate::service::Gate;
 use crate::state::{Shared, Snapshot};
+use crawlgate_telemetry::metrics::Metrics;
 
 /// Installs the tracing subscriber: `RUST_LOG` filters (default `info`),
 /// `CRAWLGATE_LOG_FORMAT=json` switches to JSON lines. Pingora's `log`
@@ -89,6 +85,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let early_hup = watch.as_ref().map(|_| crawlgate_watch::early_sighup());
     let metrics =
         Metrics::with_verification(loaded.policy.settings().verification.enabled).context("cannot register metrics")?;
+    metrics.payment().error_codes(&paid::DIALECT_ERRORS);
     for w in &loaded.warnings {
         tracing::warn!(target: "crawlgate::policy", "{w}");
     }

@@ -15,8 +15,8 @@ use crawlgate_store::Store;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use crate::fleet::Fleet;
 use crate::state::Shared;
+use crawlgate_telemetry::fleet::Fleet;
 
 /// Binds each `(key, address)` and releases it at once. Rust's
 /// `TcpListener::bind` sets `SO_REUSEADDR` on Unix, as Pingora's listener

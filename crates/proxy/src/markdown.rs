@@ -46,7 +46,7 @@ use pingora::proxy::Session;
 use pingora::Result;
 
 use crate::html::{HtmlStream, Page, Transform};
-use crate::metrics::{Metrics, Passthrough};
+use crawlgate_telemetry::metrics::{Metrics, Passthrough};
 
 /// Memory lol_html may use per converted response.
 const MAX_MEMORY: usize = 4 << 20;

@@ -23,8 +23,8 @@ use pingora::http::RequestHeader;
 use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 
-use crate::metrics::{unix_seconds, OriginFetch};
 use crate::state::{OriginCopy, OriginState, Shared, Snapshot};
+use crawlgate_telemetry::metrics::{unix_seconds, OriginFetch};
 
 /// Locks the origin state (poisoning is survivable: the data is plain).
 fn lock(m: &Mutex<OriginState>) -> std::sync::MutexGuard<'_, OriginState> {

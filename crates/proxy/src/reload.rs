@@ -17,8 +17,8 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use sha2::{Digest, Sha256};
 
-use crate::metrics::ReloadOutcome as Outcome;
 use crate::state::{LoadError, Shared, Snapshot};
+use crawlgate_telemetry::metrics::ReloadOutcome as Outcome;
 
 /// Reloads the policy file into the shared state.
 pub struct Reloader {

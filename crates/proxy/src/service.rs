@@ -29,11 +29,11 @@ use pingora::proxy::{FailToProxy, ProxyHttp, Session};
 use pingora::upstreams::peer::{H1UpgradePolicy, HttpPeer};
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
-use crate::events::{FileFetched, Local, RequestDone, RequestId, Violation};
 use crate::html::HtmlStream;
-use crate::metrics::OTHER_AGENT;
 use crate::respond;
 use crate::state::{Shared, Snapshot};
+use crawlgate_telemetry::events::{FileFetched, Local, RequestDone, RequestId, Violation};
+use crawlgate_telemetry::metrics::OTHER_AGENT;
 
 mod charge;
 mod ctx;

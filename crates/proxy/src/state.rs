@@ -15,9 +15,9 @@ use crawlgate_policy::{Diagnostics, Policy};
 use crawlgate_payment::clients::Dialects;
 
 use crate::handles::Handles;
-use crate::metrics::{Metrics, OriginFetch};
 use crate::respond::StaticFile;
 use crate::upstream::{Upstream, UpstreamError};
+use crawlgate_telemetry::metrics::{Metrics, OriginFetch};
 
 /// Everything one request needs, immutable: the policy and what its
 /// stages act with.
@@ -187,7 +187,7 @@ pub struct Shared {
     /// The origin's robots.txt: the last good copy and `/status` details.
     pub origin: Mutex<OriginState>,
     /// The activity model behind the dashboard (kept across reloads).
-    pub activity: crate::activity::Activity,
+    pub activity: crawlgate_telemetry::activity::Activity,
     /// Every proxy listener accepts connections (and shutdown has not
     /// begun): the first condition of `/readyz`.
     pub listeners_bound: AtomicBool,
@@ -196,7 +196,7 @@ pub struct Shared {
 impl Shared {
     /// Wraps the first snapshot.
     pub fn new(first: Snapshot, config_path: Option<PathBuf>, metrics: Metrics) -> Arc<Shared> {
-        let activity = crate::activity::Activity::new(&first.policy, first.generation);
+        let activity = crawlgate_telemetry::activity::Activity::new(&first.policy, first.generation);
         Arc::new(Shared {
             snapshot: ArcSwap::from_pointee(first),
             config_path,

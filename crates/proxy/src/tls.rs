@@ -15,7 +15,7 @@ use pingora::server::ShutdownWatch;
 use pingora::services::background::BackgroundService;
 use pingora::tls::ext::{ssl_add_chain_cert, ssl_use_certificate, ssl_use_private_key};
 
-use crate::metrics::ReloadOutcome as Outcome;
+use crawlgate_telemetry::metrics::ReloadOutcome as Outcome;
 
 /// Sets the current pair on each handshake.
 pub struct Callbacks(pub Arc<CertStore>);

@@ -23,7 +23,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 use super::{Limits, H2_PREFACE, LINGER, REQUEST_TIMEOUT};
-use crate::metrics::ConnMetrics;
+use crawlgate_telemetry::metrics::ConnMetrics;
 use crawlgate_wire::header_end::HeaderEnd;
 use crawlgate_wire::held::Held;
 

@@ -15,7 +15,7 @@ impl Gate {
             Some(Evidence::Key { keyid }) => keyid.as_str(),
             _ => "",
         };
-        let id = String::from_utf8_lossy(crate::events::IdText::new().write(ctx.id)).into_owned();
+        let id = String::from_utf8_lossy(crawlgate_telemetry::events::IdText::new().write(ctx.id)).into_owned();
         let charged = crate::payment::response(&self.shared, resp, pay, &ctx.snap, agent, subject, &ctx.path, id);
         if let Err(e) = Box::pin(charged).await {
             ctx.reason = Some(BlockReason::Payment);
@@ -39,7 +39,7 @@ impl Gate {
                 _ => String::new(),
             },
             path: ctx.path.to_string(),
-            request_id: String::from_utf8_lossy(crate::events::IdText::new().write(ctx.id)).into_owned(),
+            request_id: String::from_utf8_lossy(crawlgate_telemetry::events::IdText::new().write(ctx.id)).into_owned(),
         };
         let held: crate::payment::Held = Arc::new(std::sync::Mutex::new(Some(pay)));
         let status = resp.status.as_u16();

@@ -18,7 +18,7 @@ impl Gate {
         // else, so the origin never reads an address the client chose.
         // A client without an address (a Unix socket) gets none written.
         let settings = &ctx.snap.policy.settings().server.client_address;
-        let mut text = crate::events::IpText::new();
+        let mut text = crawlgate_telemetry::events::IpText::new();
         let field = ctx.client.as_ref().map(|c| {
             let peer = text.write(c.peer);
             // An untrusted peer's lines are never read: none are gathered.
@@ -40,7 +40,7 @@ impl Gate {
         // The origin can log the same id; a client's own X-Request-Id is
         // forwarded as it is (and never becomes the log's id).
         if !req.headers.contains_key(&X_REQUEST_ID) {
-            let mut text = crate::events::IdText::new();
+            let mut text = crawlgate_telemetry::events::IdText::new();
             if let Ok(value) = http::HeaderValue::from_bytes(text.write(ctx.id)) {
                 req.insert_header(X_REQUEST_ID.as_str(), value)?;
             }

@@ -245,7 +245,7 @@ pub struct RequestDone<'a> {
     /// Time since the request's header arrived.
     pub elapsed: Duration,
     /// The error that ended it, if any.
-    pub error: Option<&'a pingora::Error>,
+    pub error: Option<&'a pingora_error::Error>,
     /// The snapshot generation it was decided on.
     pub generation: u64,
     /// The identified token's id.
@@ -353,10 +353,10 @@ fn logfmt_value(out: &mut String, s: &str) {
 
 /// An error as its kind and innermost cause (`ConnectRefused: Connection
 /// refused (os error 111)`), without Pingora's chain of contexts.
-fn error_text(e: &pingora::Error) -> String {
+fn error_text(e: &pingora_error::Error) -> String {
     let kind = e.etype().as_str();
     let root = e.root_cause();
-    let detail = match root.downcast_ref::<pingora::Error>() {
+    let detail = match root.downcast_ref::<pingora_error::Error>() {
         Some(inner) => inner.context.as_ref().map(|c| c.as_str().to_owned()),
         None => Some(root.to_string()),
     };
@@ -759,7 +759,7 @@ mod tests {
     fn origin_failure_carries_its_error() {
         let c = client("203.0.113.7", &[]);
         let mut d = done(&c);
-        let e = pingora::Error::explain(pingora::ErrorType::ConnectRefused, "origin down");
+        let e = pingora_error::Error::explain(pingora_error::ErrorType::ConnectRefused, "origin down");
         d.error = Some(&e);
         d.status = 502;
         d.bytes_sent = 55;

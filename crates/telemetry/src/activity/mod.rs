@@ -34,9 +34,9 @@ use crawlgate_policy::referrers::{referrers, same_operator};
 use crawlgate_policy::{catalog, Action, AgentId, BlockReason, LocalFile, Policy};
 use serde_json::{json, Value};
 
-pub use compliance::{Compliance, Net, WINDOW_SECS};
-pub use timeline::{Timeline, MINUTES};
-pub use topk::{Counted, SpaceSaving};
+pub(crate) use compliance::{Compliance, Net, WINDOW_SECS};
+pub(crate) use timeline::{Timeline, MINUTES};
+pub(crate) use topk::{Counted, SpaceSaving};
 
 /// Disallowed paths kept per agent.
 pub const TOP_K: usize = 20;

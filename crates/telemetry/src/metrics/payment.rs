@@ -44,16 +44,21 @@ impl PaymentMetrics {
         for code in crawlgate_policy::payment::cloudflare::CrawlerError::ALL {
             m.errors.with_label_values(&[code.as_str()]);
         }
-        for code in crate::paid::DIALECT_ERRORS {
-            m.errors.with_label_values(&[code]);
-        }
         Ok(m)
+    }
+
+    /// Creates the error series of the license and x402 dialects' codes
+    /// (the proxy's list), so they read 0 from the start.
+    pub fn error_codes(&self, codes: &[&str]) {
+        for code in codes {
+            self.errors.with_label_values(&[code]);
+        }
     }
 
     /// Creates the charge series of every charge group's tokens (each
     /// offered dialect, each currency of its prices), so they read 0 from
     /// the start.
-    pub(crate) fn init(&self, policy: &Policy) {
+    pub fn init(&self, policy: &Policy) {
         for (token, currencies) in policy.charge_tokens() {
             for d in policy.payment().dialects.iter() {
                 self.charges.with_label_values(&[token, d.as_str()]);
@@ -94,7 +99,8 @@ impl PaymentMetrics {
         serde_json::json!({"charging": charging, "agents": rows})
     }
 
-    pub(crate) fn charge(
+    /// Counts one charge recorded in the ledger: its dialect and amount.
+    pub fn charge(
         &self,
         agent: &str,
         dialect: crawlgate_policy::payment::Dialect,
@@ -104,17 +110,20 @@ impl PaymentMetrics {
         self.amount.with_label_values(&[agent, price.currency.code()]).inc_by(price.minor);
     }
 
-    pub(crate) fn error(&self, code: crawlgate_policy::payment::cloudflare::CrawlerError) {
+    /// Counts a refusal or failure of Cloudflare's dialect, by its
+    /// `crawler-error` code.
+    pub fn error(&self, code: crawlgate_policy::payment::cloudflare::CrawlerError) {
         self.errors.with_label_values(&[code.as_str()]).inc();
     }
 
-    pub(crate) fn ledger_healthy(&self, ok: bool) {
+    /// Records whether the ledger's last commit succeeded.
+    pub fn ledger_healthy(&self, ok: bool) {
         self.ledger_healthy.set(i64::from(ok));
     }
 
     /// Counts a refusal or failure of the license and x402 dialects, by its
-    /// code (one of [`crate::paid::DIALECT_ERRORS`]).
-    pub(crate) fn error_code(&self, code: &'static str) {
+    /// code (one of those given to [`PaymentMetrics::error_codes`]).
+    pub fn error_code(&self, code: &'static str) {
         self.errors.with_label_values(&[code]).inc();
     }
 }
