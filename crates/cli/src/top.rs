@@ -76,7 +76,7 @@ pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) ->
     let authorization = match token_file {
         Some(f) => {
             let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-            Some(crawlgate_proxy::admin_authorization(text.lines().next().unwrap_or("").trim()))
+            Some(crawlgate_admin::authorization(text.lines().next().unwrap_or("").trim()))
         }
         None => None,
     };
@@ -149,7 +149,7 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
                 .iter()
                 .map(|c| match (c.rate, c.key) {
                     (true, key) => rate(a, before, key),
-                    (false, "bytes_sent") => crawlgate_proxy::human_bytes(&a["bytes_sent"]),
+                    (false, "bytes_sent") => crawlgate_admin::human_bytes(&a["bytes_sent"]),
                     (false, key) => cell(&a[key]),
                 })
                 .collect(),
@@ -163,7 +163,7 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
             .map(|c| match (c.rate, c.key) {
                 (_, "agent") => "TOTAL".to_string(),
                 (true, key) => rate(total, before_total, key),
-                (false, "bytes_sent") => crawlgate_proxy::human_bytes(&total["bytes_sent"]),
+                (false, "bytes_sent") => crawlgate_admin::human_bytes(&total["bytes_sent"]),
                 (false, key) => cell(&total[key]),
             })
             .collect(),

@@ -2,15 +2,16 @@
 //!
 //! Owns the proxy service (thin hooks over `crawlgate-policy` and
 //! `crawlgate-html`), the snapshot behind one `ArcSwap`, the upstream pool,
-//! hot reload, the admin listener and the metrics registry. Policy
-//! decisions are not made here: every question goes to the policy crate.
+//! hot reload, and the wiring of the admin listener (`crawlgate-admin`,
+//! served behind the proxy's connection limits) and of the telemetry
+//! (`crawlgate-telemetry`: metrics, events, activity, fleet), which it
+//! feeds. Policy decisions are not made here: every question goes to the
+//! policy crate.
 
-mod admin;
-mod admin_auth;
+mod admin_view;
 #[doc(hidden)]
 pub mod bench;
 mod conn;
-mod dashboard;
 mod handles;
 mod headers;
 mod html;
@@ -32,6 +33,7 @@ mod verify;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crawlgate_admin::{Admin, AdminAuth};
 use crawlgate_policy::{Loaded, ADMIN_CONNECTIONS};
 
 use anyhow::Context;
@@ -44,13 +46,11 @@ use pingora::server::Server;
 use pingora::services::background::background_service;
 use pingora::services::listening::Service;
 
-pub use admin_auth::authorization as admin_authorization;
 pub use crawlgate_telemetry::metrics::ReloadOutcome;
 pub use crawlgate_watch::early_sighup;
-pub use dashboard::bytes as human_bytes;
 pub use state::LoadError;
 
-use crate::admin::Admin;
+use crate::admin_view::AdminView;
 use crate::conn::{ConnApp, Limits};
 use crate::lifecycle::{Drain, ListenerProbe};
 use crate::reload::{HealthChecker, Reloader, Watcher};
@@ -101,7 +101,7 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
     let admin = server_settings.admin.clone();
     let proxy_protocol = server_settings.proxy_protocol;
     let admin_auth = match &server_settings.admin_auth_file {
-        Some(f) => Some(crate::admin_auth::AdminAuth::from_file(std::path::Path::new(f))?),
+        Some(f) => Some(AdminAuth::from_file(std::path::Path::new(f))?),
         None => None,
     };
     let h2c = server_settings.h2c;
@@ -198,11 +198,11 @@ pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::R
             ..limits
         };
         let app = ConnApp::new(
-            Admin::new(shared.clone(), admin_auth, certs.clone()),
+            Admin::new(Arc::new(AdminView::new(shared.clone(), certs.clone())), admin_auth),
             admin_limits,
             shared.metrics.connections("admin"),
         )
-        .with_probe_slots(ADMIN_PROBE_SLOTS, crate::admin::PROBES)
+        .with_probe_slots(ADMIN_PROBE_SLOTS, crawlgate_admin::PROBES)
         .with_per_client_limit(admin_per_client);
         let mut svc = Service::new("crawlgate admin".to_string(), app);
         svc.add_tcp(&addr);

@@ -3,7 +3,6 @@
 //! `/api/`. With `server.admin_auth_file`, everything but `/healthz` and
 //! `/readyz` (probes) needs the credentials.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -11,44 +10,41 @@ use http::{Response, StatusCode};
 use pingora::apps::http_app::ServeHttp;
 use pingora::protocols::http::ServerSession;
 
-use crate::admin_auth::AdminAuth;
-use crate::dashboard;
-use crate::state::Shared;
+use crawlgate_identity::lists::ListStatus;
 use crawlgate_telemetry::activity::Window;
 use crawlgate_telemetry::metrics::unix_seconds;
 
+use crate::auth::AdminAuth;
+use crate::dashboard;
+use crate::view::AdminState;
+
 /// The health probes: open without credentials, and answered over the
-/// listener's connection cap (see [`crate::conn::ConnApp::with_probe_slots`]).
+/// listener's connection cap (the proxy keeps connection slots for them).
 pub const PROBES: &[&str] = &["/healthz", "/readyz"];
 
 /// The admin HTTP app.
 pub struct Admin {
-    shared: Arc<Shared>,
+    state: Arc<dyn AdminState>,
     auth: Option<AdminAuth>,
-    /// The TLS listeners' certificate, for `/status`.
-    tls: Option<Arc<crawlgate_certs::CertStore>>,
 }
 
 impl Admin {
-    /// Serves from `shared`; `auth`, when set, protects all but the probes;
-    /// `tls` is the TLS listeners' certificate.
-    pub fn new(shared: Arc<Shared>, auth: Option<AdminAuth>, tls: Option<Arc<crawlgate_certs::CertStore>>) -> Admin {
-        Admin { shared, auth, tls }
+    /// Serves from `state`; `auth`, when set, protects all but the probes.
+    pub fn new(state: Arc<dyn AdminState>, auth: Option<AdminAuth>) -> Admin {
+        Admin { state, auth }
     }
 
     /// The dashboard's JSON documents (`/api/...`, without the prefix),
     /// `None` for an unknown name.
     fn api(&self, name: &str, query: Option<&str>) -> Option<serde_json::Value> {
-        let activity = &self.shared.activity;
+        let activity = self.state.activity();
         Some(match name {
             "agents" => self.agents_json(query_window(query).unwrap_or(Window::All)),
             "timeline" => activity.timeline_json(query_usize(query, "minutes").unwrap_or(dashboard::CHART_MINUTES)),
             "violations" => activity.violations_json(query_usize(query, "limit").unwrap_or(50)),
             "compliance" => activity.compliance_json(query_usize(query, "limit").unwrap_or(50)),
             "referrals" => activity.referrals_json(),
-            "charges" => {
-                self.shared.metrics.payment().charges_json(self.shared.snapshot.load().policy.payment().charging)
-            }
+            "charges" => self.state.metrics().payment().charges_json(self.state.charging()),
             _ => return None,
         })
     }
@@ -56,7 +52,7 @@ impl Admin {
     /// The dashboard page over `window`.
     fn page(&self, window: Window) -> String {
         let api = |name| self.api(name, None).unwrap_or_default();
-        let activity = &self.shared.activity;
+        let activity = self.state.activity();
         dashboard::page(&dashboard::Data {
             status: &self.status_json(),
             agents: &self.agents_json(window),
@@ -70,72 +66,71 @@ impl Admin {
 
     /// `/api/agents` with the fleet's counts beside this instance's.
     fn agents_json(&self, window: Window) -> serde_json::Value {
-        let mut v = self.shared.activity.agents_json(window);
-        crawlgate_telemetry::fleet::add_to(self.shared.snapshot.load().handles.fleet.as_deref(), &mut v, window);
+        let mut v = self.state.activity().agents_json(window);
+        crawlgate_telemetry::fleet::add_to(self.state.fleet().as_deref(), &mut v, window);
         v
     }
 
     /// The `/status` document.
     pub fn status_json(&self) -> serde_json::Value {
-        let snap = self.shared.snapshot.load();
-        let status = self.shared.load_status();
-        let stats = snap.policy.stats();
-        let upstreams: Vec<serde_json::Value> = snap
-            .upstream
-            .health()
-            .into_iter()
+        let status = self.state.status();
+        let stats = &status.stats;
+        let upstreams: Vec<serde_json::Value> = status
+            .upstreams
+            .iter()
             .map(|(name, addr, healthy)| serde_json::json!({"server": name, "address": addr.to_string(), "healthy": healthy}))
             .collect();
         serde_json::json!({
-            "policy_file": self.shared.config_path.as_ref().map(|p| p.display().to_string()),
-            "content_sha256": snap.policy.source_sha256(),
-            "generation": snap.generation,
-            "loaded_at": unix_seconds(snap.loaded_at),
+            "policy_file": status.policy_file,
+            "content_sha256": status.content_sha256,
+            "generation": status.generation,
+            "loaded_at": unix_seconds(status.loaded_at),
             "last_error": status.last_error,
             "last_error_at": status.last_error_at.map(unix_seconds),
             "restart_required": status.restart_required,
             "groups": stats.groups,
             "origin_groups": stats.origin_groups,
-            "groups_text": stats.groups_text(snap.policy.settings().origin_robots.mode == crawlgate_policy::OriginRobotsMode::Merge),
+            "groups_text": stats.groups_text(status.origin_merged),
             "rules": stats.rules,
             "robots_tags": stats.robots_tags,
             "agents_txt_rules": stats.agents_rules,
-            "agents_txt": snap.agents.is_some(),
-            "robots_txt_etag": snap.robots.etag,
+            "agents_txt": status.agents_txt,
+            "robots_txt_etag": status.robots_txt_etag,
             "upstreams": upstreams,
-            "origin_robots": crate::origin::status_json(&self.shared),
-            "verification_lists": self.verification_lists(),
-            "tls": self.tls.as_ref().map(|t| t.status_json()),
-            "signatures": self.signatures(),
+            "origin_robots": status.origin_robots,
+            "verification_lists": verification_lists(status.verification_lists.as_deref()),
+            "tls": status.tls,
+            "signatures": self.signatures(status.verification_lists.is_some()),
         })
     }
 
     /// The Web Bot Auth signature outcomes counted since the start (`null`
     /// without verification).
-    fn signatures(&self) -> Option<serde_json::Value> {
-        self.shared.snapshot.load().handles.verifier.as_ref()?;
-        let [verified, invalid, unverified] = self.shared.metrics.verification().signature_counts();
+    fn signatures(&self, verifying: bool) -> Option<serde_json::Value> {
+        if !verifying {
+            return None;
+        }
+        let [verified, invalid, unverified] = self.state.metrics().verification().signature_counts();
         Some(serde_json::json!({"verified": verified, "invalid": invalid, "unverified": unverified}))
     }
+}
 
-    /// Each IP list's source, age, size and last error (empty without
-    /// verification).
-    fn verification_lists(&self) -> Vec<serde_json::Value> {
-        let Some(v) = self.shared.snapshot.load().handles.verifier.clone() else { return Vec::new() };
-        v.lists()
-            .status()
-            .into_iter()
-            .map(|s| {
-                serde_json::json!({
-                    "source": s.source,
-                    "age_seconds": s.age_secs,
-                    "prefixes": s.prefixes,
-                    "last_error": s.last_error,
-                    "refresh_failures": s.failures,
-                })
+/// Each IP list's source, age, size and last error (empty without
+/// verification).
+fn verification_lists(lists: Option<&[ListStatus]>) -> Vec<serde_json::Value> {
+    lists
+        .unwrap_or_default()
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "source": s.source,
+                "age_seconds": s.age_secs,
+                "prefixes": s.prefixes,
+                "last_error": s.last_error,
+                "refresh_failures": s.failures,
             })
-            .collect()
-    }
+        })
+        .collect()
 }
 
 /// The `window=` query parameter: `Some(Ok(_))` for a known window,
@@ -241,22 +236,15 @@ impl ServeHttp for Admin {
                 self.page(query_window(query).unwrap_or(Window::All)).into_bytes(),
             ),
             "/metrics" => {
-                let snap = self.shared.snapshot.load();
-                self.shared.metrics.upstream_health(&snap.upstream.health());
-                self.shared.metrics.origin_robots_age(crate::origin::copy_age(&self.shared));
-                if let Some(store) = &snap.handles.store {
-                    self.shared.metrics.limits_store(store.is_up(), store.errors_total());
-                    self.shared.metrics.limits_fallbacks(snap.handles.limiter.fallbacks());
-                }
-                let (body, ct) = self.shared.metrics.encode();
+                self.state.before_scrape();
+                let (body, ct) = self.state.metrics().encode();
                 text(StatusCode::OK, &ct, body)
             }
             "/healthz" => text(StatusCode::OK, "text/plain; charset=utf-8", b"ok\n".to_vec()),
             "/readyz" => {
-                let snap = self.shared.snapshot.load();
-                let bound = self.shared.listeners_bound.load(Ordering::Acquire);
-                let requires_upstream = snap.policy.settings().server.ready_requires_upstream;
-                match not_ready(bound, requires_upstream, || snap.upstream.any_healthy()) {
+                let bound = self.state.listeners_bound();
+                let requires_upstream = self.state.ready_requires_upstream();
+                match not_ready(bound, requires_upstream, || self.state.any_upstream_healthy()) {
                     None => text(StatusCode::OK, "text/plain; charset=utf-8", b"ready\n".to_vec()),
                     Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", why.to_vec()),
                 }
