@@ -58,28 +58,13 @@ use crate::service::Gate;
 use crate::state::{Shared, Snapshot};
 use crawlgate_telemetry::metrics::Metrics;
 
-/// Installs the tracing subscriber: `RUST_LOG` filters (default `info`),
-/// `CRAWLGATE_LOG_FORMAT=json` switches to JSON lines. Pingora's `log`
-/// records are routed into it.
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let json = std::env::var("CRAWLGATE_LOG_FORMAT").is_ok_and(|v| v == "json");
-    use std::io::IsTerminal;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
-    let _ = if json { builder.json().try_init() } else { builder.try_init() };
-}
-
 /// Runs the proxy on a policy the caller compiled (so the file is read and
 /// compiled once): `file_name` names it in logs and errors, `watch` is the
 /// file to hot-reload, if any (the demo can run from an embedded policy).
 /// Returns only on a startup error (an unusable listener or upstream);
 /// otherwise the process exits when Pingora shuts down.
 pub fn run(loaded: Loaded, file_name: &str, watch: Option<PathBuf>) -> anyhow::Result<()> {
-    init_logging();
+    crawlgate_telemetry::logging::init();
     // Before anything slow: a reload signal sent right after start must not
     // terminate the process.
     let early_hup = watch.as_ref().map(|_| crawlgate_watch::early_sighup());
