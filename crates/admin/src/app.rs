@@ -265,7 +265,121 @@ impl ServeHttp for Admin {
 
 #[cfg(test)]
 mod tests {
-    use super::not_ready;
+    use std::sync::Arc;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use crawlgate_identity::lists::ListStatus;
+    use crawlgate_policy::Stats;
+    use crawlgate_telemetry::activity::Activity;
+    use crawlgate_telemetry::fleet::Fleet;
+    use crawlgate_telemetry::metrics::Metrics;
+    use serde_json::json;
+
+    use super::{not_ready, Admin};
+    use crate::view::{AdminState, Status};
+
+    /// A running proxy as far as the admin app can tell: fixed facts.
+    struct Fixed {
+        metrics: Metrics,
+        activity: Activity,
+        lists: Option<Vec<ListStatus>>,
+    }
+
+    impl AdminState for Fixed {
+        fn metrics(&self) -> &Metrics {
+            &self.metrics
+        }
+        fn activity(&self) -> &Activity {
+            &self.activity
+        }
+        fn fleet(&self) -> Option<Arc<Fleet>> {
+            None
+        }
+        fn charging(&self) -> bool {
+            false
+        }
+        fn status(&self) -> Status {
+            let at = |secs| UNIX_EPOCH + Duration::from_secs(secs);
+            Status {
+                policy_file: Some("/etc/crawlgate/crawlgate.toml".into()),
+                content_sha256: "ab12".into(),
+                generation: 3,
+                loaded_at: at(1_700_000_000),
+                last_error: Some("crawlgate.toml:4:1: unknown key".into()),
+                last_error_at: Some(at(1_700_000_060)),
+                restart_required: vec!["server.listen".into()],
+                stats: Stats { groups: 2, origin_groups: 1, rules: 5, robots_tags: 1, agents_rules: 0 },
+                origin_merged: true,
+                agents_txt: false,
+                robots_txt_etag: "\"e1\"".into(),
+                upstreams: vec![("origin:80".into(), "127.0.0.1:80".parse().unwrap(), true)],
+                origin_robots: json!({"mode": "merge"}),
+                verification_lists: self.lists.clone(),
+                tls: None,
+            }
+        }
+        fn before_scrape(&self) {}
+        fn listeners_bound(&self) -> bool {
+            true
+        }
+        fn ready_requires_upstream(&self) -> bool {
+            false
+        }
+        fn any_upstream_healthy(&self) -> bool {
+            true
+        }
+    }
+
+    fn admin(lists: Option<Vec<ListStatus>>) -> Admin {
+        let policy = crawlgate_policy::load("[upstream]\nservers = [\"127.0.0.1:1\"]\n", "t.toml").unwrap().policy;
+        let metrics = Metrics::with_verification(lists.is_some()).unwrap();
+        Admin::new(Arc::new(Fixed { metrics, activity: Activity::new(&policy, 1), lists }), None)
+    }
+
+    #[test]
+    fn status_is_laid_out_from_the_facts_the_proxy_gathers() {
+        let mut want = json!({
+            "policy_file": "/etc/crawlgate/crawlgate.toml",
+            "content_sha256": "ab12",
+            "generation": 3,
+            "loaded_at": 1_700_000_000,
+            "last_error": "crawlgate.toml:4:1: unknown key",
+            "last_error_at": 1_700_000_060,
+            "restart_required": ["server.listen"],
+            "groups": 2,
+            "origin_groups": 1,
+            "groups_text": "2 policy groups + 1 origin group",
+            "rules": 5,
+            "robots_tags": 1,
+            "agents_txt_rules": 0,
+            "agents_txt": false,
+            "robots_txt_etag": "\"e1\"",
+            "upstreams": [{"server": "origin:80", "address": "127.0.0.1:80", "healthy": true}],
+            "origin_robots": {"mode": "merge"},
+            "verification_lists": [],
+            "tls": null,
+            "signatures": null,
+        });
+        assert_eq!(admin(None).status_json(), want);
+        // With verification: each list, and the signature counts.
+        let list = ListStatus {
+            source: "https://example.com/ranges.json".into(),
+            prefixes: 12,
+            age_secs: Some(30),
+            last_error: None,
+            failures: 1,
+            refreshes: 4,
+        };
+        want["verification_lists"] = json!([{
+            "source": "https://example.com/ranges.json",
+            "age_seconds": 30,
+            "prefixes": 12,
+            "last_error": null,
+            "refresh_failures": 1,
+        }]);
+        want["signatures"] = json!({"verified": 0, "invalid": 0, "unverified": 0});
+        assert_eq!(admin(Some(vec![list])).status_json(), want);
+    }
 
     #[test]
     fn ready_once_bound_and_on_the_origin_only_when_asked() {
