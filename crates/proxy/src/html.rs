@@ -11,12 +11,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use bytes::{Bytes, BytesMut};
 use crawlgate_html::decode::{Decoder, Encoding};
 use crawlgate_html::markdown::MarkdownConverter;
-use crawlgate_html::{Bail, Config, RewritePlan, Rewriter};
+use crawlgate_html::{Config, RewritePlan, Rewriter};
 use crawlgate_policy::{HtmlMode, HtmlPlan};
 use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
 use pingora::{Error, ErrorSource, ErrorType, Result};
 
+use crawlgate_telemetry::events::rewrite;
 use crawlgate_telemetry::metrics::{Metrics, Passthrough};
 
 /// Memory lol_html may use per response before it bails out to
@@ -222,8 +223,8 @@ impl Transform {
     /// `bailed` is set once a bail-out was reported.
     fn report(&mut self, mode: &'static str, metrics: &Metrics, path: &str, end_of_stream: bool, bailed: &mut bool) {
         match self {
-            Transform::Robots(rw) => report_robots(rw, mode, metrics, path, end_of_stream, bailed),
-            Transform::Markdown(md) => report_markdown(md, metrics, path, bailed),
+            Transform::Robots(rw) => rewrite::report_robots(rw, mode, metrics, path, end_of_stream, bailed),
+            Transform::Markdown(md) => rewrite::report_markdown(md, metrics, path, bailed),
         }
     }
 }
@@ -482,80 +483,6 @@ impl HtmlStream {
         let out = out.into_bytes();
         *body = if out.is_empty() && !end_of_stream { None } else { Some(out) };
         Ok(())
-    }
-}
-
-/// [`Transform::report`] of the robots rewriter: findings into
-/// `crawlgate_html_findings_total` (and the debug log), a bail-out into
-/// `crawlgate_html_passthrough_total` and the log, once.
-fn report_robots(
-    rw: &mut Rewriter,
-    mode: &'static str,
-    metrics: &Metrics,
-    path: &str,
-    end_of_stream: bool,
-    bailed: &mut bool,
-) {
-    for f in rw.take_findings() {
-        metrics.html_finding(mode, f.kind.as_str());
-        // Counted in crawlgate_html_findings_total; one line per finding
-        // would flood the log on a busy site, so it is debug.
-        tracing::debug!(target: "crawlgate::html", path, mode = mode, kind = f.kind.as_str(), token = %f.token, rule = %f.rule, "Robots meta finding");
-    }
-    // Past crawlgate_html::MAX_FINDINGS per response only counts come.
-    for (kind, n) in rw.take_dropped_findings().iter() {
-        metrics.html_findings(mode, kind.as_str(), n);
-    }
-    let dropped = rw.dropped_findings().total();
-    if end_of_stream && dropped > 0 {
-        tracing::info!(
-            path,
-            mode = mode,
-            dropped,
-            recorded = crawlgate_html::MAX_FINDINGS,
-            "HTML findings beyond the recorded ones were counted, not logged"
-        );
-    }
-    if !*bailed {
-        match rw.bail() {
-            None => {}
-            Some(Bail::Utf16Bom) => {
-                *bailed = true;
-                metrics.html_passthrough(Passthrough::Utf16);
-                tracing::info!(path, "HTML left unchanged: the body starts with a UTF-16 byte order mark");
-            }
-            Some(bail) => {
-                *bailed = true;
-                metrics.html_passthrough(Passthrough::BailOut);
-                tracing::warn!(
-                    path,
-                    reason = bail.as_str(),
-                    "HTML rewriter gave up; the rest of the body passes through unchanged"
-                );
-            }
-        }
-    }
-}
-
-/// [`Transform::report`] of the Markdown converter: a bail-out into
-/// `crawlgate_html_passthrough_total` and the log, once. What was converted
-/// before it is what the client gets.
-fn report_markdown(md: &MarkdownConverter, metrics: &Metrics, path: &str, bailed: &mut bool) {
-    if *bailed {
-        return;
-    }
-    match md.bail() {
-        None => {}
-        Some(Bail::Utf16Bom) => {
-            *bailed = true;
-            metrics.html_passthrough(Passthrough::Utf16);
-            tracing::info!(path, "Markdown conversion stopped: the body starts with a UTF-16 byte order mark");
-        }
-        Some(bail) => {
-            *bailed = true;
-            metrics.html_passthrough(Passthrough::BailOut);
-            tracing::warn!(path, reason = bail.as_str(), "Markdown converter gave up; the Markdown ends there");
-        }
     }
 }
 

@@ -15,6 +15,8 @@ use crate::activity::{Activity, Hit};
 
 use crate::metrics::{Metrics, OTHER_AGENT};
 
+pub mod rewrite;
+
 /// What the proxy answered itself, without contacting the origin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Local {
