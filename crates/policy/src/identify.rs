@@ -40,6 +40,7 @@ pub struct TokenMatcher {
 /// A token found as a word in a header.
 #[derive(Clone, Copy, Default)]
 struct Span {
+    token: usize,
     start: usize,
     end: usize,
     tier: u8,
@@ -224,23 +225,28 @@ impl TokenMatcher {
         let hay = user_agent.as_bytes();
         let bounded = |s: usize, e: usize| !(s > 0 && is_word(hay[s - 1]) || e < hay.len() && is_word(hay[e]));
         let tier = |t: usize| self.tiers.get(t).copied().unwrap_or(0);
-        // Every token found as a word (few per header; a header with more
-        // keeps the rest on the heap).
+        // Every token found as a word, in one pass of the automaton (few
+        // per header; a header with more keeps the rest on the heap).
         let mut found = Spans::default();
         for m in ac.find_overlapping_iter(hay) {
             if bounded(m.start(), m.end()) {
                 let t = m.pattern().as_usize();
-                found.push(Span { start: m.start(), end: m.end(), tier: tier(t), identifies: t < self.identifying });
+                found.push(Span {
+                    token: t,
+                    start: m.start(),
+                    end: m.end(),
+                    tier: tier(t),
+                    identifies: t < self.identifying,
+                });
             }
         }
         let mut best: Option<(usize, usize, u8)> = None; // (token, start, tier)
-        for m in ac.find_overlapping_iter(hay) {
-            let (s, e) = (m.start(), m.end());
-            if !bounded(s, e) || found.inside_longer_identifying(s, e) {
+        for span in found.all() {
+            let (t, s, e) = (span.token, span.start, span.end);
+            if found.inside_longer_identifying(s, e) {
                 continue;
             }
-            let t = m.pattern().as_usize();
-            let ti = if t < self.identifying { found.best_tier_within(s, e) } else { tier(t) };
+            let ti = if span.identifies { found.best_tier_within(s, e) } else { span.tier };
             let better = match best {
                 None => true,
                 Some((bt, bs, bti)) => {
