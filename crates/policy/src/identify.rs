@@ -102,6 +102,9 @@ struct Recent {
 struct Answer {
     token: Option<usize>,
     browser: bool,
+    /// The catalog crawler of a header that names no token of this
+    /// matcher, once asked ([`TokenMatcher::find_observed`]).
+    observed: Option<Option<&'static str>>,
 }
 
 thread_local! {
@@ -189,13 +192,39 @@ impl TokenMatcher {
     /// The remembered answer for `user_agent`, found and remembered first
     /// when there is none.
     fn answer(&self, user_agent: &str) -> Answer {
-        let fresh = || Answer { token: self.search(user_agent), browser: looks_like_browser(user_agent) };
+        self.with_answer(user_agent, |a| *a)
+    }
+
+    /// [`TokenMatcher::find`], and for a header that names none of these
+    /// tokens the catalog crawler it names ([`catalog_crawler`]), both from
+    /// one remembered answer: a decision asks both of every request.
+    pub fn find_observed(&self, user_agent: &str) -> (Option<usize>, Option<&'static str>) {
+        if self.ac.is_none() {
+            return (None, catalog_crawler(user_agent));
+        }
+        self.with_answer(user_agent, |a| {
+            if a.token.is_some() {
+                return (a.token, None);
+            }
+            let observed = *a.observed.get_or_insert_with(|| {
+                let (matcher, tokens) = &*CATALOG;
+                matcher.search(user_agent).and_then(|i| tokens.get(i).copied())
+            });
+            (None, observed)
+        })
+    }
+
+    /// Runs `f` on the remembered answer for `user_agent` (found and
+    /// remembered first when there is none); what `f` sets is remembered.
+    fn with_answer<T>(&self, user_agent: &str, f: impl FnOnce(&mut Answer) -> T) -> T {
+        let fresh =
+            || Answer { token: self.search(user_agent), browser: looks_like_browser(user_agent), observed: None };
         let hay = user_agent.as_bytes();
         if hay.len() > RECENT_MAX_LEN {
-            return fresh();
+            return f(&mut fresh());
         }
         RECENT_ANSWERS.with(|recent| {
-            let Ok(mut recent) = recent.try_borrow_mut() else { return fresh() };
+            let Ok(mut recent) = recent.try_borrow_mut() else { return f(&mut fresh()) };
             if recent.is_empty() {
                 recent.resize_with(RECENT, Recent::default);
             }
@@ -206,7 +235,7 @@ impl TokenMatcher {
                 r.user_agent.clear();
                 r.user_agent.extend_from_slice(hay);
             }
-            r.answer
+            f(&mut r.answer)
         })
     }
 

@@ -392,11 +392,9 @@ impl Policy {
     /// [`Policy::decide`] on a path already in canonical form (the routing
     /// step has it from the request target), so it is not scanned again.
     pub(crate) fn decide_canonical(&self, user_agent: &str, path: &str) -> Decision<'_> {
-        let token = self.matcher.find(user_agent);
+        let (token, observed) = self.matcher.find_observed(user_agent);
         let mut decision = self.decide_token(token, path);
-        if token.is_none() {
-            decision.observed = crate::identify::catalog_crawler(user_agent);
-        }
+        decision.observed = observed;
         decision
     }
 
