@@ -141,3 +141,112 @@ fn behind_nginx_only_its_x_forwarded_for_is_believed_and_forwarded() {
         assert_eq!(address_fields_seen(&origin, path), want, "{forged:?}");
     }
 }
+
+/// A self-signed certificate for localhost in `dir`, as paths
+/// (certificate, key).
+fn self_signed(dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run openssl: {e}"));
+    assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
+    (cert, key)
+}
+
+/// The `X-Forwarded-Proto` lines the origin saw on its request for `path`.
+fn proto_seen(origin: &Origin, path: &str) -> Vec<String> {
+    let seen = origin.seen();
+    let req = seen.iter().find(|s| s.target == path).unwrap_or_else(|| panic!("the origin never saw {path}"));
+    req.headers.iter().filter(|(n, _)| n == "x-forwarded-proto").map(|(_, v)| v.clone()).collect()
+}
+
+const PAGE: &str = "<!doctype html><html><head><title>Front</title></head>\n\
+<body><main><h1>Front</h1>\n<p>See <a href=\"/authors/jane\">Jane</a>.</p></main></body></html>\n";
+
+/// nginx terminates TLS in front (the layout `docs/behind-a-web-server.md`
+/// advises) and states the scheme with `proxy_set_header X-Forwarded-Proto
+/// $scheme`: crawlgate, trusting it, keeps `https` for the origin and
+/// writes `https://` in Markdown's `url:` and links. A client that is not
+/// a trusted proxy cannot set the scheme (its `https` becomes `http`),
+/// nor can a client of nginx (nginx overwrites the field).
+#[test]
+fn behind_nginx_terminating_tls_the_origin_and_markdown_get_https() {
+    let dir = TempDir::new("behind-nginx-tls");
+    let (cert, key) = self_signed(&dir);
+    let origin = Origin::start(vec![
+        ("/page", Route::ok("text/html; charset=utf-8", PAGE)),
+        ("/via-nginx", Route::ok("text/plain", "ok\n")),
+        ("/direct", Route::ok("text/plain", "ok\n")),
+    ]);
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let admin: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap_or_else(|e| panic!("{e}"));
+    let policy = base_policy(addr, admin, origin.addr).replacen(
+        "[server]\n",
+        "[server]\ntrusted_proxies = [\"127.0.0.1\"]\n",
+        1,
+    );
+    let rules = "[[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\n\n[markdown]\npaths = [\"/page\"]\n";
+    let proxy = Proxy::start_with(addr, admin, &format!("{policy}{rules}"));
+    let upstream = proxy.addr;
+    let nginx = Nginx::start(|listen, _| {
+        format!(
+            "    server {{\n        listen {listen} ssl;\n\
+             \x20       ssl_certificate {};\n        ssl_certificate_key {};\n\
+             \x20       location / {{\n\
+             \x20           proxy_pass http://{upstream};\n\
+             \x20           proxy_http_version 1.1;\n\
+             \x20           proxy_set_header Host $host;\n\
+             \x20           proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
+             \x20           proxy_set_header X-Forwarded-Proto $scheme;\n\
+             \x20       }}\n    }}\n",
+            cert.display(),
+            key.display()
+        )
+    });
+    let curl = |path: &str, extra: &[&str]| {
+        let out = std::process::Command::new("curl")
+            .args([
+                "-sSk",
+                "--http1.1",
+                "--max-time",
+                "20",
+                "-H",
+                "Host: news.example",
+                "-H",
+                "X-Forwarded-Proto: http",
+            ])
+            .args(extra)
+            .arg(format!("https://{}{path}", nginx.addr))
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run curl: {e}"));
+        assert!(
+            out.status.success(),
+            "curl {path}: {}; nginx:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            nginx.error_log()
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(curl("/via-nginx", &[]), "ok\n");
+    assert_eq!(proto_seen(&origin, "/via-nginx"), ["https"]);
+    let md = curl("/page", &["-H", "Accept: text/markdown"]);
+    assert_eq!(
+        md,
+        "---\ntitle: \"Front\"\nurl: \"https://news.example/page\"\n---\n\n# Front\n\nSee [Jane](https://news.example/authors/jane).\n"
+    );
+    assert_eq!(proto_seen(&origin, "/page"), ["https"]);
+    // Straight to crawlgate from an address it does not trust: the
+    // connection's scheme, whatever the client says.
+    let r = Conn::from_source("127.0.0.2".parse().unwrap_or_else(|e| panic!("{e}")), proxy.addr).request(
+        "GET",
+        "/direct",
+        &[("X-Forwarded-Proto", "https"), ("Forwarded", "for=192.0.2.1;proto=https")],
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(proto_seen(&origin, "/direct"), ["http"]);
+}

@@ -244,7 +244,7 @@ pub fn origin_field(
 }
 
 /// An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as the IPv4 address.
-fn unmap(ip: IpAddr) -> IpAddr {
+pub(crate) fn unmap(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,

@@ -29,6 +29,7 @@ pub mod robots_tag;
 pub mod robotstxt;
 mod route;
 pub mod ruleset;
+pub mod scheme;
 mod settings;
 pub mod sf;
 pub mod siteintent;

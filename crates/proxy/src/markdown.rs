@@ -160,6 +160,7 @@ pub fn start(
     agent: Option<&str>,
     metrics: &Metrics,
     path: &str,
+    scheme: crawlgate_policy::scheme::Scheme,
 ) -> Result<Outcome> {
     let (Some(settings), Some(config)) = (policy.settings().markdown.as_ref(), config) else {
         return Ok(Outcome::NotConverted);
@@ -185,10 +186,8 @@ pub fn start(
         tracing::debug!(path, refusal = refusal.as_str(), "Markdown refused for an AI agent; HTML served");
         return Ok(Outcome::NotConverted);
     }
-    let scheme = match session.digest().and_then(|d| d.ssl_digest.as_ref()) {
-        Some(_) => "https",
-        None => "http",
-    };
+    // The client's scheme (a trusted front server's that terminated TLS).
+    let scheme = scheme.as_str();
     let host = session
         .req_header()
         .headers

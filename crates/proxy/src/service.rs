@@ -123,6 +123,7 @@ impl ProxyHttp for Gate {
             upstream_status: None,
             local: None,
             client: None,
+            scheme: crawlgate_policy::scheme::Scheme::Http,
             verification: Verification::NotApplicable,
             evidence: None,
             signature: None,
@@ -155,6 +156,7 @@ impl ProxyHttp for Gate {
             session.as_downstream_mut().set_pipelining_enabled(true);
         }
         ctx.client = client_addr(session, &ctx.snap);
+        ctx.scheme = request_scheme(session, &ctx.snap);
         if ctx.snap.rewrites_bodies && accepts_coding(session.req_header()) {
             if let Some(c) = session.downstream_modules_ctx.get_mut::<ResponseCompression>() {
                 c.adjust_level(COMPRESSION_LEVEL);
@@ -505,6 +507,7 @@ impl ProxyHttp for Gate {
                 agent,
                 &self.shared.metrics,
                 &ctx.path,
+                ctx.scheme,
             )?;
             if let crate::markdown::Outcome::Converted(stream) = outcome {
                 // Held from the header on for `x-markdown-tokens` (HTTP/1.1,

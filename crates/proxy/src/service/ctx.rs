@@ -39,6 +39,10 @@ pub struct Ctx {
     /// The client's address (`None` on a Unix socket), resolved through
     /// trusted proxies in `early_request_filter`.
     pub(super) client: Option<ClientAddr>,
+    /// The client's scheme: a trusted proxy's `X-Forwarded-Proto` (or
+    /// `Forwarded` `proto=`), else the connection's
+    /// (`policy::scheme::request_scheme`).
+    pub(super) scheme: crawlgate_policy::scheme::Scheme,
     /// This request's id in the access log.
     pub(super) id: RequestId,
     /// The deciding rule's pattern and line.

@@ -17,6 +17,17 @@ pub(super) fn client_addr(session: &Session, snap: &Snapshot) -> Option<ClientAd
     Some(client_address(peer, &address_lines(session.req_header(), settings), settings))
 }
 
+/// The client's scheme: the connection's, or a trusted proxy's statement
+/// (`policy::scheme::request_scheme`).
+pub(super) fn request_scheme(session: &Session, snap: &Snapshot) -> crawlgate_policy::scheme::Scheme {
+    let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
+    let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
+    let settings = &snap.policy.settings().server.client_address;
+    let field = crawlgate_policy::scheme::scheme_field(settings);
+    let lines: Vec<&[u8]> = session.req_header().headers.get_all(field).iter().map(|v| v.as_bytes()).collect();
+    crawlgate_policy::scheme::request_scheme(peer, tls, &lines, settings)
+}
+
 /// The field lines of the address header `settings` names (none when the
 /// PROXY protocol carries the address).
 pub(super) fn address_lines<'r>(req: &'r RequestHeader, settings: &ClientAddressSettings) -> Vec<&'r [u8]> {

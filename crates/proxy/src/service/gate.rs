@@ -5,13 +5,12 @@ use super::*;
 
 impl Gate {
     /// Adds the client address field (`X-Forwarded-For` or `Forwarded`, as
-    /// `server.client_address_header` names), X-Forwarded-Proto, Via and
+    /// `server.client_address_header` names), X-Forwarded-Proto (`Ctx::scheme`), Via and
     /// X-Request-Id (Host is forwarded unchanged) to a request that goes to
     /// the origin. They are added once, to the client's header after the
     /// decision; Pingora's copy for the origin, made again for a retried
     /// attempt, takes them along.
     pub(super) fn add_forwarding_fields(&self, session: &mut Session, ctx: &Ctx) -> Result<()> {
-        let tls = session.digest().is_some_and(|d| d.ssl_digest.is_some());
         let req = session.req_header_mut();
         // Every client-supplied address field goes; the chosen one comes
         // back extended for a trusted proxy, replaced by the peer for anyone
@@ -35,7 +34,9 @@ impl Gate {
                 req.insert_header(name, value)?;
             }
         }
-        req.insert_header("x-forwarded-proto", if tls { "https" } else { "http" })?;
+        // The client's scheme: a trusted front server's word (it terminated
+        // TLS), else this connection's; a client's own is replaced.
+        req.insert_header("x-forwarded-proto", ctx.scheme.as_str())?;
         req.append_header(header::VIA, self.via.clone())?;
         // The origin can log the same id; a client's own X-Request-Id is
         // forwarded as it is (and never becomes the log's id).
