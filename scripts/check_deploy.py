@@ -352,7 +352,9 @@ else:
                      "CrawlgateVerificationListRefreshFailing", "CrawlgateVerificationListStale",
                      "CrawlgateOriginRobotsFetchFailing", "CrawlgateSpoofedClaimsSpike",
                      "CrawlgateConnectionsRefused", "CrawlgateTlsCertificateExpiring",
-                     "CrawlgateLedgerFailing"):
+                     "CrawlgateLedgerFailing", "CrawlgatePaymentFailures", "CrawlgateSharedStoreDown",
+                     "CrawlgateRateLimitedHigh", "CrawlgateUntrustedForwarder",
+                     "CrawlgateMarkdownConversionsFailing"):
             if want not in names: p.append(f"alert {want} is missing")
     if rd is False:
         pass

@@ -193,6 +193,47 @@ fn the_fleet_view_adds_both_instances_up() {
     assert_eq!(fleet["agents"][0]["requests"]["this"], 2);
     let page = reqwest::blocking::get(a.admin_url("/")).and_then(|r| r.text()).unwrap();
     assert!(page.contains("<span id=\"fleet-instances\">2</span> instance(s) reported in the last minute."), "{page}");
+    assert_eq!(status(&a)["limits"]["store"]["up"], true);
+    assert_eq!(a.metric("crawlgate_limits_store_configured"), Some("1".into()));
+
+    // Redis stopped: no frozen totals or stale instance count, but since
+    // when the fleet is unknown; /status says the store is down and why.
+    let mut redis = redis;
+    redis.stop();
+    crawl(&[&a], 1);
+    let fleet = wait_for("a's fleet view to say the store is down", Duration::from_secs(30), || {
+        let text = reqwest::blocking::get(a.admin_url("/api/agents?window=1h")).and_then(|r| r.text()).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        (v["fleet"]["current"] == false).then(|| v["fleet"].clone())
+    });
+    let store = status(&a)["limits"]["store"].clone();
+    assert_eq!(store["configured"], true);
+    assert_eq!(store["up"], false);
+    assert_eq!(store["target"], format!("127.0.0.1:{}", redis.port()));
+    let since = store["since"].as_u64().unwrap();
+    let error = store["last_error"].as_str().unwrap_or_default();
+    assert!(error.starts_with(&format!("Redis at 127.0.0.1:{}", redis.port())), "{store}");
+    assert_eq!(fleet["agents"], serde_json::json!([]));
+    assert_eq!(fleet["instances"], serde_json::Value::Null);
+    let note = format!(
+        "Fleet totals unavailable since {:02}:{:02} UTC (store down); showing this instance only.",
+        since % 86_400 / 3600,
+        since % 3600 / 60
+    );
+    assert_eq!(fleet["note"], note.as_str());
+    let page = reqwest::blocking::get(a.admin_url("/")).and_then(|r| r.text()).unwrap();
+    let start = page.find("<section id=\"fleet\">").unwrap();
+    let section = &page[start..start + page[start..].find("</section>").unwrap()];
+    assert_eq!(
+        section,
+        format!("<section id=\"fleet\"><h2>Fleet</h2><p id=\"fleet-summary\"><span class=\"badge bad\">store down</span> {note}</p>")
+    );
+    assert_eq!(a.metric("crawlgate_limits_store_up"), Some("0".into()));
+}
+
+fn status(proxy: &Proxy) -> serde_json::Value {
+    let text = reqwest::blocking::get(proxy.admin_url("/status")).and_then(|r| r.text()).unwrap();
+    serde_json::from_str(&text).unwrap()
 }
 
 #[test]
@@ -205,7 +246,10 @@ fn without_a_store_the_page_says_it_shows_one_instance() {
     assert_eq!(v["fleet"]["instances"], 1);
     let page = reqwest::blocking::get(proxy.admin_url("/")).and_then(|r| r.text()).unwrap();
     assert!(page.contains("This page shows one instance: no shared store ([limits] store) is configured."));
-    assert_eq!(proxy.metric("crawlgate_limits_store_up"), Some("0".into()));
+    // No store: no up gauge to alert on, and one that says so.
+    assert_eq!(proxy.metric("crawlgate_limits_store_up"), None);
+    assert_eq!(proxy.metric("crawlgate_limits_store_configured"), Some("0".into()));
+    assert_eq!(status(&proxy)["limits"], serde_json::json!({"store": {"configured": false}}));
 }
 
 /// The Host both instances are reached under, the `@authority` the

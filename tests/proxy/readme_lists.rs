@@ -68,7 +68,8 @@ fn fields_in_code() -> Vec<String> {
 #[test]
 fn the_readme_lists_every_access_log_field_and_metric() {
     // Every feature that registers metrics or writes fields: TLS,
-    // [verification], the origin merge, HTML audit, JSON access lines.
+    // [verification], the origin merge, HTML audit, JSON access lines, a
+    // shared store (unreachable: its gauges exist only with one).
     let origin = Origin::start(vec![
         (
             "/page",
@@ -101,7 +102,7 @@ fn the_readme_lists_every_access_log_field_and_metric() {
          [[robots_tag]]\npath = \"/page\"\nrules = [\"noindex\"]\nhtml = \"audit\"\n"
         // Charging: a charge group with a pinned key and its ledger.
         + &format!(
-            "\n[[group]]\nuser_agents = [\"ExampleBot\"]\nenforce = \"charge\"\nprice = \"USD 0.01\"\n\n\
+            "\n[limits]\nstore = \"redis://127.0.0.1:9/\"\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nenforce = \"charge\"\nprice = \"USD 0.01\"\n\n\
              [[verification.keys]]\ntoken = \"ExampleBot\"\njwk = '{}'\n\n[payment]\nledger = \"{}\"\n",
             crawlgate_testkit::wba::Signer::from_seed(1).jwk(),
             certs.join("ledger.sqlite").display()

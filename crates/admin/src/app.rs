@@ -100,6 +100,7 @@ impl Admin {
             "origin_robots": status.origin_robots,
             "verification_lists": verification_lists(status.verification_lists.as_deref()),
             "tls": status.tls,
+            "limits": limits_json(status.limits_store.as_ref()),
             "signatures": self.signatures(status.verification_lists.is_some()),
         })
     }
@@ -113,6 +114,22 @@ impl Admin {
         let [verified, invalid, unverified] = self.state.metrics().verification().signature_counts();
         Some(serde_json::json!({"verified": verified, "invalid": invalid, "unverified": unverified}))
     }
+}
+
+/// The `limits` member: whether a shared store is configured and, with
+/// one, its server, whether it answers, since when and the error that last
+/// took it down (rate limits are per instance while it is down).
+fn limits_json(store: Option<&crawlgate_store::Health>) -> serde_json::Value {
+    let Some(h) = store else {
+        return serde_json::json!({"store": {"configured": false}});
+    };
+    serde_json::json!({"store": {
+        "configured": true,
+        "target": h.target,
+        "up": h.up,
+        "since": h.since,
+        "last_error": h.last_error,
+    }})
 }
 
 /// Each IP list's source, age, size and last error (empty without
@@ -316,6 +333,7 @@ mod tests {
                 origin_robots: json!({"mode": "merge"}),
                 verification_lists: self.lists.clone(),
                 tls: None,
+                limits_store: None,
             }
         }
         fn before_scrape(&self) {}
@@ -358,6 +376,7 @@ mod tests {
             "origin_robots": {"mode": "merge"},
             "verification_lists": [],
             "tls": null,
+            "limits": {"store": {"configured": false}},
             "signatures": null,
         });
         assert_eq!(admin(None).status_json(), want);
@@ -379,6 +398,21 @@ mod tests {
         }]);
         want["signatures"] = json!({"verified": 0, "invalid": 0, "unverified": 0});
         assert_eq!(admin(Some(vec![list])).status_json(), want);
+    }
+
+    #[test]
+    fn the_limits_member_reports_the_store() {
+        let health = crawlgate_store::Health {
+            target: "10.0.0.5:6379".into(),
+            up: false,
+            since: Some(1_795_000_000),
+            last_error: Some("Redis at 10.0.0.5:6379: connection refused".into()),
+        };
+        assert_eq!(
+            super::limits_json(Some(&health)),
+            json!({"store": {"configured": true, "target": "10.0.0.5:6379", "up": false, "since": 1_795_000_000u64,
+                             "last_error": "Redis at 10.0.0.5:6379: connection refused"}})
+        );
     }
 
     #[test]

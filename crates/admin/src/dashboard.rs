@@ -390,6 +390,12 @@ fn fleet_block(fleet: &Value) -> String {
     } else {
         "<span class=\"badge bad\">store down</span>"
     };
+    if fleet["current"] == Value::Bool(false) {
+        // No frozen totals, no stale instance count: the note says since
+        // when and that the page shows this instance only.
+        let _ = write!(out, "<p id=\"fleet-summary\">{store} {}</p>", text(&fleet["note"]));
+        return out;
+    }
     let _ = write!(
         out,
         "<p id=\"fleet-summary\">{store} <span id=\"fleet-instances\">{}</span> instance(s) reported in the last minute. {}</p>",
@@ -484,7 +490,8 @@ function chart(t){var tot=t.total||[];var max=Math.max.apply(null,tot.concat([1]
 var pts=tot.map(function(c,i){return (40+560*i/n).toFixed(1)+","+(150-140*c/max).toFixed(1);});
 document.getElementById("tl-total").setAttribute("points",pts.join(" "));document.getElementById("chart-max").textContent=String(max);}
 function fleetBlock(f){f=f||{};var out="<h2>Fleet</h2>";if(f.shared!==true)return out+'<p id="fleet-summary">'+txt(f.note)+"</p>";
-out+='<p id="fleet-summary">'+(f.store_up===true?'<span class="badge ok">store up</span>':'<span class="badge bad">store down</span>')+' <span id="fleet-instances">'+txt(f.instances)+"</span> instance(s) reported in the last minute. "+txt(f.note)+"</p>";
+var badge=f.store_up===true?'<span class="badge ok">store up</span>':'<span class="badge bad">store down</span>';if(f.current===false)return out+'<p id="fleet-summary">'+badge+" "+txt(f.note)+"</p>";
+out+='<p id="fleet-summary">'+badge+' <span id="fleet-instances">'+txt(f.instances)+"</span> instance(s) reported in the last minute. "+txt(f.note)+"</p>";
 var cols=[["Requests","requests"],["Blocked","blocked"],["Violations","violations"]];out+='<div class="scroll"><table id="fleet-agents"><thead><tr><th>Agent</th>';
 cols.forEach(function(c){out+='<th class="n">'+c[0]+' (this instance)</th><th class="n">'+c[0]+" (fleet)</th>";});out+="</tr></thead><tbody>";
 (f.agents||[]).forEach(function(a){out+="<tr><td>"+txt(a.agent)+"</td>";cols.forEach(function(c){var v=a[c[1]]||{};out+='<td class="n">'+txt(v.this)+'</td><td class="n">'+txt(v.fleet)+"</td>";});out+="</tr>";});
@@ -654,6 +661,13 @@ mod tests {
              <th class=\"n\">Violations (this instance)</th><th class=\"n\">Violations (fleet)</th></tr></thead><tbody>\
              <tr><td>&lt;b&gt;</td><td class=\"n\">1</td><td class=\"n\">7</td><td class=\"n\">0</td><td class=\"n\">2</td><td class=\"n\">0</td><td class=\"n\">0</td></tr>\
              </tbody></table></div>"
+        );
+        let stale = json!({"shared": true, "store_up": false, "current": false, "agents": [],
+            "note": "Fleet totals unavailable since 14:02 UTC (store down); showing this instance only."});
+        assert_eq!(
+            fleet_block(&stale),
+            "<h2>Fleet</h2><p id=\"fleet-summary\"><span class=\"badge bad\">store down</span> \
+             Fleet totals unavailable since 14:02 UTC (store down); showing this instance only.</p>"
         );
     }
 }

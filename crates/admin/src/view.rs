@@ -79,4 +79,6 @@ pub struct Status {
     pub verification_lists: Option<Vec<ListStatus>>,
     /// The TLS certificate in use; `None` without TLS listeners.
     pub tls: Option<serde_json::Value>,
+    /// The shared store of `[limits] store`; `None` without one.
+    pub limits_store: Option<crawlgate_store::Health>,
 }

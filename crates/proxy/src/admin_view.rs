@@ -63,6 +63,7 @@ impl AdminState for AdminView {
             origin_robots: crate::origin::status_json(shared),
             verification_lists: snap.handles.verifier.as_ref().map(|v| v.lists().status()),
             tls: self.tls.as_ref().map(|t| t.status_json()),
+            limits_store: snap.handles.store.as_ref().map(|s| s.health()),
         }
     }
 
@@ -70,8 +71,8 @@ impl AdminState for AdminView {
         let (shared, snap) = (&self.shared, self.shared.snapshot.load());
         shared.metrics.upstream_health(&snap.upstream.health());
         shared.metrics.origin_robots_age(crate::origin::copy_age(shared));
-        if let Some(store) = &snap.handles.store {
-            shared.metrics.limits_store(store.is_up(), store.errors_total());
+        shared.metrics.limits_store(snap.handles.store.as_ref().map(|s| (s.is_up(), s.errors_total())));
+        if snap.handles.store.is_some() {
             shared.metrics.limits_fallbacks(snap.handles.limiter.fallbacks());
         }
     }

@@ -82,6 +82,20 @@ pub(crate) async fn within<F: std::future::Future>(deadline: tokio::time::Instan
     None
 }
 
+/// The store's state as `/status` reports it ([`Store::health`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Health {
+    /// `host:port` of the server (no credentials).
+    pub target: String,
+    /// The last connection attempt or call succeeded.
+    pub up: bool,
+    /// When it last went up or down (Unix seconds); `None` before the
+    /// first connection attempt finished.
+    pub since: Option<u64>,
+    /// The error that last took it down, kept after it came back.
+    pub last_error: Option<String>,
+}
+
 /// What a store is built from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreConfig {
@@ -204,6 +218,10 @@ struct Inner {
     /// generation (a new generation drops the older slots).
     runtime_conns: ArcSwap<Vec<RuntimeSlot>>,
     state: AtomicU8,
+    /// When `state` last changed (Unix seconds; 0 before the first change).
+    changed_at: AtomicU64,
+    /// The error that last marked the store down, for `/status`.
+    last_error: std::sync::Mutex<Option<String>>,
     errors: AtomicU64,
     /// Timeouts in a row on the current connection (any answer resets it).
     timeouts: AtomicU32,
@@ -246,6 +264,8 @@ impl Store {
                 conn: ArcSwapOption::empty(),
                 runtime_conns: ArcSwap::from_pointee(Vec::new()),
                 state: AtomicU8::new(UNKNOWN),
+                changed_at: AtomicU64::new(0),
+                last_error: std::sync::Mutex::new(None),
                 errors: AtomicU64::new(0),
                 timeouts: AtomicU32::new(0),
                 broken: Notify::new(),
@@ -269,6 +289,18 @@ impl Store {
     /// the `crawlgate_limits_store_up` gauge.
     pub fn is_up(&self) -> bool {
         self.inner.state.load(Ordering::Relaxed) == UP
+    }
+
+    /// The store's state for `/status`: up or not, since when, and the
+    /// error that last took it down (kept after it came back).
+    pub fn health(&self) -> Health {
+        let since = self.inner.changed_at.load(Ordering::Relaxed);
+        Health {
+            target: self.inner.target.clone(),
+            up: self.is_up(),
+            since: (since > 0).then_some(since),
+            last_error: self.inner.last_error.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
     }
 
     /// Calls that failed or were not tried because the store was down:
@@ -359,10 +391,15 @@ impl Store {
 
     /// Records a state, logging once per change.
     fn set_state(&self, new: u8, why: Option<&StoreError>) {
+        if let Some(why) = why {
+            *self.inner.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(why.to_string());
+        }
         let old = self.inner.state.swap(new, Ordering::Relaxed);
         if old == new {
             return;
         }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.inner.changed_at.store(now, Ordering::Relaxed);
         let target = self.inner.target.as_str();
         match (new, why) {
             (UP, _) => tracing::info!(store = target, "Shared store is up; rate limits are shared"),
@@ -633,5 +670,18 @@ mod tests {
         let err = rt.block_on(store.seen_once("k", Duration::from_secs(1))).unwrap_err();
         assert_eq!(err.to_string(), "Redis at 127.0.0.1:1 is down (reconnecting)");
         assert_eq!(store.errors_total(), 1);
+        assert_eq!(store.health(), Health { target: "127.0.0.1:1".into(), up: false, since: None, last_error: None });
+    }
+
+    #[test]
+    fn a_failed_connection_is_down_since_then_with_its_error() {
+        let store = Store::new(StoreConfig::new("redis://127.0.0.1:1/")).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        assert!(rt.block_on(store.connect()).is_err());
+        let health = store.health();
+        assert!(!health.up);
+        assert!(health.since.is_some_and(|s| s > 1_700_000_000), "{health:?}");
+        let error = health.last_error.unwrap_or_default();
+        assert!(error.starts_with("Redis at 127.0.0.1:1: "), "{error}");
     }
 }

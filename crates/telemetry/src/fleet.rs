@@ -56,6 +56,20 @@ struct State {
     instances: u64,
     /// The last read succeeded.
     read_ok: bool,
+    /// Since when (Unix seconds) the fleet's counts could not be read:
+    /// the store went down then, or a read failed; `None` while current.
+    unavailable_since: Option<u64>,
+}
+
+impl State {
+    /// Records a tick at `now` that could not read the fleet; `down_since`
+    /// is when the store went down, if it knows.
+    fn unavailable(&mut self, now: u64, down_since: Option<u64>) {
+        self.read_ok = false;
+        if self.unavailable_since.is_none() {
+            self.unavailable_since = Some(down_since.unwrap_or(now).min(now));
+        }
+    }
 }
 
 /// This instance's side of the fleet counters.
@@ -83,7 +97,8 @@ impl Fleet {
         // activity model); calls that would fail anyway are not counted
         // as store errors.
         if !self.store.is_up() {
-            self.state().read_ok = false;
+            let since = self.store.health().since;
+            self.state().unavailable(now, since);
             return;
         }
         let minute = now / 60;
@@ -122,8 +137,9 @@ impl Fleet {
                 state.minutes.retain(|m, _| *m >= oldest);
                 state.instances = instances;
                 state.read_ok = true;
+                state.unavailable_since = None;
             }
-            Err(_) => self.state().read_ok = false,
+            Err(_) => self.state().unavailable(now, None),
         }
     }
 
@@ -147,6 +163,20 @@ impl Fleet {
         } as u64;
         let end = now / 60;
         let state = self.state();
+        let store_up = self.store.is_up();
+        if !state.read_ok {
+            // Frozen totals and an old instance count would read as the
+            // fleet's: the page says what is missing instead.
+            return json!({
+                "shared": true,
+                "store_up": store_up,
+                "current": false,
+                "unavailable_since": state.unavailable_since,
+                "window_minutes": n,
+                "agents": [],
+                "note": unavailable_note(state.unavailable_since, store_up),
+            });
+        }
         let mut agents: BTreeMap<&str, BTreeMap<&str, u64>> = BTreeMap::new();
         for (_, counts) in state.minutes.range(end.saturating_sub(n - 1)..=end) {
             for ((agent, counter), v) in counts {
@@ -176,8 +206,8 @@ impl Fleet {
         rows.sort_by_key(|r| std::cmp::Reverse(r.0));
         json!({
             "shared": true,
-            "store_up": self.store.is_up(),
-            "current": state.read_ok,
+            "store_up": store_up,
+            "current": true,
             "instances": state.instances,
             "window_minutes": n,
             "agents": rows.into_iter().map(|(_, r)| r).collect::<Vec<_>>(),
@@ -185,6 +215,19 @@ impl Fleet {
                      \"since start\" shows the last 24 hours). This instance's counts are its own since it started.",
         })
     }
+}
+
+/// What the fleet panel says while the fleet's counts cannot be read.
+fn unavailable_note(since: Option<u64>, store_up: bool) -> String {
+    let Some(t) = since else {
+        return "Fleet totals not read from the shared store yet; showing this instance only.".to_string();
+    };
+    let why = if store_up { "store read failed" } else { "store down" };
+    format!(
+        "Fleet totals unavailable since {:02}:{:02} UTC ({why}); showing this instance only.",
+        t % 86_400 / 3600,
+        t % 3600 / 60
+    )
 }
 
 /// Adds the `fleet` member to an `/api/agents` document over `window`.
@@ -309,6 +352,53 @@ mod tests {
         assert_eq!(row["allowed"], json!({"this": 0, "fleet": 0}));
         let key = format!("crawlgate:fleet:{}", now / 60);
         assert_eq!(redis.command(&["HGET", &key, "ClaudeBot:requests"]).as_int(), Some(8));
+    }
+
+    /// The store stopped mid-run: the fleet member drops its frozen totals
+    /// and instance count and says since when it cannot read them.
+    #[tokio::test]
+    async fn with_the_store_down_the_fleet_says_since_when_and_shows_no_totals() {
+        let mut redis = crawlgate_testkit::redis::RedisServer::start();
+        let policy = crawlgate_policy::load(
+            "[upstream]\nservers = [\"127.0.0.1:1\"]\n\n[[group]]\nuser_agents = [\"ClaudeBot\"]\nallow = [\"/\"]\n",
+            "t.toml",
+        )
+        .unwrap()
+        .policy;
+        let now = crate::activity::unix_now();
+        let store = Store::new(crawlgate_store::StoreConfig::new(redis.url())).unwrap();
+        store.connect().await.unwrap();
+        let activity = Activity::new(&policy, 1);
+        activity.hit(&hit(&policy, "ClaudeBot/1.0", "/x", now));
+        let fleet = Fleet::new(store.clone(), "a".into(), now / 60);
+        fleet.tick(&activity, now).await;
+        assert_eq!(fleet.json(&json!({}), Window::Minutes(60), now)["instances"], 1);
+        redis.stop();
+        // The next call finds the connection broken and marks the store down.
+        let _ = store.seen_once("k", std::time::Duration::from_secs(1)).await;
+        assert!(!store.is_up());
+        let since = store.health().since.unwrap();
+        fleet.tick(&activity, now + 5).await;
+        let v = fleet.json(&json!({}), Window::Minutes(60), now + 5);
+        let hhmm = format!("{:02}:{:02}", since % 86_400 / 3600, since % 3600 / 60);
+        assert_eq!(
+            v,
+            json!({"shared": true, "store_up": false, "current": false, "unavailable_since": since,
+                   "window_minutes": 60, "agents": [],
+                   "note": format!("Fleet totals unavailable since {hhmm} UTC (store down); showing this instance only.")})
+        );
+    }
+
+    #[test]
+    fn unavailable_notes() {
+        assert_eq!(
+            unavailable_note(Some(86_400 * 3 + 13 * 3600 + 7 * 60 + 59), true),
+            "Fleet totals unavailable since 13:07 UTC (store read failed); showing this instance only."
+        );
+        assert_eq!(
+            unavailable_note(None, false),
+            "Fleet totals not read from the shared store yet; showing this instance only."
+        );
     }
 
     #[test]

@@ -727,9 +727,11 @@ impl Metrics {
     }
 
     /// Records the shared store's state: up or not, and its running total
-    /// of failed calls.
-    pub fn limits_store(&self, up: bool, errors: u64) {
-        self.store.up.set(i64::from(up));
+    /// of failed calls; `None` without a store (the up gauge stays absent).
+    pub fn limits_store(&self, store: Option<(bool, u64)>) {
+        self.store.configured.set(i64::from(store.is_some()));
+        let Some((up, errors)) = store else { return };
+        self.store.up.with_label_values(&[] as &[&str]).set(i64::from(up));
         let seen = self.store.errors.get();
         if errors > seen {
             self.store.errors.inc_by(errors - seen);

@@ -3,9 +3,13 @@
 use super::*;
 
 /// The shared store's state (`[limits] store`), read from the store when
-/// `/metrics` is scraped; 0 and 0 without one.
+/// `/metrics` is scraped. Without a store `crawlgate_limits_store_up` is
+/// absent (so an alert on it never fires for an instance that has none)
+/// and `crawlgate_limits_store_configured` is 0.
 pub(super) struct StoreMetrics {
-    pub(super) up: IntGauge,
+    /// No labels: a child exists (and is exposed) once a store reports.
+    pub(super) up: IntGaugeVec,
+    pub(super) configured: IntGauge,
     pub(super) errors: IntCounter,
     /// By [`crawlgate_limits::Fallback::ALL`].
     pub(super) fallbacks: Vec<IntCounter>,
@@ -13,11 +17,19 @@ pub(super) struct StoreMetrics {
 
 impl StoreMetrics {
     pub(super) fn new(r: &Registry) -> prometheus::Result<StoreMetrics> {
-        let up = IntGauge::new(
-            "crawlgate_limits_store_up",
-            "1 while the shared store of [limits] store answers, 0 while rate limits fall back to this instance's store (and without a shared store).",
+        let up = IntGaugeVec::new(
+            Opts::new(
+                "crawlgate_limits_store_up",
+                "1 while the shared store of [limits] store answers, 0 while rate limits fall back to this instance's store; absent without a shared store.",
+            ),
+            &[],
         )?;
         r.register(Box::new(up.clone()))?;
+        let configured = IntGauge::new(
+            "crawlgate_limits_store_configured",
+            "1 when [limits] store names a shared store (crawlgate_limits_store_up is then exposed), 0 without one.",
+        )?;
+        r.register(Box::new(configured.clone()))?;
         let errors = IntCounter::new(
             "crawlgate_limits_store_errors_total",
             "Shared-store calls that failed or ran past [limits] timeout; each such request was limited by this instance's store.",
@@ -33,6 +45,31 @@ impl StoreMetrics {
         r.register(Box::new(fallback.clone()))?;
         let fallbacks =
             crawlgate_limits::Fallback::ALL.iter().map(|why| fallback.with_label_values(&[why.as_str()])).collect();
-        Ok(StoreMetrics { up, errors, fallbacks })
+        Ok(StoreMetrics { up, configured, errors, fallbacks })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Metrics;
+
+    fn text(m: &Metrics) -> String {
+        String::from_utf8(m.encode().0).unwrap()
+    }
+
+    /// Without a store the up gauge is absent (an alert on it cannot fire
+    /// forever) and `configured` says 0; with one both are exposed.
+    #[test]
+    fn the_up_gauge_exists_only_with_a_store() {
+        let m = Metrics::with_verification(false).unwrap();
+        m.limits_store(None);
+        let t = text(&m);
+        assert!(t.contains("\ncrawlgate_limits_store_configured 0\n"), "{t}");
+        assert!(!t.contains("\ncrawlgate_limits_store_up") && !t.contains("TYPE crawlgate_limits_store_up"), "{t}");
+        m.limits_store(Some((false, 2)));
+        let t = text(&m);
+        assert!(t.contains("\ncrawlgate_limits_store_configured 1\n"), "{t}");
+        assert!(t.contains("\ncrawlgate_limits_store_up 0\n"), "{t}");
+        assert!(t.contains("\ncrawlgate_limits_store_errors_total 2\n"), "{t}");
     }
 }
