@@ -134,6 +134,7 @@ impl ProxyHttp for Gate {
             origin_rule: false,
             browser: false,
             limit: None,
+            over_rate: None,
             pay: None,
             held_charge: None,
             cache: CacheRule::Origin,
@@ -355,7 +356,17 @@ impl ProxyHttp for Gate {
                     // before the ones checked while it waited, which GCRA would
                     // refuse as a burst.
                     let now = std::time::Instant::now();
-                    if let Some(refused) = crate::limits::check(&snap.handles.limiter, &limit, now).await {
+                    let checked = crate::limits::check(&snap.handles.limiter, &limit, now).await;
+                    let over = match checked {
+                        crate::limits::Checked::WouldLimit => Some("would_limit"),
+                        crate::limits::Checked::Delayed(_) => Some("delayed"),
+                        _ => None,
+                    };
+                    if let Some(action) = over {
+                        ctx.over_rate = Some((action, limit.group.index));
+                        ctx.limit = Some(limit.limit);
+                    }
+                    if let crate::limits::Checked::Refused(refused) = checked {
                         ctx.outcome = Action::Block;
                         ctx.local = Some(Local::RateLimited);
                         ctx.reason = Some(BlockReason::Rate);
@@ -728,6 +739,7 @@ impl ProxyHttp for Gate {
             reason: ctx.reason,
             origin_rule: ctx.origin_rule,
             limit: ctx.limit,
+            over_rate: ctx.over_rate.map(|(action, g)| (action, ctx.snap.policy.group_name(g))),
         };
         if let Some(pay) = &ctx.pay {
             pay.finish(&ctx.snap, session.body_bytes_sent(), status, e.and_then(void_reason)).await;

@@ -72,8 +72,12 @@ pub struct Ctx {
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     pub(super) browser: bool,
-    /// The rate limit a refused request is over.
+    /// The rate limit a refused request is over (or a passed one, with
+    /// `over_rate`).
     pub(super) limit: Option<crawlgate_policy::limits::GroupLimit>,
+    /// A request over its rate that was not refused: `would_limit`
+    /// (`rate_mode = "log"`) or `delayed`, and the limit's group index.
+    pub(super) over_rate: Option<(&'static str, usize)>,
     /// A charge to record or a price to state in the response phase.
     pub(super) pay: Option<Box<crate::payment::Pending>>,
     /// That charge, while the connection makes it when it releases a held
