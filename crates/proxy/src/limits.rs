@@ -58,6 +58,17 @@ pub enum Checked {
     Refused(Refused),
 }
 
+impl Checked {
+    /// The `over_rate` of a request over its rate that passed.
+    pub fn over_rate(&self) -> Option<&'static str> {
+        match self {
+            Checked::WouldLimit => Some("would_limit"),
+            Checked::Delayed(_) => Some("delayed"),
+            Checked::Pass | Checked::Refused(_) => None,
+        }
+    }
+}
+
 /// Counts one request checked at `now` against `limit` and carries out
 /// its group's `rate_mode`: a held request (`"delay"`) sleeps until the
 /// rate admits it and is checked again, as long as its whole wait stays
@@ -65,6 +76,11 @@ pub enum Checked {
 /// `Retry-After` is clamped to the limit's own interval
 /// ([`GroupLimit::max_retry_after`]: a shared store's answer cannot set
 /// any other).
+///
+/// `now` is the time of the check, not of arrival: checks of one key then
+/// see times in order, so a request held up (by verification, by the
+/// scheduler) is not counted as coming before the ones checked while it
+/// waited, which GCRA would refuse as a burst.
 pub async fn check(limiter: &Limiter, limit: &Limit<'_>, now: Instant) -> Checked {
     let mut waited = Duration::ZERO;
     let mut at = now;

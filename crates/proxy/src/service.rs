@@ -350,30 +350,13 @@ impl ProxyHttp for Gate {
                     ctx.violation = true;
                 }
                 if let Some(limit) = limit {
-                    // The time of the check, not of arrival: checks of one key
-                    // then see times in order, so a request held up (by
-                    // verification, by the scheduler) is not counted as coming
-                    // before the ones checked while it waited, which GCRA would
-                    // refuse as a burst.
-                    let now = std::time::Instant::now();
-                    let checked = crate::limits::check(&snap.handles.limiter, &limit, now).await;
-                    let over = match checked {
-                        crate::limits::Checked::WouldLimit => Some("would_limit"),
-                        crate::limits::Checked::Delayed(_) => Some("delayed"),
-                        _ => None,
-                    };
-                    if let Some(action) = over {
-                        ctx.over_rate = Some((action, limit.group.index));
-                        ctx.limit = Some(limit.limit);
+                    // Checked now, not at arrival (see `limits::check`).
+                    let checked = crate::limits::check(&snap.handles.limiter, &limit, std::time::Instant::now()).await;
+                    if let Some(action) = checked.over_rate() {
+                        (ctx.over_rate, ctx.limit) = (Some((action, limit.group.index)), Some(limit.limit));
                     }
                     if let crate::limits::Checked::Refused(refused) = checked {
-                        ctx.outcome = Action::Block;
-                        ctx.local = Some(Local::RateLimited);
-                        ctx.reason = Some(BlockReason::Rate);
-                        ctx.group = Some(limit.group.index);
-                        ctx.limit = Some(refused.limit);
-                        ctx.rule = None;
-                        ctx.path = Cow::Owned(target.canonical.into_owned());
+                        ctx.rate_limited(limit.group.index, refused.limit, target.canonical.into_owned());
                         Box::pin(crate::limits::respond(session, &refused, limit.group.name)).await?;
                         return Ok(true);
                     }

@@ -88,6 +88,17 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Records a request refused (429) over the limit of group `group`.
+    pub(super) fn rate_limited(&mut self, group: usize, limit: crawlgate_policy::limits::GroupLimit, path: String) {
+        self.outcome = Action::Block;
+        self.local = Some(Local::RateLimited);
+        self.reason = Some(BlockReason::Rate);
+        self.group = Some(group);
+        self.limit = Some(limit);
+        self.rule = None;
+        self.path = Cow::Owned(path);
+    }
+
     pub(super) fn agent_name(&self) -> Option<&str> {
         self.agent.map(|a| self.snap.policy.agent_name(a))
     }
