@@ -31,9 +31,9 @@ fn get(conn: &mut Conn, path: &str, ua: &str) -> RawResponse {
     conn.request("GET", path, &[("User-Agent", ua)])
 }
 
-/// The 429 body for `group` over `limit` with `retry` seconds.
+/// The 429 body for `group` over `limit` (in words) with `retry` seconds.
 fn refusal(group: &str, limit: &str, retry: u64) -> String {
-    format!("429 Too Many Requests\n\nThis site limits the group {group} to {limit} (rate limit). Retry after {retry} s.\nSee /robots.txt for the published Crawl-delay.\n")
+    format!("429 Too Many Requests\n\nThis site allows the group {group} {limit}. Retry after {retry} s.\nSee /robots.txt for the published Crawl-delay.\n")
 }
 
 fn reload(proxy: &Proxy, policy: &str, generation: u64) {
@@ -70,7 +70,7 @@ fn a_burst_over_the_rate_gets_exactly_burst_through_then_429_with_retry_after() 
     assert_eq!(r.status, 429);
     assert_eq!(r.header("retry-after"), Some("1"));
     assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
-    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "2/s burst 3", 1));
+    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "2 requests per second, bursts of up to 3", 1));
 
     // robots.txt is never limited.
     for _ in 0..20 {
@@ -166,7 +166,10 @@ fn enforce_crawl_delay_admits_one_request_per_delay() {
     if started.elapsed() < Duration::from_secs(1) {
         assert_eq!(second.status, 429);
         assert_eq!(second.header("retry-after"), Some("1"));
-        assert_eq!(String::from_utf8_lossy(&second.body), refusal("ExampleBot", "1/s burst 1 (crawl_delay)", 1));
+        assert_eq!(
+            String::from_utf8_lossy(&second.body),
+            refusal("ExampleBot", "1 request per second (its Crawl-delay)", 1)
+        );
     }
     // A browser is not a crawler of the group: not limited.
     for _ in 0..5 {
@@ -198,7 +201,7 @@ fn the_star_group_is_limited_per_client_network() {
     assert_eq!(again.status, 429);
     let retry: u64 = again.header("retry-after").and_then(|v| v.parse().ok()).unwrap_or(0);
     assert!((60 - waited - 1..=60).contains(&retry), "Retry-After {retry} after {waited} s");
-    assert_eq!(String::from_utf8_lossy(&again.body), refusal("*", "1/min burst 1", retry));
+    assert_eq!(String::from_utf8_lossy(&again.body), refusal("*", "1 request per minute", retry));
     // A token the policy does not name is one of everybody.
     assert_eq!(get(&mut three, "/page", CRAWLER).status, 429);
     // The files crawlgate serves itself are never limited.
@@ -231,7 +234,7 @@ fn a_reload_changes_the_rate_for_the_next_request_and_keeps_the_buckets() {
     assert_eq!(get(&mut conn, "/page", CRAWLER).status, 200);
     let r = get(&mut conn, "/page", CRAWLER);
     assert_eq!(r.status, 429);
-    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "1/min burst 1", 60));
+    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "1 request per minute", 60));
 
     // 2/min: the bucket is kept (its next admission is still a minute
     // after the last one, not reset and not 30 s).
@@ -263,7 +266,7 @@ fn a_verified_crawler_has_one_bucket_across_its_addresses() {
     assert_eq!(get(&mut from("127.0.0.2", &proxy), "/page", GOOGLEBOT).status, 200);
     let second = get(&mut from("127.0.0.3", &proxy), "/page", GOOGLEBOT);
     assert_eq!(second.status, 429);
-    assert!(String::from_utf8_lossy(&second.body).contains("limits the group Googlebot to 1/min burst 1"));
+    assert!(String::from_utf8_lossy(&second.body).contains("allows the group Googlebot 1 request per minute."));
     // A spoofer of the token is not counted against the real crawler: it
     // gets what an unnamed client gets, the `*` limit of its own network.
     assert_eq!(get(&mut from("127.0.0.4", &proxy), "/page", GOOGLEBOT).status, 200);
@@ -311,4 +314,64 @@ fn an_unreachable_shared_store_leaves_local_limits_and_one_log_line() {
     assert_eq!(notes.len(), 1, "{log}");
     assert!(notes[0].contains("rate limits are per instance until it is back"), "{log}");
     assert_eq!(proxy.metric("crawlgate_limits_store_up"), Some("0".into()));
+}
+
+/// `rate_mode = "log"` (nginx `limit_req_dry_run`): every request passes,
+/// the ones over the rate counted and logged as `would_limit`. `"delay"`
+/// (a burst without `nodelay`): a request over the rate is held until it
+/// conforms, then passes (`delayed`); one whose wait would pass
+/// `rate_max_delay` gets the 429 at once, on a connection that stays open.
+#[test]
+fn log_mode_passes_and_counts_would_limit_and_delay_mode_holds_within_its_bound() {
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        "[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"1/min\"\nrate_mode = \"log\"\n\n\
+         [[group]]\nuser_agents = [\"HeldBot\"]\nrate = \"4/s\"\nrate_mode = \"delay\"\nrate_max_delay = \"2s\"\n\n\
+         [[group]]\nuser_agents = [\"SlowBot\"]\nrate = \"1/min\"\nrate_mode = \"delay\"\nrate_max_delay = \"1s\"\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    let statuses: Vec<u16> = (0..3).map(|_| get(&mut conn, "/page", "ExampleBot/1.0").status).collect();
+    assert_eq!(statuses, [200, 200, 200]);
+    // Two back to back at 4/s, burst 1: the second waits about 250 ms.
+    let statuses: Vec<u16> = (0..2).map(|_| get(&mut conn, "/page", "HeldBot/1.0").status).collect();
+    assert_eq!(statuses, [200, 200]);
+    // 1/min: a second request would wait a minute, past its 1 s bound.
+    assert_eq!(get(&mut conn, "/page", "SlowBot/1.0").status, 200);
+    let refused = get(&mut conn, "/page", "SlowBot/1.0");
+    assert_eq!(refused.status, 429);
+    assert_ne!(
+        refused.header("connection").map(str::to_ascii_lowercase).as_deref(),
+        Some("close"),
+        "{:?}",
+        refused.headers
+    );
+    assert_eq!(refused.header("retry-after"), Some("60"));
+    assert_eq!(String::from_utf8_lossy(&refused.body), refusal("SlowBot", "1 request per minute", 60));
+    // The same connection serves the next request.
+    assert_eq!(get(&mut conn, "/page", BROWSER).status, 200);
+    for (series, want) in [
+        ("crawlgate_rate_exceeded_total{action=\"would_limit\",agent=\"ExampleBot\",group=\"ExampleBot\"}", "2"),
+        ("crawlgate_rate_exceeded_total{action=\"delayed\",agent=\"HeldBot\",group=\"HeldBot\"}", "1"),
+        ("crawlgate_rate_limited_total{agent=\"SlowBot\",group=\"SlowBot\"}", "1"),
+    ] {
+        wait_for(series, PATIENCE, || (proxy.metric(series).as_deref() == Some(want)).then_some(()));
+    }
+    assert_eq!(
+        proxy.metric("crawlgate_rate_limited_total{agent=\"ExampleBot\",group=\"ExampleBot\"}"),
+        Some("0".into())
+    );
+    let log = proxy.log();
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains("over_rate=")).collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    for (line, action, agent) in [
+        (lines[0], "would_limit", "ExampleBot"),
+        (lines[1], "would_limit", "ExampleBot"),
+        (lines[2], "delayed", "HeldBot"),
+    ] {
+        assert!(line.contains(&format!("agent={agent} ")), "{line}");
+        assert!(line.contains(" status=200 "), "{line}");
+        assert!(line.contains(&format!(" over_rate={action}")), "{line}");
+    }
 }

@@ -100,6 +100,62 @@ impl fmt::Display for GroupLimit {
     }
 }
 
+impl GroupLimit {
+    /// The longest `Retry-After` a refusal may send: the limit's whole
+    /// burst (`burst` emission intervals), at least a minute (a bucket
+    /// kept across a reload to a faster rate may still be due later than
+    /// the new interval), at most a day. A longer answer (a shared store's
+    /// corrupted or foreign key, a clock jump) is clamped to it.
+    pub fn max_retry_after(&self) -> Duration {
+        self.rate
+            .emission()
+            .saturating_mul(self.burst.max(1))
+            .clamp(Duration::from_secs(60), Duration::from_secs(86_400))
+    }
+
+    /// The limit for people: "2 requests per second, bursts of up to 3",
+    /// "1 request every 10 s (its Crawl-delay), bursts of up to 5".
+    pub fn describe(&self) -> String {
+        let n = self.rate.count;
+        let per = match self.rate.per.as_secs_f64() {
+            1.0 => "per second".to_string(),
+            60.0 => "per minute".to_string(),
+            3600.0 => "per hour".to_string(),
+            s => format!("every {s} s"),
+        };
+        let what = if n == 1 { "request" } else { "requests" };
+        let from = if self.source == LimitSource::CrawlDelay { " (its Crawl-delay)" } else { "" };
+        match self.burst {
+            1 => format!("{n} {what} {per}{from}"),
+            b => format!("{n} {what} {per}{from}, bursts of up to {b}"),
+        }
+    }
+}
+
+/// What a group does with a request over its rate (`rate_mode`), like
+/// nginx `limit_req`: refuse it (429, with `nodelay`), only count and log it
+/// (`limit_req_dry_run`), or hold it until it conforms, up to a bound (a
+/// burst without `nodelay`), then refuse it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RateMode {
+    /// 429 with `Retry-After` (the default).
+    #[default]
+    Reject,
+    /// Dry run: the request passes; it is counted and logged as
+    /// `would_limit`.
+    Log,
+    /// Held until the rate admits it when that is within the bound
+    /// (`rate_max_delay`), else 429.
+    Delay(Duration),
+}
+
+impl RateMode {
+    /// Default of `rate_max_delay`.
+    pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(5);
+    /// Largest `rate_max_delay`: a held request holds a connection.
+    pub const MAX_DELAY: Duration = Duration::from_secs(60);
+}
+
 /// `[limits] store`: where the buckets live.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreSetting {
@@ -301,6 +357,8 @@ pub struct Limit<'p> {
     pub limit: GroupLimit,
     /// The bucket.
     pub key: LimitKey<'p>,
+    /// What to do over it (the group's `rate_mode`).
+    pub mode: RateMode,
 }
 
 #[cfg(test)]

@@ -392,6 +392,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         // are the policy's.
         limit: None,
         accept_signature: None,
+        rate_mode: Default::default(),
     }
 }
 

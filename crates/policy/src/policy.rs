@@ -157,6 +157,8 @@ pub(crate) struct Group {
     pub on_unverified_written: bool,
     /// `rate` / `burst` / `enforce_crawl_delay`, compiled.
     pub limit: Option<crate::limits::GroupLimit>,
+    /// `rate_mode` / `rate_max_delay`, compiled.
+    pub rate_mode: crate::limits::RateMode,
     /// With `on_unverified = "challenge"`, the `Accept-Signature` value its
     /// challenge sends.
     pub accept_signature: Option<String>,

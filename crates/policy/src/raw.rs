@@ -109,6 +109,8 @@ pub(crate) struct RawGroup {
     pub rate: Option<S<String>>,
     pub burst: Option<S<i64>>,
     pub enforce_crawl_delay: Option<S<bool>>,
+    pub rate_mode: Option<S<String>>,
+    pub rate_max_delay: Option<S<String>>,
     pub price: Option<S<String>>,
     pub prices: Option<Vec<S<crate::payment::raw::RawPathPrice>>>,
 }

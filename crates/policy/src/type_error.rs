@@ -273,7 +273,7 @@ mod tests {
             )),
             "p.toml:8:1: group[2].dissallow: unknown key; did you mean `disallow`? (valid here: name, user_agents, \
              categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status, verify, \
-             on_spoofed, on_unverified, rate, burst, enforce_crawl_delay, price, prices)"
+             on_spoofed, on_unverified, rate, burst, enforce_crawl_delay, rate_mode, rate_max_delay, price, prices)"
         );
         assert_eq!(
             first_error(&format!("{up}allow_warnings = [\"weaker-than-star\"]\n")),

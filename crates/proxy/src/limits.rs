@@ -5,11 +5,11 @@
 //! bucket is reset), and writes the 429 when it is over. Nothing here
 //! decides which limit applies.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crawlgate_limits::{retry_after_secs, Limiter, Verdict};
-use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings, StoreSetting};
+use crawlgate_policy::limits::{GroupLimit, Limit, LimitSettings, RateMode, StoreSetting};
 use http::header;
 use pingora::proxy::Session;
 use pingora::Result;
@@ -43,22 +43,73 @@ pub struct Refused {
     pub retry_after: u64,
 }
 
-/// Counts one request checked at `now` against `limit`; `Some` when
-/// it is over.
-pub async fn check(limiter: &Limiter, limit: &Limit<'_>, now: Instant) -> Option<Refused> {
-    match limiter.check(&limit.key, &limit.limit, now).await.verdict {
-        Verdict::Allow => None,
-        Verdict::Deny { retry_after } => {
-            Some(Refused { limit: limit.limit, retry_after: retry_after_secs(retry_after) })
+/// What the limit did with a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// Within the rate.
+    Pass,
+    /// Over the rate under `rate_mode = "log"`: it passes, counted and
+    /// logged as `would_limit`.
+    WouldLimit,
+    /// Over the rate under `rate_mode = "delay"`: held this long, then
+    /// admitted.
+    Delayed(Duration),
+    /// Refused (429).
+    Refused(Refused),
+}
+
+impl Checked {
+    /// The `over_rate` of a request over its rate that passed.
+    pub fn over_rate(&self) -> Option<&'static str> {
+        match self {
+            Checked::WouldLimit => Some("would_limit"),
+            Checked::Delayed(_) => Some("delayed"),
+            Checked::Pass | Checked::Refused(_) => None,
         }
     }
 }
 
-/// The 429 body: names the limit and the group, and when to come back.
+/// Counts one request checked at `now` against `limit` and carries out
+/// its group's `rate_mode`: a held request (`"delay"`) sleeps until the
+/// rate admits it and is checked again, as long as its whole wait stays
+/// within the bound; past it, or under `"reject"`, a 429 whose
+/// `Retry-After` is clamped to the limit's own interval
+/// ([`GroupLimit::max_retry_after`]: a shared store's answer cannot set
+/// any other).
+///
+/// `now` is the time of the check, not of arrival: checks of one key then
+/// see times in order, so a request held up (by verification, by the
+/// scheduler) is not counted as coming before the ones checked while it
+/// waited, which GCRA would refuse as a burst.
+pub async fn check(limiter: &Limiter, limit: &Limit<'_>, now: Instant) -> Checked {
+    let mut waited = Duration::ZERO;
+    let mut at = now;
+    loop {
+        let retry_after = match limiter.check(&limit.key, &limit.limit, at).await.verdict {
+            Verdict::Allow if waited.is_zero() => return Checked::Pass,
+            Verdict::Allow => return Checked::Delayed(waited),
+            Verdict::Deny { retry_after } => retry_after.min(limit.limit.max_retry_after()),
+        };
+        match limit.mode {
+            RateMode::Log => return Checked::WouldLimit,
+            RateMode::Delay(max) if waited + retry_after <= max => {
+                tokio::time::sleep(retry_after).await;
+                waited += retry_after;
+                at = Instant::now();
+            }
+            RateMode::Reject | RateMode::Delay(_) => {
+                return Checked::Refused(Refused { limit: limit.limit, retry_after: retry_after_secs(retry_after) })
+            }
+        }
+    }
+}
+
+/// The 429 body: the group, its limit in words, and when to come back.
 pub fn body(refused: &Refused, group: &str) -> String {
     format!(
-        "429 Too Many Requests\n\nThis site limits the group {group} to {} (rate limit). Retry after {} s.\nSee /robots.txt for the published Crawl-delay.\n",
-        refused.limit, refused.retry_after
+        "429 Too Many Requests\n\nThis site allows the group {group} {}. Retry after {} s.\nSee /robots.txt for the published Crawl-delay.\n",
+        refused.limit.describe(),
+        refused.retry_after
     )
 }
 
@@ -97,7 +148,19 @@ mod tests {
         };
         assert_eq!(
             body(&refused, "ExampleBot"),
-            "429 Too Many Requests\n\nThis site limits the group ExampleBot to 2/s burst 1 (rate limit). Retry after 1 s.\nSee /robots.txt for the published Crawl-delay.\n"
+            "429 Too Many Requests\n\nThis site allows the group ExampleBot 2 requests per second. Retry after 1 s.\nSee /robots.txt for the published Crawl-delay.\n"
+        );
+        let crawl_delay = Refused {
+            limit: GroupLimit {
+                rate: Rate { count: 1, per: Duration::from_secs(10) },
+                burst: 5,
+                source: LimitSource::CrawlDelay,
+            },
+            retry_after: 10,
+        };
+        assert_eq!(
+            body(&crawl_delay, "ClaudeBot"),
+            "429 Too Many Requests\n\nThis site allows the group ClaudeBot 1 request every 10 s (its Crawl-delay), bursts of up to 5. Retry after 10 s.\nSee /robots.txt for the published Crawl-delay.\n"
         );
     }
 }

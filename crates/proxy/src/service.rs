@@ -135,6 +135,7 @@ impl ProxyHttp for Gate {
             origin_rule: false,
             browser: false,
             limit: None,
+            over_rate: None,
             pay: None,
             held_charge: None,
             cache: CacheRule::Origin,
@@ -351,20 +352,13 @@ impl ProxyHttp for Gate {
                     ctx.violation = true;
                 }
                 if let Some(limit) = limit {
-                    // The time of the check, not of arrival: checks of one key
-                    // then see times in order, so a request held up (by
-                    // verification, by the scheduler) is not counted as coming
-                    // before the ones checked while it waited, which GCRA would
-                    // refuse as a burst.
-                    let now = std::time::Instant::now();
-                    if let Some(refused) = crate::limits::check(&snap.handles.limiter, &limit, now).await {
-                        ctx.outcome = Action::Block;
-                        ctx.local = Some(Local::RateLimited);
-                        ctx.reason = Some(BlockReason::Rate);
-                        ctx.group = Some(limit.group.index);
-                        ctx.limit = Some(refused.limit);
-                        ctx.rule = None;
-                        ctx.path = Cow::Owned(target.canonical.into_owned());
+                    // Checked now, not at arrival (see `limits::check`).
+                    let checked = crate::limits::check(&snap.handles.limiter, &limit, std::time::Instant::now()).await;
+                    if let Some(action) = checked.over_rate() {
+                        (ctx.over_rate, ctx.limit) = (Some((action, limit.group.index)), Some(limit.limit));
+                    }
+                    if let crate::limits::Checked::Refused(refused) = checked {
+                        ctx.rate_limited(limit.group.index, refused.limit, target.canonical.into_owned());
                         Box::pin(crate::limits::respond(session, &refused, limit.group.name)).await?;
                         return Ok(true);
                     }
@@ -731,6 +725,7 @@ impl ProxyHttp for Gate {
             reason: ctx.reason,
             origin_rule: ctx.origin_rule,
             limit: ctx.limit,
+            over_rate: ctx.over_rate.map(|(action, g)| (action, ctx.snap.policy.group_name(g))),
         };
         if let Some(pay) = &ctx.pay {
             pay.finish(&ctx.snap, session.body_bytes_sent(), status, e.and_then(void_reason)).await;

@@ -267,6 +267,9 @@ pub struct RequestDone<'a> {
     /// The rate limit a refused request is over (`limit=` in the access
     /// line).
     pub limit: Option<crawlgate_policy::limits::GroupLimit>,
+    /// A request over its rate that passed (`over_rate=` in the access
+    /// line): `would_limit` or `delayed`, and the limit's group.
+    pub over_rate: Option<(&'static str, &'a str)>,
     /// What the request's Web Bot Auth signature showed (`signature=`).
     pub signature: Option<crawlgate_policy::verification::SignatureOutcome>,
 }
@@ -403,6 +406,9 @@ impl RequestDone<'_> {
         if let (Some(BlockReason::Rate), Some(group)) = (self.reason, self.group) {
             metrics.rate_limited(self.agent.unwrap_or(OTHER_AGENT), group);
         }
+        if let Some((action, group)) = self.over_rate {
+            metrics.rate_exceeded(self.agent.unwrap_or(OTHER_AGENT), group, action);
+        }
         if let Some(s) = self.signature {
             metrics.verification().signature(s);
         }
@@ -504,6 +510,9 @@ impl RequestDone<'_> {
         if let Some(limit) = self.limit {
             l.field("limit", Value::Str(&limit.to_string()));
         }
+        if let Some((action, _)) = self.over_rate {
+            l.field("over_rate", Value::Str(action));
+        }
         if let Some(s) = self.signature {
             l.field("signature", Value::Str(s.as_str()));
         }
@@ -569,6 +578,7 @@ mod tests {
             reason: None,
             origin_rule: false,
             limit: None,
+            over_rate: None,
             signature: None,
         }
     }

@@ -638,6 +638,7 @@ impl Metrics {
                 let series = [labels.agent(decision.agent.unwrap_or(OTHER_AGENT)), labels.group(group.name)];
                 self.violations.with_label_values(&series);
                 self.rate_limited.with_label_values(&series);
+                self.store.pre_create_exceeded(series);
             }
         }
         self.bind_labels(labels);

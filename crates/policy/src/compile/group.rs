@@ -132,6 +132,8 @@ fn compile_group(
         rate,
         burst,
         enforce_crawl_delay,
+        rate_mode,
+        rate_max_delay,
         price,
         prices,
     } = g.get_ref();
@@ -180,6 +182,7 @@ fn compile_group(
         limits::GroupLimitKeys { rate, burst, enforce_crawl_delay, crawl_delay: written_delay.as_ref() },
         crawl_delay.as_deref(),
     );
+    let rate_mode = limits::compile_rate_mode(cx, rate_mode.as_ref(), rate_max_delay.as_ref(), limit.is_some());
     let (cu, cu_set) = compile_content_usage(cx, content_usage.as_deref().unwrap_or_default());
     let cu_combined = cu
         .iter()
@@ -239,6 +242,7 @@ fn compile_group(
         on_unverified_written,
         limit,
         accept_signature: None,
+        rate_mode,
     })
 }
 

@@ -8,7 +8,7 @@ use toml::Spanned;
 use super::ctx::Ctx;
 use super::hosts::validate_authority;
 use crate::diag::Warning;
-use crate::limits::{redact_store_url, GroupLimit, LimitSettings, LimitSource, Rate, StoreSetting};
+use crate::limits::{redact_store_url, GroupLimit, LimitSettings, LimitSource, Rate, RateMode, StoreSetting};
 use crate::raw::RawLimits;
 
 /// Largest `burst`: a burst is how many requests may arrive at once.
@@ -86,6 +86,46 @@ pub(super) fn compile_group_limit(
         }
         (Some(r), Some(_)) => Some(GroupLimit { rate: r, burst: burst_value, source: LimitSource::Rate }),
     }
+}
+
+/// A group's `rate_mode` and `rate_max_delay`: either needs a limit
+/// (`has_limit`), and the bound only goes with `"delay"`.
+pub(super) fn compile_rate_mode(
+    cx: &mut Ctx<'_>,
+    mode: Option<&Spanned<String>>,
+    max_delay: Option<&Spanned<String>>,
+    has_limit: bool,
+) -> RateMode {
+    let Some(m) = mode else {
+        if let Some(d) = max_delay {
+            cx.err(d, "group.rate_max_delay applies only with rate_mode = \"delay\"");
+        }
+        return RateMode::Reject;
+    };
+    if !has_limit {
+        cx.err(m, "group.rate_mode: needs a rate (rate, or enforce_crawl_delay with crawl_delay)");
+    }
+    let out = match m.get_ref().as_str() {
+        "reject" => RateMode::Reject,
+        "log" => RateMode::Log,
+        "delay" => {
+            let bound = cx.duration("group.rate_max_delay", max_delay, RateMode::DEFAULT_MAX_DELAY);
+            if let Some(d) = max_delay.filter(|_| bound.is_zero() || bound > RateMode::MAX_DELAY) {
+                cx.err(d, format!("group.rate_max_delay must be more than 0 and at most 60s, found `{}`", d.get_ref()));
+            }
+            return RateMode::Delay(bound.clamp(Duration::from_millis(1), RateMode::MAX_DELAY));
+        }
+        other => {
+            let hint = crate::validate::closest(&other.to_ascii_lowercase(), ["reject", "log", "delay"], 2)
+                .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
+            cx.err(m, format!("group.rate_mode: unknown mode `{other}` (reject, log or delay){hint}"));
+            RateMode::Reject
+        }
+    };
+    if let Some(d) = max_delay {
+        cx.err(d, "group.rate_max_delay applies only with rate_mode = \"delay\"");
+    }
+    out
 }
 
 /// Seconds as a short decimal: `2`, `0.5`.

@@ -48,11 +48,18 @@ impl Policy {
             let verified = matches!(decision.verification, Verification::Verified(_));
             match (self.groups[g.index].limit, verified) {
                 (Some(limit), true) => {
-                    return Some(Limit { group: g, limit, key: LimitKey { host, subject: Subject::Agent(token) } })
+                    let mode = self.groups[g.index].rate_mode;
+                    return Some(Limit {
+                        group: g,
+                        limit,
+                        key: LimitKey { host, subject: Subject::Agent(token) },
+                        mode,
+                    });
                 }
                 (Some(limit), false) => {
                     let subject = Subject::AgentNetwork(token, net());
-                    return Some(Limit { group: g, limit, key: LimitKey { host, subject } });
+                    let mode = self.groups[g.index].rate_mode;
+                    return Some(Limit { group: g, limit, key: LimitKey { host, subject }, mode });
                 }
                 (None, true) => return None,
                 (None, false) => {}
@@ -62,7 +69,7 @@ impl Policy {
         let limit = self.groups[star].limit?;
         let g = &self.groups[star];
         let group = GroupRef { index: star, name: &g.name, line: g.line, origin: g.origin };
-        Some(Limit { group, limit, key: LimitKey { host, subject: Subject::Network(net()) } })
+        Some(Limit { group, limit, key: LimitKey { host, subject: Subject::Network(net()) }, mode: g.rate_mode })
     }
 
     /// The bucket's site: `None` unless `server.hosts` names several; a
@@ -210,5 +217,83 @@ rate = "10/s"
             limit(&p, "/x", "RatedBot", false, "192.0.2.7", None),
             "RatedBot | 2/s burst 3 | agent:RatedBot:net:192.0.2.0/24"
         );
+    }
+}
+
+#[cfg(test)]
+mod mode_tests {
+    use crate::limits::{GroupLimit, LimitSource, Rate, RateMode};
+    use crate::route::{Identity, UserAgentField};
+    use std::time::Duration;
+
+    fn mode(policy: &str, ua: &str) -> Result<Option<RateMode>, String> {
+        let p = crate::load(policy, "m.toml").map_err(|e| e.to_string())?.policy;
+        let route = p.route_with(false, b"/x", UserAgentField::One(ua), Identity::default());
+        Ok(p.limit(&route, "192.0.2.7".parse().unwrap(), None).map(|l| l.mode))
+    }
+
+    /// Each `rate_mode` as a group writes it, and what `check` says of a
+    /// bad one, at its position.
+    #[test]
+    fn rate_modes_as_written() {
+        let group = |keys: &str| {
+            format!("[upstream]\nservers = [\"127.0.0.1:9\"]\n[[group]]\nuser_agents = [\"RatedBot\"]\n{keys}\n")
+        };
+        for (keys, want) in [
+            ("rate = \"1/s\"", Ok(Some(RateMode::Reject))),
+            ("rate = \"1/s\"\nrate_mode = \"reject\"", Ok(Some(RateMode::Reject))),
+            ("rate = \"1/s\"\nrate_mode = \"log\"", Ok(Some(RateMode::Log))),
+            ("rate = \"1/s\"\nrate_mode = \"delay\"", Ok(Some(RateMode::Delay(Duration::from_secs(5))))),
+            (
+                "rate = \"1/s\"\nrate_mode = \"delay\"\nrate_max_delay = \"750ms\"",
+                Ok(Some(RateMode::Delay(Duration::from_millis(750)))),
+            ),
+            ("crawl_delay = 2\nenforce_crawl_delay = true\nrate_mode = \"log\"", Ok(Some(RateMode::Log))),
+            (
+                "rate = \"1/s\"\nrate_mode = \"dealy\"",
+                Err("m.toml:6:13: group.rate_mode: unknown mode `dealy` (reject, log or delay); did you mean `delay`?"),
+            ),
+            (
+                "rate_mode = \"log\"",
+                Err("m.toml:5:13: group.rate_mode: needs a rate (rate, or enforce_crawl_delay with crawl_delay)"),
+            ),
+            (
+                "rate = \"1/s\"\nrate_mode = \"log\"\nrate_max_delay = \"1s\"",
+                Err("m.toml:7:18: group.rate_max_delay applies only with rate_mode = \"delay\""),
+            ),
+            (
+                "rate = \"1/s\"\nrate_mode = \"delay\"\nrate_max_delay = \"2m\"",
+                Err("m.toml:7:18: group.rate_max_delay must be more than 0 and at most 60s, found `2m`"),
+            ),
+        ] {
+            let got = mode(&group(keys), "RatedBot/1.0");
+            match want {
+                Ok(w) => assert_eq!(got, Ok(w), "{keys}"),
+                Err(e) => assert_eq!(got.unwrap_err().lines().next(), Some(e), "{keys}"),
+            }
+        }
+    }
+
+    #[test]
+    fn retry_after_bound_and_words() {
+        let limit = |count, per, burst, source| GroupLimit {
+            rate: Rate { count, per: Duration::from_secs(per) },
+            burst,
+            source,
+        };
+        for (l, bound, words) in [
+            (limit(2, 1, 1, LimitSource::Rate), 60_000, "2 requests per second"),
+            (limit(1, 60, 5, LimitSource::Rate), 300_000, "1 request per minute, bursts of up to 5"),
+            (
+                limit(1, 10, 5, LimitSource::CrawlDelay),
+                60_000,
+                "1 request every 10 s (its Crawl-delay), bursts of up to 5",
+            ),
+            (limit(1000, 3600, 1, LimitSource::Rate), 60_000, "1000 requests per hour"),
+            (limit(1, 3600 * 48, 1, LimitSource::CrawlDelay), 86_400_000, "1 request every 172800 s (its Crawl-delay)"),
+        ] {
+            assert_eq!(l.max_retry_after(), Duration::from_millis(bound), "{l}");
+            assert_eq!(l.describe(), words);
+        }
     }
 }

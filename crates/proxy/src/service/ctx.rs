@@ -76,8 +76,12 @@ pub struct Ctx {
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     pub(super) browser: bool,
-    /// The rate limit a refused request is over.
+    /// The rate limit a refused request is over (or a passed one, with
+    /// `over_rate`).
     pub(super) limit: Option<crawlgate_policy::limits::GroupLimit>,
+    /// A request over its rate that was not refused: `would_limit`
+    /// (`rate_mode = "log"`) or `delayed`, and the limit's group index.
+    pub(super) over_rate: Option<(&'static str, usize)>,
     /// A charge to record or a price to state in the response phase.
     pub(super) pay: Option<Box<crate::payment::Pending>>,
     /// That charge, while the connection makes it when it releases a held
@@ -88,6 +92,17 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Records a request refused (429) over the limit of group `group`.
+    pub(super) fn rate_limited(&mut self, group: usize, limit: crawlgate_policy::limits::GroupLimit, path: String) {
+        self.outcome = Action::Block;
+        self.local = Some(Local::RateLimited);
+        self.reason = Some(BlockReason::Rate);
+        self.group = Some(group);
+        self.limit = Some(limit);
+        self.rule = None;
+        self.path = Cow::Owned(path);
+    }
+
     pub(super) fn agent_name(&self) -> Option<&str> {
         self.agent.map(|a| self.snap.policy.agent_name(a))
     }

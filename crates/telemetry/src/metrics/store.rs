@@ -1,4 +1,5 @@
-//! The shared store family: the Redis store's state and its failed calls.
+//! The limits family: the shared (Redis) store's state and its failed calls,
+//! and the requests over a rate that were logged or delayed, not refused.
 
 use super::*;
 
@@ -13,6 +14,8 @@ pub(super) struct StoreMetrics {
     pub(super) errors: IntCounter,
     /// By [`crawlgate_limits::Fallback::ALL`].
     pub(super) fallbacks: Vec<IntCounter>,
+    /// Requests over their group's rate that were not refused.
+    pub(super) exceeded: IntCounterVec,
 }
 
 impl StoreMetrics {
@@ -45,7 +48,34 @@ impl StoreMetrics {
         r.register(Box::new(fallback.clone()))?;
         let fallbacks =
             crawlgate_limits::Fallback::ALL.iter().map(|why| fallback.with_label_values(&[why.as_str()])).collect();
-        Ok(StoreMetrics { up, configured, errors, fallbacks })
+        let exceeded = IntCounterVec::new(
+            Opts::new(
+                "crawlgate_rate_exceeded_total",
+                "Requests over their group's rate that were not refused, by agent token, group and action: would_limit (rate_mode = \"log\", passed) or delayed (rate_mode = \"delay\", held, then passed).",
+            ),
+            &["agent", "group", "action"],
+        )?;
+        r.register(Box::new(exceeded.clone()))?;
+        Ok(StoreMetrics { up, configured, errors, fallbacks, exceeded })
+    }
+}
+
+impl StoreMetrics {
+    /// Creates the `crawlgate_rate_exceeded_total` series of an (agent,
+    /// group) pair, as the other per-group series are, at 0.
+    pub(super) fn pre_create_exceeded(&self, series: [&str; 2]) {
+        for action in ["would_limit", "delayed"] {
+            self.exceeded.with_label_values(&[series[0], series[1], action]);
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts a request over the rate of `group` that passed: `action` is
+    /// `would_limit` or `delayed`.
+    pub fn rate_exceeded(&self, agent: &str, group: &str, action: &'static str) {
+        let labels = self.labels.load();
+        self.store.exceeded.with_label_values(&[labels.agent(agent), labels.group(group), action]).inc();
     }
 }
 
