@@ -14,6 +14,7 @@ pub mod client;
 mod compile;
 mod decision;
 mod diag;
+pub mod google;
 pub mod identify;
 pub mod limits;
 mod local_file;

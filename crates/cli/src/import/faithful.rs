@@ -38,7 +38,7 @@ fn import(bytes: &[u8], name: &str) -> Option<Sample> {
     let plan = groups::plan(bytes, name, None);
     // Changes that come only from lines read for the site's intent are
     // what `import --force` prints: compared with that reading.
-    let repaired: Vec<usize> = plan.repairs.iter().map(|r| r.line).collect();
+    let repaired: Vec<usize> = plan.repairs.iter().filter(|r| r.changed).map(|r| r.line).collect();
     if plan.unfaithful.iter().any(|(_, lines)| lines.iter().any(|l| !repaired.contains(l))) {
         return None;
     }
