@@ -44,3 +44,18 @@ pub fn read(path: &Path) -> anyhow::Result<RobotsFile> {
     );
     Ok(RobotsFile { bytes, truncated: Some(truncated) })
 }
+
+/// Reads the whole of `path`, as Google's parser does (`robots-test --as
+/// google`): no limit; a note when it is over [`MAX_ROBOTS_TXT`], where
+/// RFC 9309 parsers may stop.
+pub fn read_whole(path: &Path) -> anyhow::Result<RobotsFile> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read robots.txt file {}", path.display()))?;
+    let truncated = (bytes.len() > MAX_ROBOTS_TXT).then(|| {
+        format!(
+            "{} is {} bytes, over the {MAX_ROBOTS_TXT} (500 KiB) RFC 9309 parsers may stop at; Google's parser reads it whole, and so does --as google",
+            path.display(),
+            bytes.len()
+        )
+    });
+    Ok(RobotsFile { bytes, truncated })
+}

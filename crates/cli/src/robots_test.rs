@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use crawlgate_policy::canonical::canonicalize;
+use crawlgate_policy::google::GoogleRobots;
 use crawlgate_policy::pattern::{google_path, has_unreserved_escape, Pattern};
 use crawlgate_policy::robotstxt::{google_token, path_of, RobotsTxt};
 use crawlgate_policy::siteintent::{self, SiteIntent};
@@ -93,26 +94,27 @@ fn why(intent: &SiteIntent, user_agent: &str, url: &str) -> String {
 /// (robots_main): an empty `USER_AGENT` is a crawler that only `*` groups
 /// apply to, an empty `URL` is the path `/`.
 ///
-/// With `google`, the verdict is Google's ([`siteintent::read_google`],
-/// [`RobotsTxt::is_allowed_google`]); when RFC 9309 decides otherwise a
-/// second line says so and why.
+/// With `google`, the verdict is Google's ([`GoogleRobots`], a port of
+/// google/robotstxt's parser and matcher: the whole file read, the asker's
+/// name compared as given); when RFC 9309 decides otherwise a second line
+/// says so and why.
 pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str, google: bool) -> anyhow::Result<ExitCode> {
-    let file = crate::robots_file::read(robots_file)?;
+    let file =
+        if google { crate::robots_file::read_whole(robots_file)? } else { crate::robots_file::read(robots_file)? };
     if let Some(note) = &file.truncated {
         eprintln!("note: {note}");
     }
-    let robots = RobotsTxt::parse(&file.bytes);
     if google {
-        let rfc = robots.is_allowed(user_agent, url);
+        let rfc = RobotsTxt::parse(&crate::robots_file::read(robots_file)?.bytes).is_allowed(user_agent, url);
         let intent = siteintent::read_google(&file.bytes);
-        let g = intent.parsed().is_allowed_google(user_agent, url);
+        let g = GoogleRobots::parse(&file.bytes).is_allowed(user_agent, url);
         outln!("{}", verdict(g));
         if rfc != g {
             outln!("RFC 9309: {}; Google: {}, because {}", verdict(rfc), verdict(g), why(&intent, user_agent, url));
         }
         return Ok(if g { ExitCode::SUCCESS } else { ExitCode::from(1) });
     }
-    if robots.is_allowed(user_agent, url) {
+    if RobotsTxt::parse(&file.bytes).is_allowed(user_agent, url) {
         outln!("allowed");
         Ok(ExitCode::SUCCESS)
     } else {
@@ -132,7 +134,7 @@ pub fn robots_test(robots_file: &Path, user_agent: &str, url: &str, google: bool
 /// `{"error": ...}`) and counted; exit 0 when every line was answered, 1
 /// when some were errors, 2 when stdin cannot be read.
 pub fn batch(robots_file: Option<&Path>, google: bool) -> anyhow::Result<ExitCode> {
-    let mut files: HashMap<PathBuf, RobotsTxt> = HashMap::new();
+    let mut files: HashMap<PathBuf, Parsed> = HashMap::new();
     let stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut errors = 0usize;
@@ -158,11 +160,32 @@ pub fn batch(robots_file: Option<&Path>, google: bool) -> anyhow::Result<ExitCod
     Ok(if errors == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The parsed file at `path`, read once.
-fn file<'a>(files: &'a mut HashMap<PathBuf, RobotsTxt>, path: &Path, google: bool) -> Result<&'a RobotsTxt, String> {
+/// A file parsed for one mode.
+enum Parsed {
+    Rfc(RobotsTxt),
+    Google(GoogleRobots),
+}
+
+impl Parsed {
+    fn is_allowed(&self, user_agent: &str, url: &str) -> bool {
+        match self {
+            Parsed::Rfc(r) => r.is_allowed(user_agent, url),
+            Parsed::Google(g) => g.is_allowed(user_agent, url),
+        }
+    }
+}
+
+/// The parsed file at `path`, read and parsed once (the whole file with
+/// `google`, as Google's parser reads it).
+fn file<'a>(files: &'a mut HashMap<PathBuf, Parsed>, path: &Path, google: bool) -> Result<&'a Parsed, String> {
     if !files.contains_key(path) {
-        let f = crate::robots_file::read(path).map_err(|e| format!("{e:#}"))?;
-        let parsed = if google { siteintent::read_google(&f.bytes).parsed() } else { RobotsTxt::parse(&f.bytes) };
+        let parsed = if google {
+            Parsed::Google(GoogleRobots::parse(
+                &crate::robots_file::read_whole(path).map_err(|e| format!("{e:#}"))?.bytes,
+            ))
+        } else {
+            Parsed::Rfc(RobotsTxt::parse(&crate::robots_file::read(path).map_err(|e| format!("{e:#}"))?.bytes))
+        };
         files.insert(path.to_path_buf(), parsed);
     }
     files.get(path).ok_or_else(|| format!("cannot read {}", path.display()))
@@ -171,7 +194,7 @@ fn file<'a>(files: &'a mut HashMap<PathBuf, RobotsTxt>, path: &Path, google: boo
 fn tsv_answer(
     line: &str,
     default: Option<&Path>,
-    files: &mut HashMap<PathBuf, RobotsTxt>,
+    files: &mut HashMap<PathBuf, Parsed>,
     google: bool,
 ) -> Result<String, (bool, String)> {
     let cols: Vec<&str> = line.split('\t').collect();
@@ -186,14 +209,14 @@ fn tsv_answer(
         }
     };
     let robots = file(files, &path, google).map_err(|e| (false, e))?;
-    let allowed = if google { robots.is_allowed_google(ua, url) } else { robots.is_allowed(ua, url) };
+    let allowed = robots.is_allowed(ua, url);
     Ok(format!("{line}\t{}", verdict(allowed)))
 }
 
 fn json_answer(
     line: &str,
     default: Option<&Path>,
-    files: &mut HashMap<PathBuf, RobotsTxt>,
+    files: &mut HashMap<PathBuf, Parsed>,
     google: bool,
 ) -> Result<String, (bool, String)> {
     let mut v: serde_json::Value = serde_json::from_str(line).map_err(|e| (true, format!("not JSON: {e}")))?;
@@ -206,7 +229,7 @@ fn json_answer(
     let ua = field("user_agent").ok_or((true, "no \"user_agent\" string".to_string()))?;
     let url = field("url").ok_or((true, "no \"url\" string".to_string()))?;
     let robots = file(files, &path, google).map_err(|e| (true, e))?;
-    let allowed = if google { robots.is_allowed_google(&ua, &url) } else { robots.is_allowed(&ua, &url) };
+    let allowed = robots.is_allowed(&ua, &url);
     if let Some(o) = v.as_object_mut() {
         o.insert("allowed".to_string(), serde_json::Value::Bool(allowed));
     }
