@@ -162,7 +162,7 @@ pub fn batch(robots_file: Option<&Path>, google: bool) -> anyhow::Result<ExitCod
 
 /// A file parsed for one mode.
 enum Parsed {
-    Rfc(RobotsTxt),
+    Rfc(Box<RobotsTxt>),
     Google(GoogleRobots),
 }
 
@@ -184,7 +184,9 @@ fn file<'a>(files: &'a mut HashMap<PathBuf, Parsed>, path: &Path, google: bool) 
                 &crate::robots_file::read_whole(path).map_err(|e| format!("{e:#}"))?.bytes,
             ))
         } else {
-            Parsed::Rfc(RobotsTxt::parse(&crate::robots_file::read(path).map_err(|e| format!("{e:#}"))?.bytes))
+            Parsed::Rfc(Box::new(RobotsTxt::parse(
+                &crate::robots_file::read(path).map_err(|e| format!("{e:#}"))?.bytes,
+            )))
         };
         files.insert(path.to_path_buf(), parsed);
     }

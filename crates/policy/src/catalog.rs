@@ -171,6 +171,35 @@ pub const GENERIC_UA_WORDS: &[&str] = &[
     "Vivaldi",
 ];
 
+/// Inserts into `out`, ASCII-lowercased, every word sequence of `ua` that
+/// the token matcher would find: a substring of product token characters
+/// (`[A-Za-z0-9._-]`) that starts and ends at a word boundary (next to a
+/// character outside `[A-Za-z0-9]`). With `whole_runs` false, a whole run of
+/// token characters is left out: only the words inside a longer token.
+fn insert_words(ua: &str, whole_runs: bool, out: &mut std::collections::HashSet<String>) {
+    let token_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    let b = ua.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !token_char(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && token_char(b[i]) {
+            i += 1;
+        }
+        // One run of token characters, `start..i`.
+        let word_start = |s: usize| s == start || !b[s - 1].is_ascii_alphanumeric();
+        let word_end = |e: usize| e == i || !b[e].is_ascii_alphanumeric();
+        for s in (start..i).filter(|&s| word_start(s)) {
+            for e in (s + 1..=i).filter(|&e| word_end(e) && (whole_runs || (s, e) != (start, i))) {
+                out.insert(ua[s..e].to_ascii_lowercase());
+            }
+        }
+    }
+}
+
 /// Every whole word sequence of the corpus's browser User-Agents (lines
 /// starting `Mozilla/`), ASCII-lowercased: each substring made of product
 /// token characters that starts and ends at a word boundary as
@@ -179,28 +208,8 @@ pub const GENERIC_UA_WORDS: &[&str] = &[
 /// them; plus [`GENERIC_UA_WORDS`].
 static BROWSER_WORDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
     let mut out: std::collections::HashSet<String> = GENERIC_UA_WORDS.iter().map(|w| w.to_ascii_lowercase()).collect();
-    let token_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     for ua in BROWSER_UAS.lines().filter(|l| l.starts_with("Mozilla/")) {
-        let b = ua.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            if !token_char(b[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < b.len() && token_char(b[i]) {
-                i += 1;
-            }
-            // One run of token characters, `start..i`.
-            let word_start = |s: usize| s == start || !b[s - 1].is_ascii_alphanumeric();
-            let word_end = |e: usize| e == i || !b[e].is_ascii_alphanumeric();
-            for s in (start..i).filter(|&s| word_start(s)) {
-                for e in (s + 1..=i).filter(|&e| word_end(e)) {
-                    out.insert(ua[s..e].to_ascii_lowercase());
-                }
-            }
-        }
+        insert_words(ua, true, &mut out);
     }
     out
 });
@@ -289,32 +298,13 @@ pub const GENERIC_PHRASE_WORDS: &[&str] = &[
 static CLIENT_WORDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
     let mut out: std::collections::HashSet<String> =
         GENERIC_PHRASE_WORDS.iter().map(|w| w.to_ascii_lowercase()).collect();
-    let token_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     let uas = BROWSER_UAS
         .lines()
         .filter(|l| !l.starts_with("Mozilla/"))
         .chain(ENTRIES.iter().filter_map(|e| e.example_ua.as_deref()))
         .chain(ENTRIES.iter().map(|e| e.token.as_str()));
     for ua in uas {
-        let b = ua.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            if !token_char(b[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < b.len() && token_char(b[i]) {
-                i += 1;
-            }
-            let word_start = |s: usize| s == start || !b[s - 1].is_ascii_alphanumeric();
-            let word_end = |e: usize| e == i || !b[e].is_ascii_alphanumeric();
-            for s in (start..i).filter(|&s| word_start(s)) {
-                for e in (s + 1..=i).filter(|&e| word_end(e) && (s, e) != (start, i)) {
-                    out.insert(ua[s..e].to_ascii_lowercase());
-                }
-            }
-        }
+        insert_words(ua, false, &mut out);
     }
     for e in ENTRIES.iter() {
         out.remove(&e.token.to_ascii_lowercase());

@@ -71,28 +71,6 @@ impl Gate {
         let id_prefix = (std::collections::hash_map::RandomState::new().build_hasher().finish() >> 32) as u32;
         Gate { shared, access_log_counter: AtomicU64::new(0), id_prefix, requests: AtomicU64::new(1), via }
     }
-
-    /// Whether the request already passed through this process: an
-    /// upstream that leads back here (a host name that resolves to this
-    /// proxy, two proxies pointing at each other) would loop forever.
-    fn looped(&self, req: &RequestHeader) -> bool {
-        let ours = self.via.as_bytes();
-        req.headers.get_all(header::VIA).iter().any(|v| v.as_bytes().windows(ours.len()).any(|w| w == ours))
-    }
-
-    /// Whether this request's access log line is written, by sampling rate.
-    fn sample_access_log(&self, rate: f64) -> bool {
-        if rate >= 1.0 {
-            return true;
-        }
-        if rate <= 0.0 {
-            return false;
-        }
-        // Deterministic sampling: request n is logged when the running total
-        // of `rate` crosses an integer, so 0.1 logs exactly every tenth.
-        let n = self.access_log_counter.fetch_add(1, Ordering::Relaxed) as f64;
-        ((n + 1.0) * rate).floor() > (n * rate).floor()
-    }
 }
 
 #[async_trait]

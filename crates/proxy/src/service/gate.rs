@@ -1,9 +1,32 @@
 //! The proxy's own additions to a forwarded request (the forwarding
-//! fields) and its bookkeeping of verification outcomes.
+//! fields), its loop check (Via), its access-log sampling and its
+//! bookkeeping of verification outcomes.
 
 use super::*;
 
 impl Gate {
+    /// Whether the request already passed through this process: an
+    /// upstream that leads back here (a host name that resolves to this
+    /// proxy, two proxies pointing at each other) would loop forever.
+    pub(super) fn looped(&self, req: &RequestHeader) -> bool {
+        let ours = self.via.as_bytes();
+        req.headers.get_all(header::VIA).iter().any(|v| v.as_bytes().windows(ours.len()).any(|w| w == ours))
+    }
+
+    /// Whether this request's access log line is written, by sampling rate.
+    pub(super) fn sample_access_log(&self, rate: f64) -> bool {
+        if rate >= 1.0 {
+            return true;
+        }
+        if rate <= 0.0 {
+            return false;
+        }
+        // Deterministic sampling: request n is logged when the running total
+        // of `rate` crosses an integer, so 0.1 logs exactly every tenth.
+        let n = self.access_log_counter.fetch_add(1, Ordering::Relaxed) as f64;
+        ((n + 1.0) * rate).floor() > (n * rate).floor()
+    }
+
     /// Adds the client address field (`X-Forwarded-For` or `Forwarded`, as
     /// `server.client_address_header` names), X-Forwarded-Proto (`Ctx::scheme`), Via and
     /// X-Request-Id (Host is forwarded unchanged) to a request that goes to
