@@ -73,9 +73,9 @@ impl Checked {
 /// its group's `rate_mode`: a held request (`"delay"`) sleeps until the
 /// rate admits it and is checked again, as long as its whole wait stays
 /// within the bound; past it, or under `"reject"`, a 429 whose
-/// `Retry-After` is clamped to the limit's own interval
-/// ([`GroupLimit::max_retry_after`]: a shared store's answer cannot set
-/// any other).
+/// `Retry-After` is clamped to the limit's burst span, between a minute
+/// and a day ([`GroupLimit::max_retry_after`]: a shared store's answer
+/// cannot set a longer one).
 ///
 /// `now` is the time of the check, not of arrival: checks of one key then
 /// see times in order, so a request held up (by verification, by the

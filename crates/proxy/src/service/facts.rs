@@ -24,8 +24,9 @@ pub(super) fn request_scheme(session: &Session, snap: &Snapshot) -> crawlgate_po
     let peer = session.client_addr().and_then(|a| a.as_inet()).map(|a| a.ip());
     let settings = &snap.policy.settings().server.client_address;
     let field = crawlgate_policy::scheme::scheme_field(settings);
-    let lines: Vec<&[u8]> = session.req_header().headers.get_all(field).iter().map(|v| v.as_bytes()).collect();
-    crawlgate_policy::scheme::request_scheme(peer, tls, &lines, settings)
+    // Only the last line counts (the trusted peer's own): no list per request.
+    let last = session.req_header().headers.get_all(field).iter().next_back().map(|v| v.as_bytes());
+    crawlgate_policy::scheme::request_scheme(peer, tls, last.as_slice(), settings)
 }
 
 /// The field lines of the address header `settings` names (none when the
