@@ -35,7 +35,11 @@ pub struct Entry {
     pub token: String,
     /// Who runs it.
     pub operator: String,
-    /// Categories from [`CATEGORIES`].
+    /// Categories from [`CATEGORIES`], the primary one first. A crawler
+    /// whose crawl serves several purposes (Googlebot's feeds Search and
+    /// Gemini's training unless `Google-Extended` is disallowed) lists each;
+    /// `group.categories` and the default class (`[classes]`) take the
+    /// first, `mixed_purpose = "strictest"` takes them all.
     pub categories: Vec<String>,
     /// Whether the token appears in User-Agent headers (false: robots.txt only).
     pub ua_visible: bool,
@@ -48,9 +52,15 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Whether the entry is in `category`.
+    /// Whether the entry serves `category`, as its primary purpose or
+    /// another.
     pub fn in_category(&self, category: &str) -> bool {
         self.categories.iter().any(|c| c == category)
+    }
+
+    /// Its primary category (the first one listed).
+    pub fn primary_category(&self) -> &str {
+        self.categories.first().map_or("", String::as_str)
     }
 }
 
@@ -77,15 +87,18 @@ pub fn is_category(category: &str) -> bool {
     CATEGORIES.contains(&category)
 }
 
-/// Entries of a category, sorted by token; `None` for an unknown category.
+/// Entries whose primary category is `category`, sorted by token; `None`
+/// for an unknown category. Primary categories partition the catalog, so
+/// `group.categories` brings each token to one group only.
 pub fn entries_in_category(category: &str) -> Option<Vec<&'static Entry>> {
     if !is_category(category) {
         return None;
     }
-    Some(ENTRIES.iter().filter(|e| e.in_category(category)).collect())
+    Some(ENTRIES.iter().filter(|e| e.primary_category() == category).collect())
 }
 
-/// Tokens of a category, sorted; `None` for an unknown category.
+/// Tokens whose primary category is `category`, sorted; `None` for an
+/// unknown category.
 pub fn tokens_in_category(category: &str) -> Option<Vec<&'static str>> {
     entries_in_category(category).map(|v| v.into_iter().map(|e| e.token.as_str()).collect())
 }
@@ -299,9 +312,16 @@ mod tests {
     #[test]
     fn categories_partition_the_catalog() {
         let total: usize = CATEGORIES.iter().map(|c| tokens_in_category(c).map_or(0, |v| v.len())).sum();
-        // One category per entry (data/README.md): a token in two categories
-        // would make two category groups collide.
+        // One primary category per entry (data/README.md): a token in two
+        // category groups would make them collide.
         assert_eq!(total, entries().len());
+        // Mixed-purpose crawlers list their other purposes after it.
+        for t in ["Googlebot", "Applebot", "bingbot"] {
+            let e = lookup(t).unwrap();
+            assert_eq!(e.categories, ["search-engine", "ai-training"], "{t}");
+            assert!(e.in_category("ai-training") && e.primary_category() == "search-engine");
+            assert!(!tokens_in_category("ai-training").unwrap().contains(&t), "{t}");
+        }
         assert_eq!(tokens_in_category("no-such-category"), None);
         assert!(tokens_in_category("ai-training").unwrap().contains(&"GPTBot"));
     }

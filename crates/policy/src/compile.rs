@@ -17,6 +17,7 @@ use crate::route::OriginPaths;
 use crate::settings::Settings;
 
 mod agents_txt;
+mod classes;
 pub(crate) mod ctx;
 mod group;
 mod hosts;
@@ -89,6 +90,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         allow_warnings,
         limits,
         markdown,
+        classes,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
     let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
@@ -100,13 +102,14 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
     let origin_robots = compile_robots_origin(&mut cx, robots_txt.as_ref());
-    let groups = compile_groups(&mut cx, &group);
+    let mut groups = compile_groups(&mut cx, &group);
+    let class_groups = classes::compile_classes(&mut cx, classes.as_ref(), &groups);
+    groups.extend(class_groups);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
     let site =
         site_hosts(&mut cx, raw_server_hosts.as_deref(), raw_upstream_sni.as_deref(), raw_origin_host.as_deref());
     let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
-    let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
     if verification.enabled && server.client_address.trusted_proxies.is_empty() {
         block_without_trusted_proxies(&mut cx, &group);

@@ -10,6 +10,7 @@ pub mod agents_txt;
 pub mod cache;
 pub mod canonical;
 pub mod catalog;
+pub mod classes;
 pub mod client;
 mod compile;
 mod decision;

@@ -27,8 +27,9 @@ const MAX_TABLE_BYTES: i64 = 16 << 20;
 /// Which agents the AI-use guard protects pages from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AiAgents {
-    /// Agents whose product token the crawler catalog lists in an AI
-    /// category (`ai-training`, `ai-search`, `ai-assistant`), and requests
+    /// Agents whose product token the crawler catalog lists with an AI
+    /// primary category (`ai-training`, `ai-search`, `ai-assistant`; a
+    /// search engine whose crawl also trains models is not one), and requests
     /// naming no policy token: a client that asks for Markdown without
     /// saying who it is is most likely an AI agent.
     Catalog,
@@ -183,7 +184,7 @@ pub fn is_ai(ai_agents: AiAgents, agent: Option<&str>) -> bool {
     match (ai_agents, agent) {
         (AiAgents::All, _) | (AiAgents::Catalog, None) => true,
         (AiAgents::Catalog, Some(token)) => {
-            crate::catalog::lookup(token).is_some_and(|e| e.categories.iter().any(|c| c.starts_with("ai-")))
+            crate::catalog::lookup(token).is_some_and(|e| e.primary_category().starts_with("ai-"))
         }
     }
 }

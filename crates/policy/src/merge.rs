@@ -393,6 +393,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         limit: None,
         accept_signature: None,
         rate_mode: Default::default(),
+        class: None,
     }
 }
 

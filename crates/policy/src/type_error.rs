@@ -288,7 +288,8 @@ mod tests {
         assert_eq!(
             first_error(&format!("sever = 1\n{up}")),
             "p.toml:1:1: sever: unknown key; did you mean `server`? (valid here: server, upstream, robots_txt, \
-             group, robots_tag, agents_txt, verification, tdmrep, rsl, payment, allow_warnings, limits, markdown)"
+             group, robots_tag, agents_txt, verification, tdmrep, rsl, payment, allow_warnings, limits, markdown, \
+             classes)"
         );
     }
 

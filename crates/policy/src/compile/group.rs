@@ -109,7 +109,7 @@ fn weaker_than_star(cx: &mut Ctx<'_>, groups: &[Group], offsets: &[usize]) {
 /// its keys' checks; `None` when the group is left out because category
 /// overrides emptied it. `seen` maps each token (lower-cased) to the offset
 /// of the first group that took it.
-fn compile_group(
+pub(super) fn compile_group(
     cx: &mut Ctx<'_>,
     g: &Spanned<RawGroup>,
     explicit: &HashMap<String, Explicit>,
@@ -243,6 +243,7 @@ fn compile_group(
         limit,
         accept_signature: None,
         rate_mode,
+        class: None,
     })
 }
 
