@@ -82,7 +82,7 @@ fn get(proxy: &Proxy, path: &str, ua: &str, fields: &[(String, String)]) -> Answ
     let resp = req.send().unwrap();
     let status = resp.status().as_u16();
     let mut fields = Vec::new();
-    for name in ["content-type", "crawler-price", "crawler-charged", "crawler-error", "link"] {
+    for name in ["content-type", "crawler-price", "crawler-charged", "crawler-error", "link", "retry-after"] {
         for v in resp.headers().get_all(name) {
             fields.push(format!("{name}: {}", v.to_str().unwrap()));
         }
@@ -113,15 +113,20 @@ fn export(proxy: &Proxy, format: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The CSV lines with the time, charge id and request id masked, and the
+/// signature evidence (a quoted JSON object) shown as `EVIDENCE`.
 fn masked_csv(text: &str) -> Vec<String> {
     text.lines()
         .map(|l| {
-            let f: Vec<&str> = l.splitn(3, ',').collect();
+            let f: Vec<&str> = l.splitn(4, ',').collect();
             if f[0] == "time" {
-                l.to_string()
-            } else {
-                format!("TIME,ID,{}", f[2])
+                return l.to_string();
             }
+            let rest = match (f[3].find(",\"{\"\"signature\"\""), f[3].rfind("}}\",")) {
+                (Some(a), Some(b)) => format!("{},EVIDENCE{}", &f[3][..a], &f[3][b + 3..]),
+                _ => f[3].to_string(),
+            };
+            format!("TIME,CID,ID,{rest}")
         })
         .collect()
 }
@@ -162,17 +167,35 @@ fn a_priced_signed_retry_is_charged_and_recorded() {
     assert_eq!(
         masked_csv(&export(&proxy, "csv")),
         [
-            "time,request_id,instance,agent,subject,dialect,path,currency,amount,amount_minor,status,bytes,settlement,void"
+            "time,charge_id,request_id,instance,host,agent,payer,dialect,path,currency,amount,amount_minor,status,bytes,settlement,evidence,voids,void"
                 .to_string(),
-            format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/,USD,0.01,1,200,5,,"),
-            format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/premium/a,USD,0.05,5,200,8,,"),
+            format!("TIME,CID,ID,test-1,127.0.0.1,ExampleBot,{keyid},crawler-price,/,USD,0.01,1,200,5,,EVIDENCE,,"),
+            format!("TIME,CID,ID,test-1,127.0.0.1,ExampleBot,{keyid},crawler-price,/premium/a,USD,0.05,5,200,8,,EVIDENCE,,"),
         ]
     );
+    // The consent kept for a dispute: the covered components and the
+    // fields as the crawler sent them.
+    let json: Vec<serde_json::Value> =
+        export(&proxy, "json").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let sig = &json[1]["evidence"]["signature"];
+    assert_eq!(sig["covered"], serde_json::json!(["@authority", "@method", "@path", "crawler-max-price"]));
+    assert!(
+        sig["input"]
+            .as_str()
+            .unwrap()
+            .starts_with("sig1=(\"@authority\" \"@method\" \"@path\" \"crawler-max-price\");created="),
+        "{sig}"
+    );
+    assert!(sig["value"].as_str().unwrap().starts_with("sig1=:"), "{sig}");
+    assert_eq!(json[1]["charge_id"].as_str().unwrap().len(), 32);
     assert_eq!(
         proxy.metric("crawlgate_charges_total{agent=\"ExampleBot\",dialect=\"crawler-price\"}"),
         Some("2".into())
     );
-    assert_eq!(proxy.metric("crawlgate_charged_amount_total{agent=\"ExampleBot\",currency=\"USD\"}"), Some("6".into()));
+    assert_eq!(
+        proxy.metric("crawlgate_charged_amount_minor_units_total{agent=\"ExampleBot\",currency=\"USD\"}"),
+        Some("6".into())
+    );
     assert_eq!(proxy.metric("crawlgate_ledger_healthy"), Some("1".into()));
     let client = reqwest::blocking::Client::new();
     let api: serde_json::Value =
@@ -230,14 +253,14 @@ fn every_crawler_error_is_answered_as_cloudflare_documents() {
     );
     assert!(origin.seen().is_empty(), "{:?}", origin.seen());
     for code in [
-        "StrongAuthRequired",
-        "InvalidSignature",
-        "ConflictingPriceHeaders",
-        "InvalidCrawlerPriceValue",
-        "InvalidCrawlerExactPrice",
-        "InvalidCrawlerMaxPrice",
-        "MissingCrawlerPrice",
-        "CrawlerForbidden",
+        "strong_auth_required",
+        "invalid_signature",
+        "conflicting_price_headers",
+        "invalid_crawler_price_value",
+        "invalid_crawler_exact_price",
+        "invalid_crawler_max_price",
+        "missing_crawler_price",
+        "crawler_forbidden",
     ] {
         assert_eq!(
             proxy.metric(&format!("crawlgate_payment_errors_total{{code=\"{code}\"}}")),
@@ -353,13 +376,55 @@ fn a_locked_ledger_stops_charging_only() {
         )
     );
     assert_eq!(proxy.metric("crawlgate_ledger_healthy"), Some("0".into()));
-    assert_eq!(proxy.metric("crawlgate_payment_errors_total{code=\"InternalError\"}"), Some("1".into()));
+    assert_eq!(proxy.metric("crawlgate_payment_errors_total{code=\"internal_error\"}"), Some("1".into()));
     assert_eq!(get(&proxy, "/", "Mozilla/5.0 Firefox/130.0", &[]).status, 200);
     lock.execute_batch("COMMIT").unwrap();
     let paid = sign(&signer, &proxy, "/", &[("crawler-exact-price", "USD 0.01")], &["crawler-exact-price"], 3);
     assert_eq!(get(&proxy, "/", UA, &paid).status, 200);
     assert_eq!(proxy.metric("crawlgate_ledger_healthy"), Some("1".into()));
     assert_eq!(export(&proxy, "csv").lines().count(), 3);
+}
+
+/// The ledger file removed under the running proxy: SQLite would go on
+/// committing into the deleted file and the crawler would get
+/// `crawler-charged` for a row nobody can bill. The charged request gets
+/// a 503 with Retry-After instead (no page), health drops to 0 without a
+/// charge to notice it, and `/status` says why; other traffic is served.
+#[test]
+fn a_removed_ledger_file_stops_charging_with_503() {
+    let signer = Signer::from_seed(29);
+    let origin = origin();
+    let (proxy, _ledger) = proxy(&origin, &signer);
+    let paid = sign(&signer, &proxy, "/", &[("crawler-exact-price", "USD 0.01")], &["crawler-exact-price"], 5);
+    assert_eq!(get(&proxy, "/", UA, &paid).status, 200);
+    let path = ledger_path(&proxy);
+    std::fs::remove_file(&path).unwrap();
+    wait_metric(&proxy, "crawlgate_ledger_healthy", "0");
+    let paid = sign(&signer, &proxy, "/", &[("crawler-exact-price", "USD 0.01")], &["crawler-exact-price"], 4);
+    assert_eq!(
+        get(&proxy, "/", UA, &paid),
+        answer(
+            503,
+            &[TEXT, "crawler-error: InternalError", "retry-after: 30"],
+            "503 Service Unavailable: the charge cannot be recorded now, and the page is not served unrecorded; retry later\n"
+        )
+    );
+    assert_eq!(proxy.metric("crawlgate_payment_errors_total{code=\"ledger_unavailable\"}"), Some("1".into()));
+    assert_eq!(get(&proxy, "/", "Mozilla/5.0 Firefox/130.0", &[]).status, 200);
+    let client = reqwest::blocking::Client::new();
+    let status: serde_json::Value =
+        serde_json::from_str(&client.get(proxy.admin_url("/status")).send().unwrap().text().unwrap()).unwrap();
+    assert_eq!(
+        status["ledger"],
+        serde_json::json!({
+            "backend": "sqlite",
+            "target": path,
+            "healthy": false,
+            "postgres_up": null,
+            "spool_rows": 0,
+            "error": format!("ledger {path}: the file was removed under the running proxy; charging stops until crawlgate is restarted"),
+        })
+    );
 }
 
 /// A chunked page's row is committed without a byte count (the origin
@@ -383,7 +448,9 @@ fn a_clean_shutdown_writes_the_last_byte_counts() {
     let keyid = signer.keyid();
     assert_eq!(
         masked_csv(&export(&proxy, "csv"))[1..],
-        [format!("TIME,ID,test-1,ExampleBot,{keyid},crawler-price,/chunked,USD,0.01,1,200,8,,")]
+        [format!(
+            "TIME,CID,ID,test-1,127.0.0.1,ExampleBot,{keyid},crawler-price,/chunked,USD,0.01,1,200,8,,EVIDENCE,,"
+        )]
     );
 }
 

@@ -101,6 +101,7 @@ impl Admin {
             "verification_lists": verification_lists(status.verification_lists.as_deref()),
             "tls": status.tls,
             "limits": limits_json(status.limits_store.as_ref()),
+            "ledger": status.ledger,
             "signatures": self.signatures(status.verification_lists.is_some()),
         })
     }
@@ -334,6 +335,7 @@ mod tests {
                 verification_lists: self.lists.clone(),
                 tls: None,
                 limits_store: None,
+                ledger: None,
             }
         }
         fn before_scrape(&self) {}
@@ -377,6 +379,7 @@ mod tests {
             "verification_lists": [],
             "tls": null,
             "limits": {"store": {"configured": false}},
+            "ledger": null,
             "signatures": null,
         });
         assert_eq!(admin(None).status_json(), want);

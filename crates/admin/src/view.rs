@@ -81,4 +81,8 @@ pub struct Status {
     pub tls: Option<serde_json::Value>,
     /// The shared store of `[limits] store`; `None` without one.
     pub limits_store: Option<crawlgate_store::Health>,
+    /// The ledger's state (`backend`, `target` with its password masked,
+    /// `healthy`, `postgres_up`, `spool_rows`, `error`); `None` when the
+    /// policy charges nothing.
+    pub ledger: Option<serde_json::Value>,
 }

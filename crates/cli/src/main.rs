@@ -233,7 +233,7 @@ read or the arguments are wrong.")]
     /// The built-in catalog of known crawlers and agents.
     #[command(subcommand)]
     Agents(AgentsCommand),
-    /// Read an instance's ledger of charges (what to bill).
+    /// Read the ledger of charges (what to bill), or migrate its PostgreSQL schema.
     #[command(subcommand)]
     Ledger(LedgerCommand),
     /// Run the proxy.
@@ -291,35 +291,69 @@ the arguments are wrong.")]
     },
 }
 
+/// Where `ledger export|summary` read: files, a URL, else the policy.
+#[derive(Debug, clap::Args)]
+pub struct LedgerSource {
+    #[command(flatten)]
+    config: ConfigArg,
+    /// A ledger to read: an SQLite file, or a postgres:// URL (its password
+    /// from the URL, --password-file or PGPASSWORD). Repeat it to read
+    /// several instances' files as one ledger. Default: the policy's
+    /// payment.ledger.
+    #[arg(long = "file", visible_alias = "ledger", value_name = "FILE|URL")]
+    files: Vec<String>,
+    /// A file whose first line is the PostgreSQL password (default: the
+    /// policy's payment.ledger_password_file, when the ledger comes from the policy).
+    #[arg(long, value_name = "FILE")]
+    password_file: Option<PathBuf>,
+    /// Only rows from then on: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ (UTC) or Unix seconds.
+    #[arg(long)]
+    since: Option<String>,
+    /// Only rows before then (excluded), in the same forms: `--until
+    /// 2026-12-01` ends with November.
+    #[arg(long)]
+    until: Option<String>,
+}
+
 #[derive(Debug, Subcommand)]
 enum LedgerCommand {
-    /// Print every charge, oldest first: CSV with a header line, or JSON
-    /// (one object per line).
+    /// Print every charge and void row, oldest first, streamed: CSV with a
+    /// header line, or JSON (one object per line). Fields a spreadsheet
+    /// would run as a formula are neutralised with a leading `'`.
     #[command(after_help = "Exit status: 0 printed, 2 the ledger cannot be read or the arguments are wrong.")]
     Export {
         #[command(flatten)]
-        config: ConfigArg,
-        /// The ledger file (default: the policy's payment.ledger).
-        #[arg(long)]
-        file: Option<PathBuf>,
-        /// Only charges from then on: YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ (UTC) or Unix seconds.
-        #[arg(long)]
-        since: Option<String>,
+        source: LedgerSource,
         /// `csv` or `json`.
         #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
         format: String,
     },
-    /// Print charges and amounts per UTC day, agent and currency.
+    /// Print charges and amounts, net of voids, per currency and the
+    /// --group-by columns.
     #[command(after_help = "Exit status: 0 printed, 2 the ledger cannot be read or the arguments are wrong.")]
     Summary {
         #[command(flatten)]
+        source: LedgerSource,
+        /// Columns to group by, comma-separated: host, agent, payer, day, month.
+        #[arg(long, default_value = "day,agent")]
+        group_by: String,
+        /// `table`, `csv` or `json`.
+        #[arg(long, default_value = "table", value_parser = ["table", "csv", "json"])]
+        format: String,
+    },
+    /// Create or migrate the PostgreSQL ledger's schema (the proxy also does
+    /// at start), and print its version.
+    #[command(after_help = "Exit status: 0 migrated or current, 2 the database cannot be reached or is newer \
+than this crawlgate.")]
+    Migrate {
+        #[command(flatten)]
         config: ConfigArg,
-        /// The ledger file (default: the policy's payment.ledger).
-        #[arg(long)]
-        file: Option<PathBuf>,
-        /// Only charges from then on (as for export).
-        #[arg(long)]
-        since: Option<String>,
+        /// The postgres:// URL (default: the policy's payment.ledger).
+        #[arg(long = "ledger", value_name = "URL")]
+        url: Option<String>,
+        /// A file whose first line is the password.
+        #[arg(long, value_name = "FILE")]
+        password_file: Option<PathBuf>,
     },
 }
 
@@ -354,11 +388,12 @@ fn main() -> ExitCode {
         Command::AgentsTxt(AgentsTxtCommand::Verify { file }) => agents_txt::verify(&file),
         Command::Import { robots_file, force, base } => import::import(&robots_file, force, base.as_deref()),
         Command::Agents(AgentsCommand::List { category, json }) => agents::list(category.as_deref(), json),
-        Command::Ledger(LedgerCommand::Export { config, file, since, format }) => {
-            ledger::export(file.as_deref(), &config.config, since.as_deref(), &format)
+        Command::Ledger(LedgerCommand::Export { source, format }) => ledger::export(&source, &format),
+        Command::Ledger(LedgerCommand::Summary { source, group_by, format }) => {
+            ledger::summary(&source, &group_by, &format)
         }
-        Command::Ledger(LedgerCommand::Summary { config, file, since }) => {
-            ledger::summary(file.as_deref(), &config.config, since.as_deref())
+        Command::Ledger(LedgerCommand::Migrate { config, url, password_file }) => {
+            ledger::migrate(&config.config, url.as_deref(), password_file.as_deref())
         }
         Command::Run(c) => run::run(&c.config),
         Command::Demo(args) => demo::demo(args),

@@ -14,8 +14,10 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 
 fn record(i: u64) -> Record {
     Record {
+        charge_id: String::new(),
         time_ms: 1_764_093_845_120,
         request_id: format!("0a1b2c3d-{i}"),
+        host: "example.com".into(),
         agent: "ExampleBot".into(),
         subject: "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U".into(),
         path: format!("/small.html?r1-{i}"),
@@ -24,9 +26,11 @@ fn record(i: u64) -> Record {
         exponent: 2,
         dialect: "crawler-price".into(),
         settlement: None,
+        evidence: None,
         status: 200,
         bytes: Some(1534),
         instance: "edge-1".into(),
+        voids: None,
         void: None,
     }
 }

@@ -1,11 +1,11 @@
 //! The ledger a charging policy records in, with the name of the instance
 //! that writes its rows.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use crawlgate_policy::payment::PaymentSettings;
 
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, Target};
 
 /// The open ledger and this instance's name.
 pub struct Charging {
@@ -19,11 +19,25 @@ impl Charging {
     /// Opens `[payment] ledger` when the policy has a charge group (`None`
     /// when it charges nothing); the error names the key.
     pub fn open(pay: &PaymentSettings) -> Result<Option<Charging>, String> {
-        let Some(path) = pay.ledger.as_deref().filter(|_| pay.charging) else { return Ok(None) };
-        let ledger = Ledger::open(Path::new(path)).map_err(|e| format!("payment.ledger: {e}"))?;
+        let Some(target) = target(pay) else { return Ok(None) };
+        let ledger = Ledger::open_target(&target).map_err(|e| format!("payment.ledger: {e}"))?;
         let instance = pay.instance_id.clone().unwrap_or_else(host_name);
-        tracing::info!(ledger = path, instance = %instance, "Charging: ledger open");
+        tracing::info!(ledger = %target.display(), instance = %instance, "Charging: ledger open");
         Ok(Some(Charging { ledger, instance }))
+    }
+}
+
+/// Where the ledger of `pay` is, when the policy charges.
+pub fn target(pay: &PaymentSettings) -> Option<Target> {
+    let ledger = pay.ledger.as_deref().filter(|_| pay.charging)?;
+    if pay.ledger_is_postgres() {
+        Some(Target::Postgres {
+            url: ledger.to_string(),
+            spool: PathBuf::from(pay.ledger_spool.as_deref()?),
+            password_file: pay.ledger_password_file.as_deref().map(PathBuf::from),
+        })
+    } else {
+        Some(Target::Sqlite(PathBuf::from(ledger)))
     }
 }
 

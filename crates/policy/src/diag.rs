@@ -28,6 +28,12 @@ impl fmt::Display for Diagnostic {
     }
 }
 
+/// Whether the key at `path` (table keys, as for [`error_at_key`]) is
+/// written in `source`, rather than taken from a default.
+pub fn key_written(source: &str, path: &[&str]) -> bool {
+    crate::type_error::value_offset(source, path).is_some()
+}
+
 /// An error about the value of the key at `path` in `source` (e.g.
 /// `["verification", "state_dir"]`), located at that value (line 1, column
 /// 1 when it is not written): for checks the pure policy cannot make, such

@@ -42,7 +42,7 @@ pub mod verification;
 
 pub use compile::{load, Loaded, ADMIN_CONNECTIONS, MAX_ROBOTS_TXT};
 pub use decision::{Action, AgentId, BlockReason, Claim, Decision, Enforce, GroupRef, RuleRef};
-pub use diag::{error_at_key, parse_duration, Diagnostic, Diagnostics, Warning};
+pub use diag::{error_at_key, key_written, parse_duration, Diagnostic, Diagnostics, Warning};
 pub use local_file::LocalFile;
 pub use merge::{Conflict, ConflictKind, MergeError, Merged};
 pub use policy::{HeadElement, HtmlMode, HtmlPlan, Policy, Stats, UrlControls};

@@ -64,6 +64,7 @@ impl AdminState for AdminView {
             verification_lists: snap.handles.verifier.as_ref().map(|v| v.lists().status()),
             tls: self.tls.as_ref().map(|t| t.status_json()),
             limits_store: snap.handles.store.as_ref().map(|s| s.health()),
+            ledger: snap.handles.charging.as_ref().and_then(|c| serde_json::to_value(c.ledger.status()).ok()),
         }
     }
 
@@ -74,6 +75,10 @@ impl AdminState for AdminView {
         shared.metrics.limits_store(snap.handles.store.as_ref().map(|s| (s.is_up(), s.errors_total())));
         if snap.handles.store.is_some() {
             shared.metrics.limits_fallbacks(snap.handles.limiter.fallbacks());
+        }
+        if let Some(c) = snap.handles.charging.as_ref() {
+            let s = c.ledger.status();
+            shared.metrics.payment().ledger_state(s.healthy, s.postgres_up, s.spool_rows);
         }
     }
 

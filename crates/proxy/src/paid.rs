@@ -363,6 +363,9 @@ pub async fn response(
                 // Settled but not recorded: the operator reconciles from the log.
                 tracing::error!(dialect = dialect.as_str(), settlement = %s, path, "A settled payment could not be recorded in the ledger");
             }
+            if e.unavailable() {
+                return Err(Charged::Unavailable(e.to_string()));
+            }
             Err(Charged::Ledger(e.to_string()))
         }
     }
@@ -373,6 +376,8 @@ pub async fn response(
 pub enum Charged {
     /// The ledger could not record it: a 500 `InternalError`.
     Ledger(String),
+    /// The ledger cannot take charges now: a 503 with Retry-After.
+    Unavailable(String),
     /// The x402 settlement failed: a 402.
     SettleFailed,
 }

@@ -46,7 +46,8 @@ use crate::state::{Shared, Snapshot};
 /// reload).
 pub fn restart_only(policy: &Policy) -> (&'static str, String) {
     let p = policy.payment();
-    ("payment.ledger", format!("{:?} {:?} {}", p.ledger, p.instance_id, p.charging))
+    let ledger = (&p.ledger, &p.ledger_spool, &p.ledger_password_file);
+    ("payment.ledger", format!("{ledger:?} {:?} {}", p.instance_id, p.charging))
 }
 
 /// What a charged request still needs in the response phase.
@@ -54,8 +55,15 @@ pub fn restart_only(policy: &Policy) -> (&'static str, String) {
 pub struct Pending {
     price: Price,
     in_band: bool,
-    /// The ledger could not record the charge: the response is a 500.
+    /// The ledger could not record the charge: the response is a 500,
+    /// or a 503 when `unavailable`.
     failed: bool,
+    /// The ledger refused the charge for now (its file removed or
+    /// replaced, the spool past its bound): a 503 with Retry-After.
+    unavailable: bool,
+    /// The request's host and the crawler's consent, for the row.
+    host: String,
+    evidence: Option<String>,
     /// The ledger row, once recorded (its bytes are set at the end).
     row: Option<Row>,
     /// Paid with a license token or x402 rather than Cloudflare's headers.
@@ -63,9 +71,10 @@ pub struct Pending {
 }
 
 /// A committed ledger row, for the bytes of [`Pending::finish`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Row {
-    id: i64,
+    /// The charge id.
+    id: String,
     /// The bytes it was written with (the origin's Content-Length).
     bytes: Option<u64>,
 }
@@ -80,6 +89,10 @@ pub struct Charge<'a> {
     pub path: &'a str,
     /// The request id.
     pub request_id: String,
+    /// The request's host.
+    pub host: &'a str,
+    /// The crawler's consent (JSON), if kept.
+    pub evidence: Option<String>,
 }
 
 impl Charge<'_> {
@@ -94,10 +107,12 @@ impl Charge<'_> {
         settlement: Option<String>,
     ) -> Record {
         Record {
+            charge_id: String::new(),
             time_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(0)),
             request_id: self.request_id,
+            host: self.host.to_string(),
             agent: self.agent.to_string(),
             subject,
             path: self.path.to_string(),
@@ -106,9 +121,11 @@ impl Charge<'_> {
             exponent: self.price.currency.exponent(),
             dialect: dialect.as_str().to_string(),
             settlement,
+            evidence: self.evidence,
             status: resp.status.as_u16(),
             bytes: resp.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok()),
             instance: charging.instance.clone(),
+            voids: None,
             void: None,
         }
     }
@@ -157,6 +174,71 @@ fn signed(req: &RequestHeader, verification: Verification, evidence: Option<&Evi
     }
 }
 
+/// Longest consent field kept in a ledger row: a signature is some
+/// hundred bytes; a field past this is cut (marked `truncated`).
+const EVIDENCE_MAX: usize = 4096;
+
+/// The request's host for the ledger: the URI's authority or `Host`,
+/// lowercase, without the port.
+fn host_of(req: &RequestHeader) -> String {
+    let raw = req.uri.host().map(str::to_string).or_else(|| {
+        req.headers.get(header::HOST).and_then(|v| v.to_str().ok()).map(|h| {
+            match h.rsplit_once(':') {
+                Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !name.ends_with(':') => name,
+                _ => h,
+            }
+            .to_string()
+        })
+    });
+    let mut host = raw.unwrap_or_default().to_ascii_lowercase();
+    host.truncate(255);
+    host
+}
+
+/// A field's value for the evidence, cut at [`EVIDENCE_MAX`].
+fn evidence_field(req: &RequestHeader, name: &str) -> Option<String> {
+    let v = req.headers.get(name)?;
+    let text = String::from_utf8_lossy(v.as_bytes());
+    Some(if text.len() > EVIDENCE_MAX {
+        let mut end = EVIDENCE_MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{} (truncated)", &text[..end])
+    } else {
+        text.into_owned()
+    })
+}
+
+/// What a signed crawler consented to (RFC 9421 HTTP Message Signatures):
+/// the covered components the verifier checked, and the
+/// `Signature-Input` and `Signature` fields as sent.
+fn signature_evidence(req: &RequestHeader, covered: &[String]) -> Option<String> {
+    let v = serde_json::json!({"signature": {
+        "covered": covered,
+        "input": evidence_field(req, "signature-input"),
+        "value": evidence_field(req, "signature"),
+    }});
+    Some(v.to_string())
+}
+
+/// What a license or x402 payment shows: the license token's id and
+/// issuer, or the x402 payer and network.
+fn paid_evidence(paid: &crate::paid::Paid, pay: &crawlgate_policy::payment::PaymentSettings) -> Option<String> {
+    let v = match paid {
+        crate::paid::Paid::License { subject, token_id } => serde_json::json!({"license": {
+            "jti": token_id,
+            "iss": pay.rsl.as_ref().map(|r| r.issuer.as_str()),
+            "sub": subject,
+        }}),
+        crate::paid::Paid::X402 { payer, requirements, .. } => serde_json::json!({"x402": {
+            "payer": payer,
+            "network": requirements.network,
+        }}),
+    };
+    Some(v.to_string())
+}
+
 /// Request phase of a forwarded request that the decision priced (`price`,
 /// `None` when free): answers it or lets it through to be charged. Strips
 /// the dialect's request fields before the origin sees them (whenever the
@@ -178,6 +260,7 @@ pub async fn request(
     if !pay.charging {
         return Ok(Step::Pass);
     }
+    let host = host_of(session.req_header());
     let mine = match price {
         Some(price) if pay.offers(Dialect::License) || pay.offers(Dialect::X402) => {
             crate::paid::request(shared, session, policy, dialects, price, path).await?
@@ -190,7 +273,17 @@ pub async fn request(
             return Ok(Step::Answered);
         }
         (crate::paid::Outcome::Forward(paid), Some(price)) => {
-            Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: Some(paid) }))
+            let evidence = paid_evidence(&paid, pay);
+            Step::Forward(Box::new(Pending {
+                price,
+                in_band: false,
+                failed: false,
+                unavailable: false,
+                host,
+                evidence,
+                row: None,
+                paid: Some(paid),
+            }))
         }
         (_, price) => match price {
             Some(price) if pay.offers(Dialect::CrawlerPrice) => {
@@ -207,11 +300,28 @@ pub async fn request(
                 };
                 match cloudflare::decide(price, &input) {
                     Answer::Charge { price } => {
-                        Step::Forward(Box::new(Pending { price, in_band: false, failed: false, row: None, paid: None }))
+                        let evidence = signature_evidence(req, covered);
+                        Step::Forward(Box::new(Pending {
+                            price,
+                            in_band: false,
+                            failed: false,
+                            unavailable: false,
+                            host,
+                            evidence,
+                            row: None,
+                            paid: None,
+                        }))
                     }
-                    Answer::InBand { price } => {
-                        Step::Forward(Box::new(Pending { price, in_band: true, failed: false, row: None, paid: None }))
-                    }
+                    Answer::InBand { price } => Step::Forward(Box::new(Pending {
+                        price,
+                        in_band: true,
+                        failed: false,
+                        unavailable: false,
+                        host,
+                        evidence: None,
+                        row: None,
+                        paid: None,
+                    })),
                     Answer::Untouched => Step::Pass,
                     Answer::Refuse { status, error, price: stated } => {
                         if let Some(e) = error {
@@ -276,18 +386,6 @@ pub async fn forbidden(shared: &Shared, session: &mut Session, policy: &Policy, 
     refuse_with(session, refusal, Some(body)).await
 }
 
-/// Writes a refusal: `status`, `crawler-error`, `crawler-price` and the
-/// terms `Link`, with a plain-text body saying what to change.
-pub async fn refuse(
-    session: &mut Session,
-    terms: Option<&str>,
-    status: u16,
-    error: Option<CrawlerError>,
-    price: Option<Price>,
-) -> Result<()> {
-    refuse_with(session, Refusal { terms, status, error, price, x402: None }, None).await
-}
-
 /// What a refusal says.
 struct Refusal<'a> {
     terms: Option<&'a str>,
@@ -350,7 +448,8 @@ pub async fn response(
 ) -> Result<()> {
     let policy = &snap.policy;
     pending.strip(resp);
-    let charge = Charge { price: pending.price, agent, path, request_id };
+    let evidence = pending.evidence.clone();
+    let charge = Charge { price: pending.price, agent, path, request_id, host: &pending.host, evidence };
     if let Some(paid) = pending.paid.as_mut() {
         let c = charge;
         return match crate::paid::response(shared, resp, paid, snap, c).await {
@@ -362,6 +461,7 @@ pub async fn response(
                 Ok(())
             }
             Err(crate::paid::Charged::Ledger(why)) => Err(ledger_failed(shared, pending, &why)),
+            Err(crate::paid::Charged::Unavailable(why)) => Err(ledger_unavailable(shared, pending, &why)),
             Err(crate::paid::Charged::SettleFailed) => Err(crate::paid::settle_error()),
         };
     }
@@ -389,6 +489,7 @@ pub async fn response(
             }
             Ok(())
         }
+        Err(e) if e.unavailable() => Err(ledger_unavailable(shared, pending, &e.to_string())),
         Err(e) => Err(ledger_failed(shared, pending, &e.to_string())),
     }
 }
@@ -454,6 +555,18 @@ pub async fn on_release(shared: Arc<Shared>, snap: Arc<Snapshot>, held: Held, st
     release
 }
 
+/// The ledger refused the charge for now: a 503 with Retry-After, the
+/// page not served.
+fn ledger_unavailable(shared: &Shared, pending: &mut Pending, why: &str) -> Box<Error> {
+    tracing::error!(reason = why, "A charge could not be recorded; answering 503");
+    pending.failed = true;
+    pending.unavailable = true;
+    let m = shared.metrics.payment();
+    m.ledger_healthy(false);
+    m.error_code("ledger_unavailable");
+    Error::explain(ErrorType::HTTPStatus(503), "the ledger cannot take charges now")
+}
+
 fn ledger_failed(shared: &Shared, pending: &mut Pending, why: &str) -> Box<Error> {
     tracing::error!(reason = why, "A charge could not be recorded; answering 500 InternalError");
     pending.failed = true;
@@ -488,11 +601,7 @@ impl Pending {
     /// settlement, else the 500 `InternalError`.
     fn refusal(&self, policy: &Policy) -> Reply {
         let settle = self.paid.as_ref().and_then(|paid| crate::paid::settle_refusal_reply(policy, paid));
-        settle.unwrap_or_else(|| {
-            let r =
-                Refusal { terms: None, status: 500, error: Some(CrawlerError::InternalError), price: None, x402: None };
-            refusal(r, None)
-        })
+        settle.unwrap_or_else(|| failure_reply(self.unavailable))
     }
 
     /// The license or x402 state, when the request paid that way.
@@ -501,9 +610,14 @@ impl Pending {
     }
 
     /// Whether the charge could not be recorded (the 500 `InternalError`
-    /// is written by `fail_to_proxy`).
+    /// or the 503 is written by `fail_to_proxy`).
     pub fn failed(&self) -> bool {
         self.failed
+    }
+
+    /// Whether the ledger refused the charge for now (a 503).
+    pub fn unavailable(&self) -> bool {
+        self.unavailable
     }
 
     /// At the end of the request: the row's bytes become the body bytes
@@ -512,25 +626,46 @@ impl Pending {
     /// bytes it had, the reason), which exports and summaries net out.
     pub async fn finish(&self, snap: &Snapshot, bytes: usize, status: u16, failed: Option<String>) {
         let bytes = bytes as u64;
-        let (Some(row), Some(c)) = (self.row, snap.handles.charging.as_deref()) else { return };
+        let (Some(row), Some(c)) = (&self.row, snap.handles.charging.as_deref()) else { return };
         if let Some(reason) = failed {
             if let Some(crate::paid::Paid::X402 { .. }) = &self.paid {
                 tracing::warn!(row = row.id, reason = %reason, "A settled x402 payment's response failed; its charge is void: refund it");
             } else {
                 tracing::info!(row = row.id, reason = %reason, "A charged response failed; its charge is void");
             }
-            c.ledger.void(row.id, status, bytes, reason).await;
+            c.ledger.void(&row.id, status, bytes, reason).await;
             return;
         }
         // Most rows were written with the right count (the origin's
         // Content-Length): an update is one more write for the ledger.
         if row.bytes != Some(bytes) {
-            c.ledger.set_bytes(row.id, bytes);
+            c.ledger.set_bytes(&row.id, bytes);
         }
     }
 }
 
-/// The 500 `InternalError` of a charge the ledger could not record.
-pub async fn internal_error(session: &mut Session) -> Result<()> {
-    refuse(session, None, 500, Some(CrawlerError::InternalError), None).await
+/// The 500 `InternalError` of a charge the ledger could not record, or
+/// the 503 of one it cannot take now.
+pub async fn internal_error(session: &mut Session, unavailable: bool) -> Result<()> {
+    failure_reply(unavailable).write(session).await
+}
+
+/// How long a crawler refused with a 503 is told to wait: the ledger's
+/// state is checked twice a second, a spool drains in seconds.
+const RETRY_AFTER_SECS: u32 = 30;
+
+/// The 500 `InternalError`, or the 503 with Retry-After (RFC 9110
+/// section 10.2.3) when the ledger refused the charge for now.
+fn failure_reply(unavailable: bool) -> Reply {
+    if !unavailable {
+        let r = Refusal { terms: None, status: 500, error: Some(CrawlerError::InternalError), price: None, x402: None };
+        return refusal(r, None);
+    }
+    let body = "503 Service Unavailable: the charge cannot be recorded now, and the page is not served unrecorded; retry later\n";
+    let mut reply = refusal(
+        Refusal { terms: None, status: 503, error: Some(CrawlerError::InternalError), price: None, x402: None },
+        Some(body.into()),
+    );
+    reply.headers.push((header::RETRY_AFTER, RETRY_AFTER_SECS.to_string()));
+    reply
 }

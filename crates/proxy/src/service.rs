@@ -586,10 +586,11 @@ impl ProxyHttp for Gate {
             }
         }
         if ctx.pay.as_ref().is_some_and(|p| p.failed()) && session.response_written().is_none() {
-            if let Err(err) = Box::pin(crate::payment::internal_error(session)).await {
+            let unavailable = ctx.pay.as_ref().is_some_and(|p| p.unavailable());
+            if let Err(err) = Box::pin(crate::payment::internal_error(session, unavailable)).await {
                 tracing::debug!(error = %err, "Cannot send the error response");
             }
-            return FailToProxy { error_code: 500, can_reuse_downstream: true };
+            return FailToProxy { error_code: if unavailable { 503 } else { 500 }, can_reuse_downstream: true };
         }
         let upstream = ctx.upstream.map(|a| a.to_string()).unwrap_or_else(|| "none".into());
         let decode_aborted = e.etype() == &crate::html::DECODE_ABORTED;

@@ -3,8 +3,8 @@
 //! conformance suite read with serde, bodies split at random chunk
 //! boundaries, temporary directories removed on drop,
 //! raw HTTP/1.1 over TCP, a small HTTP server with routes
-//! a test changes as it runs, golden files, a real `redis-server` on a
-//! loopback port, and test doubles of outside services that speak their
+//! a test changes as it runs, golden files, a real `redis-server` and a
+//! real PostgreSQL on a loopback port, and test doubles of outside services that speak their
 //! documented protocols (a DNS server, a Web Bot Auth key directory, an RSL
 //! license server, an x402 facilitator).
 //!
@@ -18,6 +18,7 @@ pub mod facilitator;
 pub mod golden;
 pub mod http;
 pub mod license_server;
+pub mod postgres;
 pub mod redis;
 pub mod serve;
 pub mod stub;

@@ -94,8 +94,20 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
     s.charging = !charge_groups.is_empty();
     s.site = c.site.to_vec();
     let mut ledger_written = None;
+    let mut spool_written = None;
     if let Some(raw) = raw {
-        let RawPayment { terms, free: free_raw, ledger, dialects, cloudflare_origin, instance_id, rsl, x402 } = raw;
+        let RawPayment {
+            terms,
+            free: free_raw,
+            ledger,
+            ledger_spool,
+            ledger_password_file,
+            dialects,
+            cloudflare_origin,
+            instance_id,
+            rsl,
+            x402,
+        } = raw;
         if let Some(t) = terms {
             match terms_url(t.get_ref()) {
                 Ok(()) => s.terms = Some(t.get_ref().clone()),
@@ -112,10 +124,37 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
             }
         }
         if let Some(l) = ledger {
-            if l.get_ref().starts_with('/') && !l.get_ref().ends_with('/') {
-                ledger_written = Some(l.get_ref().clone());
+            s.ledger_at = Some(l.span().start);
+            let v = l.get_ref();
+            if super::is_postgres_url(v) {
+                match super::check_postgres_url(v) {
+                    Ok(()) => ledger_written = Some(v.clone()),
+                    Err(e) => cx.err(l, format!("payment.ledger: the PostgreSQL URL {e}")),
+                }
+            } else if v.starts_with('/') && !v.ends_with('/') {
+                ledger_written = Some(v.clone());
             } else {
-                cx.err(l, format!("payment.ledger must be an absolute file path, found `{}`", l.get_ref()));
+                cx.err(
+                    l,
+                    format!(
+                        "payment.ledger must be an absolute file path or a postgres:// URL, found `{}`",
+                        v.escape_debug()
+                    ),
+                );
+            }
+        }
+        for (key, value, slot) in [
+            ("ledger_spool", ledger_spool, &mut spool_written),
+            ("ledger_password_file", ledger_password_file, &mut s.ledger_password_file),
+        ] {
+            let Some(v) = value else { continue };
+            if v.get_ref().starts_with('/') && !v.get_ref().ends_with('/') {
+                *slot = Some(v.get_ref().clone());
+            } else {
+                cx.err(
+                    v,
+                    format!("payment.{key} must be an absolute file path, found `{}`", v.get_ref().escape_debug()),
+                );
             }
         }
         if let Some(list) = dialects {
@@ -202,10 +241,19 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
         });
         if s.ledger.is_none() {
             let at = charge_groups.first().and_then(|g| g.charge.as_ref()).map_or(0, |ch| ch.at);
-            cx.err_at(at, "group.enforce = \"charge\": charges need a ledger; set [payment] ledger (an absolute file path) or [verification] state_dir");
+            cx.err_at(at, "group.enforce = \"charge\": charges need a ledger; set [payment] ledger (an absolute file path or a postgres:// URL) or [verification] state_dir");
+        }
+        if s.ledger_is_postgres() {
+            s.ledger_spool = spool_written.or_else(|| {
+                c.verification.state_dir.as_ref().map(|d| format!("{}/ledger-spool.sqlite", d.trim_end_matches('/')))
+            });
+            if s.ledger_spool.is_none() {
+                cx.err_at(s.ledger_at.unwrap_or(0), "payment.ledger is a PostgreSQL database: charges need a local spool for when it does not answer; set [payment] ledger_spool (an absolute file path) or [verification] state_dir");
+            }
         }
     } else {
         s.ledger = ledger_written;
+        s.ledger_spool = spool_written;
     }
     (s, free)
 }

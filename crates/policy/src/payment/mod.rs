@@ -54,9 +54,18 @@ pub struct PaymentSettings {
     pub terms: Option<String>,
     /// `free` as written (on top of the built-in free paths).
     pub free: Vec<String>,
-    /// The ledger's SQLite file: `ledger`, else `ledger.sqlite` in
-    /// `[verification] state_dir`; `None` when no group charges.
+    /// The ledger: an SQLite file (`ledger`, else `ledger.sqlite` in
+    /// `[verification] state_dir`) or a `postgres://` URL; `None` when no
+    /// group charges.
     pub ledger: Option<String>,
+    /// The local spool of a PostgreSQL ledger (an SQLite file):
+    /// `ledger_spool`, else `ledger-spool.sqlite` in `state_dir`.
+    pub ledger_spool: Option<String>,
+    /// A file holding the PostgreSQL password (first line).
+    pub ledger_password_file: Option<String>,
+    /// Where `ledger` is written in the policy file (a byte offset), for
+    /// checks outside this crate (`crawlgate check`: its directory).
+    pub ledger_at: Option<usize>,
     /// The dialects offered, in the order written.
     pub dialects: Vec<Dialect>,
     /// crawlgate is the origin of a Cloudflare zone with pay per crawl:
@@ -84,6 +93,9 @@ impl Default for PaymentSettings {
             terms: None,
             free: Vec::new(),
             ledger: None,
+            ledger_spool: None,
+            ledger_password_file: None,
+            ledger_at: None,
             dialects: vec![Dialect::CrawlerPrice],
             cloudflare_origin: false,
             instance_id: None,
@@ -96,6 +108,11 @@ impl Default for PaymentSettings {
 }
 
 impl PaymentSettings {
+    /// Whether the ledger is a PostgreSQL database.
+    pub fn ledger_is_postgres(&self) -> bool {
+        self.ledger.as_deref().is_some_and(is_postgres_url)
+    }
+
     /// The `resource.url` of an x402 payment requirement for `path`,
     /// requested with `Host` `host`: the request's host when it is one of
     /// the site's, else the site's first; the request's own only when
@@ -158,3 +175,58 @@ pub(crate) struct FreePaths {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `s` names a PostgreSQL database rather than a file.
+pub fn is_postgres_url(s: &str) -> bool {
+    s.starts_with("postgres://") || s.starts_with("postgresql://")
+}
+
+/// Checks the shape of a PostgreSQL URL
+/// (`postgres://[user[:password]@]host[:port][/database][?key=value&...]`,
+/// libpq's "Connection URIs"): a host, a port of 1 to 65535, no spaces.
+/// The client library reads it again at start; this finds the mistakes
+/// a policy check can name.
+pub fn check_postgres_url(s: &str) -> Result<(), String> {
+    let rest = s.split_once("://").map(|(_, r)| r).unwrap_or_default();
+    if s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("holds a space or a control character".into());
+    }
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    for one in hostport.split(',') {
+        let (host, port) = match one.strip_prefix('[') {
+            Some(v6) => match v6.split_once(']') {
+                Some((h, p)) => (h, p.strip_prefix(':')),
+                None => return Err(format!("the IPv6 address `{one}` lacks its `]`")),
+            },
+            None => match one.split_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (one, None),
+            },
+        };
+        if host.is_empty() {
+            return Err("names no host".into());
+        }
+        if let Some(p) = port {
+            if !p.parse::<u16>().is_ok_and(|n| n > 0) {
+                return Err(format!("the port `{p}` is not a number from 1 to 65535"));
+            }
+        }
+    }
+    if let Some((_, query)) = rest[end..].split_once('?') {
+        if let Some(kv) = query.split('&').find(|kv| !kv.contains('=')) {
+            return Err(format!("the parameter `{kv}` is not key=value"));
+        }
+    }
+    let bytes = s.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'%'
+            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+        {
+            return Err("has a `%` not followed by two hex digits".into());
+        }
+    }
+    Ok(())
+}

@@ -14,6 +14,8 @@ pub(crate) struct RawPayment {
     pub terms: Option<S<String>>,
     pub free: Option<Vec<S<String>>>,
     pub ledger: Option<S<String>>,
+    pub ledger_spool: Option<S<String>>,
+    pub ledger_password_file: Option<S<String>>,
     pub dialects: Option<Vec<S<String>>>,
     pub cloudflare_origin: Option<S<bool>>,
     pub instance_id: Option<S<String>>,

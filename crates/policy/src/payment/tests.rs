@@ -103,7 +103,7 @@ fn check_rejects_what_cannot_be_charged() {
         ),
         (
             policy("price = \"USD 1\"", "[payment]\ndialects = [\"crawler-price\", \"paypal\", \"crawler-price\"]\nterms = \"/terms\"\ninstance_id = \"a b\"\nledger = \"rel.sqlite\""),
-            "p.toml:29:30: payment.dialects: `paypal` is not a dialect; use \"crawler-price\", \"license\" or \"x402\"\np.toml:29:40: payment.dialects: `crawler-price` is listed twice\np.toml:30:9: payment.terms must be an absolute http(s) URL without spaces, quotes or angle brackets, found `/terms`\np.toml:31:15: payment.instance_id must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', '-', found `a b`\np.toml:32:10: payment.ledger must be an absolute file path, found `rel.sqlite`",
+            "p.toml:29:30: payment.dialects: `paypal` is not a dialect; use \"crawler-price\", \"license\" or \"x402\"\np.toml:29:40: payment.dialects: `crawler-price` is listed twice\np.toml:30:9: payment.terms must be an absolute http(s) URL without spaces, quotes or angle brackets, found `/terms`\np.toml:31:15: payment.instance_id must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', '-', found `a b`\np.toml:32:10: payment.ledger must be an absolute file path or a postgres:// URL, found `rel.sqlite`",
         ),
     ];
     for (src, want) in cases {
@@ -116,7 +116,7 @@ fn charge_needs_a_signature_a_crawler_and_a_ledger() {
     let star = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\nenforce = \"charge\"\nprice = \"USD 0.01\"\n";
     assert_eq!(
         errors(star),
-        "p.toml:6:11: group.enforce = \"charge\" cannot apply to the `*` group: its requests name no crawler, and only a crawler proven by its signature can be charged; name the crawlers in a group of their own\np.toml:6:11: group.enforce = \"charge\": charges need a ledger; set [payment] ledger (an absolute file path) or [verification] state_dir"
+        "p.toml:6:11: group.enforce = \"charge\" cannot apply to the `*` group: its requests name no crawler, and only a crawler proven by its signature can be charged; name the crawlers in a group of their own\np.toml:6:11: group.enforce = \"charge\": charges need a ledger; set [payment] ledger (an absolute file path or a postgres:// URL) or [verification] state_dir"
     );
     // GPTBot has IP lists, no Web Bot Auth key: it cannot be charged.
     let unsigned = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"GPTBot\"]\nenforce = \"charge\"\nprice = \"USD 0.01\"\n\n[verification]\n\n[payment]\nledger = \"/tmp/l.sqlite\"\n";

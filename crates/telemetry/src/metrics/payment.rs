@@ -8,6 +8,28 @@ pub struct PaymentMetrics {
     pub(super) amount: IntCounterVec,
     pub(super) errors: IntCounterVec,
     pub(super) ledger_healthy: IntGauge,
+    pub(super) postgres_up: IntGauge,
+    pub(super) spool_rows: IntGauge,
+    /// Where the PostgreSQL series go when a PostgreSQL ledger is open.
+    registry: Registry,
+    postgres_registered: std::sync::Once,
+}
+
+/// A `crawler-error` code as a metric label: snake_case, as the license
+/// and x402 codes are (`InternalError` -> `internal_error`).
+pub fn error_label(code: crawlgate_policy::payment::cloudflare::CrawlerError) -> &'static str {
+    use crawlgate_policy::payment::cloudflare::CrawlerError as E;
+    match code {
+        E::CrawlerForbidden => "crawler_forbidden",
+        E::StrongAuthRequired => "strong_auth_required",
+        E::InvalidSignature => "invalid_signature",
+        E::InvalidCrawlerPriceValue => "invalid_crawler_price_value",
+        E::MissingCrawlerPrice => "missing_crawler_price",
+        E::InvalidCrawlerExactPrice => "invalid_crawler_exact_price",
+        E::InvalidCrawlerMaxPrice => "invalid_crawler_max_price",
+        E::ConflictingPriceHeaders => "conflicting_price_headers",
+        E::InternalError => "internal_error",
+    }
 }
 
 impl PaymentMetrics {
@@ -25,25 +47,36 @@ impl PaymentMetrics {
                 &["agent", "dialect"],
             )?,
             amount: counter(
-                "crawlgate_charged_amount_total",
-                "Amount charged, in minor units of the currency (cents for USD), by agent token and currency.",
+                "crawlgate_charged_amount_minor_units_total",
+                "Amount charged, in minor units of the currency (cents for USD, yen for JPY), by agent token and currency.",
                 &["agent", "currency"],
             )?,
             errors: counter(
                 "crawlgate_payment_errors_total",
-                "Payment refusals and failures, by crawler-error code (Cloudflare's dialect) or license_* / x402_* code.",
+                "Payment refusals and failures, by code in snake_case: a crawler-error of Cloudflare's dialect (internal_error, missing_crawler_price...), license_*, x402_*, ledger_unavailable.",
                 &["code"],
             )?,
             ledger_healthy: IntGauge::new(
                 "crawlgate_ledger_healthy",
-                "1 while the ledger's last commit succeeded, 0 when charges cannot be recorded (charging answers 500).",
+                "1 while the ledger takes charges and its last commit succeeded, 0 when charges cannot be recorded (charging answers 500, or 503 when the ledger file was removed or replaced or the spool is past its bound).",
             )?,
+            postgres_up: IntGauge::new(
+                "crawlgate_ledger_postgres_up",
+                "1 while the PostgreSQL ledger answers, 0 while charges go to the local spool; absent without a PostgreSQL ledger.",
+            )?,
+            spool_rows: IntGauge::new(
+                "crawlgate_ledger_spool_rows",
+                "Rows in the PostgreSQL ledger's local spool, waiting to drain into PostgreSQL.",
+            )?,
+            registry: r.clone(),
+            postgres_registered: std::sync::Once::new(),
         };
         r.register(Box::new(m.ledger_healthy.clone()))?;
         m.ledger_healthy.set(1);
         for code in crawlgate_policy::payment::cloudflare::CrawlerError::ALL {
-            m.errors.with_label_values(&[code.as_str()]);
+            m.errors.with_label_values(&[error_label(code)]);
         }
+        m.errors.with_label_values(&["ledger_unavailable"]);
         Ok(m)
     }
 
@@ -113,12 +146,30 @@ impl PaymentMetrics {
     /// Counts a refusal or failure of Cloudflare's dialect, by its
     /// `crawler-error` code.
     pub fn error(&self, code: crawlgate_policy::payment::cloudflare::CrawlerError) {
-        self.errors.with_label_values(&[code.as_str()]).inc();
+        self.errors.with_label_values(&[error_label(code)]).inc();
     }
 
     /// Records whether the ledger's last commit succeeded.
     pub fn ledger_healthy(&self, ok: bool) {
         self.ledger_healthy.set(i64::from(ok));
+    }
+
+    /// The ledger's state at a scrape: healthy, whether PostgreSQL answers
+    /// (`None`: an SQLite ledger), the spool's rows. The PostgreSQL series
+    /// are registered on the first call with one.
+    pub fn ledger_state(&self, healthy: bool, postgres_up: Option<bool>, spool_rows: u64) {
+        self.ledger_healthy.set(i64::from(healthy));
+        if let Some(up) = postgres_up {
+            self.postgres_registered.call_once(|| {
+                for g in [&self.postgres_up, &self.spool_rows] {
+                    if let Err(e) = self.registry.register(Box::new(g.clone())) {
+                        tracing::warn!(error = %e, "A ledger metric could not be registered");
+                    }
+                }
+            });
+            self.postgres_up.set(i64::from(up));
+            self.spool_rows.set(i64::try_from(spool_rows).unwrap_or(i64::MAX));
+        }
     }
 
     /// Counts a refusal or failure of the license and x402 dialects, by its
