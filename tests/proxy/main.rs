@@ -19,6 +19,7 @@ mod limits;
 mod limits_redis;
 mod markdown;
 mod markdown_conditional;
+mod markdown_guard;
 mod observe;
 mod one_decision;
 mod oplog;

@@ -20,6 +20,7 @@ pub mod identify;
 pub mod limits;
 mod local_file;
 pub mod markdown;
+pub mod markdown_cache;
 mod merge;
 pub mod pattern;
 pub mod payment;

@@ -224,7 +224,7 @@ impl Transform {
     fn report(&mut self, mode: &'static str, metrics: &Metrics, path: &str, end_of_stream: bool, bailed: &mut bool) {
         match self {
             Transform::Robots(rw) => rewrite::report_robots(rw, mode, metrics, path, end_of_stream, bailed),
-            Transform::Markdown(md) => rewrite::report_markdown(md, metrics, path, bailed),
+            Transform::Markdown(md) => rewrite::report_markdown(md, metrics, path, end_of_stream, bailed),
         }
     }
 }

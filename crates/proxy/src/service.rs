@@ -469,6 +469,7 @@ impl ProxyHttp for Gate {
         let (mut converted, mut held) = (false, false);
         if ctx.markdown == Negotiation::Markdown {
             let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
+            let asker = crate::markdown::Asker { agent, verification: ctx.verification };
             let md = ctx.snap.markdown.as_ref();
             let outcome = crate::markdown::start(
                 session,
@@ -476,7 +477,7 @@ impl ProxyHttp for Gate {
                 &ctx.snap.policy,
                 md,
                 controls,
-                agent,
+                asker,
                 &self.shared.metrics,
                 &ctx.path,
                 ctx.scheme,
