@@ -431,7 +431,6 @@ fn lists_without_a_copy_are_reported_once_at_start() {
     });
     let lines: Vec<&str> = log.lines().filter(|l| l.contains(needle)).collect();
     assert_eq!(lines.len(), 1, "{log}");
-    assert!(lines[0].contains("lists=2"), "{}", lines[0]);
     for p in [&a, &b] {
         assert!(lines[0].contains(&format!("{}: cannot read the file", p.display())), "{}", lines[0]);
     }

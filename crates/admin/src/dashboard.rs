@@ -417,7 +417,7 @@ section{background:var(--card);border:1px solid var(--line);border-radius:8px;pa
 h2{font-size:16px;margin:0 0 8px}h3{font-size:14px;margin:10px 0 4px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}.grid section{margin:0}
 .scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}th,td{padding:4px 6px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
-#agents{font-size:13px}#agents th{white-space:normal;vertical-align:bottom}td.op{max-width:150px;overflow:hidden;text-overflow:ellipsis}
+#agents{font-size:13px}#agents th,#agents td{padding:4px 3px}#agents th{white-space:normal;vertical-align:bottom}td.op{max-width:150px;overflow:hidden;text-overflow:ellipsis}
 tr.sub td{border-bottom:none;color:var(--muted)}tr.sub td.path{padding-left:22px}tr.group td{font-weight:600}
 .legend{color:var(--muted);font-size:12px;margin:8px 0 0}nav#window a{margin:0 4px}nav#window a[aria-current]{font-weight:700;color:var(--fg);text-decoration:none}h2 nav{display:inline;font-size:13px;font-weight:400;margin-left:12px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.path{white-space:normal;word-break:break-all}
