@@ -823,3 +823,26 @@ fn robots_test_as_google_says_where_the_readings_differ() {
         assert!(help.contains(&format!("RFC 9309 section {section}")), "{section}: {help}");
     }
 }
+
+/// The README's first hour with an imported policy: `import` writes the
+/// admin listener on loopback (step 5 opens http://127.0.0.1:9090/), and
+/// `check` (step 3) passes it with no warning.
+#[test]
+fn an_imported_policy_has_the_dashboard_of_the_first_hour() {
+    let dir = TempDir::new("import-first-hour");
+    let src = dir.write("robots.txt", "User-agent: *\nDisallow: /private/\n\nUser-agent: GPTBot\nDisallow: /\n");
+    let out = crawlgate(&["import", arg(&src)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let policy = dir.write("crawlgate.toml", stdout(&out));
+    assert!(stdout(&out).contains(crate::ADMIN_BLOCK), "{}", stdout(&out));
+    let check = crawlgate(&["check", "--config", arg(&policy)]);
+    assert_eq!(code(&check), 0, "{}", stdout(&check));
+    assert!(
+        stdout(&check).starts_with(&format!(
+            "OK {}: 2 groups, 2 rules, 0 robots_tags, agents.txt disabled, 0 warnings (sha256 ",
+            policy.display()
+        )),
+        "{}",
+        stdout(&check)
+    );
+}

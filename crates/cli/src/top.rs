@@ -241,7 +241,8 @@ pub fn field(referrals: &Value, width: usize) -> String {
     }
     let mut out = String::new();
     if rows.len() == 1 {
-        out.push_str("No crawls or referrals by the operators of AI products yet.\n");
+        out.push_str(&fit("No crawls or referrals by the operators of AI products yet.", width));
+        out.push('\n');
     } else {
         let widths: Vec<usize> =
             (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
