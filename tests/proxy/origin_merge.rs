@@ -352,7 +352,9 @@ fn check_origin_lists_what_is_kept_and_the_conflicts() {
                 ORIGIN_V1.len()
             ),
             format!("{robots}: line 1: user-agent `*` is named by the policy (group `*` at line 14); the policy's group applies"),
+            format!("{robots}: line 1: the origin's rules for `*` are dropped: line 2 `Disallow: /cgi-bin/`"),
             format!("{robots}: line 4: user-agent `GPTBot` is named by the policy (group `GPTBot` at line 9); the policy's group applies"),
+            format!("{robots}: line 4: the origin's rules for `GPTBot` are dropped: line 5 `Allow: /`"),
         ]
     );
 

@@ -394,6 +394,7 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         accept_signature: None,
         rate_mode: Default::default(),
         class: None,
+        path_limits: Vec::new(),
     }
 }
 
@@ -530,6 +531,11 @@ mod tests {
              p.toml:6:18: robots_txt.origin_refresh must be greater than zero, found `0s`\n\
              p.toml:7:18: robots_txt.origin_timeout: `soon` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)\n\
              p.toml:8:15: robots_txt.origin_host must be a host or host:port, found `a b`"
+        );
+        let merged = load(&src("origin = \"merged\""), "p.toml").map(|_| ()).unwrap_err().to_string();
+        assert_eq!(
+            merged,
+            "p.toml:5:10: robots_txt.origin must be ignore or merge, found `merged`; did you mean `merge`?"
         );
         let warned = load(&src("origin_refresh = \"1m\""), "p.toml").unwrap_or_else(|e| panic!("{e}"));
         let warnings: Vec<String> = warned.warnings.iter().map(ToString::to_string).collect();

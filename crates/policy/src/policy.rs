@@ -159,6 +159,8 @@ pub(crate) struct Group {
     pub limit: Option<crate::limits::GroupLimit>,
     /// `rate_mode` / `rate_max_delay`, compiled.
     pub rate_mode: crate::limits::RateMode,
+    /// `[[group.rates]]`: limits of their own for the paths they match.
+    pub path_limits: Vec<crate::limits::PathLimit>,
     /// With `on_unverified = "challenge"`, the `Accept-Signature` value its
     /// challenge sends.
     pub accept_signature: Option<String>,

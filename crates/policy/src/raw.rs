@@ -116,6 +116,16 @@ pub(crate) struct RawGroup {
     pub rate_max_delay: Option<S<String>>,
     pub price: Option<S<String>>,
     pub prices: Option<Vec<S<crate::payment::raw::RawPathPrice>>>,
+    pub rates: Option<Vec<S<RawPathRate>>>,
+}
+
+/// One `[[group.rates]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPathRate {
+    pub paths: Vec<S<String>>,
+    pub rate: S<String>,
+    pub burst: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -96,6 +96,7 @@ impl ProxyHttp for Gate {
             controls: None,
             html_candidate: false,
             markdown: Negotiation::NotCovered,
+            markdown_served: false,
             html: None,
             upstream: None,
             upstream_status: None,
@@ -337,7 +338,7 @@ impl ProxyHttp for Gate {
                     }
                     if let crate::limits::Checked::Refused(refused) = checked {
                         ctx.rate_limited(limit.group.index, refused.limit, target.canonical.into_owned());
-                        Box::pin(crate::limits::respond(session, &refused, limit.group.name)).await?;
+                        Box::pin(crate::limits::respond(session, &refused, limit.group.name, limit.key.path)).await?;
                         return Ok(true);
                     }
                 }
@@ -492,6 +493,7 @@ impl ProxyHttp for Gate {
                 }
                 ctx.html = stream;
                 converted = true;
+                ctx.markdown_served = true;
             }
         }
         if ctx.html_candidate && !converted {
@@ -706,6 +708,8 @@ impl ProxyHttp for Gate {
             origin_rule: ctx.origin_rule,
             limit: ctx.limit,
             over_rate: ctx.over_rate.map(|(action, g)| (action, ctx.snap.policy.group_name(g))),
+            paid: ctx.pay.as_ref().is_some_and(|p| p.charged()) && e.and_then(void_reason).is_none(),
+            markdown: (ctx.markdown == Negotiation::Markdown).then_some(ctx.markdown_served),
         };
         if let Some(pay) = &ctx.pay {
             pay.finish(&ctx.snap, session.body_bytes_sent(), status, e.and_then(void_reason)).await;

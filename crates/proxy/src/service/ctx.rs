@@ -25,6 +25,8 @@ pub struct Ctx {
     pub(super) html_candidate: bool,
     /// What the request negotiated with `[markdown]`.
     pub(super) markdown: Negotiation,
+    /// Its response is converted to Markdown.
+    pub(super) markdown_served: bool,
     /// The response's rewrite. Boxed: the rewriter's state is over a
     /// kilobyte, and the context lives inside every request's futures,
     /// which are moved whole into place; most responses have none.
