@@ -112,6 +112,7 @@ pub(super) fn compile_classes(
             rate_max_delay: None,
             price,
             prices: None,
+            rates: None,
         };
         let before = cx.warnings.len();
         let group = compile_group(cx, &Spanned::new(at.clone(), raw), &HashMap::new(), &mut seen);
