@@ -39,6 +39,7 @@ mod charge;
 mod ctx;
 mod facts;
 mod gate;
+mod md_cache;
 
 use charge::{replace_held, settle_charge};
 pub use ctx::Ctx;
@@ -117,6 +118,8 @@ impl ProxyHttp for Gate {
             pay: None,
             held_charge: None,
             cache: CacheRule::Origin,
+            md_key: None,
+            md_collect: None,
         }
     }
 
@@ -377,6 +380,10 @@ impl ProxyHttp for Gate {
             }
         }
         self.add_forwarding_fields(session, ctx)?;
+        // A page converted before, revalidated by the origin: served here.
+        if ctx.markdown == Negotiation::Markdown && Box::pin(self.markdown_from_cache(session, ctx)).await? {
+            return Ok(true);
+        }
         Ok(false)
     }
 
@@ -467,10 +474,13 @@ impl ProxyHttp for Gate {
             crate::markdown::vary(resp)?;
         }
         let (mut converted, mut held) = (false, false);
+        let mut collect = None;
         if ctx.markdown == Negotiation::Markdown {
             let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
             let asker = crate::markdown::Asker { agent, verification: ctx.verification };
             let md = ctx.snap.markdown.as_ref();
+            // Before the Markdown's own validator replaces the page's.
+            let storable = self.markdown_storable(resp, ctx);
             let outcome = crate::markdown::start(
                 session,
                 resp,
@@ -483,6 +493,9 @@ impl ProxyHttp for Gate {
                 ctx.scheme,
             )?;
             if let crate::markdown::Outcome::Converted(stream) = outcome {
+                if let (Some(validators), true) = (storable, stream.is_some()) {
+                    collect = self.markdown_collect(resp, ctx, validators);
+                }
                 // Held from the header on for `x-markdown-tokens` (HTTP/1.1,
                 // chunked: the framing whose last chunk ends the hold).
                 if stream.as_ref().is_some_and(|s| s.chunked())
@@ -522,6 +535,8 @@ impl ProxyHttp for Gate {
             crate::html::vary_on_encoding(resp)?;
         }
         compress(session, &ctx.snap, ctx.html.is_some());
+        ctx.md_collect = collect;
+        Self::markdown_header(resp, ctx);
         Ok(())
     }
 
@@ -550,6 +565,7 @@ impl ProxyHttp for Gate {
                 }
             }
         }
+        self.markdown_body(body, end_of_stream, ctx);
         Ok(None)
     }
 

@@ -89,6 +89,11 @@ pub struct Ctx {
     pub(super) held_charge: Option<crate::payment::Held>,
     /// Whether a shared cache may store the response.
     pub(super) cache: CacheRule,
+    /// The Markdown cache's key of a request it may answer (and whose
+    /// converted response it may keep).
+    pub(super) md_key: Option<Box<crate::markdown_cache::Key>>,
+    /// A converted page on its way to the Markdown cache.
+    pub(super) md_collect: Option<Box<md_cache::Collect>>,
 }
 
 impl Ctx {
