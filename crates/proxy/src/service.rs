@@ -118,8 +118,7 @@ impl ProxyHttp for Gate {
             pay: None,
             held_charge: None,
             cache: CacheRule::Origin,
-            md_key: None,
-            md_collect: None,
+            md: None,
         }
     }
 
@@ -232,7 +231,7 @@ impl ProxyHttp for Gate {
             let verdict = match crate::verify::observe(&self.shared, &snap, req, claim, ip) {
                 Some(crate::verify::Observation::Done(v)) => Some(v),
                 Some(crate::verify::Observation::Pending(task)) => {
-                    ctx.observing = Some((claim, task));
+                    ctx.observing = Some(Box::new((claim, task)));
                     None
                 }
                 None => Some(crate::verify::verify(&self.shared, &snap, req, Some(claim), ip).await),
@@ -381,10 +380,7 @@ impl ProxyHttp for Gate {
         }
         self.add_forwarding_fields(session, ctx)?;
         // A page converted before, revalidated by the origin: served here.
-        if ctx.markdown == Negotiation::Markdown && Box::pin(self.markdown_from_cache(session, ctx)).await? {
-            return Ok(true);
-        }
-        Ok(false)
+        Box::pin(self.markdown_from_cache(session, ctx)).await
     }
 
     /// Picks the next healthy origin server (round robin).
@@ -535,7 +531,7 @@ impl ProxyHttp for Gate {
             crate::html::vary_on_encoding(resp)?;
         }
         compress(session, &ctx.snap, ctx.html.is_some());
-        ctx.md_collect = collect;
+        ctx.md = collect;
         Self::markdown_header(resp, ctx);
         Ok(())
     }
@@ -670,7 +666,7 @@ impl ProxyHttp for Gate {
         // An observed crawler's lookup, after the response: its outcome
         // still reaches this request's line and counts (a failed task
         // leaves the request unverified-as-not-applicable).
-        if let Some((claim, task)) = ctx.observing.take() {
+        if let Some((claim, task)) = ctx.observing.take().map(|b| *b) {
             let verdict = task.await.unwrap_or_default();
             self.count_verification(&ctx.snap, Some(claim), &verdict);
             ctx.verification = verdict.verification;

@@ -9,6 +9,13 @@ use crate::markdown_cache::{Entry, Key};
 use crawlgate_policy::markdown::{answer, guards, Answer};
 use crawlgate_policy::markdown_cache::{request as may_use, storable, Request, Response, Validators};
 
+/// What a request negotiating Markdown holds for the cache: its key,
+/// then the converted page on its way there.
+pub(super) enum Md {
+    Key(Key),
+    Collect(Collect),
+}
+
 /// A converted page on its way to the cache.
 pub(super) struct Collect {
     key: Key,
@@ -38,7 +45,9 @@ impl Gate {
     /// origin answers its conditional GET with 304, the entry written to
     /// the client. `Ok(true)`: answered here.
     pub(super) async fn markdown_from_cache(&self, session: &mut Session, ctx: &mut Ctx) -> Result<bool> {
-        let Some(cache) = ctx.snap.md_cache.clone() else { return Ok(false) };
+        let Some(cache) = ctx.snap.md_cache.clone().filter(|_| ctx.markdown == Negotiation::Markdown) else {
+            return Ok(false);
+        };
         let req = session.req_header();
         let facts = Request {
             get: req.method == http::Method::GET,
@@ -58,7 +67,7 @@ impl Gate {
             generation: ctx.snap.generation,
         };
         let entry = cache.get(&key);
-        ctx.md_key = Some(Box::new(key.clone()));
+        ctx.md = Some(Box::new(Md::Key(key.clone())));
         let metrics = self.shared.metrics.markdown();
         let Some(entry) = entry else {
             metrics.cache_lookup(false);
@@ -90,7 +99,7 @@ impl Gate {
         };
         metrics.cache_lookup(true);
         metrics.served(entry.body.len() as u64, entry.tokens);
-        ctx.md_key = None;
+        ctx.md = None;
         ctx.upstream = Some(addr);
         ctx.upstream_status = Some(304);
         compress(session, &ctx.snap, true);
@@ -103,7 +112,9 @@ impl Gate {
     /// may be kept, and with which validators (the origin's, before the
     /// Markdown's own replaces them).
     pub(super) fn markdown_storable(&self, resp: &ResponseHeader, ctx: &Ctx) -> Option<Validators> {
-        ctx.md_key.as_ref()?;
+        if !matches!(ctx.md.as_deref(), Some(Md::Key(_))) {
+            return None;
+        }
         let text = |name: header::HeaderName| -> Vec<String> {
             resp.headers.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect()
         };
@@ -121,14 +132,9 @@ impl Gate {
     }
 
     /// `response_filter`, after a conversion started: what collects it.
-    pub(super) fn markdown_collect(
-        &self,
-        resp: &ResponseHeader,
-        ctx: &Ctx,
-        validators: Validators,
-    ) -> Option<Box<Collect>> {
-        let (Some(key), Some(cache), Some(md)) =
-            (ctx.md_key.as_deref(), ctx.snap.md_cache.as_ref(), ctx.snap.policy.settings().markdown.as_ref())
+    pub(super) fn markdown_collect(&self, resp: &ResponseHeader, ctx: &Ctx, validators: Validators) -> Option<Box<Md>> {
+        let (Some(Md::Key(key)), Some(cache), Some(md)) =
+            (ctx.md.as_deref(), ctx.snap.md_cache.as_ref(), ctx.snap.policy.settings().markdown.as_ref())
         else {
             return None;
         };
@@ -136,7 +142,7 @@ impl Gate {
         let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
         let guarded = guards(md.ai_agents, agent, ctx.verification);
         let Answer::Convert { images } = answer(guarded, agent, lines.fields()) else { return None };
-        Some(Box::new(Collect {
+        Some(Box::new(Md::Collect(Collect {
             key: key.clone(),
             validators,
             header: None,
@@ -144,12 +150,12 @@ impl Gate {
             images,
             body: Vec::new(),
             max: cache.max_entry(),
-        }))
+        })))
     }
 
     /// `response_filter`, at its end: the header as the client gets it.
     pub(super) fn markdown_header(resp: &ResponseHeader, ctx: &mut Ctx) {
-        if let Some(c) = ctx.md_collect.as_mut() {
+        if let Some(Md::Collect(c)) = ctx.md.as_deref_mut() {
             c.header = Some(crate::markdown_cache::stored_header(resp));
         }
     }
@@ -157,10 +163,10 @@ impl Gate {
     /// `response_body_filter`, after the converter: the Markdown of this
     /// chunk, and at the end the entry, when the conversion finished.
     pub(super) fn markdown_body(&self, body: &Option<Bytes>, end: bool, ctx: &mut Ctx) {
-        let Some(c) = ctx.md_collect.as_mut() else { return };
+        let Some(Md::Collect(c)) = ctx.md.as_deref_mut() else { return };
         if let Some(b) = body {
             if c.body.len() + b.len() > c.max {
-                ctx.md_collect = None;
+                ctx.md = None;
                 return;
             }
             c.body.extend_from_slice(b);
@@ -169,7 +175,8 @@ impl Gate {
             return;
         }
         let complete = ctx.html.as_mut().and_then(|h| h.markdown_complete());
-        let (Some(c), Some(cache)) = (ctx.md_collect.take(), ctx.snap.md_cache.as_ref()) else { return };
+        let (Some(md), Some(cache)) = (ctx.md.take(), ctx.snap.md_cache.as_ref()) else { return };
+        let Md::Collect(c) = *md else { return };
         let (Some(tokens), Some(header)) = (complete, c.header) else { return };
         let entry = Entry {
             header,
