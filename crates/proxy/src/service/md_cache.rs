@@ -20,7 +20,7 @@ pub(super) enum Md {
 pub(super) struct Collect {
     key: Key,
     validators: Validators,
-    header: Option<ResponseHeader>,
+    header: Option<Box<ResponseHeader>>,
     lines: Lines,
     images: bool,
     body: Vec<u8>,
@@ -156,7 +156,7 @@ impl Gate {
     /// `response_filter`, at its end: the header as the client gets it.
     pub(super) fn markdown_header(resp: &ResponseHeader, ctx: &mut Ctx) {
         if let Some(Md::Collect(c)) = ctx.md.as_deref_mut() {
-            c.header = Some(crate::markdown_cache::stored_header(resp));
+            c.header = Some(Box::new(crate::markdown_cache::stored_header(resp)));
         }
     }
 
@@ -179,7 +179,7 @@ impl Gate {
         let Md::Collect(c) = *md else { return };
         let (Some(tokens), Some(header)) = (complete, c.header) else { return };
         let entry = Entry {
-            header,
+            header: *header,
             body: Bytes::from(c.body),
             tokens,
             validators: c.validators,
