@@ -18,6 +18,7 @@ mod identity;
 mod limits;
 mod limits_redis;
 mod markdown;
+mod markdown_cache;
 mod markdown_conditional;
 mod markdown_guard;
 mod observe;

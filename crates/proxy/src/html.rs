@@ -415,6 +415,16 @@ impl HtmlStream {
         }
     }
 
+    /// The `x-markdown-tokens` estimate of a Markdown conversion that
+    /// converted the whole page (`None` for the robots rewriter, or after
+    /// a bail-out).
+    pub fn markdown_complete(&mut self) -> Option<u64> {
+        match &unpoison(&mut self.inner).transform {
+            Transform::Markdown(md) if md.bail().is_none() => Some(md.tokens() as u64),
+            _ => None,
+        }
+    }
+
     /// Replaces a body chunk with the rewriter's output. A compressed body
     /// is decoded piece by piece, each piece rewritten before the next is
     /// decoded. An error (the decoded body breaks a limit of

@@ -160,14 +160,16 @@ pub struct Asker<'a> {
 }
 
 /// The robots and Content-Usage lines of a response, for the guard.
-struct Lines {
+#[derive(Clone, Debug, Default)]
+pub struct Lines {
     robots_tag: Vec<String>,
     x_robots_tag: Vec<String>,
     content_usage: Vec<String>,
 }
 
 impl Lines {
-    fn of(resp: &ResponseHeader) -> Lines {
+    /// The lines `resp` carries.
+    pub fn of(resp: &ResponseHeader) -> Lines {
         Lines {
             robots_tag: values(resp, &ROBOTS_TAG),
             x_robots_tag: values(resp, &X_ROBOTS_TAG),
@@ -175,9 +177,31 @@ impl Lines {
         }
     }
 
-    fn fields(&self) -> Fields<'_, String> {
+    /// These and `more` (restrictions add up).
+    pub fn with(&self, more: &Lines) -> Lines {
+        let join = |a: &[String], b: &[String]| a.iter().chain(b).cloned().collect();
+        Lines {
+            robots_tag: join(&self.robots_tag, &more.robots_tag),
+            x_robots_tag: join(&self.x_robots_tag, &more.x_robots_tag),
+            content_usage: join(&self.content_usage, &more.content_usage),
+        }
+    }
+
+    /// As the guard reads them.
+    pub fn fields(&self) -> Fields<'_, String> {
         Fields { robots_tag: &self.robots_tag, x_robots_tag: &self.x_robots_tag, content_usage: &self.content_usage }
     }
+}
+
+/// The request's Host as a base for links and a cache key: a plain
+/// host[:port] (an `http` Authority without userinfo), else `None`.
+pub fn page_host(req: &pingora::http::RequestHeader) -> Option<http::uri::Authority> {
+    req.headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri.authority().map(|a| a.as_str()))
+        .and_then(|h| h.parse::<http::uri::Authority>().ok())
+        .filter(|a| !a.as_str().contains('@'))
 }
 
 /// The response side of a request that negotiated Markdown. Runs after
@@ -231,14 +255,7 @@ pub fn start(
     let (robots, usage) = (&lines.x_robots_tag, &lines.content_usage);
     // The client's scheme (a trusted front server's that terminated TLS).
     let scheme = scheme.as_str();
-    let host = session
-        .req_header()
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| session.req_header().uri.authority().map(|a| a.as_str()))
-        .and_then(|h| h.parse::<http::uri::Authority>().ok())
-        .filter(|a| !a.as_str().contains('@'));
+    let host = page_host(session.req_header());
     // The Host a client sends only changes the links of its own response
     // (and of the cache entry keyed on that Host); one that is not a plain
     // host[:port] (`a@evil.example`, `evil.example/x?`) leaves the links

@@ -39,6 +39,7 @@ mod charge;
 mod ctx;
 mod facts;
 mod gate;
+mod md_cache;
 
 use charge::{replace_held, settle_charge};
 pub use ctx::Ctx;
@@ -118,6 +119,7 @@ impl ProxyHttp for Gate {
             pay: None,
             held_charge: None,
             cache: CacheRule::Origin,
+            md: None,
         }
     }
 
@@ -230,7 +232,7 @@ impl ProxyHttp for Gate {
             let verdict = match crate::verify::observe(&self.shared, &snap, req, claim, ip) {
                 Some(crate::verify::Observation::Done(v)) => Some(v),
                 Some(crate::verify::Observation::Pending(task)) => {
-                    ctx.observing = Some((claim, task));
+                    ctx.observing = Some(Box::new((claim, task)));
                     None
                 }
                 None => Some(crate::verify::verify(&self.shared, &snap, req, Some(claim), ip).await),
@@ -378,7 +380,8 @@ impl ProxyHttp for Gate {
             }
         }
         self.add_forwarding_fields(session, ctx)?;
-        Ok(false)
+        // A page converted before, revalidated by the origin: served here.
+        Box::pin(self.markdown_from_cache(session, ctx)).await
     }
 
     /// Picks the next healthy origin server (round robin).
@@ -468,10 +471,13 @@ impl ProxyHttp for Gate {
             crate::markdown::vary(resp)?;
         }
         let (mut converted, mut held) = (false, false);
+        let mut collect = None;
         if ctx.markdown == Negotiation::Markdown {
             let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
             let asker = crate::markdown::Asker { agent, verification: ctx.verification };
             let md = ctx.snap.markdown.as_ref();
+            // Before the Markdown's own validator replaces the page's.
+            let storable = self.markdown_storable(resp, ctx);
             let outcome = crate::markdown::start(
                 session,
                 resp,
@@ -484,6 +490,9 @@ impl ProxyHttp for Gate {
                 ctx.scheme,
             )?;
             if let crate::markdown::Outcome::Converted(stream) = outcome {
+                if let (Some(validators), true) = (storable, stream.is_some()) {
+                    collect = self.markdown_collect(resp, ctx, validators);
+                }
                 // Held from the header on for `x-markdown-tokens` (HTTP/1.1,
                 // chunked: the framing whose last chunk ends the hold).
                 if stream.as_ref().is_some_and(|s| s.chunked())
@@ -524,6 +533,8 @@ impl ProxyHttp for Gate {
             crate::html::vary_on_encoding(resp)?;
         }
         compress(session, &ctx.snap, ctx.html.is_some());
+        ctx.md = collect;
+        Self::markdown_header(resp, ctx);
         Ok(())
     }
 
@@ -552,6 +563,7 @@ impl ProxyHttp for Gate {
                 }
             }
         }
+        self.markdown_body(body, end_of_stream, ctx);
         Ok(None)
     }
 
@@ -657,7 +669,7 @@ impl ProxyHttp for Gate {
         // An observed crawler's lookup, after the response: its outcome
         // still reaches this request's line and counts (a failed task
         // leaves the request unverified-as-not-applicable).
-        if let Some((claim, task)) = ctx.observing.take() {
+        if let Some((claim, task)) = ctx.observing.take().map(|b| *b) {
             let verdict = task.await.unwrap_or_default();
             self.count_verification(&ctx.snap, Some(claim), &verdict);
             ctx.verification = verdict.verification;
