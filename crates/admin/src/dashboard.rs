@@ -350,12 +350,13 @@ fn policy_block(status: &Value) -> String {
     }
     // Web Bot Auth signature outcomes (with `[verification]` only).
     let signatures = match status["signatures"].as_object() {
-        Some(s) => format!(
-            "<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">{}</span> · invalid <span id=\"sig-invalid\">{}</span> · unverified <span id=\"sig-unverified\">{}</span></p>",
-            text(&s["verified"]),
-            text(&s["invalid"]),
-            text(&s["unverified"])
-        ),
+        Some(s) => {
+            let counts: Vec<String> = crawlgate_policy::verification::SignatureOutcome::ALL
+                .iter()
+                .map(|o| format!("{0} <span id=\"sig-{0}\">{1}</span>", o.as_str(), text(&s[o.as_str()])))
+                .collect();
+            format!("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">{}</p>", counts.join(" · "))
+        }
         None => String::new(),
     };
     format!(
@@ -506,7 +507,7 @@ document.querySelector("#products tbody").innerHTML=rowsOf(f.products,function(x
 document.querySelector("#operators tbody").innerHTML=rowsOf(f.operators,function(x){return "<tr><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.crawl_requests)+'</td><td class="n">'+txt(x.referrals)+'</td><td class="n">'+(x.crawls_per_referral===null?"–":x.crawls_per_referral.toFixed(1))+"</td></tr>";},"No crawls or referrals by these operators yet.",4);
 document.getElementById("generation").textContent=String(s.generation);
 var e=document.getElementById("policy-error");if(s.last_error){e.className="error";e.textContent="Last reload failed at "+utc(s.last_error_at)+": "+s.last_error+" (the previous policy stays in force)";}else{e.textContent="";}
-if(s.signatures){["verified","invalid","unverified"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
+if(s.signatures){["verified","legacy","invalid","expired","unknown_bot","replayed"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
 var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);
 var w=document.querySelector("#agents").parentNode,b=document.body;b.setAttribute("data-scroll-width",String(document.documentElement.scrollWidth));
 b.setAttribute("data-agents-overflow",String(w.scrollWidth-w.clientWidth));b.setAttribute("data-live","1");
