@@ -528,12 +528,12 @@ mod tests {
             (
                 &DEFAULT_REQUIRED_COMPONENTS,
                 None,
-                r#"sig1=("@authority" "@method" "@path");created;expires;alg="ed25519";tag="web-bot-auth""#,
+                r#"sig1=("@authority" "@method" "@path" "signature-agent";key="sig1");created;expires;alg="ed25519";tag="web-bot-auth""#,
             ),
             (
                 &["@target-uri"],
                 Some("poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"),
-                r#"sig1=("@target-uri");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#,
+                r#"sig1=("@target-uri" "signature-agent";key="sig1");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#,
             ),
         ];
         for (components, keyid, want) in rows {
