@@ -330,12 +330,13 @@ fn policy_block(status: &Value) -> String {
     }
     // Web Bot Auth signature outcomes (with `[verification]` only).
     let signatures = match status["signatures"].as_object() {
-        Some(s) => format!(
-            "<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">{}</span> · invalid <span id=\"sig-invalid\">{}</span> · unverified <span id=\"sig-unverified\">{}</span></p>",
-            text(&s["verified"]),
-            text(&s["invalid"]),
-            text(&s["unverified"])
-        ),
+        Some(s) => {
+            let counts: Vec<String> = crawlgate_policy::verification::SignatureOutcome::ALL
+                .iter()
+                .map(|o| format!("{0} <span id=\"sig-{0}\">{1}</span>", o.as_str(), text(&s[o.as_str()])))
+                .collect();
+            format!("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">{}</p>", counts.join(" · "))
+        }
         None => String::new(),
     };
     format!(
@@ -487,7 +488,7 @@ document.querySelector("#compliance tbody").innerHTML=rowsOf(c.clients,function(
 document.getElementById("field").innerHTML=fieldPanel(f,a.fleet);
 document.getElementById("generation").textContent=String(s.generation);
 var e=document.getElementById("policy-error");if(s.last_error){e.className="error";e.textContent="Last reload failed at "+utc(s.last_error_at)+": "+s.last_error+" (the previous policy stays in force)";}else{e.textContent="";}
-if(s.signatures){["verified","invalid","unverified"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
+if(s.signatures){["verified","legacy","invalid","expired","unknown_bot","replayed"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
 var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);
 var w=document.querySelector("#agents").parentNode,b=document.body;b.setAttribute("data-scroll-width",String(document.documentElement.scrollWidth));
 b.setAttribute("data-agents-overflow",String(w.scrollWidth-w.clientWidth));b.setAttribute("data-live","1");

@@ -405,6 +405,11 @@ pub(super) fn resolve_verify(cx: &mut Ctx<'_>, groups: &mut [Group], v: &Verific
         if !g.on_unverified_written && methods == [Method::Rdns] {
             g.on_unverified = OnFailure::Anonymous;
         }
+        // draft-ietf-webbotauth-httpsig-protocol-01: a site that requires a
+        // signature asks for one, 403 with Accept-Signature.
+        if !g.on_unverified_written && g.verify == VerifyMode::Signature {
+            g.on_unverified = OnFailure::Challenge;
+        }
         if g.on_unverified == OnFailure::Challenge && v.enabled {
             let keyids: Vec<String> = v
                 .keys
