@@ -53,7 +53,7 @@ fn explain_live_gives_the_proxys_verdict() {
         explain("Googlebot/2.1", "192.0.2.5"),
         (
             0,
-            "agent:    Googlebot (catalog: Google, search-engine)\nclient:   192.0.2.5\nverify:   verified(rdns)\n  \
+            "agent:    Googlebot (catalog: Google, search-engine, ai-training)\nclient:   192.0.2.5\nverify:   verified(rdns)\n  \
              rdns:     verified (ptr crawl-192-0-2-5.googlebot.com (forward-confirmed))\ngroup:    Googlebot (line 17)\n\
              enforce:  off\n\n/a: allowed (no rule matched) -> pass\n"
                 .to_string(),
@@ -64,7 +64,7 @@ fn explain_live_gives_the_proxys_verdict() {
         explain("Googlebot/2.1", "192.0.2.6"),
         (
             0,
-            "agent:    Googlebot (catalog: Google, search-engine)\nclient:   192.0.2.6\nverify:   spoofed(rdns) -> on failure: block\n  \
+            "agent:    Googlebot (catalog: Google, search-engine, ai-training)\nclient:   192.0.2.6\nverify:   spoofed(rdns) -> on failure: block\n  \
              rdns:     spoofed (rdns mismatch: PTR of 192.0.2.6: fake.googlebot.com resolves to 192.0.2.1, not 192.0.2.6)\ngroup:    Googlebot (line 17)\n\
              enforce:  off\n\n/a: allowed (no rule matched) -> block (403)\n  reason:   spoofed (not a robots.txt violation)\n"
                 .to_string(),

@@ -64,12 +64,12 @@ fn explain_with_client_ip_applies_the_outcome() {
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.2", "/nogoogle/x"]).1,
         format!(
-            "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.2\nverify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/nogoogle/x: disallowed (Disallow: /nogoogle/ at line 14) -> block (403)\n  reason:   robots\n"
+            "agent:    Googlebot (catalog: Google, search-engine, ai-training)\nclient:   127.0.0.2\nverify:   verified(ip)\n  ip:       verified (list {list} prefix 127.0.0.2/32)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/nogoogle/x: disallowed (Disallow: /nogoogle/ at line 14) -> block (403)\n  reason:   robots\n"
         )
     );
     assert_eq!(
         run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "/a"]).1,
-        "agent:    Googlebot (catalog: Google, search-engine)\nclient:   127.0.0.3\nverify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/a: allowed (no rule matched) -> block (403)\n  reason:   spoofed (not a robots.txt violation)\n"
+        "agent:    Googlebot (catalog: Google, search-engine, ai-training)\nclient:   127.0.0.3\nverify:   spoofed(ip) -> on failure: block\n  ip:       spoofed (in none of the lists)\ngroup:    Googlebot (line 12)\nenforce:  block\n\n/a: allowed (no rule matched) -> block (403)\n  reason:   spoofed (not a robots.txt violation)\n"
     );
     assert_eq!(v_reason(c, ua), (serde_json::json!("spoofed"), serde_json::json!(false)));
     let json = run(&["explain", "-c", c, "-A", ua, "--client-ip", "127.0.0.3", "--json", "/a"]).1;
@@ -123,7 +123,7 @@ fn explain_offline_names_the_methods_it_could_not_run() {
     assert_eq!((status, err.as_str()), (0, ""));
     assert_eq!(
         out,
-        "agent:    Googlebot (catalog: Google, search-engine)\nclient:   66.249.66.1\nverify:   unverified -> on failure: log\n  \
+        "agent:    Googlebot (catalog: Google, search-engine, ai-training)\nclient:   66.249.66.1\nverify:   unverified -> on failure: log\n  \
          ip:       not checked offline (lists: no cached copy, no state_dir); --live fetches them\n  \
          rdns:     not checked offline; --live checks it\ngroup:    Googlebot (line 6)\nenforce:  off\n\n\
          /x: allowed (no rule matched) -> pass\n"
