@@ -95,6 +95,8 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
     s.site = c.site.to_vec();
     let mut ledger_written = None;
     let mut spool_written = None;
+    // A ledger written and refused already has its error.
+    let mut ledger_refused = false;
     if let Some(raw) = raw {
         let RawPayment {
             terms,
@@ -129,11 +131,15 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
             if super::is_postgres_url(v) {
                 match super::check_postgres_url(v) {
                     Ok(()) => ledger_written = Some(v.clone()),
-                    Err(e) => cx.err(l, format!("payment.ledger: the PostgreSQL URL {e}")),
+                    Err(e) => {
+                        ledger_refused = true;
+                        cx.err(l, format!("payment.ledger: the PostgreSQL URL {e}"))
+                    }
                 }
             } else if v.starts_with('/') && !v.ends_with('/') {
                 ledger_written = Some(v.clone());
             } else {
+                ledger_refused = true;
                 cx.err(
                     l,
                     format!(
@@ -239,7 +245,7 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
         s.ledger = ledger_written.or_else(|| {
             c.verification.state_dir.as_ref().map(|d| format!("{}/ledger.sqlite", d.trim_end_matches('/')))
         });
-        if s.ledger.is_none() {
+        if s.ledger.is_none() && !ledger_refused {
             let at = charge_groups.first().and_then(|g| g.charge.as_ref()).map_or(0, |ch| ch.at);
             cx.err_at(at, "group.enforce = \"charge\": charges need a ledger; set [payment] ledger (an absolute file path or a postgres:// URL) or [verification] state_dir");
         }
