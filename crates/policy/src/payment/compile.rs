@@ -30,6 +30,7 @@ pub(crate) fn group_charge(
         cx.err_at(at, "group.enforce = \"charge\" needs a price (for example price = \"USD 0.01\")");
         return None;
     };
+    let line = cx.line(price);
     let price = parse(cx, "group.price", price)?;
     let mut out: Vec<PathPrice> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
@@ -47,13 +48,14 @@ pub(crate) fn group_charge(
             continue;
         }
         seen.push(path.get_ref().clone());
+        let line = cx.line(price);
         if let Some(price) = parse(cx, "group.prices.price", price) {
-            out.push(PathPrice { pattern, price });
+            out.push(PathPrice { pattern, price, line });
         }
     }
     // Stable: equally specific entries keep their file order.
     out.sort_by_key(|p| std::cmp::Reverse(p.pattern.specificity()));
-    Some(GroupCharge { price, prices: out, at })
+    Some(GroupCharge { price, line, prices: out, at })
 }
 
 fn parse(cx: &mut Ctx<'_>, key: &str, v: &Spanned<String>) -> Option<Price> {
