@@ -353,7 +353,7 @@ else:
                      "CrawlgateOriginRobotsFetchFailing", "CrawlgateSpoofedClaimsSpike",
                      "CrawlgateConnectionsRefused", "CrawlgateTlsCertificateExpiring",
                      "CrawlgateLedgerFailing", "CrawlgatePaymentFailures", "CrawlgateSharedStoreDown",
-                     "CrawlgateRateLimitedHigh", "CrawlgateUntrustedForwarder"):
+                     "CrawlgateRateLimitedHigh", "CrawlgateUntrustedForwarder", "CrawlgateMarkdownFailing"):
             if want not in names: p.append(f"alert {want} is missing")
     if rd is False:
         pass

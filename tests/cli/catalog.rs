@@ -84,7 +84,8 @@ fn agents_list_is_a_table_of_the_whole_catalog() {
     );
     assert_eq!(lines[n + 1], "201 agents (3 robots.txt only)");
     // Exact rows: the columns are as wide as their longest cell (the token
-    // `cohere-training-data-crawler`, `social-preview`, `robots.txt only`).
+    // `cohere-training-data-crawler`, `search-engine,ai-training`,
+    // `robots.txt only`).
     let row = |token: &str| {
         lines
             .iter()
@@ -92,9 +93,17 @@ fn agents_list_is_a_table_of_the_whole_catalog() {
             .find(|l| l.split_whitespace().next() == Some(token))
             .unwrap_or_else(|| panic!("no row for {token}:\n{text}"))
     };
-    assert_eq!(row("GPTBot"), "GPTBot                        ai-training     yes              OpenAI");
-    assert_eq!(row("Google-Extended"), "Google-Extended               ai-training     robots.txt only  Google");
-    assert_eq!(row("facebookexternalhit"), "facebookexternalhit           social-preview  yes              Meta");
+    assert_eq!(row("GPTBot"), "GPTBot                        ai-training                yes              OpenAI");
+    assert_eq!(
+        row("Google-Extended"),
+        "Google-Extended               ai-training                robots.txt only  Google"
+    );
+    assert_eq!(
+        row("facebookexternalhit"),
+        "facebookexternalhit           social-preview             yes              Meta"
+    );
+    // A crawler of several purposes lists them, the primary one first.
+    assert_eq!(row("Googlebot"), "Googlebot                     search-engine,ai-training  yes              Google");
     // Every row starts at the same columns, no trailing spaces.
     let cat_col = lines[0].find("CATEGORIES").unwrap_or_default();
     for l in &lines[..=n] {
@@ -166,7 +175,9 @@ fn category_policy_renders_the_golden_robots_txt() {
     // once, except OAI-SearchBot, which the policy names in its own group.
     let ua_lines: Vec<&str> = got.lines().filter_map(|l| l.strip_prefix("User-agent: ")).collect();
     let cats = catalog_json();
-    let count = |c: &str| cats.iter().filter(|e| e.in_category(c)).count();
+    // A category group brings the entries whose primary (first) category
+    // it is: Googlebot's second category, ai-training, brings it nowhere.
+    let count = |c: &str| cats.iter().filter(|e| e.categories.first().is_some_and(|f| f == c)).count();
     assert_eq!(ua_lines.len(), 1 + count("search-engine") + count("ai-training") + count("ai-search"), "{got}");
     let mut lower: Vec<String> = ua_lines.iter().map(|t| t.to_ascii_lowercase()).collect();
     lower.sort();
@@ -221,4 +232,31 @@ fn category_policy_explain_identifies_catalog_agents() {
         };
         assert_eq!(got_action, action, "{ua}: {text}");
     }
+}
+
+/// `[classes]` (issue 36): `explain` names the class a crawler is in and
+/// why, and the class group enforces; a crawler a group names keeps it.
+#[test]
+fn explain_names_the_class_and_why() {
+    let p = "tests/data/classes.toml";
+    let google = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    let text = run_ok(&["explain", "--config", p, "-A", google, "/a"]);
+    assert_eq!(
+        text,
+        "agent:    Googlebot (catalog: Google, search-engine, ai-training)\n\
+         group:    class:training (line 20)\n\
+         class:    class `training`: `Googlebot` serves search, training (categories search-engine, ai-training), and mixed_purpose = \"strictest\" gives it the strictest class set; no group names it\n\
+         enforce:  block\n\
+         \n\
+         /a: disallowed (Disallow: / at line 20) -> block (403)\n  reason:   robots\n"
+    );
+    let text = run_ok(&["explain", "--config", p, "-A", "DuckDuckBot/1.1", "/a"]);
+    assert!(text.contains("group:    class:search (line 21)\nclass:    class `search`: `DuckDuckBot`'s catalog category is `search-engine`, and no group names it\n"), "{text}");
+    assert!(text.contains("/a: allowed (Allow: / at line 21) -> pass"), "{text}");
+    let json = run_ok(&["explain", "--json", "--config", p, "-A", "GPTBot/1.1", "/a"]);
+    let v: serde_json::Value = golden::parse_json(json.as_bytes(), "explain --json");
+    assert_eq!(
+        (&v[0]["class"], &v[0]["group"]["name"], &v[0]["action"]),
+        (&serde_json::Value::Null, &serde_json::json!("GPTBot"), &serde_json::json!("pass"))
+    );
 }

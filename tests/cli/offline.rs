@@ -90,6 +90,15 @@ fn check_valid_policy() {
     let sha = line.strip_prefix(&prefix).and_then(|r| r.strip_suffix(&format!(")\n{warning}"))).unwrap_or("");
     assert!(sha.len() == 12 && sha.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{line}");
     assert_eq!(stderr(&out), "");
+    // `render` and `explain` only count the warnings, once, on stderr.
+    let counted = format!("{p}: 1 warning (`crawlgate check --config {p}` lists it)\n", p = p2.display());
+    for args in [
+        vec!["render", "robots.txt", "--config", arg(&p2)],
+        vec!["explain", "--config", arg(&p2), "--user-agent", "GPTBot", "https://e.example/a", "https://e.example/x"],
+    ] {
+        let out = crawlgate(&args);
+        assert_eq!((code(&out), stderr(&out)), (0, counted.clone()), "{args:?}");
+    }
 }
 
 #[test]

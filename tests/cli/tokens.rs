@@ -110,6 +110,7 @@ fn import_keeps_crawler_tokens_and_rfc_9309_groups() {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let got = stdout(&out);
     let body = got.split_once("servers = [\"127.0.0.1:8000\"]\n").map_or("", |x| x.1);
+    let body = body.strip_prefix(crate::ADMIN_BLOCK).unwrap_or_else(|| panic!("no admin listener block: {got}"));
     assert_eq!(
         body,
         "\n[robots_txt]\n\
@@ -191,7 +192,11 @@ fn import_refuses_a_file_it_cannot_keep() {
              `FooBot`: line 7\n  \
              `AI2Bot`: line 7\n  \
              `{long}`: line 9\n  \
-             `Googlebot`: line 12\n"
+             `Googlebot`: line 12\n\
+             `crawlgate import --force {f}` prints it anyway, these crawlers listed in a comment on top, with these \
+             lines read as the site meant them (RFC 9309 alone ignores them):\n  \
+             line 12: `User-agent: Googlebot/2.1` read as `User-agent: Googlebot` (the product token `Googlebot`)\n\
+             and with lines 2, 7, 9 kept as comments (the warnings above say what changes)\n"
         )
     );
     // The file's decisions that the policy would have changed.

@@ -23,7 +23,8 @@ fn serve(docs: Vec<Value>) -> (String, Seen) {
     let seen: Seen = Arc::new(Mutex::new(Vec::new()));
     let log = seen.clone();
     std::thread::spawn(move || {
-        for (i, stream) in listener.incoming().enumerate() {
+        let mut i = 0;
+        for stream in listener.incoming() {
             let Ok(mut stream) = stream else { return };
             let mut reader = BufReader::new(stream.try_clone().unwrap());
             let mut line = String::new();
@@ -39,7 +40,12 @@ fn serve(docs: Vec<Value>) -> (String, Seen) {
                 }
             }
             log.lock().unwrap().push((line.trim_end().to_string(), auth));
-            let body = serde_json::to_vec(&docs[i.min(docs.len() - 1)]).unwrap();
+            let body = if line.starts_with("GET /api/referrals ") {
+                serde_json::to_vec(&referrals()).unwrap()
+            } else {
+                i += 1;
+                serde_json::to_vec(&docs[(i - 1).min(docs.len() - 1)]).unwrap()
+            };
             write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -50,6 +56,19 @@ fn serve(docs: Vec<Value>) -> (String, Seen) {
         }
     });
     (addr, seen)
+}
+
+/// `/api/referrals`: one operator's ratios over the three windows, and
+/// Markdown requested against served.
+fn referrals() -> Value {
+    let w = |c: u64, r: u64, b: u64| json!({"crawl_requests": c, "referrals": r, "crawls_per_referral": (r > 0).then(|| c as f64 / r as f64), "bytes_sent": b});
+    json!({
+        "operators": [
+            {"operator": "OpenAI", "windows": {"24h": w(1276, 1, 51_200), "7d": w(8000, 0, 409_600), "30d": w(0, 0, 0)}},
+            {"operator": "Anthropic\u{1b}[2J", "windows": {"24h": w(5, 1, 10), "7d": w(5, 1, 10), "30d": w(5, 1, 10)}}
+        ],
+        "markdown": {"requested": 7, "served": 5}
+    })
 }
 
 fn doc(now_ms: u64, gptbot: [u64; 8], claude: [u64; 8]) -> Value {
@@ -73,6 +92,11 @@ AGENT      REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROB
 GPTBot          140   20.0      120          10        5        5       130           2  50.0K
 ClaudeBot        31    0.5       30           0        1        1         0           1   3000
 TOTAL           171   20.5      150          10        6        6       130           3  52.9K
+
+OPERATOR       CRAWL:REF 24H  CRAWL:REF 7D  CRAWL:REF 30D  BYTES 24H  BYTES 7D  BYTES 30D
+OpenAI                1276:1        8000:0              –      50.0K    400.0K          0
+Anthropic?[2J          5.0:1         5.0:1          5.0:1         10        10         10
+MARKDOWN  requested 7, served 5
 ";
 
 fn docs() -> Vec<Value> {
@@ -89,7 +113,8 @@ fn top_once_shows_rates_spoofed_and_verified_for_a_host_port_address() {
     assert_eq!((code(&out), stderr(&out)), (0, String::new()));
     assert_eq!(stdout(&out), EXPECTED);
     assert!(stdout(&out).lines().all(|l| l.chars().count() <= 100));
-    assert_eq!(*seen.lock().unwrap(), vec![("GET /api/agents HTTP/1.1".to_string(), None); 2]);
+    let agents = ("GET /api/agents HTTP/1.1".to_string(), None);
+    assert_eq!(*seen.lock().unwrap(), [agents.clone(), agents, ("GET /api/referrals HTTP/1.1".to_string(), None)]);
 }
 
 #[test]
@@ -109,7 +134,8 @@ fn top_defaults_to_the_admin_listener_and_credentials_of_the_config() {
     assert_eq!(stdout(&out), EXPECTED);
     // admin:s3cret-pass in Basic.
     let auth = Some("Basic YWRtaW46czNjcmV0LXBhc3M=".to_string());
-    assert_eq!(*seen.lock().unwrap(), vec![("GET /api/agents HTTP/1.1".to_string(), auth); 2]);
+    let agents = ("GET /api/agents HTTP/1.1".to_string(), auth.clone());
+    assert_eq!(*seen.lock().unwrap(), [agents.clone(), agents, ("GET /api/referrals HTTP/1.1".to_string(), auth)]);
 
     let without = dir.write("none.toml", "[upstream]\nservers = [\"127.0.0.1:8000\"]\n");
     let out = crawlgate(&["top", "--config", arg(&without), "--once"]);

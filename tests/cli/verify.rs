@@ -206,7 +206,7 @@ fn explain_names_the_signature_a_claim_needs_and_what_a_replay_gets() {
         out.lines().take(3).collect::<Vec<_>>(),
         [
             "agent:    ExampleBot",
-            "signature: needs verified to prove the claim; otherwise a challenge: 403 with Accept-Signature: sig1=(\"@authority\" \"@method\" \"@path\");created;expires;keyid=\"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U\";alg=\"ed25519\";tag=\"web-bot-auth\"",
+            "signature: needs verified to prove the claim; otherwise a challenge: 403 with Accept-Signature: sig1=(\"@authority\" \"@method\" \"@path\" \"signature-agent\";key=\"sig1\");created;expires;keyid=\"poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U\";alg=\"ed25519\";tag=\"web-bot-auth\"",
             "replay:   429 Too Many Requests (reason=replayed, signature=invalid)",
         ]
     );

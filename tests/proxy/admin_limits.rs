@@ -88,6 +88,10 @@ fn probes_answer_while_half_sent_requests_hold_the_admin_listener() {
         );
     }
     assert_eq!(proxy.metric("crawlgate_connections_refused_total{listener=\"admin\"}").as_deref(), Some("49"));
+    // The per-client cap never refuses a probe: the client holding 16
+    // half-sent requests still gets its /healthz answered.
+    let own = exchange_from("127.0.0.2", admin, b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert!(own.starts_with("HTTP/1.1 200 OK\r\n") && own.ends_with("\r\n\r\nok\n"), "{own}");
 
     // Three more clients fill the cap of 64. A request that checks it may
     // take a slot while a held connection is accepted, which then finds
@@ -122,6 +126,38 @@ fn probes_answer_while_half_sent_requests_hold_the_admin_listener() {
     assert_eq!(slow, String::from_utf8_lossy(REQUEST_TIMEOUT));
     assert!(t.elapsed() < Duration::from_secs(3), "a half-sent probe held its slot for {:?}", t.elapsed());
     assert_eq!(exchange_from("127.0.0.7", admin, b""), String::from_utf8_lossy(SERVICE_UNAVAILABLE));
+
+    // Eight connections from one address that connect, send nothing and
+    // reconnect do not hold the probe slots: a probe slot is taken only by
+    // a request line that names a probe.
+    let cycles = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let silent = {
+        let (stop, cycles) = (stop.clone(), cycles.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let mut idle: Vec<Conn> = (0..8).map(|_| Conn::from_source(ip("127.0.0.8"), admin)).collect();
+                for c in &mut idle {
+                    c.stream().set_read_timeout(Some(PATIENCE)).unwrap();
+                    assert_eq!(
+                        String::from_utf8_lossy(&c.read_to_close()),
+                        String::from_utf8_lossy(SERVICE_UNAVAILABLE)
+                    );
+                }
+                cycles.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        })
+    };
+    // Probes for as long as two rounds of silent connections last.
+    let mut probes = Vec::new();
+    while probes.len() < 20 || cycles.load(std::sync::atomic::Ordering::SeqCst) < 2 {
+        let r = exchange_from("127.0.0.1", admin, b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+        probes.push(r.lines().next().unwrap_or("").to_string());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    silent.join().unwrap();
+    assert_eq!(probes, vec!["HTTP/1.1 200 OK".to_string(); probes.len()]);
 
     // The held ones are cut off with a 408 after the admin header timeout
     // (5 s), not the proxy's (60 s).

@@ -181,7 +181,8 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
         agents["total"],
         json!({
             "requests": 11, "allowed": 8, "violations": 2, "blocked": 1, "spoofed": 0, "verified": 0,
-            "robots_txt": 1, "without_robots": 4, "agents_txt": 0, "bytes_sent": total,
+            "robots_txt": 1, "without_robots": 4, "agents_txt": 0, "bytes_sent": total, "limited": 0,
+            "payment_required": 0, "paid": 0, "markdown_requested": 0, "markdown_served": 0,
             "blocked_by": {"robots": 1, "spoofed": 0, "unverified": 0, "bad-request": 0, "loop": 0, "replayed": 0, "rate": 0, "payment": 0},
         })
     );
@@ -244,27 +245,33 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     // GPTBot read robots.txt first: tracked, never counted.
     assert_eq!(compliance["tracked"], 4);
 
+    // Crawl requests against referrals per operator, with bytes, since the
+    // start and over 24 hours, 7 days and 30 days (all within the hour).
+    let referrals = api(&proxy, "/api/referrals");
+    let w = |c: u64, r: u64, b: u64| json!({"crawl_requests": c, "referrals": r, "crawls_per_referral": (r > 0).then(|| c as f64 / r as f64), "bytes_sent": b});
+    let (gpt, claude) = (w(4, 1, sent.gptbot), w(2, 0, sent.claudebot));
+    assert_eq!(referrals["products"], json!([{"product": "ChatGPT", "operator": "OpenAI", "referrals": 1}]));
     assert_eq!(
-        api(&proxy, "/api/referrals"),
-        json!({
-            "products": [{"product": "ChatGPT", "operator": "OpenAI", "referrals": 1}],
-            "operators": [
-                {"operator": "OpenAI", "crawl_requests": 4, "referrals": 1, "crawls_per_referral": 4.0},
-                {"operator": "Anthropic", "crawl_requests": 2, "referrals": 0, "crawls_per_referral": null},
-            ],
-        })
+        referrals["operators"],
+        json!([
+            {"operator": "OpenAI", "crawl_requests": 4, "referrals": 1, "crawls_per_referral": 4.0,
+             "bytes_sent": sent.gptbot, "windows": {"24h": gpt, "7d": gpt, "30d": gpt}},
+            {"operator": "Anthropic", "crawl_requests": 2, "referrals": 0, "crawls_per_referral": null,
+             "bytes_sent": sent.claudebot, "windows": {"24h": claude, "7d": claude, "30d": claude}},
+        ])
     );
+    assert_eq!(referrals["markdown"], json!({"requested": 0, "served": 0, "agents": []}));
 
     // The page, server-rendered (what a browser without JavaScript shows).
     let page = client().get(proxy.admin_url("/")).send().unwrap();
     assert_eq!(page.status().as_u16(), 200);
     assert_eq!(page.headers()["content-type"], "text/html; charset=utf-8");
     let html = page.text().unwrap();
-    // Agent, Operator, Requests, Allowed, Violations, Blocked, Spoofed,
-    // Verified, robots.txt, No robots.txt, Bytes sent.
-    let gpt_cells = |cells: Vec<String>| cells[..11].to_vec();
+    // Agent, Operator, Requests, Allowed, Violations, Blocked, Limited,
+    // Paid, Spoofed, Verified, robots.txt, No robots.txt, Bytes sent.
+    let gpt_cells = |cells: Vec<String>| cells[..13].to_vec();
     let expected_gpt: Vec<String> =
-        ["GPTBot", "OpenAI", "4", "2", "1", "0", "0", "0", "1", "0", &sent.gptbot.to_string()]
+        ["GPTBot", "OpenAI", "4", "2", "1", "0", "0", "0", "0", "0", "1", "0", &sent.gptbot.to_string()]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -282,6 +289,17 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     assert_eq!(gpt_cells(dom_row(&six, "GPTBot")), expected_gpt);
     assert!(html.contains("a restart resets them, a policy reload keeps them"));
     assert!(!html.contains("src=\"http"), "the page loads nothing from elsewhere");
+    // The operators' ratios over each window, next to their bytes.
+    assert!(
+        html.contains(&format!(
+            "<tr><td>OpenAI</td><td class=\"n\" title=\"4 crawl requests, 1 referrals\">4.0:1</td>\
+             <td class=\"n\" title=\"4 crawl requests, 1 referrals\">4.0:1</td>\
+             <td class=\"n\" title=\"4 crawl requests, 1 referrals\">4.0:1</td>\
+             <td class=\"n\">{b}</td><td class=\"n\">{b}</td><td class=\"n\">{b}</td></tr>",
+            b = sent.gptbot
+        )),
+        "{html}"
+    );
 
     // crawlgate top --once: the same table in a terminal.
     let top = crawlgate(&["top", &proxy.admin.to_string(), "--once", "--interval", "0.2"]);
@@ -289,19 +307,30 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
     let w = |n: u64| n.to_string();
     // No request between its two reads: every rate is 0.0.
     let expected_top = format!(
-        "AGENT      REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT  BYTES\n\
-         GPTBot            4    0.0        2           1        0        0         0           1  {:>5}\n\
-         browser           3    0.0        3           0        0        0         0           0  {:>5}\n\
-         ClaudeBot         2    0.0        2           0        0        0         0           0  {:>5}\n\
-         CCBot             1    0.0        0           1        1        0         0           0  {:>5}\n\
-         other-bot         1    0.0        1           0        0        0         0           0  {:>5}\n\
-         TOTAL            11    0.0        8           2        1        0         0           1  {:>5}\n",
+        "AGENT      REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  ROBOTS.TXT  BYTES\n\
+         GPTBot            4    0.0        2           1        0           1  {:>5}\n\
+         browser           3    0.0        3           0        0           0  {:>5}\n\
+         ClaudeBot         2    0.0        2           0        0           0  {:>5}\n\
+         CCBot             1    0.0        0           1        1           0  {:>5}\n\
+         other-bot         1    0.0        1           0        0           0  {:>5}\n\
+         TOTAL            11    0.0        8           2        1           1  {:>5}\n\
+         \n\
+         OPERATOR   CRAWL:REF 24H  CRAWL:REF 7D  CRAWL:REF 30D  BYTES 24H  BYTES 7D  BYTES 30D\n\
+         OpenAI             4.0:1         4.0:1          4.0:1  {:>9}  {:>8}  {:>9}\n\
+         Anthropic            2:0           2:0            2:0  {:>9}  {:>8}  {:>9}\n\
+         MARKDOWN  requested 0, served 0\n",
         w(sent.gptbot),
         w(sent.browser),
         w(sent.claudebot),
         w(sent.ccbot),
         w(sent.other),
-        w(total)
+        w(total),
+        w(sent.gptbot),
+        w(sent.gptbot),
+        w(sent.gptbot),
+        w(sent.claudebot),
+        w(sent.claudebot),
+        w(sent.claudebot)
     );
     assert_eq!(stdout(&top), expected_top);
 
@@ -325,7 +354,7 @@ fn a_known_sequence_gives_exact_numbers_everywhere() {
         };
         assert!(attr("data-scroll-width") <= 1280, "document width {}", attr("data-scroll-width"));
         assert_eq!(attr("data-agents-overflow"), 0, "the agent table scrolls sideways");
-        assert_eq!(dom_row(&dom, "GPTBot").len(), 13);
+        assert_eq!(dom_row(&dom, "GPTBot").len(), 15);
         assert_eq!(sparkline_points(&dom, "GPTBot"), 60);
         assert!(dom.contains("<th>Last hour</th>") && dom.contains("<th class=\"n\">Spoofed</th>"), "{dom}");
         let points = dom.split("id=\"tl-total\" points=\"").nth(1).unwrap();
@@ -486,8 +515,11 @@ fn admin_auth_needs_the_right_credentials_except_for_probes() {
     assert_eq!(code(&top), 0, "{}", stderr(&top));
     assert_eq!(
         stdout(&top),
-        "AGENT  REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  SPOOFED  VERIFIED  ROBOTS.TXT  BYTES\n\
-         TOTAL         0    0.0        0           0        0        0         0           0      0\n"
+        "AGENT  REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  ROBOTS.TXT  BYTES\n\
+         TOTAL         0    0.0        0           0        0           0      0\n\
+         \n\
+         No crawls or referrals by the operators of AI products yet.\n\
+         MARKDOWN  requested 0, served 0\n"
     );
 }
 

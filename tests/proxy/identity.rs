@@ -407,3 +407,32 @@ fn spoofed_claim_on_an_allowed_path_is_blocked_for_the_claim_not_for_robots_txt(
     let paths: Vec<&str> = top.as_array().into_iter().flatten().filter_map(|r| r["path"].as_str()).collect();
     assert_eq!(paths, ["/private/x"], "{top}");
 }
+
+/// Lists that cannot be read at start, with no copy kept from before: one
+/// log line says so for all of them, none claims to keep a previous copy.
+#[test]
+fn lists_without_a_copy_are_reported_once_at_start() {
+    let dir = TempDir::new("identity-no-copy");
+    let (a, b) = (dir.path().join("missing-a.txt"), dir.path().join("missing-b.txt"));
+    let origin = origin();
+    let proxy = Proxy::start(
+        origin.addr,
+        &format!(
+            "[verification]\n\n[verification.lists]\nExampleBot = [\"{}\", \"{}\"]\n\n\
+             [[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"ip\"\n",
+            a.display(),
+            b.display()
+        ),
+    );
+    let needle = "IP lists could not be obtained and there is no copy of them yet";
+    let log = crawlgate_e2e::proxy::wait_for("the first refresh", Duration::from_secs(10), || {
+        let log = proxy.log();
+        log.contains(needle).then_some(log)
+    });
+    let lines: Vec<&str> = log.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(lines.len(), 1, "{log}");
+    for p in [&a, &b] {
+        assert!(lines[0].contains(&format!("{}: cannot read the file", p.display())), "{}", lines[0]);
+    }
+    assert!(!log.contains("keeping the previous copy"), "{log}");
+}

@@ -375,3 +375,40 @@ fn log_mode_passes_and_counts_would_limit_and_delay_mode_holds_within_its_bound(
         assert!(line.contains(&format!(" over_rate={action}")), "{line}");
     }
 }
+
+/// Several rates inside one group, by path (`[[group.rates]]`): each entry
+/// counts in a bucket of its own, other paths get the group's `rate`, and
+/// a 429 keeps the connection (the next requests go on the same one).
+#[test]
+fn per_path_rates_inside_one_group_and_the_429_keeps_the_connection() {
+    let origin = Origin::start(vec![
+        ("/", Route::ok("text/plain", "home\n")),
+        ("/page", Route::ok("text/plain", "page\n")),
+        ("/search", Route::ok("text/plain", "results\n")),
+    ]);
+    let proxy = Proxy::start(
+        origin.addr,
+        "[[group]]\nuser_agents = [\"ExampleBot\"]\nrate = \"100/s\"\nburst = 100\n\n\
+         [[group.rates]]\npaths = [\"/search\"]\nrate = \"1/min\"\n\n\
+         [[group.rates]]\npaths = [\"/page\"]\nrate = \"1/min\"\nburst = 3\n\n\
+         [[group]]\nuser_agents = [\"*\"]\n",
+    );
+    let mut conn = from("127.0.0.1", &proxy);
+    // One request a minute on /search: the second is refused.
+    assert_eq!(get(&mut conn, "/search?q=a", CRAWLER).status, 200);
+    let r = get(&mut conn, "/search?q=b", CRAWLER);
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after"), Some("60"));
+    assert_eq!(r.header("connection"), Some("keep-alive"), "a 429 does not close the connection");
+    assert_eq!(String::from_utf8_lossy(&r.body), refusal("ExampleBot", "1 request per minute on /search", 60));
+    // /page has its own bucket (burst 3), untouched by /search's.
+    let page: Vec<u16> = (0..4).map(|_| get(&mut conn, "/page", CRAWLER).status).collect();
+    assert_eq!(page, [200, 200, 200, 429]);
+    // Every other path: the group's 100/s, burst 100.
+    let home: Vec<u16> = (0..10).map(|_| get(&mut conn, "/", CRAWLER).status).collect();
+    assert_eq!(home, [200; 10]);
+    // All of it on the one connection, and the limits still hold.
+    assert_eq!(get(&mut conn, "/search", CRAWLER).status, 429);
+    let m = proxy.metrics();
+    assert!(m.contains("crawlgate_rate_limited_total{agent=\"ExampleBot\",group=\"ExampleBot\"} 3\n"), "{m}");
+}

@@ -194,8 +194,10 @@ fn the_ai_guard_serves_html_and_says_why() {
         ("/noai/page", gpt, Some("noai")),
         // A client naming no policy token counts as AI.
         ("/noai/page", ("User-Agent", "curl/8"), Some("noai")),
-        // A search crawler is not an AI agent.
-        ("/noai/page", google, None),
+        // A search crawler is not an AI agent, but without [verification]
+        // a User-Agent naming one is not believed (markdown_guard.rs has
+        // the verified one).
+        ("/noai/page", google, Some("noai")),
         // ai-use=n in the path's Content-Usage.
         ("/nouse/page", gpt, Some("ai-use=n")),
         // The origin's own X-Robots-Tag, scoped to GPTBot.

@@ -14,7 +14,9 @@ use crawlgate_testkit::TempDir;
 
 use crate::support::{client, get};
 
-const DEADLINE: Duration = Duration::from_secs(10);
+// An upper bound for polls only (they return as soon as the line shows): long
+// enough for a start on a loaded 2-core machine.
+const DEADLINE: Duration = Duration::from_secs(60);
 
 fn addr() -> SocketAddr {
     format!("127.0.0.1:{}", free_port()).parse().unwrap()

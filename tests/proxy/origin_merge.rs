@@ -352,7 +352,9 @@ fn check_origin_lists_what_is_kept_and_the_conflicts() {
                 ORIGIN_V1.len()
             ),
             format!("{robots}: line 1: user-agent `*` is named by the policy (group `*` at line 14); the policy's group applies"),
+            format!("{robots}: line 1: the origin's rules for `*` are dropped: line 2 `Disallow: /cgi-bin/`"),
             format!("{robots}: line 4: user-agent `GPTBot` is named by the policy (group `GPTBot` at line 9); the policy's group applies"),
+            format!("{robots}: line 4: the origin's rules for `GPTBot` are dropped: line 5 `Allow: /`"),
         ]
     );
 
@@ -483,4 +485,56 @@ User-agent: FooBot\nDisallow: /foo/\n\nSitemap: http://www.example.org/sitemap.x
         origin_status(&proxy)["conflicts"],
         serde_json::json!(["line 4: sitemap `/sitemap.xml` is not an absolute http(s) URL; left out"])
     );
+}
+
+/// Issue 36 item 6: an origin's `User-agent: Go!Zilla (www.gozilla.com)` /
+/// `Disallow: /` was cut to a group `Go` that blocked every Go program
+/// (`Go-http-client/1.1`); `Yahoo Pipes 1.0` to a group `Yahoo`. Phrases
+/// are kept as written and match nothing; `/status` and `check --origin`
+/// report them.
+#[test]
+fn origin_phrases_catch_no_other_client() {
+    const ORIGIN: &str = "User-agent: Go!Zilla (www.gozilla.com)\nDisallow: /\n\n\
+User-agent: Yahoo Pipes 1.0\nDisallow: /\n\nUser-agent: ExampleBot/1.0\nDisallow: /v1-only/\n";
+    let origin = Origin::start(vec![
+        ("/robots.txt", Route::ok("text/plain", ORIGIN)),
+        ("/any", Route::ok("text/plain", "page\n")),
+        ("/v1-only/x", Route::ok("text/plain", "v1\n")),
+    ]);
+    let proxy = start_proxy(origin.addr);
+    let merged = format!("{POLICY_PART}{}", MERGED_V1.replace("\nSitemap: https://origin.example/sitemap.xml\n", ""));
+    wait_for("the merge", Duration::from_secs(15), || (robots_txt(&proxy).0 == merged).then_some(()));
+    for ua in [
+        "Go-http-client/1.1",
+        "Go-http-client/2.0",
+        "Mozilla/5.0 (compatible; Yahoo! Slurp; http://help.yahoo.com/help/us/ysearch/slurp)",
+    ] {
+        assert_eq!(status_of(&proxy, ua, "/any"), (200, "page\n".to_string()), "{ua}");
+    }
+    assert_eq!(status_of(&proxy, EXAMPLE_UA, "/v1-only/x").0, 403);
+    let want = [
+        "line 1: `User-agent: Go!Zilla (www.gozilla.com)` read as `User-agent: Go!Zilla (www.gozilla.com)` (not cut to `Go`, a word the User-Agents of other clients carry: names no crawler)",
+        "line 1: user-agent `Go!Zilla (www.gozilla.com)` is not a product token; left out",
+        "line 4: `User-agent: Yahoo Pipes 1.0` read as `User-agent: Yahoo Pipes 1.0` (not cut to `Yahoo`, a word the User-Agents of other clients carry: names no crawler)",
+        "line 4: user-agent `Yahoo Pipes 1.0` is not a product token; left out",
+        "line 7: `User-agent: ExampleBot/1.0` read as `User-agent: ExampleBot` (the product token `ExampleBot`)",
+    ];
+    let status = origin_status(&proxy);
+    assert_eq!(status["origin_groups"], 1);
+    assert_eq!(status["conflicts"], serde_json::json!(want));
+
+    let dir = crawlgate_testkit::TempDir::new("check-origin-phrases");
+    let policy_path = dir.join("crawlgate.toml");
+    std::fs::write(&policy_path, format!("[upstream]\nservers = [\"{}\"]\n\n{RULES}", origin.addr))
+        .unwrap_or_else(|e| panic!("write: {e}"));
+    let out = Command::new(crawlgate_bin())
+        .args(["check", "--origin", &format!("http://{}", origin.addr), "--config"])
+        .arg(&policy_path)
+        .env_remove("CRAWLGATE_CONFIG")
+        .output()
+        .unwrap_or_else(|e| panic!("check: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let robots = format!("http://{}/robots.txt", origin.addr);
+    let reported: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix(&format!("{robots}: "))).collect();
+    assert_eq!(reported, want, "{stdout}");
 }

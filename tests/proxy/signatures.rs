@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use crawlgate_e2e::origin::{Origin, Route};
 use crawlgate_e2e::proxy::{base_policy, free_port, wait_for, Proxy};
-use crawlgate_testkit::wba::{card_json, Component, DirectoryResponse, DirectoryServer, Request, SignOptions, Signer};
+use crawlgate_testkit::wba::{
+    card_json, Agent, DirectoryResponse, DirectoryServer, Request, SignOptions, Signer, DEFAULT_AGENT,
+};
 
 fn origin() -> Origin {
     Origin::start(vec![
@@ -35,7 +37,10 @@ fn unix_now() -> i64 {
 }
 
 /// The signature fields of a GET of `path` on `proxy` (`@authority`,
-/// `@method`, `@path` covered), naming the key directory at `agent` if any.
+/// `@method`, `@path` covered), as draft-ietf-webbotauth-httpsig-protocol-01
+/// makes them: `Signature-Agent` member `sig1` naming the JWKS at
+/// `{agent}/jwks.json` (or, without `agent`, a pinned key's
+/// `DEFAULT_AGENT`), covered.
 fn signed(
     signer: &Signer,
     proxy: &Proxy,
@@ -43,12 +48,17 @@ fn signed(
     created: i64,
     agent: Option<&str>,
 ) -> Vec<(&'static str, String)> {
-    let mut opts = SignOptions::web_bot_auth(created, 60);
-    opts.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
-    if let Some(a) = agent {
-        opts = opts.with_agent(a);
-    }
+    let opts = SignOptions::draft01(created, 60, &jwks(agent.unwrap_or(""), DEFAULT_AGENT));
     signer.sign(&Request::get(&proxy.addr.to_string(), path), &opts).pairs()
+}
+
+/// The JWKS URL under the server at `agent`, or `otherwise`.
+fn jwks(agent: &str, otherwise: &str) -> String {
+    if agent.is_empty() {
+        otherwise.to_owned()
+    } else {
+        format!("{agent}/jwks.json")
+    }
 }
 
 /// A GET through `proxy`: `(status, Accept-Signature, body)`.
@@ -93,7 +103,7 @@ fn challenge_then_signed_retry_then_replay() {
     );
     let proxy = proxy(&origin, "", &rules);
     let accept = format!(
-        "sig1=(\"@authority\" \"@method\" \"@path\");created;expires;keyid=\"{}\";alg=\"ed25519\";tag=\"web-bot-auth\"",
+        "sig1=(\"@authority\" \"@method\" \"@path\" \"signature-agent\";key=\"sig1\");created;expires;keyid=\"{}\";alg=\"ed25519\";tag=\"web-bot-auth\"",
         signer.keyid()
     );
     assert_eq!(
@@ -125,12 +135,13 @@ fn challenge_then_signed_retry_then_replay() {
         l[1]
     );
     assert!(
-        l[2].contains(" status=429 ") && l[2].contains(" reason=replayed ") && l[2].ends_with(" signature=invalid"),
+        l[2].contains(" status=429 ") && l[2].contains(" reason=replayed ") && l[2].ends_with(" signature=replayed"),
         "{}",
         l[2]
     );
     assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"verified\"}"), Some("1".into()));
-    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some("1".into()));
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"replayed\"}"), Some("1".into()));
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"invalid\"}"), Some("0".into()));
     assert_eq!(proxy.metric("crawlgate_blocks_total{agent=\"ExampleBot\",reason=\"unverified\"}"), Some("1".into()));
     // The admin page and /status show the outcomes.
     let get = |path: &str| {
@@ -138,11 +149,14 @@ fn challenge_then_signed_retry_then_replay() {
     };
     let page = get("/");
     assert!(
-        page.contains("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">1</span> · invalid <span id=\"sig-invalid\">1</span> · unverified <span id=\"sig-unverified\">0</span></p>"),
+        page.contains("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">1</span> · legacy <span id=\"sig-legacy\">0</span> · invalid <span id=\"sig-invalid\">0</span> · expired <span id=\"sig-expired\">0</span> · unknown_bot <span id=\"sig-unknown_bot\">0</span> · replayed <span id=\"sig-replayed\">1</span></p>"),
         "{page}"
     );
     let status: serde_json::Value = serde_json::from_str(&get("/status")).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(status["signatures"], serde_json::json!({"verified": 1, "invalid": 1, "unverified": 0}));
+    assert_eq!(
+        status["signatures"],
+        serde_json::json!({"verified": 1, "legacy": 0, "invalid": 0, "expired": 0, "unknown_bot": 0, "replayed": 1})
+    );
     // In a real browser, after its script refreshed the page: the same
     // counts, and the page still fits a 1280 px window.
     if let Some(bin) = crate::dashboard::chromium() {
@@ -154,7 +168,7 @@ fn challenge_then_signed_retry_then_replay() {
         );
         assert!(dom.contains("data-live=\"1\""), "the script did not refresh the page:\n{dom}");
         assert!(
-            dom.contains("verified <span id=\"sig-verified\">1</span> · invalid <span id=\"sig-invalid\">1</span> · unverified <span id=\"sig-unverified\">0</span>"),
+            dom.contains("verified <span id=\"sig-verified\">1</span> · legacy <span id=\"sig-legacy\">0</span> · invalid <span id=\"sig-invalid\">0</span> · expired <span id=\"sig-expired\">0</span> · unknown_bot <span id=\"sig-unknown_bot\">0</span> · replayed <span id=\"sig-replayed\">1</span>"),
             "{dom}"
         );
         let width = dom.split("data-scroll-width=\"").nth(1).and_then(|v| v.split('"').next()).unwrap_or_default();
@@ -233,12 +247,12 @@ fn a_directory_on_a_private_address_is_refused() {
     let l = lines(&proxy, "/private/x", 1);
     assert!(
         l[0].contains(&format!(
-            " verification=unverified evidence=\"unknown key: Signature-Agent \\\"{agent}\\\": 127.0.0.1 is not a public address; directory not fetched\" group=* "
-        )) && l[0].ends_with(" signature=unverified"),
+            " verification=unverified evidence=\"unknown key: Signature-Agent \\\"{agent}/jwks.json\\\": 127.0.0.1 is not a public address; directory not fetched\" group=* "
+        )) && l[0].ends_with(" signature=unknown_bot"),
         "{}",
         l[0]
     );
-    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"unverified\"}"), Some("1".into()));
+    assert_eq!(proxy.metric("crawlgate_signatures_total{outcome=\"unknown_bot\"}"), Some("1".into()));
 }
 
 /// A card's `ips_uri` is one more IP list for the token it binds: once the
@@ -321,9 +335,9 @@ fn a_directory_with_a_bad_response_signature_is_not_trusted() {
     let l = lines(&proxy, "/private/x", 1);
     assert!(
         l[0].contains(&format!(
-            " verification=unverified evidence=\"unknown key: {agent}/.well-known/http-message-signatures-directory: the directory's response signature is invalid, not trusted: directory signature binding0 does not verify with key {}\" ",
+            " verification=unverified evidence=\"unknown key: {agent}/jwks.json: the directory's response signature is invalid, not trusted: directory signature binding0 does not verify with key {}\" ",
             signer.keyid()
-        )) && l[0].ends_with(" signature=unverified"),
+        )) && l[0].ends_with(" signature=unknown_bot"),
         "{}",
         l[0]
     );
@@ -419,27 +433,118 @@ fn unparsable_members_get_400_in_either_order() {
     };
     let unknown = signed(&stranger, &proxy, "/", unix_now() - 5, None);
     let (ui, us) = (field(&unknown, "signature-input"), field(&unknown, "signature"));
+    let ua = field(&unknown, "signature-agent");
     let bad = r#"bad=("@authority");tag="web-bot-auth";keyid=1;created=1;expires=2"#;
-    let unknown_first = vec![("signature-input", format!("{ui}, {bad}")), ("signature", format!("{us}, bad=:AAAA:"))];
-    let bad_first = vec![("signature-input", format!("{bad}, {ui}")), ("signature", format!("bad=:AAAA:, {us}"))];
-    let unknown_only = vec![("signature-input", ui.clone()), ("signature", us.clone())];
+    let unknown_first = vec![
+        ("signature-input", format!("{ui}, {bad}")),
+        ("signature", format!("{us}, bad=:AAAA:")),
+        ("signature-agent", ua.clone()),
+    ];
+    let bad_first = vec![
+        ("signature-input", format!("{bad}, {ui}")),
+        ("signature", format!("bad=:AAAA:, {us}")),
+        ("signature-agent", ua.clone()),
+    ];
+    let unknown_only = vec![("signature-input", ui.clone()), ("signature", us.clone()), ("signature-agent", ua)];
     let prefix = "400 Bad Request: the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): ";
     // (signature fields, status, the start of the 400's reason)
     type Case<'a> = (&'a Vec<(&'a str, String)>, u16, Option<&'a str>);
     let cases: [Case; 3] = [
         (&unknown_first, 400, Some("Signature-Input bad: keyid is not a string")),
         (&bad_first, 400, Some("Signature-Input bad: keyid is not a string")),
-        (&unknown_only, 200, None),
+        // A verify = "signature" group asks an unknown key for a
+        // signature it can check (403 with Accept-Signature).
+        (&unknown_only, 403, None),
     ];
     for (i, (fields, status, reason)) in cases.iter().enumerate() {
         let (got, _, body) = send(&proxy, "/", "ExampleBot/1.0", fields);
         assert_eq!(got, *status, "case {i}: {body}");
         match reason {
             Some(r) => assert_eq!(body, format!("{prefix}{r}\n"), "case {i}"),
-            None => assert_eq!(body, "home\n", "case {i}"),
+            None => {
+                assert!(body.starts_with("403 Forbidden\n\nThis request claims to be ExampleBot"), "case {i}: {body}")
+            }
         }
     }
     let l = lines(&proxy, "/", cases.len());
     assert!(l[0].ends_with(" signature=invalid") && l[1].ends_with(" signature=invalid"), "{l:?}");
-    assert!(l[2].ends_with(" signature=unverified"), "{}", l[2]);
+    assert!(l[2].ends_with(" signature=unknown_bot"), "{}", l[2]);
+}
+
+/// draft-ietf-webbotauth-httpsig-protocol-01 through the real proxy: a
+/// `verify = "signature"` group asks an unsigned claim for a signature
+/// (403 with `Accept-Signature` naming its components and its own
+/// `Signature-Agent` member); a signer written from -01 (dictionary
+/// member naming a JWKS URL, thumbprint keyid, tag, the member covered)
+/// is `verified`; the same signature again `replayed` (429); the legacy
+/// origin-only value `legacy`; an expired one `expired`; one without
+/// `Signature-Agent` `invalid`; an unknown key `unknown_bot`; a
+/// `Signature-Agent` that does not parse a 400. Each outcome is on the
+/// access line and in `crawlgate_signatures_total`.
+#[test]
+fn draft01_outcomes_through_the_proxy() {
+    let signer = Signer::from_seed(40);
+    let server =
+        DirectoryServer::start(DirectoryResponse::ok(card_json(&[&signer], r#""rfc9309-product-token":"ExampleBot""#)));
+    let origin = origin();
+    let rules =
+        "[[group]]\nuser_agents = [\"*\"]\n\n[[group]]\nuser_agents = [\"ExampleBot\"]\nverify = \"signature\"\n";
+    let proxy = proxy(&origin, &(OPEN_DIRECTORIES.to_owned() + "allow_private_directories = true\n"), rules);
+    let now = unix_now();
+    let url = jwks(&server.agent_url(), "");
+    let sign = |signer: &Signer, o: SignOptions| signer.sign(&Request::get(&proxy.addr.to_string(), "/"), &o).pairs();
+    let ua = "ExampleBot/1.0";
+
+    let accept = "sig1=(\"@authority\" \"@method\" \"@path\" \"signature-agent\";key=\"sig1\");created;expires;alg=\"ed25519\";tag=\"web-bot-auth\"";
+    let (status, got_accept, _) = send(&proxy, "/", ua, &[]);
+    assert_eq!((status, got_accept.as_deref()), (403, Some(accept)));
+    let fields = sign(&signer, SignOptions::draft01(now - 5, 60, &url));
+    assert_eq!(send(&proxy, "/", ua, &fields), (200, None, "home\n".into()));
+    assert_eq!(send(&proxy, "/", ua, &fields).0, 429);
+    let mut legacy = SignOptions::draft01(now - 4, 60, &url);
+    legacy.agent = Some(Agent::Member { key: "sig1".into(), url: server.agent_url() });
+    assert_eq!(send(&proxy, "/", ua, &sign(&signer, legacy)), (200, None, "home\n".into()));
+    // Expired and invalid claims are spoofed: served as the `*` group.
+    assert_eq!(send(&proxy, "/", ua, &sign(&signer, SignOptions::draft01(now - 400, 60, &url))).0, 200);
+    let mut no_agent = SignOptions::draft01(now - 3, 60, &url);
+    no_agent.agent = None;
+    assert_eq!(send(&proxy, "/", ua, &sign(&signer, no_agent)).0, 200);
+    let stranger = sign(&Signer::from_seed(41), SignOptions::draft01(now - 2, 60, &url));
+    assert_eq!(send(&proxy, "/", ua, &stranger).0, 403);
+    let mut unparsable = sign(&signer, SignOptions::draft01(now - 1, 60, &url));
+    unparsable.retain(|(n, _)| !n.eq_ignore_ascii_case("signature-agent"));
+    unparsable.push(("Signature-Agent", "https://no.quotes.example/jwks".into()));
+    let (status, _, body) = send(&proxy, "/", ua, &unparsable);
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            400,
+            "400 Bad Request: the Signature / Signature-Input header fields cannot be parsed (RFC 9421 section 4, RFC 9651): Signature-Agent is neither a dictionary nor a string (found a token)\n"
+        )
+    );
+    let l = lines(&proxy, "/", 8);
+    let want = [
+        (403, None),
+        (200, Some("verified")),
+        (429, Some("replayed")),
+        (200, Some("legacy")),
+        (200, Some("expired")),
+        (200, Some("invalid")),
+        (403, Some("unknown_bot")),
+        (400, Some("invalid")),
+    ];
+    for (i, (status, outcome)) in want.iter().enumerate() {
+        let line = &l[i];
+        assert!(line.contains(&format!(" status={status} ")), "line {i}: {line}");
+        match outcome {
+            Some(o) => assert!(line.ends_with(&format!(" signature={o}")), "line {i}: {line}"),
+            None => assert!(!line.contains(" signature="), "line {i}: {line}"),
+        }
+    }
+    for (outcome, n) in
+        [("verified", 1), ("legacy", 1), ("invalid", 2), ("expired", 1), ("unknown_bot", 1), ("replayed", 1)]
+    {
+        let metric = format!("crawlgate_signatures_total{{outcome=\"{outcome}\"}}");
+        assert_eq!(proxy.metric(&metric), Some(n.to_string()), "{outcome}");
+    }
 }

@@ -112,8 +112,9 @@ impl Admin {
         if !verifying {
             return None;
         }
-        let [verified, invalid, unverified] = self.state.metrics().verification().signature_counts();
-        Some(serde_json::json!({"verified": verified, "invalid": invalid, "unverified": unverified}))
+        let counts = self.state.metrics().verification().signature_counts();
+        let outcomes = crawlgate_policy::verification::SignatureOutcome::ALL;
+        Some(outcomes.iter().zip(counts).map(|(o, n)| (o.as_str().to_owned(), serde_json::Value::from(n))).collect())
     }
 }
 
@@ -399,7 +400,8 @@ mod tests {
             "last_error": null,
             "refresh_failures": 1,
         }]);
-        want["signatures"] = json!({"verified": 0, "invalid": 0, "unverified": 0});
+        want["signatures"] =
+            json!({"verified": 0, "legacy": 0, "invalid": 0, "expired": 0, "unknown_bot": 0, "replayed": 0});
         assert_eq!(admin(Some(vec![list])).status_json(), want);
     }
 

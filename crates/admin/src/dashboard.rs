@@ -81,7 +81,7 @@ pub fn esc(s: &str) -> String {
 
 /// A JSON value as escaped cell text: strings as they are, numbers in
 /// plain digits, null as an empty cell.
-fn text(v: &Value) -> String {
+pub(crate) fn text(v: &Value) -> String {
     match v {
         Value::String(s) => esc(s),
         Value::Null => String::new(),
@@ -118,7 +118,7 @@ pub fn utc(v: &Value) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-fn rows(v: &Value) -> &[Value] {
+pub(crate) fn rows(v: &Value) -> &[Value] {
     v.as_array().map_or(&[], Vec::as_slice)
 }
 
@@ -130,6 +130,8 @@ pub const AGENT_COLUMNS: &[(&str, &str, bool)] = &[
     ("Allowed", "allowed", true),
     ("Violations", "violations", true),
     ("Blocked", "blocked", true),
+    ("Limited", "limited", true),
+    ("Paid", "paid", true),
     ("Spoofed", "spoofed", true),
     ("Verified", "verified", true),
     ("robots.txt", "robots_txt", true),
@@ -143,8 +145,9 @@ pub const AGENT_COLUMNS: &[(&str, &str, bool)] = &[
 const LEGEND: &str = "<strong>Requests</strong>: every request. <strong>Allowed</strong>: page requests passed to the origin with no \
 violation; robots.txt and the other files crawlgate serves itself (agents.txt, tdmrep.json, the RSL license) are \
 not in Allowed, robots.txt fetches have their own column. <strong>Violations</strong>: requests for a path the agent's group \
-disallows, enforced or only logged. <strong>Blocked</strong>: requests crawlgate refused, for any reason (robots, spoofed, \
-unverified, bad-request, loop, replayed: hover the number). <strong>Spoofed</strong> / <strong>Verified</strong>: claims proven false / \
+disallows, enforced or only logged. <strong>Blocked</strong>: requests crawlgate refused (robots, spoofed, \
+unverified, bad-request, loop, replayed: hover the number). <strong>Limited</strong>: refused over a rate limit (429). \
+<strong>Paid</strong>: charged requests (hover: how many were asked to pay, 402, instead). <strong>Spoofed</strong> / <strong>Verified</strong>: claims proven false / \
 true. <strong>No robots.txt</strong>: page requests with no robots.txt fetch from the same agent and network in the preceding \
 24 hours. The window counts Requests to No robots.txt; bytes and last seen count since the start. \
 <strong>Last hour</strong>: requests per minute.";
@@ -198,6 +201,14 @@ fn agent_rows(agents: &Value) -> String {
                         "<td{class} data-v=\"{0}\" title=\"{1}\">{0}</td>",
                         text(v),
                         reasons(&a["blocked_by"])
+                    );
+                }
+                "paid" => {
+                    let _ = write!(
+                        out,
+                        "<td{class} data-v=\"{0}\" title=\"{1} asked to pay\">{0}</td>",
+                        text(v),
+                        text(&a["payment_required"])
                     );
                 }
                 "last_seen" => {
@@ -295,37 +306,6 @@ fn compliance_rows(compliance: &Value) -> String {
     out
 }
 
-fn referral_rows(referrals: &Value) -> (String, String) {
-    let mut products = String::new();
-    for p in rows(&referrals["products"]) {
-        let _ = write!(
-            products,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
-            text(&p["product"]),
-            text(&p["operator"]),
-            text(&p["referrals"])
-        );
-    }
-    if products.is_empty() {
-        products.push_str("<tr><td colspan=\"3\">No visitors from AI products yet.</td></tr>");
-    }
-    let mut operators = String::new();
-    for o in rows(&referrals["operators"]) {
-        let _ = write!(
-            operators,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-            text(&o["operator"]),
-            text(&o["crawl_requests"]),
-            text(&o["referrals"]),
-            if o["crawls_per_referral"].is_null() { "–".to_string() } else { text(&o["crawls_per_referral"]) }
-        );
-    }
-    if operators.is_empty() {
-        operators.push_str("<tr><td colspan=\"4\">No crawls or referrals by these operators yet.</td></tr>");
-    }
-    (products, operators)
-}
-
 fn policy_block(status: &Value) -> String {
     let sha = status["content_sha256"].as_str().unwrap_or("");
     let error = match status["last_error"].as_str() {
@@ -350,12 +330,13 @@ fn policy_block(status: &Value) -> String {
     }
     // Web Bot Auth signature outcomes (with `[verification]` only).
     let signatures = match status["signatures"].as_object() {
-        Some(s) => format!(
-            "<h3>Web Bot Auth signatures</h3><p id=\"signatures\">verified <span id=\"sig-verified\">{}</span> · invalid <span id=\"sig-invalid\">{}</span> · unverified <span id=\"sig-unverified\">{}</span></p>",
-            text(&s["verified"]),
-            text(&s["invalid"]),
-            text(&s["unverified"])
-        ),
+        Some(s) => {
+            let counts: Vec<String> = crawlgate_policy::verification::SignatureOutcome::ALL
+                .iter()
+                .map(|o| format!("{0} <span id=\"sig-{0}\">{1}</span>", o.as_str(), text(&s[o.as_str()])))
+                .collect();
+            format!("<h3>Web Bot Auth signatures</h3><p id=\"signatures\">{}</p>", counts.join(" · "))
+        }
         None => String::new(),
     };
     format!(
@@ -437,7 +418,7 @@ section{background:var(--card);border:1px solid var(--line);border-radius:8px;pa
 h2{font-size:16px;margin:0 0 8px}h3{font-size:14px;margin:10px 0 4px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:12px}.grid section{margin:0}
 .scroll{overflow-x:auto}table{border-collapse:collapse;width:100%}th,td{padding:4px 6px;border-bottom:1px solid var(--line);text-align:left;white-space:nowrap}
-#agents{font-size:13px}#agents th{white-space:normal;vertical-align:bottom}td.op{max-width:150px;overflow:hidden;text-overflow:ellipsis}
+#agents{font-size:13px}#agents th,#agents td{padding:4px 3px}#agents th{white-space:normal;vertical-align:bottom}td.op{max-width:150px;overflow:hidden;text-overflow:ellipsis}
 tr.sub td{border-bottom:none;color:var(--muted)}tr.sub td.path{padding-left:22px}tr.group td{font-weight:600}
 .legend{color:var(--muted);font-size:12px;margin:8px 0 0}nav#window a{margin:0 4px}nav#window a[aria-current]{font-weight:700;color:var(--fg);text-decoration:none}h2 nav{display:inline;font-size:13px;font-weight:400;margin-left:12px}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}td.path{white-space:normal;word-break:break-all}
@@ -474,6 +455,7 @@ COLS.forEach(function(c){var k=c[1],v=a[k],cl=c[2]?' class="n"':"";
 if(k==="agent")out+='<td data-v="'+txt(v)+'" title="'+txt(a.category)+'">'+txt(v)+"</td>";
 else if(k==="operator")out+='<td class="op" data-v="'+txt(v)+'" title="'+txt(v)+'">'+txt(v)+"</td>";
 else if(k==="blocked")out+="<td"+cl+' data-v="'+txt(v)+'" title="'+reasons(a.blocked_by)+'">'+txt(v)+"</td>";
+else if(k==="paid")out+="<td"+cl+' data-v="'+txt(v)+'" title="'+txt(a.payment_required)+' asked to pay">'+txt(v)+"</td>";
 else if(k==="last_seen")out+='<td data-v="'+txt(v)+'">'+utc(v).replace(/ UTC$/,"")+"</td>";
 else if(k==="bytes_sent")out+="<td"+cl+' data-v="'+txt(v)+'">'+bytes(v)+"</td>";
 else if(k==="per_minute"){var n=(v||[]).reduce(function(x,y){return x+y;},0);out+='<td data-v="'+n+'">'+spark(v)+"</td>";}
@@ -496,17 +478,17 @@ var cols=[["Requests","requests"],["Blocked","blocked"],["Violations","violation
 cols.forEach(function(c){out+='<th class="n">'+c[0]+' (this instance)</th><th class="n">'+c[0]+" (fleet)</th>";});out+="</tr></thead><tbody>";
 (f.agents||[]).forEach(function(a){out+="<tr><td>"+txt(a.agent)+"</td>";cols.forEach(function(c){var v=a[c[1]]||{};out+='<td class="n">'+txt(v.this)+'</td><td class="n">'+txt(v.fleet)+"</td>";});out+="</tr>";});
 if(!(f.agents||[]).length)out+='<tr><td colspan="'+(1+2*cols.length)+'">No requests in the fleet yet.</td></tr>';return out+"</tbody></table></div>";}
+__FIELD__
 function rowsOf(list,f,empty,cols){var out="";(list||[]).forEach(function(x){out+=f(x);});return out||'<tr><td colspan="'+cols+'">'+empty+"</td></tr>";}
 function refresh(){Promise.all([get("/api/agents?window="+WINDOW),get("/api/timeline?minutes=__MINUTES__"),get("/api/violations"),get("/api/compliance"),get("/api/referrals"),get("/status")]).then(function(r){
 var a=r[0],t=r[1],v=r[2],c=r[3],f=r[4],s=r[5];
 document.querySelector("#agents tbody").innerHTML=agentRows(a);sortTable();chart(t);document.getElementById("fleet").innerHTML=fleetBlock(a.fleet);
 document.querySelector("#violations tbody").innerHTML=violRows(v);
 document.querySelector("#compliance tbody").innerHTML=rowsOf(c.clients,function(x){return "<tr><td>"+txt(x.agent)+"</td><td>"+txt(x.network)+'</td><td class="n">'+txt(x.requests_without_robots)+"</td><td>"+(x.robots_fetched_at===null?"never":utc(x.robots_fetched_at))+"</td></tr>";},"Every crawler read robots.txt first.",4);
-document.querySelector("#products tbody").innerHTML=rowsOf(f.products,function(x){return "<tr><td>"+txt(x.product)+"</td><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.referrals)+"</td></tr>";},"No visitors from AI products yet.",3);
-document.querySelector("#operators tbody").innerHTML=rowsOf(f.operators,function(x){return "<tr><td>"+txt(x.operator)+'</td><td class="n">'+txt(x.crawl_requests)+'</td><td class="n">'+txt(x.referrals)+'</td><td class="n">'+(x.crawls_per_referral===null?"–":x.crawls_per_referral.toFixed(1))+"</td></tr>";},"No crawls or referrals by these operators yet.",4);
+document.getElementById("field").innerHTML=fieldPanel(f,a.fleet);
 document.getElementById("generation").textContent=String(s.generation);
 var e=document.getElementById("policy-error");if(s.last_error){e.className="error";e.textContent="Last reload failed at "+utc(s.last_error_at)+": "+s.last_error+" (the previous policy stays in force)";}else{e.textContent="";}
-if(s.signatures){["verified","invalid","unverified"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
+if(s.signatures){["verified","legacy","invalid","expired","unknown_bot","replayed"].forEach(function(k){var n=document.getElementById("sig-"+k);if(n)n.textContent=txt(s.signatures[k]);});}
 var u=document.getElementById("updated");u.textContent="updated "+utc(a.now);
 var w=document.querySelector("#agents").parentNode,b=document.body;b.setAttribute("data-scroll-width",String(document.documentElement.scrollWidth));
 b.setAttribute("data-agents-overflow",String(w.scrollWidth-w.clientWidth));b.setAttribute("data-live","1");
@@ -518,10 +500,10 @@ refresh();setInterval(refresh,__REFRESH__*1000);
 
 /// The whole page.
 pub fn page(d: &Data<'_>) -> String {
-    let (products, operators) = referral_rows(d.referrals);
     let cols: Vec<String> = AGENT_COLUMNS.iter().map(|(h, k, n)| format!("[\"{h}\",\"{k}\",{n}]")).collect();
     let window = d.agents["window"].as_str().and_then(Window::parse).unwrap_or(Window::All);
     let script = SCRIPT
+        .replace("__FIELD__", crate::field::SCRIPT)
         .replace("__COLS__", &format!("[{}]", cols.join(",")))
         .replace("__WINDOW__", window.name())
         .replace("__MINUTES__", &chart_minutes(window).to_string())
@@ -545,8 +527,7 @@ pub fn page(d: &Data<'_>) -> String {
          <section><h2>Top robots.txt violations</h2><p>By agent and rule, the paths under each (since the start).</p><div class=\"scroll\"><table id=\"violations\"><thead><tr><th>Agent</th><th>Rule / path</th><th class=\"n\">Line</th><th class=\"n\">Count</th></tr></thead><tbody>{violations}</tbody></table></div></section>\
          <div class=\"grid\"><section><h2>Crawling without robots.txt</h2><p>Page requests with no robots.txt fetch from the same agent and network in the preceding {window} hours.</p>\
          <div class=\"scroll\"><table id=\"compliance\"><thead><tr><th>Agent</th><th>Network</th><th class=\"n\">Requests</th><th>robots.txt fetched</th></tr></thead><tbody>{compliance}</tbody></table></div></section>\
-         <section><h2>Visitors from AI products</h2><div class=\"scroll\"><table id=\"products\"><thead><tr><th>Product</th><th>Operator</th><th class=\"n\">Referrals</th></tr></thead><tbody>{products}</tbody></table></div>\
-         <h3>Crawling against referrals</h3><div class=\"scroll\"><table id=\"operators\"><thead><tr><th>Operator</th><th class=\"n\">Crawl requests</th><th class=\"n\">Referrals</th><th class=\"n\">Crawls per referral</th></tr></thead><tbody>{operators}</tbody></table></div></section></div>\
+         <section id=\"field\">{field}</section></div>\
          {charges}</main><script>{script}</script></body></html>\n",
         started = utc(&d.agents["started_at"]),
         generation = text(&d.status["generation"]),
@@ -560,6 +541,7 @@ pub fn page(d: &Data<'_>) -> String {
         window = text(&d.compliance["window_hours"]),
         compliance = compliance_rows(d.compliance),
         charges = charge_section(d.charges),
+        field = crate::field::panel(d.referrals, &d.agents["fleet"]),
     )
 }
 

@@ -11,9 +11,11 @@
 mod app;
 mod auth;
 mod dashboard;
+mod field;
 mod view;
 
 pub use app::{Admin, PROBES};
 pub use auth::{authorization, AdminAuth, AuthError};
 pub use dashboard::bytes as human_bytes;
+pub use field::ratio;
 pub use view::{AdminState, Status};

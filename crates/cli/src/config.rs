@@ -117,20 +117,30 @@ fn state_dir_errors(policy: &Policy, source: &str, file: &str) -> Vec<Diagnostic
 }
 
 /// Loads a policy; on errors prints them (stdout) and returns exit 1.
-/// Warnings go to stderr, out of the way of what the command prints.
+/// Warnings are counted on stderr, out of the way of what the command
+/// prints (`check` lists them).
 pub(crate) fn load_or_report(config: &Path) -> anyhow::Result<Result<Loaded, ExitCode>> {
     load_or_report_to(config, true)
 }
 
 /// [`load_or_report`], leaving the warnings to the caller unless
-/// `print_warnings`: `check` prints them on stdout with its errors.
+/// `print_warnings` (then one stderr line counts them): `check` prints
+/// them on stdout with its errors.
 pub(crate) fn load_or_report_to(config: &Path, print_warnings: bool) -> anyhow::Result<Result<Loaded, ExitCode>> {
     let source = read_policy_file(config)?;
     let file = config.display().to_string();
     match load(&source, &file) {
         Ok(loaded) => {
-            for w in loaded.warnings.iter().filter(|_| print_warnings) {
-                eprintln!("{w}");
+            // `check` lists the warnings; a command that only uses the
+            // policy says they exist, once, instead of repeating them all
+            // on every call.
+            let n = loaded.warnings.len();
+            if print_warnings && n > 0 {
+                eprintln!(
+                    "{file}: {n} warning{} (`crawlgate check --config {file}` lists {})",
+                    if n == 1 { "" } else { "s" },
+                    if n == 1 { "it" } else { "them" }
+                );
             }
             Ok(Ok(loaded))
         }

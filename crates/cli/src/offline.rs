@@ -258,6 +258,7 @@ pub fn explain(
             "observed": observed,
             "catalog": catalog.map(|e| serde_json::json!({"token": e.token, "operator": e.operator, "categories": e.categories})),
             "group": d.group.map(|g| serde_json::json!({"name": g.name, "line": g.line, "origin": g.origin})),
+            "class": d.group.zip(d.agent).and_then(|(g, a)| policy.class_reason(g.index, a)),
             "rule": d.rule.map(|r| serde_json::json!({"pattern": r.pattern, "allow": r.allow, "line": r.line})),
             "allowed": d.allowed,
             "enforce": d.enforce.as_str(),
@@ -458,6 +459,9 @@ fn explain_header(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> Stri
             outln!("group:    {} (the origin's robots.txt, line {})", s(&g["name"]), g["line"]);
         }
         g => outln!("group:    {} (line {})", s(&g["name"]), g["line"]),
+    }
+    if let Some(why) = o["class"].as_str() {
+        outln!("class:    {why}");
     }
     outln!("enforce:  {}", s(&o["enforce"]));
     if let Some(v) = o["robots.txt"]["content-signal"].as_str() {

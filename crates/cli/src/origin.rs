@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use crawlgate_policy::{OriginRobotsMode, Policy, MAX_ROBOTS_TXT};
+use crawlgate_policy::{ConflictKind, OriginRobotsMode, Policy, MAX_ROBOTS_TXT};
 
 /// The robots.txt URL of `origin`: as given when it names `/robots.txt`,
 /// else `/robots.txt` at its root.
@@ -120,10 +120,35 @@ pub fn check_origin(policy: &Policy, origin: &str) -> anyhow::Result<ExitCode> {
         if merged.origin_sitemaps == 1 { "" } else { "s" },
         if n == 1 { "" } else { "s" },
     );
+    let parsed = crawlgate_policy::siteintent::read(&body, Some(base)).parsed();
     for c in &merged.conflicts {
         outln!("{url}: {c}");
+        if let ConflictKind::PolicyToken { token, .. } = &c.kind {
+            if let Some(dropped) = dropped_rules(&parsed, c.line) {
+                outln!("{url}: line {}: the origin's rules for `{token}` are dropped: {dropped}", c.line);
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The rule and crawl-delay lines of the origin group whose user-agent
+/// line is `line` (`line 2 `Disallow: /x`, ...`): what a crawler the
+/// policy names no longer gets from it. `None` when the group has none.
+fn dropped_rules(parsed: &crawlgate_policy::robotstxt::RobotsTxt, line: usize) -> Option<String> {
+    let g = parsed.groups().iter().find(|g| g.user_agent_lines.contains(&line))?;
+    let mut lines: Vec<(usize, String)> = g
+        .rules
+        .iter()
+        .map(|r| (r.line, format!("{}: {}", if r.allow { "Allow" } else { "Disallow" }, r.pattern)))
+        .chain(g.crawl_delays.iter().map(|(v, l)| (*l, format!("Crawl-delay: {v}"))))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    lines.sort();
+    let shown: Vec<String> = lines.iter().map(|(l, t)| format!("line {l} `{}`", t.escape_debug())).collect();
+    Some(shown.join(", "))
 }
 
 #[cfg(test)]

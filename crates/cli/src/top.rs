@@ -31,10 +31,17 @@ struct Column {
     key: &'static str,
     /// A per-second rate of this key rather than its count.
     rate: bool,
+    /// Shown only when some agent's count is not 0: what a policy without
+    /// `[verification]`, rate limits or charges never counts.
+    optional: bool,
 }
 
 const fn col(header: &'static str, key: &'static str, rate: bool) -> Column {
-    Column { header, key, rate }
+    Column { header, key, rate, optional: false }
+}
+
+const fn opt(header: &'static str, key: &'static str) -> Column {
+    Column { header, key, rate: false, optional: true }
 }
 
 /// The columns: the page's vocabulary, with requests per second beside
@@ -46,8 +53,10 @@ const COLUMNS: &[Column] = &[
     col("ALLOWED", "allowed", false),
     col("VIOLATIONS", "violations", false),
     col("BLOCKED", "blocked", false),
-    col("SPOOFED", "spoofed", false),
-    col("VERIFIED", "verified", false),
+    opt("LIMITED", "limited"),
+    opt("PAID", "paid"),
+    opt("SPOOFED", "spoofed"),
+    opt("VERIFIED", "verified"),
     col("ROBOTS.TXT", "robots_txt", false),
     col("BYTES", "bytes_sent", false),
 ];
@@ -84,11 +93,14 @@ pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) ->
         bail!("--interval must be at least 0.1 seconds");
     }
     let target = Target::parse(admin)?;
-    let mut previous = target.get("/api/agents", authorization.as_deref())?;
+    let auth = authorization.as_deref();
+    let mut previous = target.get("/api/agents", auth)?;
     if once {
         std::thread::sleep(Duration::from_secs_f64(interval));
-        let agents = target.get("/api/agents", authorization.as_deref())?;
-        out!("{}", table(&agents, Some(&previous), terminal_width()));
+        let agents = target.get("/api/agents", auth)?;
+        let referrals = target.get("/api/referrals", auth)?;
+        let width = terminal_width();
+        out!("{}\n{}", table(&agents, Some(&previous), width), field(&referrals, width));
         return Ok(ExitCode::SUCCESS);
     }
     let mut first = true;
@@ -98,7 +110,7 @@ pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) ->
             first = false;
             table(&previous, None, width)
         } else {
-            match target.get("/api/agents", authorization.as_deref()) {
+            match target.get("/api/agents", auth) {
                 Ok(agents) => {
                     let t = table(&agents, Some(&previous), width);
                     previous = agents;
@@ -106,6 +118,10 @@ pub fn top(admin: &str, token_file: Option<&Path>, interval: f64, once: bool) ->
                 }
                 Err(e) => fit_lines(&format!("{e:#}"), width),
             }
+        };
+        let screen = match target.get("/api/referrals", auth) {
+            Ok(referrals) => format!("{screen}\n{}", field(&referrals, width)),
+            Err(e) => format!("{screen}\n{}", fit_lines(&format!("{e:#}"), width)),
         };
         // Home, clear screen (ECMA-48 CUP and ED).
         out!("\x1b[H\x1b[2J{}\n{screen}", fit_lines(&title(&target.authority, interval), width));
@@ -127,7 +143,11 @@ fn fit_lines(text: &str, width: usize) -> String {
 /// per second against `previous` (by the documents' `now_ms`), `-`
 /// without one. No line is wider than `width`: a long agent name is cut,
 /// then the counts are abbreviated (`12.3M`), then the lines are cut.
+/// LIMITED, PAID, SPOOFED and VERIFIED appear when some agent has one.
 pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
+    let list = agents["agents"].as_array().map_or(&[][..], Vec::as_slice);
+    let columns: Vec<&Column> =
+        COLUMNS.iter().filter(|c| !c.optional || list.iter().any(|a| a[c.key].as_u64().unwrap_or(0) > 0)).collect();
     let elapsed_ms = previous.and_then(|p| agents["now_ms"].as_u64()?.checked_sub(p["now_ms"].as_u64()?));
     let rate = |now: &Value, before: Option<&Value>, key: &str| -> String {
         match elapsed_ms.filter(|ms| *ms > 0) {
@@ -140,12 +160,11 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
         }
     };
     let before_row = |name: &Value| previous.and_then(|p| p["agents"].as_array()?.iter().find(|r| r["agent"] == *name));
-    let mut rows: Vec<Vec<String>> = vec![COLUMNS.iter().map(|c| c.header.to_string()).collect()];
-    let list = agents["agents"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut rows: Vec<Vec<String>> = vec![columns.iter().map(|c| c.header.to_string()).collect()];
     for a in list {
         let before = before_row(&a["agent"]);
         rows.push(
-            COLUMNS
+            columns
                 .iter()
                 .map(|c| match (c.rate, c.key) {
                     (true, key) => rate(a, before, key),
@@ -158,7 +177,7 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
     let total = &agents["total"];
     let before_total = previous.map(|p| &p["total"]);
     rows.push(
-        COLUMNS
+        columns
             .iter()
             .map(|c| match (c.rate, c.key) {
                 (_, "agent") => "TOTAL".to_string(),
@@ -170,8 +189,8 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
     );
     let widths_of = |rows: &[Vec<String>]| -> (Vec<usize>, usize) {
         let w: Vec<usize> =
-            (0..COLUMNS.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-        let rest = w[1..].iter().sum::<usize>() + 2 * (COLUMNS.len() - 1);
+            (0..columns.len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        let rest = w[1..].iter().sum::<usize>() + 2 * (columns.len() - 1);
         (w, rest)
     };
     let (mut widths, mut rest) = widths_of(&rows);
@@ -188,7 +207,7 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
     for r in &rows {
         let cells: Vec<String> = r
             .iter()
-            .zip(COLUMNS)
+            .zip(&columns)
             .zip(&widths)
             .enumerate()
             .map(|(i, ((v, _), w))| if i == 0 { format!("{:<w$}", fit(v, *w)) } else { format!("{v:>w$}") })
@@ -196,6 +215,52 @@ pub fn table(agents: &Value, previous: Option<&Value>, width: usize) -> String {
         out.push_str(&fit(cells.join("  ").trim_end(), width));
         out.push('\n');
     }
+    out
+}
+
+/// The windows of the crawl-to-referral ratio (`/api/referrals`).
+const WINDOWS: [(&str, &str); 3] = [("24h", "24H"), ("7d", "7D"), ("30d", "30D")];
+
+/// The field's numbers under the table, from `/api/referrals`: per crawler
+/// operator its crawl-to-referral ratio and bytes over 24 hours, 7 days
+/// and 30 days, then Markdown requested against served. No line is wider
+/// than `width`.
+pub fn field(referrals: &Value, width: usize) -> String {
+    let mut rows: Vec<Vec<String>> = vec![std::iter::once("OPERATOR".to_string())
+        .chain(WINDOWS.iter().map(|(_, h)| format!("CRAWL:REF {h}")))
+        .chain(WINDOWS.iter().map(|(_, h)| format!("BYTES {h}")))
+        .collect()];
+    for o in referrals["operators"].as_array().map_or(&[][..], Vec::as_slice) {
+        let w = &o["windows"];
+        rows.push(
+            std::iter::once(cell(&o["operator"]))
+                .chain(WINDOWS.iter().map(|(k, _)| crawlgate_admin::ratio(&w[*k])))
+                .chain(WINDOWS.iter().map(|(k, _)| crawlgate_admin::human_bytes(&w[*k]["bytes_sent"])))
+                .collect(),
+        );
+    }
+    let mut out = String::new();
+    if rows.len() == 1 {
+        out.push_str(&fit("No crawls or referrals by the operators of AI products yet.", width));
+        out.push('\n');
+    } else {
+        let widths: Vec<usize> =
+            (0..rows[0].len()).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
+        for r in &rows {
+            let cells: Vec<String> = r
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (v, w))| if i == 0 { format!("{v:<w$}") } else { format!("{v:>w$}") })
+                .collect();
+            out.push_str(&fit(cells.join("  ").trim_end(), width));
+            out.push('\n');
+        }
+    }
+    let md = &referrals["markdown"];
+    let line = format!("MARKDOWN  requested {}, served {}", cell(&md["requested"]), cell(&md["served"]));
+    out.push_str(&fit(&line, width));
+    out.push('\n');
     out
 }
 
@@ -369,6 +434,41 @@ mod tests {
         assert_eq!(
             ["999999", "1000000", "123456789", "99999999999", "18446744073709551615", "-", "12.5"].map(compact),
             ["999999", "1.0M", "123M", "100G", "18.4E", "-", "12.5"].map(String::from)
+        );
+    }
+
+    /// LIMITED and PAID appear once some agent has a 429 or a charge; a
+    /// 402 is neither blocked nor paid.
+    #[test]
+    fn limited_and_paid_columns_appear_when_counted() {
+        let v = json!({
+            "agents": [{"agent": "GPTBot", "requests": 9, "allowed": 4, "violations": 0, "blocked": 1, "limited": 2,
+                        "paid": 3, "payment_required": 1, "spoofed": 0, "verified": 0, "robots_txt": 1, "bytes_sent": 10}],
+            "total": {"requests": 9, "allowed": 4, "violations": 0, "blocked": 1, "limited": 2, "paid": 3,
+                      "spoofed": 0, "verified": 0, "robots_txt": 1, "bytes_sent": 10}
+        });
+        assert_eq!(
+            table(&v, None, WIDTH),
+            "AGENT   REQUESTS  REQ/S  ALLOWED  VIOLATIONS  BLOCKED  LIMITED  PAID  ROBOTS.TXT  BYTES\n\
+             GPTBot         9      -        4           0        1        2     3           1     10\n\
+             TOTAL          9      -        4           0        1        2     3           1     10\n"
+        );
+    }
+
+    #[test]
+    fn field_numbers_under_the_table() {
+        let w = |c: u64, r: u64, b: u64| json!({"crawl_requests": c, "referrals": r, "crawls_per_referral": (r > 0).then(|| c as f64 / r as f64), "bytes_sent": b});
+        let r = json!({"operators": [{"operator": "OpenAI", "windows": {"24h": w(100, 2, 10), "7d": w(5, 0, 0), "30d": w(0, 0, 0)}}],
+                       "markdown": {"requested": 3, "served": 1}});
+        assert_eq!(
+            field(&r, WIDTH),
+            "OPERATOR  CRAWL:REF 24H  CRAWL:REF 7D  CRAWL:REF 30D  BYTES 24H  BYTES 7D  BYTES 30D\n\
+             OpenAI             50:1           5:0              –         10         0          0\n\
+             MARKDOWN  requested 3, served 1\n"
+        );
+        assert_eq!(
+            field(&json!({}), 40),
+            "No crawls or referrals by the operators…\nMARKDOWN  requested -, served -\n"
         );
     }
 

@@ -97,6 +97,7 @@ fn markdown(config: &Arc<MarkdownConfig>, input: &[u8]) -> usize {
         url: "https://news.example.com/markets/rally".into(),
         robots: Some("noai".into()),
         content_usage: Some("train-ai=n".into()),
+        no_images: false,
     };
     let Ok(mut conv) = MarkdownConverter::new(config, page, Some("utf-8")) else { return 0 };
     let mut n = 0;

@@ -69,6 +69,7 @@ impl Case {
             url: self.data.url.clone().unwrap_or_else(|| DEFAULT_URL.to_string()),
             robots: self.data.robots.clone(),
             content_usage: self.data.content_usage.clone(),
+            no_images: false,
         }
     }
 }

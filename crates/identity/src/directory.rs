@@ -210,6 +210,21 @@ fn read_keys(
     Ok(out)
 }
 
+/// The thumbprints of the Ed25519 keys of a directory whose `kid` is set
+/// and is not their JWK SHA-256 thumbprint: draft-ietf-webbotauth-httpsig-protocol-01
+/// says a well-known directory's `kid` MUST be the thumbprint, so such a
+/// key is not one the directory may vouch for.
+pub fn kid_mismatches(body: &[u8]) -> Vec<String> {
+    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(body) else { return Vec::new() };
+    let listed = doc.get("keys").or_else(|| doc.get("jwks").and_then(|j| j.get("keys")));
+    let Some(keys) = listed.and_then(serde_json::Value::as_array) else { return Vec::new() };
+    keys.iter()
+        .filter_map(|k| parse_ed25519_jwk(k).ok())
+        .filter(|p| p.kid.as_ref().is_some_and(|kid| *kid != p.thumbprint))
+        .map(|p| p.thumbprint)
+        .collect()
+}
+
 /// The outcome of checking a directory response's own signatures.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DirectorySignature {

@@ -203,9 +203,15 @@ struct DirEntry {
 /// A directory to fetch, worked out from a `Signature-Agent` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Directory {
+    /// The identifier: the cache key, and the source keys are found under.
     url: String,
+    /// What is fetched (the identifier with the member's query).
+    fetch: String,
     host: String,
     token: Option<String>,
+    /// Whether it is a well-known key directory, held to its media type
+    /// and to `kid` = thumbprint.
+    well_known: bool,
 }
 
 impl Keys {
@@ -273,6 +279,11 @@ impl Keys {
     /// This site's authorities, lower-cased.
     pub fn authorities(&self) -> &[String] {
         &self.inner.authorities
+    }
+
+    /// Whether `http` key URLs are allowed (tests only).
+    pub fn allows_http(&self) -> bool {
+        self.inner.outbound.reach().allow_http
     }
 
     /// The derived components a signature must cover.
@@ -345,7 +356,7 @@ impl Keys {
             match self.cached_key(keyid, Some(agent)) {
                 Some(hit) => hit,
                 None => {
-                    let entry = self.fetch(&dir.url).await;
+                    let entry = self.fetch(&dir).await;
                     let fetched = entry.keys.is_ok();
                     let entry = self.store(&dir.url, entry);
                     // In the background: the request waits for the
@@ -371,7 +382,12 @@ impl Keys {
         outcome
     }
 
-    /// The directory URL and the token for a `Signature-Agent` URL.
+    /// What to fetch for a `Signature-Agent` member URL, and the token its
+    /// host speaks for: the URL itself as a JWKS
+    /// (draft-ietf-webbotauth-httpsig-protocol-01), or for an origin-only
+    /// value (the legacy form, [`crate::wba::agent::Legacy::OriginOnly`])
+    /// that origin's well-known directory. The cache key is the fetched
+    /// URL's identifier ([`crate::wba::agent::identifier`]).
     fn directory_for(&self, agent: &str) -> Result<Directory, String> {
         let reach = self.inner.outbound.reach();
         let url = reqwest::Url::parse(agent).map_err(|e| format!("Signature-Agent {agent:?} is not a URL: {e}"))?;
@@ -389,11 +405,19 @@ impl Keys {
         if let Err(why) = reach.check_address(&url) {
             return Err(format!("Signature-Agent {agent:?}: {why}; directory not fetched"));
         }
-        let origin = match url.port() {
-            Some(p) => format!("{}://{host}:{p}", url.scheme()),
-            None => format!("{}://{host}", url.scheme()),
+        let well_known = crate::wba::agent::is_origin_only(agent);
+        let fetch = if well_known {
+            let origin = match url.port() {
+                Some(p) => format!("{}://{host}:{p}", url.scheme()),
+                None => format!("{}://{host}", url.scheme()),
+            };
+            format!("{origin}{DIRECTORY_PATH}")
+        } else {
+            url.to_string()
         };
-        Ok(Directory { url: format!("{origin}{DIRECTORY_PATH}"), host, token })
+        let well_known = well_known || url.path() == DIRECTORY_PATH;
+        let url = crate::wba::agent::identifier(&fetch)?;
+        Ok(Directory { url, fetch, host, token, well_known })
     }
 
     /// Caches `entry` and returns what is cached: a failed refresh of a
@@ -418,9 +442,10 @@ impl Keys {
         entry
     }
 
-    async fn fetch(&self, url: &str) -> DirEntry {
+    async fn fetch(&self, dir: &Directory) -> DirEntry {
         let fetched = Instant::now();
-        match self.fetch_directory(url).await {
+        let url = dir.url.as_str();
+        match self.fetch_directory(&dir.fetch, dir.well_known).await {
             Ok((keys, ttl)) => {
                 tracing::debug!(directory = url, keys = keys.len(), ttl_s = ttl.as_secs(), "Fetched key directory");
                 DirEntry { keys: Ok(Arc::new(keys)), fetched, expires: fetched + ttl }
@@ -636,13 +661,41 @@ impl Keys {
     /// Card that names its keys by `jwks_uri`, that JWKS: both with the
     /// directory bounds ([`fetch_json`], [`Keys::fetch_url_allowed`]), the
     /// two within one `fetch_timeout`, cached for the shorter lifetime.
-    async fn fetch_directory(&self, url: &str) -> Result<(HashMap<String, DirectoryKey>, Duration), String> {
+    ///
+    /// A well-known directory (`well_known`) must have the directory media
+    /// type, and a key whose `kid` is not its thumbprint is left out
+    /// (draft-ietf-webbotauth-httpsig-protocol-01).
+    async fn fetch_directory(
+        &self,
+        url: &str,
+        well_known: bool,
+    ) -> Result<(HashMap<String, DirectoryKey>, Duration), String> {
         let client = &self.inner.outbound;
         let skew = self.inner.max_skew;
         let fetch = async {
             let card = fetch_json(client, url).await?;
+            if well_known {
+                let content_type = card.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok());
+                let essence = content_type.unwrap_or("").split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+                if essence != DIRECTORY_MEDIA_TYPE {
+                    return Err(format!(
+                        "fetching {url}: a well-known key directory must be {DIRECTORY_MEDIA_TYPE}, not {:?}",
+                        content_type.unwrap_or("")
+                    ));
+                }
+            }
             match directory::read_directory_document(&card.body, Some(url)).map_err(|e| format!("{url}: {e}"))? {
-                directory::DirectoryDocument::Keys(keys) => {
+                directory::DirectoryDocument::Keys(mut keys) => {
+                    if well_known {
+                        for thumbprint in directory::kid_mismatches(&card.body) {
+                            tracing::debug!(
+                                directory = url,
+                                thumbprint,
+                                "Directory key whose kid is not its thumbprint left out"
+                            );
+                            keys.remove(&thumbprint);
+                        }
+                    }
                     check_response_signature(url, &card.headers, &keys, skew)?;
                     Ok((keys, card.ttl))
                 }
@@ -703,13 +756,36 @@ mod tests {
     #[test]
     fn directory_urls_follow_the_agent_origin_and_scope() {
         let keys = Keys::new(KeysConfig::default()).unwrap_or_else(|e| panic!("{e}"));
+        // -01: the member URL is the JWKS itself, its identifier without
+        // the query.
         assert_eq!(
-            keys.directory_for("https://chatgpt.com/some/path"),
+            keys.directory_for("https://ChatGPT.com:443/some/./keys?v=2"),
             Ok(Directory {
-                url: "https://chatgpt.com/.well-known/http-message-signatures-directory".into(),
+                url: "https://chatgpt.com/some/keys".into(),
+                fetch: "https://chatgpt.com/some/keys?v=2".into(),
                 host: "chatgpt.com".into(),
-                token: Some("ChatGPT-User".into())
+                token: Some("ChatGPT-User".into()),
+                well_known: false,
             })
+        );
+        // The legacy origin-only value: the origin's well-known directory.
+        for origin in ["https://chatgpt.com", "https://chatgpt.com/"] {
+            assert_eq!(
+                keys.directory_for(origin),
+                Ok(Directory {
+                    url: "https://chatgpt.com/.well-known/http-message-signatures-directory".into(),
+                    fetch: "https://chatgpt.com/.well-known/http-message-signatures-directory".into(),
+                    host: "chatgpt.com".into(),
+                    token: Some("ChatGPT-User".into()),
+                    well_known: true,
+                }),
+                "{origin}"
+            );
+        }
+        assert_eq!(
+            keys.directory_for("https://chatgpt.com/.well-known/http-message-signatures-directory")
+                .map(|d| d.well_known),
+            Ok(true)
         );
         assert!(keys.directory_for("http://chatgpt.com").is_err_and(|e| e.contains("https only")));
         assert!(keys.directory_for("https://evil.example").is_err_and(|e| e.contains("not a known agent")));

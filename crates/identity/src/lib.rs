@@ -25,7 +25,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crawlgate_policy::verification::{Method, SignatureOutcome, Verification, VerificationSettings, VerifyMode};
+use crawlgate_policy::verification::{
+    Method, ReplayFinding, SignatureFinding, SignatureOutcome, Verification, VerificationSettings, VerifyMode,
+};
 use crawlgate_policy::Claim;
 
 use crate::keys::{Keys, KeysConfig, PinnedKey};
@@ -422,27 +424,45 @@ impl Verifier {
             // does not decide it; only when no signature verified, so a valid
             // one is parsed once (a valid one wins in any order).
             let unparsable = match &check {
-                SignatureCheck::Invalid { .. } | SignatureCheck::UnknownKey { .. } => wba::unparsable(req.headers),
+                SignatureCheck::Invalid { .. } | SignatureCheck::UnknownKey { .. } | SignatureCheck::Expired { .. } => {
+                    wba::unparsable(req.headers)
+                }
                 SignatureCheck::Valid { .. } | SignatureCheck::Absent => None,
             };
             let replay = match seen {
                 Some(s) => Some((
                     self.replay.seen_once(&s.keyid, &s.signature, s.accepted_until, wba::unix_seconds(now)).await,
                     s.keyid,
+                    s.legacy,
                 )),
                 None => None,
             };
-            signature = Some(match (&check, &replay) {
-                (_, Some((Replay::Replayed, _))) | (SignatureCheck::Invalid { .. }, _) => SignatureOutcome::Invalid,
-                _ if unparsable.is_some() => SignatureOutcome::Invalid,
-                (SignatureCheck::Valid { .. }, Some((Replay::Fresh, _))) => SignatureOutcome::Verified,
-                _ => SignatureOutcome::Unverified,
-            });
-            if matches!(check, SignatureCheck::Absent) {
-                signature = None;
+            let finding = match (&check, &replay) {
+                (SignatureCheck::Absent, _) => None,
+                _ if unparsable.is_some() => Some(SignatureFinding::Unparsable),
+                (SignatureCheck::Valid { token, .. }, Some((r, _, legacy))) => Some(SignatureFinding::Valid {
+                    legacy: legacy.is_some(),
+                    replay: match r {
+                        Replay::Fresh => ReplayFinding::Fresh,
+                        Replay::Replayed => ReplayFinding::Replayed,
+                        Replay::Full => ReplayFinding::NoRoom,
+                    },
+                    other_token: token
+                        .as_deref()
+                        .is_some_and(|t| claim.is_some_and(|c| !c.agent.eq_ignore_ascii_case(t))),
+                }),
+                (SignatureCheck::Expired { .. }, _) => Some(SignatureFinding::Expired),
+                (SignatureCheck::UnknownKey { .. }, _) => Some(SignatureFinding::UnknownKey),
+                (SignatureCheck::Invalid { .. }, _) | (SignatureCheck::Valid { .. }, None) => {
+                    Some(SignatureFinding::Invalid)
+                }
+            };
+            signature = finding.map(SignatureFinding::outcome);
+            if let Some((_, _, Some(form))) = &replay {
+                tracing::debug!(form = form.as_str(), "Web Bot Auth signature with a legacy Signature-Agent form");
             }
             let check = match replay {
-                Some((Replay::Replayed, keyid)) => {
+                Some((Replay::Replayed, keyid, _)) => {
                     return Verdict {
                         verification: Verification::Spoofed(Method::Signature),
                         evidence: Evidence::Replayed { keyid },
@@ -453,11 +473,11 @@ impl Verifier {
                 }
                 // Not recorded, so a replay of it could not be told: it
                 // proves nothing.
-                Some((Replay::Full, _)) => {
+                Some((Replay::Full, _, _)) => {
                     acc.add(Method::Signature, Finding::Unknown(Evidence::ReplayCacheFull));
                     SignatureCheck::Absent
                 }
-                Some((Replay::Fresh, _)) | None => check,
+                Some((Replay::Fresh, _, _)) | None => check,
             };
             match check {
                 SignatureCheck::Absent => {}
@@ -471,7 +491,7 @@ impl Verifier {
                         evidence: Evidence::OtherToken { keyid, token },
                         signed_token: None,
                         signed_components: Vec::new(),
-                        signature: Some(SignatureOutcome::Invalid),
+                        signature,
                     };
                 }
                 SignatureCheck::Valid { keyid, token: Some(token), .. } => {
@@ -498,11 +518,13 @@ impl Verifier {
                 // A member that cannot be parsed makes the request malformed
                 // whichever member came first, and the reason is that
                 // member's, not the first member's.
-                SignatureCheck::Invalid { .. } | SignatureCheck::UnknownKey { .. } if unparsable.is_some() => {
+                SignatureCheck::Invalid { .. } | SignatureCheck::UnknownKey { .. } | SignatureCheck::Expired { .. }
+                    if unparsable.is_some() =>
+                {
                     let reason = unparsable.unwrap_or_default();
                     acc.add(Method::Signature, Finding::Disproves(Evidence::BadSignature { reason, unparsable: true }));
                 }
-                SignatureCheck::Invalid { reason } => {
+                SignatureCheck::Invalid { reason } | SignatureCheck::Expired { reason } => {
                     acc.add(
                         Method::Signature,
                         Finding::Disproves(Evidence::BadSignature { reason, unparsable: false }),

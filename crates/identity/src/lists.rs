@@ -319,6 +319,8 @@ impl Lists {
             return;
         }
         let mut next: Vec<Slot> = current.as_ref().clone();
+        // Lists that failed with no copy to keep: one line for all of them.
+        let mut no_copy: Vec<String> = Vec::new();
         while let Some(joined) = tasks.join_next().await {
             let Ok((id, result)) = joined else { continue };
             let (Some(slot), Some(entry)) = (next.get_mut(id), self.inner.entries.get(id)) else { continue };
@@ -335,7 +337,11 @@ impl Lists {
                     }
                 }
                 Err(e) => {
-                    tracing::warn!(source = %entry.name, error = %e, "IP list refresh failed; keeping the previous copy");
+                    if slot.table.is_some() {
+                        tracing::warn!(source = %entry.name, error = %e, "IP list refresh failed; keeping the previous copy");
+                    } else {
+                        no_copy.push(format!("{}: {e}", entry.name));
+                    }
                     slot.last_error = Some(e);
                     slot.failed_at = Some(Instant::now());
                     slot.failures += 1;
@@ -343,6 +349,15 @@ impl Lists {
             }
         }
         self.inner.state.store(Arc::new(next));
+        if !no_copy.is_empty() {
+            no_copy.sort();
+            tracing::warn!(
+                lists = no_copy.len(),
+                errors = %no_copy.join("; "),
+                retry_in_secs = self.inner.refresh.min(RETRY_AFTER).as_secs(),
+                "IP lists could not be obtained and there is no copy of them yet: until one is, an address check against them proves nothing either way (/status shows each list)"
+            );
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Web Bot Auth: HTTP Message Signatures (RFC 9421) with the profile of
-//! draft-meunier-web-bot-auth-architecture: `Signature`, `Signature-Input`
-//! (`tag="web-bot-auth"`, `keyid` = JWK thumbprint per RFC 7638, `created`,
-//! `expires`, ed25519) and `Signature-Agent`.
+//! draft-ietf-webbotauth-httpsig-protocol-01: `Signature`, `Signature-Input`
+//! (`tag="web-bot-auth"`, `keyid` = JWK SHA-256 thumbprint per RFC 7638,
+//! `created`, `expires`, ed25519) and `Signature-Agent`, which every signed
+//! request carries and each signature covers its own member of
+//! ([`agent`]).
 //!
 //! This module applies the profile: which signatures are candidates, the
 //! time window, the components and authority a site requires, the key and
@@ -9,6 +11,7 @@
 //! the `base` submodule. Nothing here panics on bad input: every defect is
 //! an [`SignatureCheck::Invalid`] with a reason.
 
+pub mod agent;
 pub(crate) mod base;
 
 use std::time::SystemTime;
@@ -16,6 +19,7 @@ use std::time::SystemTime;
 use ed25519_dalek::Signature;
 use sfv::{BareItem, Dictionary, Item, ListEntry, Parser};
 
+use self::agent::{AgentChoice, Legacy, SignatureAgent};
 use self::base::{bases, field, secs, signature_dictionary, signature_member, split_target, Covered};
 pub use self::base::{signature_base, unix_seconds, verify_label, SignedRequest, MAX_FIELD_BYTES};
 use crate::keys::{KeyLookup, Keys};
@@ -49,6 +53,13 @@ pub enum SignatureCheck {
         /// What is wrong.
         reason: String,
     },
+    /// A well-formed signature whose `expires` has passed (beyond the
+    /// allowed skew): reported apart from [`SignatureCheck::Invalid`] so a
+    /// signer with a slow clock or a stale cache can be told.
+    Expired {
+        /// When and by how much.
+        reason: String,
+    },
     /// The key could not be obtained (directory unreachable, unknown keyid
     /// without a directory): nothing could tell.
     UnknownKey {
@@ -72,6 +83,8 @@ pub struct Seen {
     pub covered: Vec<String>,
     /// The Signature Agent Card members of the key's directory, if any.
     pub card: Option<std::sync::Arc<crate::directory::Card>>,
+    /// The legacy `Signature-Agent` form the signature used, if any.
+    pub legacy: Option<Legacy>,
 }
 
 /// Checks the request's Web Bot Auth signature at time `now`.
@@ -94,9 +107,9 @@ pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) 
     let mut first = None;
     for c in candidates {
         let outcome = match c.and_then(|c| check_time(&c, keys, now).map(|()| c)) {
-            Err(reason) => SignatureCheck::Invalid { reason },
+            Err(fault) => fault.check(),
             Ok(c) => {
-                let lookup = keys.key(&c.keyid, c.agent.as_deref()).await;
+                let lookup = keys.key(&c.keyid, Some(&c.agent.url)).await;
                 let card = match &lookup {
                     KeyLookup::Found(k) => k.card.clone(),
                     KeyLookup::Unknown(_) => None,
@@ -109,6 +122,7 @@ pub async fn verify_seen(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) 
                         accepted_until: c.expires.saturating_add(secs(keys.max_skew())),
                         covered: c.covered.clone(),
                         card,
+                        legacy: c.agent.legacy,
                     };
                     return (outcome, Some(seen));
                 }
@@ -133,8 +147,8 @@ pub fn verify_cached(keys: &Keys, req: &SignedRequest<'_>, now: SystemTime) -> O
     let mut pending = false;
     for c in candidates {
         let outcome = match c.and_then(|c| check_time(&c, keys, now).map(|()| c)) {
-            Err(reason) => SignatureCheck::Invalid { reason },
-            Ok(c) => match keys.cached_key(&c.keyid, c.agent.as_deref()) {
+            Err(fault) => fault.check(),
+            Ok(c) => match keys.cached_key(&c.keyid, Some(&c.agent.url)) {
                 Some(lookup) => conclude(&c, lookup),
                 None => {
                     pending = true;
@@ -230,7 +244,11 @@ pub fn unparsable(headers: &http::HeaderMap) -> Option<String> {
             None => return Some(format!("Signature has no member {label}")),
         }
     }
-    None
+    match field(headers, "signature-agent") {
+        Err(e) => Some(e),
+        Ok(Some(v)) => SignatureAgent::parse(&v).err(),
+        Ok(None) => None,
+    }
 }
 
 /// One `tag="web-bot-auth"` signature, parsed and checked for shape.
@@ -240,7 +258,7 @@ struct Candidate {
     keyid: String,
     created: i64,
     expires: i64,
-    agent: Option<String>,
+    agent: AgentChoice,
     signature: Signature,
     /// The signature base for each scheme the request may have had.
     bases: Vec<Vec<u8>>,
@@ -251,7 +269,7 @@ struct Candidate {
 /// The request's Web Bot Auth signatures in `Signature-Input` order: `Err`
 /// for a request whose signature fields cannot be read at all, an error per
 /// candidate for one that is malformed.
-fn candidates(req: &SignedRequest<'_>, keys: &Keys) -> Result<Vec<Result<Candidate, String>>, String> {
+fn candidates(req: &SignedRequest<'_>, keys: &Keys) -> Result<Vec<Result<Candidate, Fault>>, String> {
     let Some(input) = field(req.headers, "signature-input")? else {
         return Ok(Vec::new());
     };
@@ -274,10 +292,15 @@ fn candidates(req: &SignedRequest<'_>, keys: &Keys) -> Result<Vec<Result<Candida
         return Ok(Vec::new());
     }
     let signatures = signature_dictionary(req)?;
-    let agent_field = field(req.headers, "signature-agent")?;
+    let agent = match field(req.headers, "signature-agent")? {
+        Some(v) => Some(SignatureAgent::parse(&v)?),
+        None => None,
+    };
     Ok(tagged
         .into_iter()
-        .map(|(label, covered)| candidate(req, keys, label, covered, &signatures, agent_field.as_deref()))
+        .map(|(label, covered)| {
+            candidate(req, keys, label, covered, &signatures, agent.as_ref()).map_err(Fault::Invalid)
+        })
         .collect())
 }
 
@@ -287,7 +310,7 @@ fn candidate(
     label: String,
     covered: Covered,
     signatures: &Dictionary,
-    agent_field: Option<&[u8]>,
+    agent: Option<&SignatureAgent>,
 ) -> Result<Candidate, String> {
     let signature = signature_member(signatures, &label)?;
     let param = |name: &str| covered.params.get(name);
@@ -329,19 +352,36 @@ fn candidate(
         let absolute = split_target(req.target).ok().and_then(|t| t.scheme.map(|_| t.authority));
         bound_here(keys, &label, absolute.unwrap_or(req.authority))?;
     }
-    let agent = match agent_field {
-        None => None,
-        Some(value) => {
-            let Some(item) =
-                covered.items.iter().find(|i| i.bare_item.as_string().is_some_and(|s| s.as_str() == "signature-agent"))
-            else {
-                return Err(format!("signature {label}: the Signature-Agent header is present but not covered"));
-            };
-            let key = item.params.get("key").and_then(BareItem::as_string).map(|s| s.as_str());
-            agent_url(value, key, &label)
-        }
-    };
     let bases = bases(req, &covered).map_err(|e| format!("signature {label}: {e}"))?;
+    // -01: the keyid is the key's JWK SHA-256 thumbprint (RFC 7638),
+    // base64url without padding: 43 characters.
+    if keyid.len() != 43 || !keyid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+        return Err(format!(
+            "signature {label}: keyid {keyid:?} is not a JWK SHA-256 thumbprint (RFC 7638; draft-ietf-webbotauth-httpsig-protocol-01)"
+        ));
+    }
+    // -01: a signed request carries Signature-Agent, and each signature
+    // covers its own member (`"signature-agent";key="<member>"`).
+    let Some(agent) = agent else {
+        return Err(format!(
+            "signature {label}: the request has no Signature-Agent (draft-ietf-webbotauth-httpsig-protocol-01 requires one)"
+        ));
+    };
+    let Some(item) =
+        covered.items.iter().find(|i| i.bare_item.as_string().is_some_and(|s| s.as_str() == "signature-agent"))
+    else {
+        return Err(format!("signature {label}: the Signature-Agent header is present but not covered"));
+    };
+    let key = match item.params.get("key") {
+        None => None,
+        Some(BareItem::String(k)) => Some(k.as_str()),
+        Some(_) => return Err(format!("signature {label}: the covered signature-agent's key is not a string")),
+    };
+    let agent = agent.choose(key, &label)?;
+    let scheme = agent.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    if !(scheme.as_deref() == Some("https") || (keys.allows_http() && scheme.as_deref() == Some("http"))) {
+        return Err(format!("signature {label}: Signature-Agent {:?} is not an https URI", agent.url));
+    }
     let covered = names.iter().map(|n| (*n).to_owned()).collect();
     Ok(Candidate { label, keyid, created, expires, agent, signature, bases, covered })
 }
@@ -409,52 +449,57 @@ fn split_authority(a: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// The `Signature-Agent` URL: the dictionary member the covered component's
-/// `key` names, else the member under the signature's label, else the only
-/// member; or, from older senders, a plain string item.
-fn agent_url(value: &[u8], key: Option<&str>, label: &str) -> Option<String> {
-    if let Ok(dict) = Parser::new(value).parse::<Dictionary>() {
-        let member = match key {
-            Some(k) => dict.get(k),
-            None => dict.get(label).or_else(|| if dict.len() == 1 { dict.values().next() } else { None }),
-        };
-        if let Some(ListEntry::Item(item)) = member {
-            return item.bare_item.as_string().map(|s| s.as_str().to_owned());
-        }
-    }
-    if key.is_some() {
-        return None;
-    }
-    let item = Parser::new(value).parse::<Item>().ok()?;
-    item.bare_item.as_string().map(|s| s.as_str().to_owned())
-}
-
 /// `created` not in the future and `expires` not in the past beyond the
 /// allowed skew, `expires` after `created`, and a validity window no longer
 /// than `max_validity` (the draft allows up to 24 hours and lets a verifier
 /// require much less; a short window bounds how long a captured signature
 /// can be replayed elsewhere and how long the replay cache keeps it).
-fn check_time(c: &Candidate, keys: &Keys, now: SystemTime) -> Result<(), String> {
+fn check_time(c: &Candidate, keys: &Keys, now: SystemTime) -> Result<(), Fault> {
     let now = unix_seconds(now);
     let skew = secs(keys.max_skew());
     let label = &c.label;
     if c.created > now.saturating_add(skew) {
-        return Err(format!("signature {label}: created {} is {} s in the future", c.created, c.created - now));
+        return Err(Fault::Invalid(format!(
+            "signature {label}: created {} is {} s in the future",
+            c.created,
+            c.created - now
+        )));
     }
     if c.expires <= c.created {
-        return Err(format!("signature {label}: expires {} is not after created {}", c.expires, c.created));
+        return Err(Fault::Invalid(format!(
+            "signature {label}: expires {} is not after created {}",
+            c.expires, c.created
+        )));
     }
     if c.expires.saturating_add(skew) < now {
-        return Err(format!("signature {label}: expired at {} ({} s ago)", c.expires, now - c.expires));
+        return Err(Fault::Expired(format!("signature {label}: expired at {} ({} s ago)", c.expires, now - c.expires)));
     }
     let window = c.expires.saturating_sub(c.created);
     if window > secs(keys.max_validity()) {
-        return Err(format!(
+        return Err(Fault::Invalid(format!(
             "signature {label}: valid for {window} s, longer than the {} s allowed",
             keys.max_validity().as_secs()
-        ));
+        )));
     }
     Ok(())
+}
+
+/// Why a candidate cannot verify, before its key is looked up.
+#[derive(Debug)]
+enum Fault {
+    /// Malformed, not bound here, or outside its window but not expired.
+    Invalid(String),
+    /// Its `expires` has passed.
+    Expired(String),
+}
+
+impl Fault {
+    fn check(self) -> SignatureCheck {
+        match self {
+            Fault::Invalid(reason) => SignatureCheck::Invalid { reason },
+            Fault::Expired(reason) => SignatureCheck::Expired { reason },
+        }
+    }
 }
 
 fn conclude(c: &Candidate, lookup: KeyLookup) -> SignatureCheck {
@@ -462,7 +507,7 @@ fn conclude(c: &Candidate, lookup: KeyLookup) -> SignatureCheck {
         KeyLookup::Unknown(reason) => SignatureCheck::UnknownKey { reason },
         KeyLookup::Found(k) => {
             if c.bases.iter().any(|b| k.key.verify_strict(b, &c.signature).is_ok()) {
-                SignatureCheck::Valid { keyid: c.keyid.clone(), token: k.token, agent: c.agent.clone() }
+                SignatureCheck::Valid { keyid: c.keyid.clone(), token: k.token, agent: Some(c.agent.url.clone()) }
             } else {
                 SignatureCheck::Invalid {
                     reason: format!("signature {} does not verify with key {}", c.label, c.keyid),
@@ -509,18 +554,5 @@ mod tests {
         for (allowed, got, want) in rows {
             assert_eq!(authority_matches(allowed, got), want, "{allowed:?} {got:?}");
         }
-    }
-
-    #[test]
-    fn agent_urls_from_dictionary_or_string() {
-        assert_eq!(agent_url(br#"sig1="https://a.example""#, None, "sig1").as_deref(), Some("https://a.example"));
-        assert_eq!(
-            agent_url(br#"a="https://a.example", b="https://b.example""#, Some("b"), "sig1").as_deref(),
-            Some("https://b.example")
-        );
-        assert_eq!(agent_url(br#"x="https://a.example""#, None, "sig1").as_deref(), Some("https://a.example"));
-        assert_eq!(agent_url(br#""https://a.example""#, None, "sig1").as_deref(), Some("https://a.example"));
-        assert_eq!(agent_url(b"a=1, b=2", None, "sig1"), None);
-        assert_eq!(agent_url(b"\xff", None, "sig1"), None);
     }
 }

@@ -11,9 +11,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crawlgate_identity::keys::{Keys, KeysConfig, PinnedKey};
 use crawlgate_identity::wba::{self, SignatureCheck, SignedRequest};
 use crawlgate_testkit::wba::{
-    directory_json, Agent, Component, DirectoryResponse, DirectoryServer, Request, SignOptions, Signer,
+    directory_json, Agent, Component, DirectoryResponse, DirectoryServer, Request, SignOptions, Signer, DEFAULT_AGENT,
 };
 use http::{HeaderMap, HeaderName, HeaderValue};
+
+#[path = "wba/draft01.rs"]
+mod draft01;
 
 const RFC_X: &str = "JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs";
 const RFC_THUMBPRINT: &str = "poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";
@@ -65,6 +68,13 @@ fn signed_map(req: &Request, signer: &Signer, opts: &SignOptions) -> HeaderMap {
 async fn check(keys: &Keys, req: &Request, h: &HeaderMap, now: i64) -> SignatureCheck {
     let sr = SignedRequest { method: &req.method, authority: &req.authority, target: &req.target, headers: h };
     wba::verify(keys, &sr, at(now)).await
+}
+
+fn expired(c: &SignatureCheck) -> &str {
+    match c {
+        SignatureCheck::Expired { reason } => reason,
+        other => panic!("expected Expired, got {other:?}"),
+    }
 }
 
 fn invalid(c: &SignatureCheck) -> &str {
@@ -190,18 +200,28 @@ async fn webbotauth_draft_examples_verify() {
         let h = headers(&pairs);
         let req = SignedRequest { method: "GET", authority: "example.com", target: "/path/to/resource", headers: &h };
         let got = wba::verify(&keys, &req, at(1_735_689_610)).await;
+        // draft-ietf-webbotauth-httpsig-protocol-01: a signed request
+        // carries Signature-Agent; the older examples without one fail.
+        if ex.agent.is_none() {
+            assert!(
+                invalid(&got)
+                    .ends_with("has no Signature-Agent (draft-ietf-webbotauth-httpsig-protocol-01 requires one)"),
+                "example {i}: {got:?}"
+            );
+            continue;
+        }
         assert_eq!(
             got,
             SignatureCheck::Valid {
                 keyid: RFC_THUMBPRINT.into(),
                 token: Some("ChatGPT-User".into()),
-                agent: ex.agent.map(|_| "https://signature-agent.test".into()),
+                agent: Some("https://signature-agent.test".into()),
             },
             "example {i}"
         );
         // After expiry (beyond the default minute of skew) it is refused.
         let late = wba::verify(&keys, &req, at(ex.expires + 61)).await;
-        assert!(invalid(&late).contains("expired at"), "example {i}: {late:?}");
+        assert!(expired(&late).contains("expired at"), "example {i}: {late:?}");
         // Another authority is not this site.
         let other = SignedRequest { authority: "example.org", ..req };
         let got = wba::verify(&keys, &other, at(1_735_689_610)).await;
@@ -244,10 +264,14 @@ async fn web_bot_auth_crate_signatures_verify() {
         .unwrap_or_else(|e| panic!("{e}"));
     let h = headers(&[("signature-input", &msg.input), ("signature", &msg.signature)]);
     let req = SignedRequest { method: "GET", authority: "example.com", target: "/a/b?x=1", headers: &h };
+    // RFC 9421 alike; the Web Bot Auth profile of -01 also wants a
+    // Signature-Agent, which this signer does not cover.
+    let vk = ed25519_dalek::VerifyingKey::from_bytes(&Signer::rfc9421().public_key()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(wba::verify_label(&req, "sig1", &vk), Ok(()));
     let got = wba::verify(&rfc_keys(), &req, SystemTime::now()).await;
     assert_eq!(
-        got,
-        SignatureCheck::Valid { keyid: RFC_THUMBPRINT.into(), token: Some("ChatGPT-User".into()), agent: None }
+        invalid(&got),
+        "signature sig1: the request has no Signature-Agent (draft-ietf-webbotauth-httpsig-protocol-01 requires one)"
     );
 }
 
@@ -257,7 +281,11 @@ async fn signer_made_requests() {
     let keys = pinned("ChatGPT-User", signer.jwk());
     let req = Request::get("shop.example", "/p/1?q=2");
     let opts = SignOptions::web_bot_auth(NOW - 5, 60);
-    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    let valid = SignatureCheck::Valid {
+        keyid: signer.keyid(),
+        token: Some("ChatGPT-User".into()),
+        agent: Some(DEFAULT_AGENT.into()),
+    };
 
     // Good.
     let h = signed_map(&req, &signer, &opts);
@@ -304,7 +332,7 @@ async fn signer_made_requests() {
 
     // Expired, beyond the skew.
     let got = check(&keys, &req, &h_for(&req, &signer, NOW - 200, 60), NOW).await;
-    assert_eq!(invalid(&got), format!("signature sig1: expired at {} (140 s ago)", NOW - 140));
+    assert_eq!(expired(&got), format!("signature sig1: expired at {} (140 s ago)", NOW - 140));
     // Expired but within the skew.
     assert_eq!(check(&keys, &req, &h_for(&req, &signer, NOW - 100, 60), NOW).await, valid);
     // Created in the future, beyond the skew.
@@ -385,6 +413,7 @@ async fn signer_made_requests() {
         ("signature-input", &ours.signature_input),
         ("signature", "other=:AAAA:"),
         ("signature", &ours.signature),
+        ("signature-agent", ours.signature_agent.as_deref().unwrap_or_default()),
     ]);
     assert_eq!(check(&keys, &req, &h, NOW).await, valid);
     // Two web-bot-auth labels: a bad one, then a good one.
@@ -394,6 +423,7 @@ async fn signer_made_requests() {
     let h = headers(&[
         ("signature-input", &format!("{}, {}", bad.signature_input, good.signature_input)),
         ("signature", &format!("{}, {}", bad.signature, good.signature)),
+        ("signature-agent", good.signature_agent.as_deref().unwrap_or_default()),
     ]);
     assert_eq!(check(&keys, &req, &h, NOW).await, valid);
 }
@@ -446,7 +476,7 @@ async fn malformed_headers_are_invalid_or_absent_never_a_panic() {
         (vec![("signature-input", s(br#"sig1=("@authority" "x";tr);tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("unsupported on a request")),
         (vec![("signature-input", s(br#"sig1=("@authority" "@query-param";name="zz");tag="web-bot-auth";keyid="k";created=1750000000;expires=1750000060"#)), ("signature", good.signature.as_bytes())], Some("is not in the query")),
         (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid="k";created=99999999999999999;expires=1"#)), ("signature", good.signature.as_bytes())], Some("Signature-Input is not a structured-field dictionary")),
-        (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid="k";created=-999999999999999;expires=999999999999999"#)), ("signature", good.signature.as_bytes())], Some("longer than")),
+        (vec![("signature-input", s(br#"sig1=("@authority");tag="web-bot-auth";keyid="k";created=-999999999999999;expires=999999999999999"#)), ("signature", good.signature.as_bytes())], Some("keyid \"k\" is not a JWK SHA-256 thumbprint")),
         (vec![("signature-input", s(b"sig1=\"@authority\";tag=\"web-bot-auth\""))], None),
         (vec![("signature-input", s(b""))], None),
         (vec![("signature", good.signature.as_bytes())], None),
@@ -646,11 +676,11 @@ async fn unreachable_or_bad_directories_leave_the_key_unknown() {
         SignatureCheck::UnknownKey { reason } => assert!(reason.contains("is not a known agent"), "{reason}"),
         other => panic!("{other:?}"),
     }
+    // -01: a member value that is not an https URI makes the signature
+    // invalid.
     let https_only = Keys::new(KeysConfig { any_agent: true, ..base() }).unwrap_or_else(|e| panic!("{e}"));
-    match check(&https_only, &req, &h, NOW).await {
-        SignatureCheck::UnknownKey { reason } => assert!(reason.contains("https only"), "{reason}"),
-        other => panic!("{other:?}"),
-    }
+    let got = check(&https_only, &req, &h, NOW).await;
+    assert!(invalid(&got).contains("is not an https URI"), "{got:?}");
     assert_eq!(server.hits(), 0);
 }
 
@@ -678,7 +708,11 @@ fn full_opts(created: i64, valid_for: i64) -> SignOptions {
 async fn a_signature_made_for_another_site_is_invalid() {
     let signer = Signer::from_seed(11);
     let keys = site_keys(&signer, &["www.example.com", "Shop.Example:8443"]);
-    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    let valid = SignatureCheck::Valid {
+        keyid: signer.keyid(),
+        token: Some("ChatGPT-User".into()),
+        agent: Some(DEFAULT_AGENT.into()),
+    };
     // Signed for other.example and presented with its Host: a valid
     // signature, but not for this site.
     let other = Request::get("other.example", "/private/x");
@@ -721,7 +755,11 @@ async fn validity_is_at_most_five_minutes_by_default() {
     let signer = Signer::from_seed(12);
     let keys = site_keys(&signer, &["www.example.com"]);
     let req = Request::get("www.example.com", "/a");
-    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    let valid = SignatureCheck::Valid {
+        keyid: signer.keyid(),
+        token: Some("ChatGPT-User".into()),
+        agent: Some(DEFAULT_AGENT.into()),
+    };
     assert_eq!(check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 300)), NOW).await, valid);
     let got = check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 5, 301)), NOW).await;
     assert_eq!(invalid(&got), "signature sig1: valid for 301 s, longer than the 300 s allowed");
@@ -730,7 +768,7 @@ async fn validity_is_at_most_five_minutes_by_default() {
     assert_eq!(invalid(&got), "signature sig1: valid for 86400 s, longer than the 300 s allowed");
     // Expired (beyond the minute of skew).
     let got = check(&keys, &req, &signed_map(&req, &signer, &full_opts(NOW - 400, 300)), NOW).await;
-    assert_eq!(invalid(&got), format!("signature sig1: expired at {} (100 s ago)", NOW - 100));
+    assert_eq!(expired(&got), format!("signature sig1: expired at {} (100 s ago)", NOW - 100));
 }
 
 #[tokio::test]
@@ -738,7 +776,11 @@ async fn method_and_path_must_be_covered_unless_configured() {
     let signer = Signer::from_seed(13);
     let keys = site_keys(&signer, &["www.example.com"]);
     let req = Request::get("www.example.com", "/private/x");
-    let valid = SignatureCheck::Valid { keyid: signer.keyid(), token: Some("ChatGPT-User".into()), agent: None };
+    let valid = SignatureCheck::Valid {
+        keyid: signer.keyid(),
+        token: Some("ChatGPT-User".into()),
+        agent: Some(DEFAULT_AGENT.into()),
+    };
     let only_authority = signed_map(&req, &signer, &SignOptions::web_bot_auth(NOW - 5, 60));
     assert_eq!(
         invalid(&check(&keys, &req, &only_authority, NOW).await),
@@ -975,7 +1017,7 @@ async fn a_replay_store_replaces_the_instance_cache() {
     let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
     let got = verifier.verify(None, ip, Some(&sr)).await;
     assert_eq!(got.evidence, Evidence::Replayed { keyid: signer.keyid() });
-    assert_eq!(got.signature, Some(crawlgate_policy::verification::SignatureOutcome::Invalid));
+    assert_eq!(got.signature, Some(crawlgate_policy::verification::SignatureOutcome::Replayed));
     assert_eq!(store.0.load(Ordering::SeqCst), 1);
     // A signature that does not verify never reaches the store.
     let h = signed_map(&Request::get("site.example", "/other"), &signer, &full_opts(now - 5, 60));
@@ -1371,6 +1413,15 @@ async fn web_bot_auth_repository_vectors_verify() {
             .unwrap_or_else(|e| panic!("{e}"));
             let got = wba::verify(&keys, &req, at_(v.created_ms + 10_000)).await;
             match v.key.get("kty").and_then(serde_json::Value::as_str) {
+                Some("OKP") if v.signature_agent.is_none() => {
+                    assert!(
+                        invalid(&got).ends_with(
+                            "has no Signature-Agent (draft-ietf-webbotauth-httpsig-protocol-01 requires one)"
+                        ),
+                        "{file} {i}: {got:?}"
+                    );
+                    checked.0 += 1;
+                }
                 Some("OKP") => {
                     assert_eq!(x, Some(RFC_X), "{file} {i}");
                     assert_eq!(
@@ -1378,13 +1429,13 @@ async fn web_bot_auth_repository_vectors_verify() {
                         SignatureCheck::Valid {
                             keyid: RFC_THUMBPRINT.into(),
                             token: Some("ChatGPT-User".into()),
-                            agent: v.signature_agent.as_ref().map(|_| "https://signature-agent.test".into()),
+                            agent: Some("https://signature-agent.test".into()),
                         },
                         "{file} {i} ({:?})",
                         v.signature_agent_key
                     );
                     let late = wba::verify(&keys, &req, at_(v.expires_ms + 61_000)).await;
-                    assert!(invalid(&late).contains("expired at"), "{file} {i}: {late:?}");
+                    assert!(expired(&late).contains("expired at"), "{file} {i}: {late:?}");
                     let other = SignedRequest { authority: "example.org", ..req };
                     let got = wba::verify(&keys, &other, at_(v.created_ms + 10_000)).await;
                     assert!(invalid(&got).contains("is not this site"), "{file} {i}: {got:?}");
@@ -1457,10 +1508,11 @@ async fn web_bot_auth_crate_vectors_verify() {
             wba::verify(&keys, &req, when).await
         }
     };
-    // test_verifying_as_web_bot_auth
+    // test_verifying_as_web_bot_auth: made before -01, it has no
+    // Signature-Agent.
     assert_eq!(
-        run(vec![("signature-input", INPUT.into()), ("signature", SIG.into())]).await,
-        SignatureCheck::Valid { keyid: RFC_THUMBPRINT.into(), token: Some("ChatGPT-User".into()), agent: None }
+        invalid(&run(vec![("signature-input", INPUT.into()), ("signature", SIG.into())]).await),
+        "signature sig1: the request has no Signature-Agent (draft-ietf-webbotauth-httpsig-protocol-01 requires one)"
     );
     // test_missing_tags_break_web_bot_auth
     assert_eq!(
@@ -1506,7 +1558,8 @@ async fn web_bot_auth_crate_vectors_verify() {
         }
     );
     let two_lines = agent_run(AGENT_INPUT, &["\"https://myexample.com\"", "\"https://myexample2.com\""]).await;
-    assert!(invalid(&two_lines).ends_with("does not verify with key poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"));
+    // Two String lines make a List, neither a dictionary nor one string.
+    assert!(invalid(&two_lines).starts_with("Signature-Agent is not a structured-field dictionary"), "{two_lines:?}");
     let keyed = AGENT_INPUT.replace("\"signature-agent\")", "\"signature-agent\";key=\"agent1\")");
     let dict = agent_run(&keyed, &[r#"agent1="https://myexample.com", agent2="https://example2.com""#]).await;
     assert!(invalid(&dict).ends_with("does not verify with key poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"));
@@ -1603,11 +1656,11 @@ async fn unparsable_members_are_found_in_any_order() {
     type Row = (&'static [&'static str], Verification, &'static str, Option<SignatureOutcome>);
     let sig = Verification::Spoofed(Method::Signature);
     let rows: Vec<Row> = vec![
-        (&["stranger"], Verification::Unverified, "unknown key", Some(SignatureOutcome::Unverified)),
+        (&["stranger"], Verification::Unverified, "unknown key", Some(SignatureOutcome::UnknownBot)),
         (&["stranger", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad", "stranger"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
-        (&["expired"], sig, "invalid", Some(SignatureOutcome::Invalid)),
+        (&["expired"], sig, "invalid", Some(SignatureOutcome::Expired)),
         (&["expired", "bad"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["bad", "expired"], sig, "unparsable", Some(SignatureOutcome::Invalid)),
         (&["known", "bad"], Verification::Verified(Method::Signature), "key", Some(SignatureOutcome::Verified)),
@@ -1634,7 +1687,8 @@ async fn unparsable_members_are_found_in_any_order() {
             signatures.push(signature);
         }
         let (input, signature) = (inputs.join(", "), signatures.join(", "));
-        let h = headers(&[("signature-input", &input), ("signature", &signature)]);
+        let agent = format!("sig1=\"{}\"", crawlgate_testkit::wba::DEFAULT_AGENT);
+        let h = headers(&[("signature-input", &input), ("signature", &signature), ("signature-agent", &agent)]);
         let sr = SignedRequest { method: "GET", authority: "site.example", target: "/", headers: &h };
         let got = verifier.verify(None, ip, Some(&sr)).await;
         if let Evidence::BadSignature { unparsable: true, reason } = &got.evidence {

@@ -42,6 +42,7 @@ fn check(c: &mut Criterion) {
         .map(|i| LimitKey {
             host: None,
             subject: Subject::Network(Network::of(IpAddr::from((0x0a00_0000 + (i << 8)).to_be_bytes()), 24, 56)),
+            path: None,
         })
         .collect();
     let epoch = std::time::Instant::now();
@@ -64,7 +65,7 @@ fn check(c: &mut Criterion) {
     });
     c.bench_function("limits/parts/clock", |b| b.iter(|| black_box(epoch.elapsed())));
     let net = Network::of([203, 0, 113, 9].into(), 24, 56);
-    let agent = LimitKey { host: None, subject: Subject::AgentNetwork("ExampleBot", net) };
+    let agent = LimitKey { host: None, subject: Subject::AgentNetwork("ExampleBot", net), path: None };
     c.bench_function("limits/check_local_agent", |b| {
         b.iter(|| {
             t += 1000;

@@ -27,7 +27,7 @@ fn fill(limiter: &Limiter, n: u32) {
         GroupLimit { rate: Rate { count: 1, per: Duration::from_secs(3600) }, burst: 1, source: LimitSource::Rate };
     for i in 0..n {
         let ip = IpAddr::from((0x0100_0000u32 + (i << 8)).to_be_bytes());
-        let key = LimitKey { host: None, subject: Subject::Network(Network::of(ip, 24, 56)) };
+        let key = LimitKey { host: None, subject: Subject::Network(Network::of(ip, 24, 56)), path: None };
         if !limiter.check_local(&key, &limit, std::time::Instant::now()).allowed() {
             panic!("network {i} refused on its first request");
         }

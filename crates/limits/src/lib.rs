@@ -231,7 +231,7 @@ mod tests {
         GroupLimit { rate: Rate { count: 1, per: Duration::from_secs(3600) }, burst: 1, source: LimitSource::Rate };
 
     fn key() -> LimitKey<'static> {
-        LimitKey { host: None, subject: Subject::Network(Network::of([192, 0, 2, 7].into(), 24, 56)) }
+        LimitKey { host: None, subject: Subject::Network(Network::of([192, 0, 2, 7].into(), 24, 56)), path: None }
     }
 
     #[tokio::test]

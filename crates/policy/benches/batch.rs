@@ -4,6 +4,9 @@
 //! timed). Questions mix bare tokens, full User-Agent headers and unnamed
 //! crawlers over paths that hit prefixes, wildcards and no rule.
 //!
+//! `--as google` is measured on the same file and questions
+//! (`google_is_allowed_25kb_1000_questions`).
+//!
 //! Run: `cargo bench -p crawlgate-policy --bench batch`.
 
 // `criterion_group!` defines an undocumented public function; a bench
@@ -13,6 +16,7 @@
 use std::fmt::Write as _;
 use std::hint::black_box;
 
+use crawlgate_policy::google::GoogleRobots;
 use crawlgate_policy::robotstxt::RobotsTxt;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
@@ -65,6 +69,18 @@ fn batch(c: &mut Criterion) {
             let mut allowed = 0usize;
             for (ua, url) in &questions {
                 allowed += usize::from(robots.is_allowed(black_box(ua), black_box(url)));
+            }
+            allowed
+        })
+    });
+    // `--as google`: the same file and questions, Google's reading
+    // (`policy::google`, the whole file parsed once).
+    let google = GoogleRobots::parse(text.as_bytes());
+    group.bench_function("google_is_allowed_25kb_1000_questions", |b| {
+        b.iter(|| {
+            let mut allowed = 0usize;
+            for (ua, url) in &questions {
+                allowed += usize::from(google.is_allowed(black_box(ua), black_box(url)));
             }
             allowed
         })

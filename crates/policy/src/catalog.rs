@@ -35,7 +35,11 @@ pub struct Entry {
     pub token: String,
     /// Who runs it.
     pub operator: String,
-    /// Categories from [`CATEGORIES`].
+    /// Categories from [`CATEGORIES`], the primary one first. A crawler
+    /// whose crawl serves several purposes (Googlebot's feeds Search and
+    /// Gemini's training unless `Google-Extended` is disallowed) lists each;
+    /// `group.categories` and the default class (`[classes]`) take the
+    /// first, `mixed_purpose = "strictest"` takes them all.
     pub categories: Vec<String>,
     /// Whether the token appears in User-Agent headers (false: robots.txt only).
     pub ua_visible: bool,
@@ -48,9 +52,15 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// Whether the entry is in `category`.
+    /// Whether the entry serves `category`, as its primary purpose or
+    /// another.
     pub fn in_category(&self, category: &str) -> bool {
         self.categories.iter().any(|c| c == category)
+    }
+
+    /// Its primary category (the first one listed).
+    pub fn primary_category(&self) -> &str {
+        self.categories.first().map_or("", String::as_str)
     }
 }
 
@@ -77,15 +87,18 @@ pub fn is_category(category: &str) -> bool {
     CATEGORIES.contains(&category)
 }
 
-/// Entries of a category, sorted by token; `None` for an unknown category.
+/// Entries whose primary category is `category`, sorted by token; `None`
+/// for an unknown category. Primary categories partition the catalog, so
+/// `group.categories` brings each token to one group only.
 pub fn entries_in_category(category: &str) -> Option<Vec<&'static Entry>> {
     if !is_category(category) {
         return None;
     }
-    Some(ENTRIES.iter().filter(|e| e.in_category(category)).collect())
+    Some(ENTRIES.iter().filter(|e| e.primary_category() == category).collect())
 }
 
-/// Tokens of a category, sorted; `None` for an unknown category.
+/// Tokens whose primary category is `category`, sorted; `None` for an
+/// unknown category.
 pub fn tokens_in_category(category: &str) -> Option<Vec<&'static str>> {
     entries_in_category(category).map(|v| v.into_iter().map(|e| e.token.as_str()).collect())
 }
@@ -171,6 +184,35 @@ pub const GENERIC_UA_WORDS: &[&str] = &[
     "Vivaldi",
 ];
 
+/// Inserts into `out`, ASCII-lowercased, every word sequence of `ua` that
+/// the token matcher would find: a substring of product token characters
+/// (`[A-Za-z0-9._-]`) that starts and ends at a word boundary (next to a
+/// character outside `[A-Za-z0-9]`). With `whole_runs` false, a whole run of
+/// token characters is left out: only the words inside a longer token.
+fn insert_words(ua: &str, whole_runs: bool, out: &mut std::collections::HashSet<String>) {
+    let token_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    let b = ua.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if !token_char(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && token_char(b[i]) {
+            i += 1;
+        }
+        // One run of token characters, `start..i`.
+        let word_start = |s: usize| s == start || !b[s - 1].is_ascii_alphanumeric();
+        let word_end = |e: usize| e == i || !b[e].is_ascii_alphanumeric();
+        for s in (start..i).filter(|&s| word_start(s)) {
+            for e in (s + 1..=i).filter(|&e| word_end(e) && (whole_runs || (s, e) != (start, i))) {
+                out.insert(ua[s..e].to_ascii_lowercase());
+            }
+        }
+    }
+}
+
 /// Every whole word sequence of the corpus's browser User-Agents (lines
 /// starting `Mozilla/`), ASCII-lowercased: each substring made of product
 /// token characters that starts and ends at a word boundary as
@@ -179,28 +221,8 @@ pub const GENERIC_UA_WORDS: &[&str] = &[
 /// them; plus [`GENERIC_UA_WORDS`].
 static BROWSER_WORDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
     let mut out: std::collections::HashSet<String> = GENERIC_UA_WORDS.iter().map(|w| w.to_ascii_lowercase()).collect();
-    let token_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     for ua in BROWSER_UAS.lines().filter(|l| l.starts_with("Mozilla/")) {
-        let b = ua.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            if !token_char(b[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < b.len() && token_char(b[i]) {
-                i += 1;
-            }
-            // One run of token characters, `start..i`.
-            let word_start = |s: usize| s == start || !b[s - 1].is_ascii_alphanumeric();
-            let word_end = |e: usize| e == i || !b[e].is_ascii_alphanumeric();
-            for s in (start..i).filter(|&s| word_start(s)) {
-                for e in (s + 1..=i).filter(|&e| word_end(e)) {
-                    out.insert(ua[s..e].to_ascii_lowercase());
-                }
-            }
-        }
+        insert_words(ua, true, &mut out);
     }
     out
 });
@@ -210,6 +232,106 @@ static BROWSER_WORDS: LazyLock<std::collections::HashSet<String>> = LazyLock::ne
 /// such a token would identify every browser. ASCII case-insensitive.
 pub fn in_browser_user_agents(token: &str) -> bool {
     BROWSER_WORDS.contains(&token.to_ascii_lowercase())
+}
+
+/// Words many clients' User-Agents or names carry, that a site's phrase
+/// (`Go!Zilla`, `Yahoo Pipes 1.0`, `The Web Spider`) starts with: a
+/// robots.txt user-agent value is never cut to one of them
+/// ([`crate::siteintent`]), as a group for the word would catch other
+/// clients (`Go` catches every `Go-http-client`).
+pub const GENERIC_PHRASE_WORDS: &[&str] = &[
+    "Go",
+    "Web",
+    "The",
+    "Internet",
+    "Yahoo",
+    "Download",
+    "Image",
+    "Images",
+    "Net",
+    "Open",
+    "Google",
+    "Microsoft",
+    "MSN",
+    "Bing",
+    "Apple",
+    "Amazon",
+    "Facebook",
+    "Meta",
+    "Java",
+    "Python",
+    "Perl",
+    "PHP",
+    "Ruby",
+    "Node",
+    "Apache",
+    "Http",
+    "HTTP",
+    "Client",
+    "Library",
+    "Search",
+    "Spider",
+    "Crawler",
+    "Robot",
+    "Bot",
+    "Agent",
+    "Fetcher",
+    "Mail",
+    "Site",
+    "Link",
+    "Page",
+    "Free",
+    "New",
+    "My",
+    "Offline",
+    "Mobile",
+    "Desktop",
+    "Tool",
+    "Reader",
+    "News",
+    "Media",
+    "Video",
+    "Data",
+    "Cloud",
+    "Teleport",
+    "Express",
+    "Pro",
+    "Super",
+    "Smart",
+    "Fast",
+    "Easy",
+    "Quick",
+    "Power",
+];
+
+/// [`BROWSER_WORDS`], [`GENERIC_PHRASE_WORDS`], and every word of the
+/// corpus's library User-Agents and the catalog's example User-Agents that
+/// is part of a longer token there (`Go` of `Go-http-client`, `Image` of
+/// `Googlebot-Image`), less the catalog's own tokens, ASCII-lowercased.
+static CLIENT_WORDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+    let mut out: std::collections::HashSet<String> =
+        GENERIC_PHRASE_WORDS.iter().map(|w| w.to_ascii_lowercase()).collect();
+    let uas = BROWSER_UAS
+        .lines()
+        .filter(|l| !l.starts_with("Mozilla/"))
+        .chain(ENTRIES.iter().filter_map(|e| e.example_ua.as_deref()))
+        .chain(ENTRIES.iter().map(|e| e.token.as_str()));
+    for ua in uas {
+        insert_words(ua, false, &mut out);
+    }
+    for e in ENTRIES.iter() {
+        out.remove(&e.token.to_ascii_lowercase());
+    }
+    out
+});
+
+/// Whether `token` is a word other clients' User-Agents carry: a browser
+/// word ([`in_browser_user_agents`]), a generic word of phrases
+/// ([`GENERIC_PHRASE_WORDS`]), or part of a longer token of a library's or
+/// a catalog crawler's User-Agent. A catalog token never is (unless a
+/// browser carries it). ASCII case-insensitive.
+pub fn in_client_user_agents(token: &str) -> bool {
+    in_browser_user_agents(token) || CLIENT_WORDS.contains(&token.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -299,9 +421,16 @@ mod tests {
     #[test]
     fn categories_partition_the_catalog() {
         let total: usize = CATEGORIES.iter().map(|c| tokens_in_category(c).map_or(0, |v| v.len())).sum();
-        // One category per entry (data/README.md): a token in two categories
-        // would make two category groups collide.
+        // One primary category per entry (data/README.md): a token in two
+        // category groups would make them collide.
         assert_eq!(total, entries().len());
+        // Mixed-purpose crawlers list their other purposes after it.
+        for t in ["Googlebot", "Applebot", "bingbot"] {
+            let e = lookup(t).unwrap();
+            assert_eq!(e.categories, ["search-engine", "ai-training"], "{t}");
+            assert!(e.in_category("ai-training") && e.primary_category() == "search-engine");
+            assert!(!tokens_in_category("ai-training").unwrap().contains(&t), "{t}");
+        }
         assert_eq!(tokens_in_category("no-such-category"), None);
         assert!(tokens_in_category("ai-training").unwrap().contains(&"GPTBot"));
     }
@@ -341,6 +470,41 @@ mod tests {
         let hits: Vec<&str> =
             entries().iter().map(|e| e.token.as_str()).filter(|t| in_browser_user_agents(t)).collect();
         assert!(hits.is_empty(), "{hits:?}");
+    }
+
+    /// Issue 36: the words a site's phrase starts with are other clients'
+    /// words; catalog tokens and client names that are whole tokens are not.
+    #[test]
+    fn client_words() {
+        for t in [
+            "Go",
+            "go",
+            "Web",
+            "The",
+            "Internet",
+            "Yahoo",
+            "Download",
+            "Image",
+            "Net",
+            "Open",
+            "http",
+            "client",
+            "Java",
+            "Mozilla",
+            "compatible",
+            "Google",
+            "AdsBot",
+            "Extended",
+        ] {
+            assert!(in_client_user_agents(t), "{t}");
+        }
+        for t in
+            ["Googlebot", "Googlebot-Image", "Slurp", "Sogou", "GPTBot", "curl", "Wget", "FooBot", "Go-http-client"]
+        {
+            assert!(!in_client_user_agents(t), "{t}");
+        }
+        let hits: Vec<&str> = GENERIC_PHRASE_WORDS.iter().copied().filter(|w| lookup(w).is_some()).collect();
+        assert!(hits.is_empty(), "catalog tokens listed as generic: {hits:?}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::route::OriginPaths;
 use crate::settings::Settings;
 
 mod agents_txt;
+mod classes;
 pub(crate) mod ctx;
 mod group;
 mod hosts;
@@ -43,7 +44,9 @@ use server::compile_server;
 pub use server::ADMIN_CONNECTIONS;
 use tdmrep::compile_tdmrep;
 use upstream::compile_upstream;
-use verification::{block_without_trusted_proxies, compile_verification, resolve_verify, site_hosts};
+use verification::{
+    address_checks_behind_proxy, block_without_trusted_proxies, compile_verification, resolve_verify, site_hosts,
+};
 
 /// Largest robots.txt we publish (RFC 9309: parsers must handle 500 KiB).
 pub const MAX_ROBOTS_TXT: usize = 500 * 1024;
@@ -70,6 +73,7 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
             let offset = e.span().map_or(0, |s| s.start);
             let msg = e.message().trim();
             let msg = crate::type_error::describe(source, offset, msg)
+                .or_else(|| crate::type_error::describe_sub_table(source, offset, msg))
                 .or_else(|| crate::type_error::describe_unknown(source, offset, msg))
                 .unwrap_or_else(|| msg.to_string());
             return Err(Diagnostics(vec![cx.loc.at(offset, msg)]));
@@ -89,32 +93,38 @@ pub fn load(source: &str, file_name: &str) -> Result<Loaded, Diagnostics> {
         allow_warnings,
         limits,
         markdown,
+        classes,
     } = raw;
     let allowed = compile_allow_warnings(&mut cx, allow_warnings.as_deref().unwrap_or_default());
     let raw_server_hosts = server.as_ref().and_then(|s| s.get_ref().hosts.clone());
     let raw_upstream_sni = upstream.as_ref().and_then(|u| u.get_ref().sni.as_ref()).map(|s| s.get_ref().clone());
     let raw_origin_host =
         robots_txt.as_ref().and_then(|r| r.get_ref().origin_host.as_ref()).map(|s| s.get_ref().clone());
+    let raw_address_header = server.as_ref().and_then(|s| s.get_ref().client_address_header.clone());
+    let raw_servers = upstream.as_ref().and_then(|u| u.get_ref().servers.clone()).map(Spanned::into_inner);
     let legacy_proxies = verification.as_ref().and_then(|v| v.trusted_proxies.as_ref());
     let server = compile_server(&mut cx, server.as_ref(), legacy_proxies);
     let upstream = compile_upstream(&mut cx, upstream.as_ref(), &server);
     let (cache_max_age, mut extras, signal) = compile_robots_txt(&mut cx, robots_txt.as_ref());
     let origin_robots = compile_robots_origin(&mut cx, robots_txt.as_ref());
-    let groups = compile_groups(&mut cx, &group);
+    let mut groups = compile_groups(&mut cx, &group);
+    let class_groups = classes::compile_classes(&mut cx, classes.as_ref(), &groups);
+    groups.extend(class_groups);
     let tags = compile_tags(&mut cx, &robots_tag);
     let (agents_rules, agents_txt) = compile_agents_txt(&mut cx, agents_txt.as_ref());
     let site =
         site_hosts(&mut cx, raw_server_hosts.as_deref(), raw_upstream_sni.as_deref(), raw_origin_host.as_deref());
     let verification = compile_verification(&mut cx, verification.as_ref(), &groups, &site);
-    let mut groups = groups;
     resolve_verify(&mut cx, &mut groups, &verification);
     if verification.enabled && server.client_address.trusted_proxies.is_empty() {
         block_without_trusted_proxies(&mut cx, &group);
+        let servers = raw_servers.unwrap_or_default();
+        address_checks_behind_proxy(&mut cx, &groups, &verification, raw_address_header.as_ref(), &servers);
     }
     let (tdm_rules, tdmrep_json) = compile_tdmrep(&mut cx, tdmrep.as_ref());
     let rsl = compile_rsl(&mut cx, rsl.as_ref(), extras.license.is_some());
     let mut limits = limits::compile_limits(&mut cx, limits.as_ref(), raw_server_hosts.as_deref());
-    limits.any_group = groups.iter().any(|g| g.limit.is_some());
+    limits.any_group = groups.iter().any(|g| g.limit.is_some() || !g.path_limits.is_empty());
     let payment_cx = crate::payment::compile::Context {
         groups: &groups,
         sitemaps: &extras.sitemaps,

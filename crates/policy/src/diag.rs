@@ -104,11 +104,14 @@ pub enum Warning {
     /// Web Bot Auth key directories fetched from private, loopback or
     /// link-local addresses.
     PrivateKeyDirectories,
+    /// Address verification (IP lists, reverse DNS) while the policy says a
+    /// proxy is in front and trusts none: every real crawler is spoofed.
+    AddressChecksBehindProxy,
 }
 
 impl Warning {
     /// Every kind, in the order `allow_warnings` errors list them.
-    pub const ALL: [Warning; 26] = [
+    pub const ALL: [Warning; 27] = [
         Warning::NonRfcToken,
         Warning::RepeatedToken,
         Warning::EmptyCategoryGroup,
@@ -135,6 +138,7 @@ impl Warning {
         Warning::EnforceCrawlDelayWithoutDelay,
         Warning::RateStricterThanCrawlDelay,
         Warning::PrivateKeyDirectories,
+        Warning::AddressChecksBehindProxy,
     ];
 
     /// The stable id, as printed (`warning[id]`) and as `allow_warnings`
@@ -167,6 +171,7 @@ impl Warning {
             Warning::EnforceCrawlDelayWithoutDelay => "enforce-crawl-delay-without-delay",
             Warning::RateStricterThanCrawlDelay => "rate-stricter-than-crawl-delay",
             Warning::PrivateKeyDirectories => "private-key-directories",
+            Warning::AddressChecksBehindProxy => "address-checks-behind-proxy",
         }
     }
 
@@ -216,6 +221,11 @@ impl<'a> Locator<'a> {
         let start = self.line_starts.get(line_idx).copied().unwrap_or(0);
         let col = self.source.get(start..offset).map_or(0, |l| l.chars().count()) + 1;
         Diagnostic { file: self.file.to_string(), line: line_idx + 1, col, message: message.into(), warning: None }
+    }
+
+    /// The text located.
+    pub(crate) fn source(&self) -> &'a str {
+        self.source
     }
 
     pub(crate) fn line_of(&self, offset: usize) -> usize {

@@ -132,6 +132,21 @@ impl GroupLimit {
     }
 }
 
+/// One `[[group.rates]]` entry: a limit of its own, with a bucket of its
+/// own, for the requests whose path (and query) one of its `paths`
+/// matches; an RFC 9309 pattern each (`*`, `$`). Over all the group's
+/// entries the longest matching pattern wins, as between Allow and
+/// Disallow; a path none matches gets the group's `rate`, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathLimit {
+    /// The patterns.
+    pub paths: Vec<crate::pattern::Pattern>,
+    /// Its bucket's name beside the group's: its first path as written.
+    pub id: String,
+    /// The limit.
+    pub limit: GroupLimit,
+}
+
 /// What a group does with a request over its rate (`rate_mode`), like
 /// nginx `limit_req`: refuse it (429, with `nodelay`), only count and log it
 /// (`limit_req_dry_run`), or hold it until it conforms, up to a bound (a
@@ -304,6 +319,9 @@ pub struct LimitKey<'p> {
     pub host: Option<&'p str>,
     /// Whom it counts.
     pub subject: Subject<'p>,
+    /// The `[[group.rates]]` entry counted ([`PathLimit::id`]); `None`:
+    /// the group's own `rate`.
+    pub path: Option<&'p str>,
 }
 
 impl Hash for LimitKey<'_> {
@@ -329,13 +347,18 @@ impl Hash for LimitKey<'_> {
                 n.hash(state);
             }
         }
+        if let Some(p) = self.path {
+            state.write_usize(p.len() + 1);
+            state.write(p.as_bytes());
+        }
     }
 }
 
 impl fmt::Display for LimitKey<'_> {
     /// The key as a shared store names it (before `key_prefix`):
     /// `host:<site>:` when several sites are fronted, then
-    /// `agent:<token>`, `agent:<token>:net:<network>` or `net:<network>`.
+    /// `agent:<token>`, `agent:<token>:net:<network>` or `net:<network>`,
+    /// then `:path:<first path>` for a `[[group.rates]]` entry's bucket.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(h) = self.host {
             write!(f, "host:{h}:")?;
@@ -344,6 +367,10 @@ impl fmt::Display for LimitKey<'_> {
             Subject::Agent(t) => write!(f, "agent:{t}"),
             Subject::AgentNetwork(t, n) => write!(f, "agent:{t}:net:{n}"),
             Subject::Network(n) => write!(f, "net:{n}"),
+        }?;
+        match self.path {
+            Some(p) => write!(f, ":path:{p}"),
+            None => Ok(()),
         }
     }
 }

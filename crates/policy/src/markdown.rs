@@ -14,6 +14,7 @@
 //! is not here.
 
 use crate::pattern::Pattern;
+use crate::verification::Verification;
 
 /// The elements dropped with their content when `drop` is not written.
 pub const DEFAULT_DROP: &[&str] =
@@ -24,11 +25,16 @@ pub const DEFAULT_MAX_TABLE_BYTES: usize = 64 * 1024;
 const MIN_TABLE_BYTES: i64 = 1024;
 const MAX_TABLE_BYTES: i64 = 16 << 20;
 
+/// `cache_bytes` when not written (32 MiB), and its bound (4 GiB).
+pub const DEFAULT_CACHE_BYTES: usize = 32 << 20;
+const MAX_CACHE_BYTES: i64 = 4 << 30;
+
 /// Which agents the AI-use guard protects pages from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AiAgents {
-    /// Agents whose product token the crawler catalog lists in an AI
-    /// category (`ai-training`, `ai-search`, `ai-assistant`), and requests
+    /// Agents whose product token the crawler catalog lists with an AI
+    /// primary category (`ai-training`, `ai-search`, `ai-assistant`; a
+    /// search engine whose crawl also trains models is not one), and requests
     /// naming no policy token: a client that asks for Markdown without
     /// saying who it is is most likely an AI agent.
     Catalog,
@@ -50,17 +56,20 @@ pub struct MarkdownSettings {
     pub max_table_bytes: usize,
     /// Who the AI-use guard applies to.
     pub ai_agents: AiAgents,
+    /// Bytes of converted Markdown the cache keeps (0: no cache).
+    pub cache_bytes: usize,
 }
 
 impl PartialEq for MarkdownSettings {
     /// The patterns compare as written.
     fn eq(&self, other: &MarkdownSettings) -> bool {
-        let MarkdownSettings { enabled, paths_src, paths: _, drop, max_table_bytes, ai_agents } = self;
+        let MarkdownSettings { enabled, paths_src, paths: _, drop, max_table_bytes, ai_agents, cache_bytes } = self;
         *enabled == other.enabled
             && *paths_src == other.paths_src
             && *drop == other.drop
             && *max_table_bytes == other.max_table_bytes
             && *ai_agents == other.ai_agents
+            && *cache_bytes == other.cache_bytes
     }
 }
 
@@ -178,44 +187,178 @@ fn parse_qvalue(v: &str) -> Option<u16> {
 }
 
 /// Whether the guard protects pages from this agent (`agent`: the policy
-/// token the request named, if any).
+/// token the request named, if any), taking the token at its word.
 pub fn is_ai(ai_agents: AiAgents, agent: Option<&str>) -> bool {
     match (ai_agents, agent) {
         (AiAgents::All, _) | (AiAgents::Catalog, None) => true,
         (AiAgents::Catalog, Some(token)) => {
-            crate::catalog::lookup(token).is_some_and(|e| e.categories.iter().any(|c| c.starts_with("ai-")))
+            crate::catalog::lookup(token).is_some_and(|e| e.primary_category().starts_with("ai-"))
         }
     }
 }
 
-/// The AI-use guard, on the response side: `robots` are the
-/// `X-Robots-Tag` lines in force (the policy's and the origin's),
-/// `content_usage` the Content-Usage values (the same). Lines scoped to
-/// another agent (`otherbot: noai`) do not apply.
-pub fn guard<'a>(
+/// Whether the guard protects pages from a request: [`is_ai`] of the
+/// token it names, where only a verified identity earns the exemption. A
+/// User-Agent costs nothing to forge, so a token that is not an AI agent's
+/// (`Googlebot`) counts only when the policy verified it
+/// (`[verification]`, the group's `verify`); unverified, spoofed or never
+/// checked (no `[verification]`), the request is guarded as one naming no
+/// token. A claimed AI token is guarded either way.
+pub fn guards(ai_agents: AiAgents, agent: Option<&str>, verification: Verification) -> bool {
+    is_ai(ai_agents, agent) || !matches!(verification, Verification::Verified(_))
+}
+
+/// The robots and Content-Usage fields of a response the guard reads:
+/// each a list of field lines, as the response carries them (the
+/// policy's merged with the origin's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Fields<'a, S: AsRef<str>> {
+    /// `Robots-Tag` lines (RFC 9651 Lists, draft-illyes-repext; a line that
+    /// is not one is read as an `X-Robots-Tag` line).
+    pub robots_tag: &'a [S],
+    /// `X-Robots-Tag` lines (`noai`, `gptbot: noai`).
+    pub x_robots_tag: &'a [S],
+    /// `Content-Usage` lines (draft-ietf-aipref-attach).
+    pub content_usage: &'a [S],
+}
+
+/// What the response side makes of a page negotiated as Markdown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Converted.
+    Convert {
+        /// `false` when the robots rules say `noimageai` to the agent: the
+        /// Markdown leaves the page's images out.
+        images: bool,
+    },
+    /// Served as HTML, saying why in `x-markdown-refused`, with one answer
+    /// in its headers.
+    Refuse {
+        /// The rule that refused it.
+        why: Refusal,
+        /// Its `Content-Usage` made to agree ([`refused_content_usage`]).
+        content_usage: UsageFix,
+    },
+}
+
+/// How a refused page's `Content-Usage` is made to agree with the refusal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UsageFix {
+    /// It already agrees (says `ai-use=n`, or nothing about `ai-use`).
+    Keep,
+    /// Send this one line instead: every `ai-use=y` made `ai-use=n`.
+    Replace(String),
+}
+
+/// The response side of the guard: `guarded` is [`guards`] of the
+/// request, `agent` the token it names (rules scoped to another agent do
+/// not apply; rules scoped to the claimed token do, verified or not:
+/// a restriction is never lifted by a claim).
+pub fn answer<S: AsRef<str>>(guarded: bool, agent: Option<&str>, fields: Fields<'_, S>) -> Answer {
+    let Fields { robots_tag, x_robots_tag, content_usage } = fields;
+    if guarded {
+        if let Some(why) = guard(true, agent, robots_tag, x_robots_tag, content_usage) {
+            return Answer::Refuse { why, content_usage: refused_content_usage(content_usage) };
+        }
+    }
+    let says = |rule: &str| {
+        robots_tag.iter().any(|l| robots_tag_says(l.as_ref(), agent, rule))
+            || x_robots_tag.iter().any(|l| x_robots_tag_says(l.as_ref(), agent, rule))
+    };
+    Answer::Convert { images: !(guarded && says("noimageai")) }
+}
+
+/// The `Content-Usage` of a page the guard refused: one that says
+/// `ai-use=y` next to the `noai` that refused it would give the client two
+/// answers, so its `ai-use=y` members become `ai-use=n` (the refusal is
+/// what this response means); the other members are kept.
+pub fn refused_content_usage<S: AsRef<str>>(lines: &[S]) -> UsageFix {
+    let says_y = lines.iter().any(|l| {
+        l.as_ref().split(',').any(|m| {
+            let m = m.split(';').next().unwrap_or("");
+            m.split_once('=').is_some_and(|(k, v)| k.trim() == "ai-use" && v.trim() == "y")
+        })
+    });
+    if !says_y {
+        return UsageFix::Keep;
+    }
+    let members: Vec<String> = lines
+        .iter()
+        .flat_map(|l| l.as_ref().split(','))
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|m| {
+            let (head, params) = m.split_once(';').map_or((m, None), |(h, p)| (h, Some(p)));
+            match head.split_once('=') {
+                Some((k, v)) if k.trim() == "ai-use" && v.trim() == "y" => match params {
+                    Some(p) => format!("ai-use=n;{p}"),
+                    None => "ai-use=n".to_string(),
+                },
+                _ => m.to_string(),
+            }
+        })
+        .collect();
+    UsageFix::Replace(members.join(", "))
+}
+
+/// The AI-use guard, on the response side: `robots_tag` are the
+/// `Robots-Tag` lines in force, `x_robots_tag` the `X-Robots-Tag` lines
+/// (the policy's and the origin's), `content_usage` the Content-Usage
+/// values (the same). Rules scoped to another agent (`otherbot: noai`,
+/// `OtherBot;noai`) do not apply.
+pub fn guard<S: AsRef<str>>(
     ai: bool,
     agent: Option<&str>,
-    robots: impl IntoIterator<Item = &'a str>,
-    content_usage: impl IntoIterator<Item = &'a str>,
+    robots_tag: &[S],
+    x_robots_tag: &[S],
+    content_usage: &[S],
 ) -> Option<Refusal> {
     if !ai {
         return None;
     }
-    if robots.into_iter().any(|line| says_noai(line, agent)) {
+    if robots_tag.iter().any(|l| robots_tag_says(l.as_ref(), agent, "noai"))
+        || x_robots_tag.iter().any(|l| x_robots_tag_says(l.as_ref(), agent, "noai"))
+    {
         return Some(Refusal::NoAi);
     }
-    if content_usage.into_iter().any(says_ai_use_n) {
+    if content_usage.iter().any(|v| says_ai_use_n(v.as_ref())) {
         return Some(Refusal::AiUseN);
     }
     None
+}
+
+/// Whether one `Robots-Tag` line gives `rule` to `agent` (or to all): an
+/// RFC 9651 List whose members are Tokens (`*` or a product token, matched
+/// without regard to case) with the rules as Parameters
+/// (draft-illyes-repext). A line that is not one, or whose members carry
+/// no Parameters at all, is the legacy syntax (`Robots-Tag: noai,
+/// noindex`), read as an `X-Robots-Tag` line.
+fn robots_tag_says(line: &str, agent: Option<&str>, rule: &str) -> bool {
+    let list = sfv::Parser::new(line)
+        .parse::<sfv::List>()
+        .ok()
+        .filter(|l| l.iter().any(|e| matches!(e, sfv::ListEntry::Item(item) if !item.params.is_empty())));
+    let Some(list) = list else { return x_robots_tag_says(line, agent, rule) };
+    list.iter().any(|entry| match entry {
+        sfv::ListEntry::Item(item) => {
+            let applies = match &item.bare_item {
+                sfv::BareItem::Token(t) => {
+                    t.as_str() == "*" || agent.is_some_and(|a| a.eq_ignore_ascii_case(t.as_str()))
+                }
+                _ => false,
+            };
+            applies && item.params.keys().any(|k| k.as_str().eq_ignore_ascii_case(rule))
+        }
+        sfv::ListEntry::InnerList(_) => false,
+    })
 }
 
 /// Rules whose value follows a colon (Google's robots meta rules): a line
 /// starting with one of these is not scoped to an agent.
 const VALUED_RULES: &[&str] = &["max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"];
 
-/// Whether one `X-Robots-Tag` line says `noai` to `agent` (or to all).
-fn says_noai(line: &str, agent: Option<&str>) -> bool {
+/// Whether one `X-Robots-Tag` line gives `rule` to `agent` (or to all).
+fn x_robots_tag_says(line: &str, agent: Option<&str>, rule: &str) -> bool {
     let mut rules = line;
     if let Some((scope, rest)) = line.split_once(':') {
         let scope = scope.trim();
@@ -230,7 +373,7 @@ fn says_noai(line: &str, agent: Option<&str>) -> bool {
             rules = rest;
         }
     }
-    rules.split(',').any(|r| r.trim().eq_ignore_ascii_case("noai"))
+    rules.split(',').any(|r| r.trim().eq_ignore_ascii_case(rule))
 }
 
 /// Whether a Content-Usage value says `ai-use=n` (a Structured Fields
@@ -272,8 +415,10 @@ pub fn explain(
         }
     }
     let ai = settings.is_some_and(|s| is_ai(s.ai_agents, agent));
-    let robots = controls.x_robots_tag.iter().map(String::as_str);
-    match guard(ai, agent, robots, controls.content_usage.as_deref()) {
+    let robots_tag: Vec<&str> = controls.robots_tag.iter().map(String::as_str).collect();
+    let x_robots_tag: Vec<&str> = controls.x_robots_tag.iter().map(String::as_str).collect();
+    let usage: Vec<&str> = controls.content_usage.iter().map(String::as_str).collect();
+    match guard(ai, agent, &robots_tag, &x_robots_tag, &usage) {
         Some(r) => (false, format!("refused for an AI agent: the policy says {}", r.as_str())),
         None => (true, "when Accept prefers text/markdown and the origin answers 2xx text/html".to_string()),
     }
@@ -359,16 +504,15 @@ pub enum NotModified {
 /// The 304 of a request that negotiated Markdown: the same guard a 200
 /// runs ([`guard`], with the 304's `X-Robots-Tag` and Content-Usage in
 /// force), then the validator; `etag` is the origin's `ETag` value.
-pub fn not_modified<'a>(
-    ai: bool,
+pub fn not_modified<S: AsRef<str>>(
+    guarded: bool,
     agent: Option<&str>,
-    robots: impl IntoIterator<Item = &'a str>,
-    content_usage: impl IntoIterator<Item = &'a str>,
+    fields: Fields<'_, S>,
     etag: Option<&str>,
 ) -> NotModified {
-    match guard(ai, agent, robots, content_usage) {
-        Some(refusal) => NotModified::Refused(refusal),
-        None => NotModified::Markdown(etag.and_then(markdown_etag)),
+    match answer(guarded, agent, fields) {
+        Answer::Refuse { why, .. } => NotModified::Refused(why),
+        Answer::Convert { .. } => NotModified::Markdown(etag.and_then(markdown_etag)),
     }
 }
 
@@ -431,11 +575,12 @@ pub(crate) struct RawMarkdown {
     pub drop: Option<Vec<toml::Spanned<String>>>,
     pub max_table_bytes: Option<toml::Spanned<i64>>,
     pub ai_agents: Option<toml::Spanned<String>>,
+    pub cache_bytes: Option<toml::Spanned<i64>>,
 }
 
 /// Compiles `[markdown]`; errors as `(offset, message)`.
 pub(crate) fn compile(raw: &RawMarkdown) -> (MarkdownSettings, Vec<(usize, String)>) {
-    let RawMarkdown { enabled, paths, drop, max_table_bytes, ai_agents } = raw;
+    let RawMarkdown { enabled, paths, drop, max_table_bytes, ai_agents, cache_bytes } = raw;
     let mut errors = Vec::new();
     let mut settings = MarkdownSettings {
         enabled: enabled.unwrap_or(true),
@@ -444,6 +589,7 @@ pub(crate) fn compile(raw: &RawMarkdown) -> (MarkdownSettings, Vec<(usize, Strin
         drop: DEFAULT_DROP.iter().map(|s| s.to_string()).collect(),
         max_table_bytes: DEFAULT_MAX_TABLE_BYTES,
         ai_agents: AiAgents::Catalog,
+        cache_bytes: DEFAULT_CACHE_BYTES,
     };
     match paths {
         None => {
@@ -498,6 +644,16 @@ pub(crate) fn compile(raw: &RawMarkdown) -> (MarkdownSettings, Vec<(usize, Strin
             other => {
                 errors.push((a.span().start, format!("markdown.ai_agents must be catalog or all, found `{other}`")))
             }
+        }
+    }
+    if let Some(c) = cache_bytes {
+        let v = *c.get_ref();
+        match usize::try_from(v) {
+            Ok(n) if v <= MAX_CACHE_BYTES => settings.cache_bytes = n,
+            _ => errors.push((
+                c.span().start,
+                format!("markdown.cache_bytes must be between 0 and {MAX_CACHE_BYTES}, found {v}"),
+            )),
         }
     }
     (settings, errors)
@@ -639,11 +795,96 @@ mod tests {
             (true, None, &["noai"], &["ai-use=n"], Some(Refusal::NoAi)),
         ];
         for (ai, agent, robots, cu, want) in cases {
-            assert_eq!(
-                guard(*ai, *agent, robots.iter().copied(), cu.iter().copied()),
-                *want,
-                "{ai} {agent:?} {robots:?} {cu:?}"
-            );
+            let none: &[&str] = &[];
+            assert_eq!(guard(*ai, *agent, none, robots, cu), *want, "{ai} {agent:?} {robots:?} {cu:?}");
+        }
+    }
+
+    /// The origin's `Robots-Tag` (the field crawlgate itself sends) counts
+    /// as its `X-Robots-Tag` does, for `*` or the agent's own token.
+    #[test]
+    fn robots_tag_lines_refuse_too() {
+        type Case<'a> = (Option<&'a str>, &'a str, Option<Refusal>);
+        let cases: &[Case<'_>] = &[
+            (None, "*;noai", Some(Refusal::NoAi)),
+            (Some("GPTBot"), "*;nosnippet;noai", Some(Refusal::NoAi)),
+            (Some("GPTBot"), "GPTBot;noai", Some(Refusal::NoAi)),
+            (Some("GPTBot"), "gptbot;NOAI", None),
+            (Some("GPTBot"), "gptbot;noai", Some(Refusal::NoAi)),
+            (Some("ClaudeBot"), "GPTBot;noai", None),
+            (None, "GPTBot;noai", None),
+            (Some("GPTBot"), "*;nosnippet, GPTBot;noindex", None),
+            (None, "*;noimageai", None),
+            // Not a structured List: read as an X-Robots-Tag line.
+            (None, "noai, noindex", Some(Refusal::NoAi)),
+            (Some("GPTBot"), "gptbot: noai", Some(Refusal::NoAi)),
+            (None, "(a b);noai", None),
+            (None, "\"*\";noai", None),
+        ];
+        for (agent, line, want) in cases {
+            let none: &[&str] = &[];
+            assert_eq!(guard(true, *agent, &[*line], none, none), *want, "{agent:?} {line:?}");
+        }
+    }
+
+    /// Only a verified identity earns a token's exemption from the guard.
+    #[test]
+    fn the_guard_believes_only_verified_tokens() {
+        use crate::verification::Method;
+        let verified = Verification::Verified(Method::Ip);
+        let cases = [
+            (AiAgents::Catalog, Some("Googlebot"), verified, false),
+            (AiAgents::Catalog, Some("Googlebot"), Verification::NotApplicable, true),
+            (AiAgents::Catalog, Some("Googlebot"), Verification::Unverified, true),
+            (AiAgents::Catalog, Some("Googlebot"), Verification::Spoofed(Method::Ip), true),
+            (AiAgents::Catalog, Some("GPTBot"), verified, true),
+            (AiAgents::Catalog, Some("GPTBot"), Verification::NotApplicable, true),
+            (AiAgents::Catalog, None, Verification::NotApplicable, true),
+            (AiAgents::All, Some("Googlebot"), verified, true),
+        ];
+        for (ai_agents, agent, verification, want) in cases {
+            assert_eq!(guards(ai_agents, agent, verification), want, "{ai_agents:?} {agent:?} {verification:?}");
+        }
+    }
+
+    /// A refused page's headers give one answer; `noimageai` keeps the
+    /// text and leaves the images out.
+    #[test]
+    fn answers_of_the_response_side() {
+        let f = |rt: &'static [&'static str], xrt: &'static [&'static str], cu: &'static [&'static str]| Fields {
+            robots_tag: rt,
+            x_robots_tag: xrt,
+            content_usage: cu,
+        };
+        let refuse = |why, fix: Option<&str>| Answer::Refuse {
+            why,
+            content_usage: fix.map_or(UsageFix::Keep, |v| UsageFix::Replace(v.to_string())),
+        };
+        type Case = (bool, Option<&'static str>, Fields<'static, &'static str>, Answer);
+        let cases: Vec<Case> = vec![
+            (
+                true,
+                None,
+                f(&["*;noai"], &["noai"], &["train-ai=n, ai-use=y"]),
+                refuse(Refusal::NoAi, Some("train-ai=n, ai-use=n")),
+            ),
+            (
+                true,
+                None,
+                f(&[], &["noai"], &["ai-use=y;src=site", "search=y"]),
+                refuse(Refusal::NoAi, Some("ai-use=n;src=site, search=y")),
+            ),
+            (true, None, f(&[], &["noai"], &["train-ai=n"]), refuse(Refusal::NoAi, None)),
+            (true, None, f(&[], &["noai"], &[]), refuse(Refusal::NoAi, None)),
+            (true, None, f(&[], &[], &["ai-use=n"]), refuse(Refusal::AiUseN, None)),
+            (true, None, f(&[], &[], &["ai-use=y"]), Answer::Convert { images: true }),
+            (true, None, f(&["*;noimageai"], &[], &[]), Answer::Convert { images: false }),
+            (true, Some("GPTBot"), f(&[], &["gptbot: noimageai"], &[]), Answer::Convert { images: false }),
+            (true, Some("ClaudeBot"), f(&[], &["gptbot: noimageai"], &[]), Answer::Convert { images: true }),
+            (false, Some("Googlebot"), f(&["*;noai"], &["noimageai"], &["ai-use=n"]), Answer::Convert { images: true }),
+        ];
+        for (guarded, agent, fields, want) in cases {
+            assert_eq!(answer(guarded, agent, fields), want, "{guarded} {agent:?} {fields:?}");
         }
     }
 
@@ -665,11 +906,8 @@ mod tests {
             (true, None, &[], &[], Some("\"a\", \"b\""), NotModified::Markdown(None)),
         ];
         for (ai, agent, robots, cu, etag, want) in cases {
-            assert_eq!(
-                not_modified(*ai, *agent, robots.iter().copied(), cu.iter().copied(), *etag),
-                *want,
-                "{ai} {agent:?} {robots:?} {cu:?} {etag:?}"
-            );
+            let fields = Fields { robots_tag: &[], x_robots_tag: robots, content_usage: cu };
+            assert_eq!(not_modified(*ai, *agent, fields, *etag), *want, "{ai} {agent:?} {robots:?} {cu:?} {etag:?}");
         }
     }
 
@@ -711,8 +949,11 @@ mod tests {
 
     #[test]
     fn table_keys() {
-        let s = settings("drop = [\"Script\", \"header\", \"script\"]\nmax_table_bytes = 2048\nai_agents = \"all\"")
-            .unwrap();
+        let s = settings(
+            "drop = [\"Script\", \"header\", \"script\"]\nmax_table_bytes = 2048\nai_agents = \"all\"\ncache_bytes = 0",
+        )
+        .unwrap();
+        assert_eq!(s.cache_bytes, 0);
         assert_eq!(s.drop, vec!["script", "header"]);
         assert_eq!(s.max_table_bytes, 2048);
         assert_eq!(s.ai_agents, AiAgents::All);
@@ -720,9 +961,12 @@ mod tests {
         assert_eq!(d.drop, DEFAULT_DROP);
         assert_eq!(d.max_table_bytes, 65536);
         assert_eq!(d.ai_agents, AiAgents::Catalog);
+        assert_eq!(d.cache_bytes, 32 << 20);
         assert!(d.enabled);
-        let e = settings("drop = [\"a b\"]\nmax_table_bytes = 10\nai_agents = \"some\"\npaths = [\"no-slash\"]")
-            .unwrap_err();
+        let e = settings(
+            "drop = [\"a b\"]\nmax_table_bytes = 10\nai_agents = \"some\"\npaths = [\"no-slash\"]\ncache_bytes = -1",
+        )
+        .unwrap_err();
         let messages: Vec<&str> = e.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(
             messages,
@@ -731,6 +975,7 @@ mod tests {
                 "markdown.drop: `a b` is not an element name (letters, digits, `-`)",
                 "markdown.max_table_bytes must be between 1024 and 16777216, found 10",
                 "markdown.ai_agents must be catalog or all, found `some`",
+                "markdown.cache_bytes must be between 0 and 4294967296, found -1",
             ]
         );
     }

@@ -393,6 +393,8 @@ fn origin_group(parsed: &RobotsTxt, set: &[usize], tokens: Vec<String>, enforce:
         limit: None,
         accept_signature: None,
         rate_mode: Default::default(),
+        class: None,
+        path_limits: Vec::new(),
     }
 }
 
@@ -456,20 +458,20 @@ mod tests {
     #[test]
     fn conflicts_listed_in_line_order() {
         let p = policy();
-        let origin = b"Disallow: /before-any-group\nUser-agent: Foo Bar\nUser-agent: ClaudeBot\nDisallow: /\nno colon here\nSitemap: /relative.xml\n";
+        let origin = b"Disallow: /before-any-group\nUser-agent: Foo/2.0 (+https://foo.example)\nUser-agent: ClaudeBot\nDisallow: /\nno colon here\nSitemap: /relative.xml\n";
         let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
         let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
         assert_eq!(
             lines,
             [
                 "line 1: `Disallow: /before-any-group` is not a record of any group; left out",
-                "line 2: `User-agent: Foo Bar` read as `User-agent: Foo` (the product token `Foo`)",
+                "line 2: `User-agent: Foo/2.0 (+https://foo.example)` read as `User-agent: Foo` (the product token `Foo`)",
                 "line 3: user-agent `ClaudeBot` is named by the policy (group `ai` at line 7); the policy's group applies",
                 "line 5: `no colon here` is not a record of any group; left out",
                 "line 6: sitemap `/relative.xml` is not an absolute http(s) URL; left out",
             ]
         );
-        // `Foo`, cut from `Foo Bar`, is the one origin group.
+        // `Foo`, cut from `Foo/2.0 (...)`, is the one origin group.
         assert_eq!(m.origin_groups, 1);
     }
 
@@ -529,6 +531,11 @@ mod tests {
              p.toml:6:18: robots_txt.origin_refresh must be greater than zero, found `0s`\n\
              p.toml:7:18: robots_txt.origin_timeout: `soon` is not a duration (use e.g. 500ms, 30s, 5m, 1h, 2d)\n\
              p.toml:8:15: robots_txt.origin_host must be a host or host:port, found `a b`"
+        );
+        let merged = load(&src("origin = \"merged\""), "p.toml").map(|_| ()).unwrap_err().to_string();
+        assert_eq!(
+            merged,
+            "p.toml:5:10: robots_txt.origin must be ignore or merge, found `merged`; did you mean `merge`?"
         );
         let warned = load(&src("origin_refresh = \"1m\""), "p.toml").unwrap_or_else(|e| panic!("{e}"));
         let warnings: Vec<String> = warned.warnings.iter().map(ToString::to_string).collect();
@@ -655,6 +662,40 @@ mod tests {
         );
         let without = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(without.origin_sitemaps, 1);
+    }
+
+    /// Issue 36: an origin's phrase is kept as written and matches
+    /// nothing; before, `Go!Zilla` made a group `Go` that disallowed every
+    /// Go program and `Yahoo Pipes 1.0` one that caught Yahoo's Slurp.
+    #[test]
+    fn origin_phrases_make_no_groups() {
+        let src = "[upstream]\nservers = [\"127.0.0.1:8000\"]\n\n[[group]]\nuser_agents = [\"*\"]\nallow = [\"/\"]\nenforce = \"block\"\n";
+        let p = load(src, "p.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        let origin = b"User-agent: Go!Zilla (www.gozilla.com)\nDisallow: /\n\nUser-agent: Yahoo Pipes 1.0\nDisallow: /\n\nUser-agent: FooBot/1.0\nDisallow: /foo\n";
+        let m = p.merge_origin(origin).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<String> = m.conflicts.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "line 1: `User-agent: Go!Zilla (www.gozilla.com)` read as `User-agent: Go!Zilla (www.gozilla.com)` (not cut to `Go`, a word the User-Agents of other clients carry: names no crawler)",
+                "line 1: user-agent `Go!Zilla (www.gozilla.com)` is not a product token; left out",
+                "line 4: `User-agent: Yahoo Pipes 1.0` read as `User-agent: Yahoo Pipes 1.0` (not cut to `Yahoo`, a word the User-Agents of other clients carry: names no crawler)",
+                "line 4: user-agent `Yahoo Pipes 1.0` is not a product token; left out",
+                "line 7: `User-agent: FooBot/1.0` read as `User-agent: FooBot` (the product token `FooBot`)",
+            ]
+        );
+        assert_eq!(m.origin_groups, 1);
+        for ua in [
+            "Go-http-client/1.1",
+            "Go-http-client/2.0",
+            "Mozilla/5.0 (compatible; Yahoo! Slurp; http://help.yahoo.com/help/us/ysearch/slurp)",
+        ] {
+            let d = m.policy.decide(ua, "/a");
+            assert_eq!((d.allowed, d.agent), (true, None), "{ua}");
+        }
+        assert!(!m.policy.decide("FooBot/1.0", "/foo/x").allowed);
+        let text = m.policy.robots_txt();
+        assert!(!text.contains("User-agent: Go\n") && !text.contains("User-agent: Yahoo\n"), "{text}");
     }
 
     /// Lines a site evidently meant are merged in correct form, served,

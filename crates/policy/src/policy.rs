@@ -159,9 +159,14 @@ pub(crate) struct Group {
     pub limit: Option<crate::limits::GroupLimit>,
     /// `rate_mode` / `rate_max_delay`, compiled.
     pub rate_mode: crate::limits::RateMode,
+    /// `[[group.rates]]`: limits of their own for the paths they match.
+    pub path_limits: Vec<crate::limits::PathLimit>,
     /// With `on_unverified = "challenge"`, the `Accept-Signature` value its
     /// challenge sends.
     pub accept_signature: Option<String>,
+    /// A `[classes]` class's group: which class (its tokens are the
+    /// class's catalog crawlers no `[[group]]` names).
+    pub class: Option<crate::classes::ClassTag>,
 }
 
 /// A compiled `[[robots_tag]]`.
@@ -275,6 +280,14 @@ impl Policy {
     /// The name of group `index` (`name`, else its first user agent).
     pub fn group_name(&self, index: usize) -> &str {
         self.groups.get(index).map_or("", |g| g.name.as_str())
+    }
+
+    /// When group `index` is a `[classes]` class's, why crawler `token`
+    /// is in it (the class, its catalog categories, `mixed_purpose`), as
+    /// `explain` says it.
+    pub fn class_reason(&self, index: usize, token: &str) -> Option<String> {
+        let tag = self.groups.get(index)?.class.as_ref()?;
+        Some(crate::classes::why(tag, token))
     }
 
     /// The rendered robots.txt.

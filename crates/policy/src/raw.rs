@@ -29,6 +29,9 @@ pub(crate) struct RawPolicy {
     pub allow_warnings: Option<Vec<S<String>>>,
     pub limits: Option<S<RawLimits>>,
     pub markdown: Option<S<crate::markdown::RawMarkdown>>,
+    // Not spanned, like `verification`: `[classes.training]` may open it
+    // alone.
+    pub classes: Option<BTreeMap<S<String>, S<RawClassEntry>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,6 +116,16 @@ pub(crate) struct RawGroup {
     pub rate_max_delay: Option<S<String>>,
     pub price: Option<S<String>>,
     pub prices: Option<Vec<S<crate::payment::raw::RawPathPrice>>>,
+    pub rates: Option<Vec<S<RawPathRate>>>,
+}
+
+/// One `[[group.rates]]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPathRate {
+    pub paths: Vec<S<String>>,
+    pub rate: S<String>,
+    pub burst: Option<S<i64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -214,4 +227,49 @@ pub(crate) struct RawLimits {
     pub ipv4_prefix: Option<S<i64>>,
     pub ipv6_prefix: Option<S<i64>>,
     pub max_keys: Option<S<i64>>,
+}
+
+/// One `[classes]` entry: `training = "block"` (a string: `block`, `log`,
+/// `allow`, or `mixed_purpose`'s value) or a table of a group's keys.
+#[derive(Debug)]
+pub(crate) enum RawClassEntry {
+    Short(String),
+    Table(Box<RawClass>),
+}
+
+impl<'de> Deserialize<'de> for RawClassEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = RawClassEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string (\"block\", \"log\" or \"allow\") or a table (enforce, rate, price, ...)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawClassEntry, E> {
+                Ok(RawClassEntry::Short(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<RawClassEntry, A::Error> {
+                RawClass::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(|t| RawClassEntry::Table(Box::new(t)))
+            }
+        }
+        d.deserialize_any(Entry)
+    }
+}
+
+/// `[classes.<name>]`: the keys of a group that make sense for every
+/// crawler of a class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClass {
+    pub enforce: Option<S<String>>,
+    pub allow: Option<Vec<S<String>>>,
+    pub disallow: Option<Vec<S<String>>>,
+    pub block_status: Option<S<i64>>,
+    pub verify: Option<S<String>>,
+    pub on_spoofed: Option<S<String>>,
+    pub on_unverified: Option<S<String>>,
+    pub rate: Option<S<String>>,
+    pub burst: Option<S<i64>>,
+    pub price: Option<S<String>>,
 }

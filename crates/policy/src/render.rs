@@ -29,6 +29,9 @@ pub(crate) fn robots_txt(
             out.push_str("\n# The origin's own groups, for crawlers this policy does not name.\n");
         }
         out.push('\n');
+        if let Some(c) = &g.class {
+            let _ = writeln!(out, "# Class `{}` ([classes]): its catalog crawlers that no group names.", c.name);
+        }
         for t in &g.tokens {
             let _ = writeln!(out, "User-agent: {t}");
         }

@@ -228,6 +228,28 @@ impl RobotsTxt {
         out
     }
 
+    /// The file with the user-agent values at `lines` that would be
+    /// compared whole with a crawler's name (no whitespace, no `/`) left
+    /// out: for values read as naming no crawler
+    /// ([`crate::siteintent::SiteIntent::parsed`]). Other values already
+    /// match no name, and stay for the reports that list them. A group
+    /// left with no value applies to no crawler.
+    pub fn without_user_agents_at(mut self, lines: &[usize]) -> RobotsTxt {
+        if lines.is_empty() {
+            return self;
+        }
+        for g in &mut self.groups {
+            let (values, at): (Vec<String>, Vec<usize>) = std::mem::take(&mut g.user_agents)
+                .into_iter()
+                .zip(std::mem::take(&mut g.user_agent_lines))
+                .filter(|(v, l)| !lines.contains(l) || v.contains(|c: char| c.is_whitespace() || c == '/'))
+                .unzip();
+            g.user_agents = values;
+            g.user_agent_lines = at;
+        }
+        self
+    }
+
     /// The groups in file order.
     pub fn groups(&self) -> &[ParsedGroup] {
         &self.groups

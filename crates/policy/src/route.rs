@@ -620,8 +620,8 @@ disallow = ["/"]
         let loaded = load(&src, "t.toml").unwrap_or_else(|e| panic!("{e}"));
         let p = &loaded.policy;
         let id = |verification| Identity { verification, proven: None, replayed: false, unparsable: None };
-        let pinned = r#"sig1=("@authority" "@method" "@path");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#;
-        let unpinned = r#"sig1=("@authority" "@method" "@path");created;expires;alg="ed25519";tag="web-bot-auth""#;
+        let pinned = r#"sig1=("@authority" "@method" "@path" "signature-agent";key="sig1");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#;
+        let unpinned = r#"sig1=("@authority" "@method" "@path" "signature-agent";key="sig1");created;expires;alg="ed25519";tag="web-bot-auth""#;
         // (User-Agent, verification, status and reason, Accept-Signature)
         let rows = [
             ("ExampleBot/1.0", Verification::Unverified, Some((403, "unverified")), Some(pinned)),

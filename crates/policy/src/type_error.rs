@@ -122,6 +122,9 @@ fn table_at(source: &str, offset: usize) -> Option<String> {
     Some(path.join("."))
 }
 
+/// The rate limit keys of a `[[group]]`, often written in `[limits]`.
+const GROUP_LIMIT_KEYS: &[&str] = &["rate", "rates", "burst", "rate_mode", "rate_max_delay", "enforce_crawl_delay"];
+
 /// The message for serde's `unknown field `x`, expected one of `a`, `b``
 /// at `offset`: the key's table path (`group[2].dissallow`), the closest
 /// valid key, and for `allow_warnings` inside a table, that it is a
@@ -139,9 +142,34 @@ pub(crate) fn describe_unknown(source: &str, offset: usize, message: &str) -> Op
         ));
     }
     let keys = valid.join(", ");
+    if table == "limits" && GROUP_LIMIT_KEYS.contains(&key) {
+        return Some(format!(
+            "{at}: unknown key: `{key}` is set per crawler group, in its [[group]] table (e.g. `rate = \"1/s\"` \
+             under `user_agents`); [limits] holds what every group's limits share (valid here: {keys})"
+        ));
+    }
     Some(match crate::validate::closest(key, valid.iter().copied(), 3) {
         Some(near) => format!("{at}: unknown key; did you mean `{near}`? (valid here: {keys})"),
         None => format!("{at}: unknown key (valid here: {keys})"),
+    })
+}
+
+/// The message for a key written under a `[[group.prices]]` header that
+/// was meant for the group (a duplicate `price`, an unknown
+/// `user_agents`): TOML gives every key after a header to that header's
+/// table, here the price entry. `None` for any other error.
+pub(crate) fn describe_sub_table(source: &str, offset: usize, message: &str) -> Option<String> {
+    let rest = message.strip_prefix("duplicate key `").or_else(|| message.strip_prefix("unknown field `"))?;
+    let key = rest.split('`').next()?;
+    let before = source.get(..offset)?;
+    let header = before.lines().rev().map(str::trim).find(|l| l.starts_with('['))?;
+    let header: String = header.split('#').next()?.chars().filter(|c| !c.is_whitespace()).collect();
+    (header == "[[group.prices]]").then(|| {
+        format!(
+            "group.prices.{key}: `{key}` is read as a key of the [[group.prices]] entry above it (every key after \
+             a table header belongs to that table): write the group's own keys (user_agents, price, ...) before \
+             its first [[group.prices]]"
+        )
     })
 }
 
@@ -273,7 +301,7 @@ mod tests {
             )),
             "p.toml:8:1: group[2].dissallow: unknown key; did you mean `disallow`? (valid here: name, user_agents, \
              categories, allow, disallow, crawl_delay, content_usage, app_directives, enforce, block_status, verify, \
-             on_spoofed, on_unverified, rate, burst, enforce_crawl_delay, rate_mode, rate_max_delay, price, prices)"
+             on_spoofed, on_unverified, rate, burst, enforce_crawl_delay, rate_mode, rate_max_delay, price, prices, rates)"
         );
         assert_eq!(
             first_error(&format!("{up}allow_warnings = [\"weaker-than-star\"]\n")),
@@ -286,9 +314,29 @@ mod tests {
              read_timeout, health_check_interval, content_usage)"
         );
         assert_eq!(
+            first_error(&format!("{up}[limits]\nrate = \"1/s\"\n")),
+            "p.toml:4:1: limits.rate: unknown key: `rate` is set per crawler group, in its [[group]] table (e.g. \
+             `rate = \"1/s\"` under `user_agents`); [limits] holds what every group's limits share (valid here: \
+             store, key_prefix, timeout, ipv4_prefix, ipv6_prefix, max_keys)"
+        );
+        let prices = "[[group.prices]]\npath = \"/a/\"\nprice = \"USD 0.02\"\n";
+        assert_eq!(
+            first_error(&format!("{up}[[group]]\n{prices}user_agents = [\"GPTBot\"]\nprice = \"USD 0.01\"\n")),
+            "p.toml:8:1: group.prices.price: `price` is read as a key of the [[group.prices]] entry above it (every \
+             key after a table header belongs to that table): write the group's own keys (user_agents, price, ...) \
+             before its first [[group.prices]]"
+        );
+        assert_eq!(
+            first_error(&format!("{up}[[group]]\n[[ group.prices ]] # per path\npath = \"/a/\"\nprice = \"USD 0.02\"\nuser_agents = [\"GPTBot\"]\n")),
+            "p.toml:7:1: group.prices.user_agents: `user_agents` is read as a key of the [[group.prices]] entry \
+             above it (every key after a table header belongs to that table): write the group's own keys \
+             (user_agents, price, ...) before its first [[group.prices]]"
+        );
+        assert_eq!(
             first_error(&format!("sever = 1\n{up}")),
             "p.toml:1:1: sever: unknown key; did you mean `server`? (valid here: server, upstream, robots_txt, \
-             group, robots_tag, agents_txt, verification, tdmrep, rsl, payment, allow_warnings, limits, markdown)"
+             group, robots_tag, agents_txt, verification, tdmrep, rsl, payment, allow_warnings, limits, markdown, \
+             classes)"
         );
     }
 

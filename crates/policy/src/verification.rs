@@ -8,6 +8,10 @@
 //! DNS, Web Bot Auth signatures) do I/O and live in `crawlgate-identity`;
 //! this module only names their results, so routing stays pure.
 
+mod outcome;
+
+pub use self::outcome::{ReplayFinding, SignatureFinding, SignatureOutcome};
+
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
@@ -291,36 +295,6 @@ impl Verification {
     }
 }
 
-/// What a request's Web Bot Auth signature showed, as the
-/// draft-meunier-web-bot-auth-architecture names the outcomes: for the
-/// access line (`signature=`), `crawlgate_signatures_total` and the page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SignatureOutcome {
-    /// It verified with a known key and was not seen before.
-    Verified,
-    /// It is present and wrong: bad bytes, expired, not bound to this
-    /// site, a replay, or a key that speaks for another token.
-    Invalid,
-    /// Nothing could tell: the key or its directory could not be obtained,
-    /// or the replay cache had no room.
-    Unverified,
-}
-
-impl SignatureOutcome {
-    /// Every outcome, in metric label order.
-    pub const ALL: [SignatureOutcome; 3] =
-        [SignatureOutcome::Verified, SignatureOutcome::Invalid, SignatureOutcome::Unverified];
-
-    /// Its name in logs and metrics.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            SignatureOutcome::Verified => "verified",
-            SignatureOutcome::Invalid => "invalid",
-            SignatureOutcome::Unverified => "unverified",
-        }
-    }
-}
-
 impl Default for Verification {
     /// Nothing verified.
     fn default() -> Verification {
@@ -424,12 +398,15 @@ impl OnFailure {
 
 /// The `Accept-Signature` value (RFC 9421 section 5.1) that asks for a Web
 /// Bot Auth signature: one member `sig1` covering `components` (the
-/// site's `required_components`), asking for `created` and `expires`
+/// site's `required_components`) and its own `Signature-Agent` member
+/// (`"signature-agent";key="sig1"`, draft-ietf-webbotauth-httpsig-protocol-01),
+/// asking for `created` and `expires`
 /// (RFC 9421 section 5.1: a boolean parameter asks the signer to include
 /// it), the Ed25519 algorithm, the key `keyid` when one is known for the
 /// token, and `tag="web-bot-auth"`.
 pub fn accept_signature(components: &[String], keyid: Option<&str>) -> String {
-    let covered: Vec<String> = components.iter().map(|c| format!("\"{c}\"")).collect();
+    let mut covered: Vec<String> = components.iter().map(|c| format!("\"{c}\"")).collect();
+    covered.push("\"signature-agent\";key=\"sig1\"".to_owned());
     let mut out = format!("sig1=({});created;expires", covered.join(" "));
     if let Some(k) = keyid {
         out.push_str(&format!(";keyid=\"{k}\""));
@@ -551,12 +528,12 @@ mod tests {
             (
                 &DEFAULT_REQUIRED_COMPONENTS,
                 None,
-                r#"sig1=("@authority" "@method" "@path");created;expires;alg="ed25519";tag="web-bot-auth""#,
+                r#"sig1=("@authority" "@method" "@path" "signature-agent";key="sig1");created;expires;alg="ed25519";tag="web-bot-auth""#,
             ),
             (
                 &["@target-uri"],
                 Some("poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U"),
-                r#"sig1=("@target-uri");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#,
+                r#"sig1=("@target-uri" "signature-agent";key="sig1");created;expires;keyid="poqkLGiymh_W0uP6PZFw-dvez3QJT5SolqXBCW38r0U";alg="ed25519";tag="web-bot-auth""#,
             ),
         ];
         for (components, keyid, want) in rows {

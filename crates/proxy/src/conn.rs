@@ -1,7 +1,8 @@
 //! Client connection limits around a Pingora HTTP app: a cap on concurrent
 //! connections and the idle, header and body timeouts of `[server]`; on
 //! the admin listener also a cap per client address and a few slots over
-//! the cap that only health probes may use.
+//! the cap that only health probes may use (taken once a request line names
+//! a probe; the per-client cap never refuses a probe).
 //!
 //! Pingora alone leaves a kept-alive HTTP/1 connection open for ever: after
 //! the first request its session switches to an unbounded keep-alive wait
@@ -74,6 +75,10 @@ const PROBE_DEADLINE: Duration = Duration::from_secs(1);
 /// probe.
 const PROBE_LINE_MAX: usize = 256;
 
+/// At most this many connections over a cap have their request line read
+/// at once, to find the probes among them; past it, one is refused at once.
+const MAX_PROBE_READS: usize = 64;
+
 /// The client limits of one listener kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -121,9 +126,14 @@ impl<A> ConnApp<A> {
     }
 
     /// Keeps `slots` connections beyond the cap for `GET` and `HEAD` of
-    /// `paths` (one request each, its header within [`PROBE_DEADLINE`]).
+    /// `paths` (one request each, its header within [`PROBE_DEADLINE`]);
+    /// such a probe is never refused by the per-client cap either.
     pub fn with_probe_slots(mut self, slots: usize, paths: &'static [&'static str]) -> ConnApp<A> {
-        self.probes = Some(Probes { slots: Arc::new(Semaphore::new(slots)), paths });
+        self.probes = Some(Probes {
+            slots: Arc::new(Semaphore::new(slots)),
+            reading: Arc::new(Semaphore::new(MAX_PROBE_READS)),
+            paths,
+        });
         self
     }
 
@@ -161,28 +171,22 @@ where
 {
     async fn process_new(self: &Arc<Self>, stream: Stream, shutdown: &ShutdownWatch) -> Option<Stream> {
         let peer = stream.get_socket_digest().and_then(|d| d.peer_addr().and_then(|a| a.as_inet()).map(|a| a.ip()));
-        let _client = match (&self.per_client, peer) {
-            (Some(table), Some(ip)) => match table.admit(ip) {
-                Some(slot) => Some(slot),
+        // `None` when the client is over its cap.
+        let client = match (&self.per_client, peer) {
+            (Some(table), Some(ip)) => table.admit(ip).map(Some),
+            _ => Some(None),
+        };
+        let admitted = client.and_then(|c| Some((c, self.slots.clone().try_acquire_owned().ok()?)));
+        let Some((_client, permit)) = admitted else {
+            // Over a cap: only a probe gets in, and a slot is taken only
+            // once its request line names one.
+            match &self.probes {
+                Some(probes) => self.serve_probe(stream, probes, shutdown).await,
                 None => {
                     self.metrics.refused.inc();
                     self.refuse(stream).await;
-                    return None;
-                }
-            },
-            _ => None,
-        };
-        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
-            if let Some(probes) = &self.probes {
-                if let Ok(permit) = probes.slots.clone().try_acquire_owned() {
-                    self.metrics.open.inc();
-                    let _slot = Slot { _permit: permit, metrics: self.metrics.clone() };
-                    self.serve_probe(stream, probes.paths, shutdown).await;
-                    return None;
                 }
             }
-            self.metrics.refused.inc();
-            self.refuse(stream).await;
             return None;
         };
         self.metrics.open.inc();
@@ -219,10 +223,18 @@ where
         .await;
     }
 
-    /// A connection in a probe slot: served like any other if its request
-    /// line, read within [`PROBE_DEADLINE`], names a probe (one request,
-    /// then closed), refused as over the cap otherwise.
-    async fn serve_probe(&self, mut stream: Stream, paths: &[&str], shutdown: &ShutdownWatch) {
+    /// A connection over a cap: its request line is read within
+    /// [`PROBE_DEADLINE`] (under one of [`MAX_PROBE_READS`], holding no
+    /// slot); one that names a probe is served in a probe slot (or, when
+    /// they are all busy, a free slot under the cap: a client over its own
+    /// cap), one request, then closed. Anything else is refused as over
+    /// the cap.
+    async fn serve_probe(&self, mut stream: Stream, probes: &Probes, shutdown: &ShutdownWatch) {
+        let Ok(_reading) = probes.reading.try_acquire() else {
+            self.metrics.refused.inc();
+            self.refuse(stream).await;
+            return;
+        };
         let deadline = Instant::now() + PROBE_DEADLINE;
         let mut head = Vec::new();
         let line = tokio::time::timeout_at(deadline, async {
@@ -233,18 +245,26 @@ where
                     return Ok(ProbeLine::Other);
                 }
                 head.extend_from_slice(&buf[..n]);
-                match probe_line(&head, paths) {
+                match probe_line(&head, probes.paths) {
                     ProbeLine::Partial => {}
                     seen => return Ok::<_, io::Error>(seen),
                 }
             }
         })
         .await;
-        if !matches!(line, Ok(Ok(ProbeLine::Probe))) {
+        let permit = match line {
+            Ok(Ok(ProbeLine::Probe)) => {
+                probes.slots.clone().try_acquire_owned().or_else(|_| self.slots.clone().try_acquire_owned()).ok()
+            }
+            _ => None,
+        };
+        let Some(permit) = permit else {
             self.metrics.refused.inc();
             self.refuse(stream).await;
             return;
-        }
+        };
+        self.metrics.open.inc();
+        let _slot = Slot { _permit: permit, metrics: self.metrics.clone() };
         // The rest of the header within what is left of the deadline; the
         // bytes read so far are handed to Pingora first.
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));

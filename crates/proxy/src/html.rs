@@ -224,7 +224,7 @@ impl Transform {
     fn report(&mut self, mode: &'static str, metrics: &Metrics, path: &str, end_of_stream: bool, bailed: &mut bool) {
         match self {
             Transform::Robots(rw) => rewrite::report_robots(rw, mode, metrics, path, end_of_stream, bailed),
-            Transform::Markdown(md) => rewrite::report_markdown(md, metrics, path, bailed),
+            Transform::Markdown(md) => rewrite::report_markdown(md, metrics, path, end_of_stream, bailed),
         }
     }
 }
@@ -412,6 +412,16 @@ impl HtmlStream {
         match &unpoison(&mut self.inner).transform {
             Transform::Markdown(md) => Some(md.tokens() as u64),
             Transform::Robots(_) => None,
+        }
+    }
+
+    /// The `x-markdown-tokens` estimate of a Markdown conversion that
+    /// converted the whole page (`None` for the robots rewriter, or after
+    /// a bail-out).
+    pub fn markdown_complete(&mut self) -> Option<u64> {
+        match &unpoison(&mut self.inner).transform {
+            Transform::Markdown(md) if md.bail().is_none() => Some(md.tokens() as u64),
+            _ => None,
         }
     }
 

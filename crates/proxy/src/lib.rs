@@ -18,6 +18,7 @@ mod html;
 mod lifecycle;
 mod limits;
 mod markdown;
+mod markdown_cache;
 mod origin;
 mod paid;
 mod payment;

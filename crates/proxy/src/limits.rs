@@ -104,10 +104,13 @@ pub async fn check(limiter: &Limiter, limit: &Limit<'_>, now: Instant) -> Checke
     }
 }
 
-/// The 429 body: the group, its limit in words, and when to come back.
-pub fn body(refused: &Refused, group: &str) -> String {
+/// The 429 body: the group, its limit in words (on which paths, for a
+/// `[[group.rates]]` entry, named by its first path), and when to come
+/// back.
+pub fn body(refused: &Refused, group: &str, path: Option<&str>) -> String {
+    let on = path.map_or(String::new(), |p| format!(" on {p}"));
     format!(
-        "429 Too Many Requests\n\nThis site allows the group {group} {}. Retry after {} s.\nSee /robots.txt for the published Crawl-delay.\n",
+        "429 Too Many Requests\n\nThis site allows the group {group} {}{on}. Retry after {} s.\nSee /robots.txt for the published Crawl-delay.\n",
         refused.limit.describe(),
         refused.retry_after
     )
@@ -115,7 +118,7 @@ pub fn body(refused: &Refused, group: &str) -> String {
 
 /// Writes the 429 with `Retry-After` (RFC 9110 section 10.2.3, RFC 6585
 /// section 4).
-pub async fn respond(session: &mut Session, refused: &Refused, group: &str) -> Result<()> {
+pub async fn respond(session: &mut Session, refused: &Refused, group: &str, path: Option<&str>) -> Result<()> {
     let retry = refused.retry_after.to_string();
     crate::respond::write(
         session,
@@ -125,7 +128,7 @@ pub async fn respond(session: &mut Session, refused: &Refused, group: &str) -> R
             (header::CACHE_CONTROL, "no-store"),
             (header::RETRY_AFTER, &retry),
         ],
-        Bytes::from(body(refused, group)),
+        Bytes::from(body(refused, group, path)),
     )
     .await
 }
@@ -147,7 +150,7 @@ mod tests {
             retry_after: 1,
         };
         assert_eq!(
-            body(&refused, "ExampleBot"),
+            body(&refused, "ExampleBot", None),
             "429 Too Many Requests\n\nThis site allows the group ExampleBot 2 requests per second. Retry after 1 s.\nSee /robots.txt for the published Crawl-delay.\n"
         );
         let crawl_delay = Refused {
@@ -159,8 +162,12 @@ mod tests {
             retry_after: 10,
         };
         assert_eq!(
-            body(&crawl_delay, "ClaudeBot"),
+            body(&crawl_delay, "ClaudeBot", None),
             "429 Too Many Requests\n\nThis site allows the group ClaudeBot 1 request every 10 s (its Crawl-delay), bursts of up to 5. Retry after 10 s.\nSee /robots.txt for the published Crawl-delay.\n"
+        );
+        assert_eq!(
+            body(&refused, "*", Some("/search")),
+            "429 Too Many Requests\n\nThis site allows the group * 2 requests per second on /search. Retry after 1 s.\nSee /robots.txt for the published Crawl-delay.\n"
         );
     }
 }

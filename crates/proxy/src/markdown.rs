@@ -37,8 +37,10 @@ use std::sync::Arc;
 
 use crawlgate_html::markdown::{MarkdownConfig, MarkdownConverter, PageInfo};
 use crawlgate_policy::markdown::{
-    guard, is_ai, markdown_etag, not_modified, origin_precondition, NotModified, Precondition,
+    answer, guards, markdown_etag, not_modified, origin_precondition, Answer, Fields, NotModified, Precondition,
+    UsageFix,
 };
+use crawlgate_policy::verification::Verification;
 use crawlgate_policy::{Policy, UrlControls};
 use http::header::{self, HeaderName};
 use pingora::http::ResponseHeader;
@@ -46,7 +48,7 @@ use pingora::proxy::Session;
 use pingora::Result;
 
 use crate::html::{HtmlStream, Page, Transform};
-use crawlgate_telemetry::metrics::{Metrics, Passthrough};
+use crawlgate_telemetry::metrics::{MarkdownFailure, Metrics, Passthrough};
 
 /// Memory lol_html may use per converted response.
 const MAX_MEMORY: usize = 4 << 20;
@@ -56,6 +58,7 @@ static X_MARKDOWN_TOKENS: HeaderName = HeaderName::from_static("x-markdown-token
 static CONTENT_SIGNAL: HeaderName = HeaderName::from_static("content-signal");
 static CONTENT_USAGE: HeaderName = HeaderName::from_static("content-usage");
 static X_ROBOTS_TAG: HeaderName = HeaderName::from_static("x-robots-tag");
+static ROBOTS_TAG: HeaderName = HeaderName::from_static("robots-tag");
 
 /// The converter's settings of a policy, built once per snapshot.
 pub fn config(policy: &Policy) -> Option<Arc<MarkdownConfig>> {
@@ -146,10 +149,65 @@ pub fn vary(resp: &mut ResponseHeader) -> Result<()> {
     Ok(())
 }
 
+/// Who asks, as the AI-use guard reads it: the policy token the request
+/// names and how far that was verified (`policy::markdown::guards`).
+#[derive(Clone, Copy, Debug)]
+pub struct Asker<'a> {
+    /// The policy token the User-Agent names, if any.
+    pub agent: Option<&'a str>,
+    /// Its verification outcome.
+    pub verification: Verification,
+}
+
+/// The robots and Content-Usage lines of a response, for the guard.
+#[derive(Clone, Debug, Default)]
+pub struct Lines {
+    robots_tag: Vec<String>,
+    x_robots_tag: Vec<String>,
+    content_usage: Vec<String>,
+}
+
+impl Lines {
+    /// The lines `resp` carries.
+    pub fn of(resp: &ResponseHeader) -> Lines {
+        Lines {
+            robots_tag: values(resp, &ROBOTS_TAG),
+            x_robots_tag: values(resp, &X_ROBOTS_TAG),
+            content_usage: values(resp, &CONTENT_USAGE),
+        }
+    }
+
+    /// These and `more` (restrictions add up).
+    pub fn with(&self, more: &Lines) -> Lines {
+        let join = |a: &[String], b: &[String]| a.iter().chain(b).cloned().collect();
+        Lines {
+            robots_tag: join(&self.robots_tag, &more.robots_tag),
+            x_robots_tag: join(&self.x_robots_tag, &more.x_robots_tag),
+            content_usage: join(&self.content_usage, &more.content_usage),
+        }
+    }
+
+    /// As the guard reads them.
+    pub fn fields(&self) -> Fields<'_, String> {
+        Fields { robots_tag: &self.robots_tag, x_robots_tag: &self.x_robots_tag, content_usage: &self.content_usage }
+    }
+}
+
+/// The request's Host as a base for links and a cache key: a plain
+/// host[:port] (an `http` Authority without userinfo), else `None`.
+pub fn page_host(req: &pingora::http::RequestHeader) -> Option<http::uri::Authority> {
+    req.headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| req.uri.authority().map(|a| a.as_str()))
+        .and_then(|h| h.parse::<http::uri::Authority>().ok())
+        .filter(|a| !a.as_str().contains('@'))
+}
+
 /// The response side of a request that negotiated Markdown. Runs after
 /// the policy's headers are on the response, so the guard sees the
-/// X-Robots-Tag and Content-Usage in force (the origin's and the
-/// policy's).
+/// Robots-Tag, X-Robots-Tag and Content-Usage in force (the origin's and
+/// the policy's).
 #[allow(clippy::too_many_arguments)]
 pub fn start(
     session: &mut Session,
@@ -157,7 +215,7 @@ pub fn start(
     policy: &Policy,
     config: Option<&Arc<MarkdownConfig>>,
     controls: &UrlControls,
-    agent: Option<&str>,
+    asker: Asker<'_>,
     metrics: &Metrics,
     path: &str,
     scheme: crawlgate_policy::scheme::Scheme,
@@ -165,12 +223,14 @@ pub fn start(
     let (Some(settings), Some(config)) = (policy.settings().markdown.as_ref(), config) else {
         return Ok(Outcome::NotConverted);
     };
+    let agent = asker.agent;
+    let guarded = guards(settings.ai_agents, agent, asker.verification);
     // The origin matched the page's tag the Markdown one was mapped to
     // (`negotiate`): the 304 names the Markdown's, if a 200 would still be
     // converted (`policy::markdown::not_modified`).
     if resp.status == http::StatusCode::NOT_MODIFIED {
         drop_origin_fields(resp);
-        not_modified_validators(resp, settings.ai_agents, agent, path)?;
+        not_modified_validators(resp, guarded, agent, path)?;
         return Ok(Outcome::NotConverted);
     }
     let (encoding, charset) = match Page::of(resp, metrics, path) {
@@ -178,24 +238,24 @@ pub fn start(
         None => return Ok(Outcome::NotConverted),
     };
     drop_origin_fields(resp);
-    let robots = values(resp, &X_ROBOTS_TAG);
-    let usage = values(resp, &CONTENT_USAGE);
-    let ai = is_ai(settings.ai_agents, agent);
-    if let Some(refusal) = guard(ai, agent, robots.iter().map(String::as_str), usage.iter().map(String::as_str)) {
-        resp.insert_header(X_MARKDOWN_REFUSED.clone(), refusal.as_str())?;
-        tracing::debug!(path, refusal = refusal.as_str(), "Markdown refused for an AI agent; HTML served");
-        return Ok(Outcome::NotConverted);
-    }
+    let lines = Lines::of(resp);
+    let no_images = match answer(guarded, agent, lines.fields()) {
+        Answer::Refuse { why, content_usage } => {
+            resp.insert_header(X_MARKDOWN_REFUSED.clone(), why.as_str())?;
+            // One answer: no `ai-use=y` next to the rule that refused it.
+            if let UsageFix::Replace(value) = content_usage {
+                resp.insert_header(CONTENT_USAGE.clone(), value)?;
+            }
+            metrics.markdown().refused(why);
+            tracing::debug!(path, refusal = why.as_str(), "Markdown refused for an AI agent; HTML served");
+            return Ok(Outcome::NotConverted);
+        }
+        Answer::Convert { images } => !images,
+    };
+    let (robots, usage) = (&lines.x_robots_tag, &lines.content_usage);
     // The client's scheme (a trusted front server's that terminated TLS).
     let scheme = scheme.as_str();
-    let host = session
-        .req_header()
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .or_else(|| session.req_header().uri.authority().map(|a| a.as_str()))
-        .and_then(|h| h.parse::<http::uri::Authority>().ok())
-        .filter(|a| !a.as_str().contains('@'));
+    let host = page_host(session.req_header());
     // The Host a client sends only changes the links of its own response
     // (and of the cache entry keyed on that Host); one that is not a plain
     // host[:port] (`a@evil.example`, `evil.example/x?`) leaves the links
@@ -204,6 +264,7 @@ pub fn start(
         url: host.map_or_else(String::new, |host| format!("{scheme}://{host}{path}")),
         robots: (!robots.is_empty()).then(|| robots.join(", ")),
         content_usage: (!usage.is_empty()).then(|| usage.join(", ")),
+        no_images,
     };
     let head = session.req_header().method == http::Method::HEAD;
     // A HEAD gets the headers the GET would, without the converter (its
@@ -214,12 +275,14 @@ pub fn start(
             Ok(c) => Some(c),
             Err(e) => {
                 metrics.html_passthrough(Passthrough::Charset);
+                metrics.markdown().failed(MarkdownFailure::Charset);
                 tracing::info!(path, error = %e, "HTML served instead of Markdown: charset cannot be read");
                 return Ok(Outcome::NotConverted);
             }
         },
         true => {
             metrics.html_passthrough(Passthrough::Charset);
+            metrics.markdown().failed(MarkdownFailure::Charset);
             return Ok(Outcome::NotConverted);
         }
     };
@@ -251,18 +314,10 @@ fn drop_origin_fields(resp: &mut ResponseHeader) {
     resp.remove_header(&X_MARKDOWN_REFUSED);
 }
 
-fn not_modified_validators(
-    resp: &mut ResponseHeader,
-    ai_agents: crawlgate_policy::markdown::AiAgents,
-    agent: Option<&str>,
-    path: &str,
-) -> Result<()> {
-    let robots = values(resp, &X_ROBOTS_TAG);
-    let usage = values(resp, &CONTENT_USAGE);
+fn not_modified_validators(resp: &mut ResponseHeader, guarded: bool, agent: Option<&str>, path: &str) -> Result<()> {
+    let lines = Lines::of(resp);
     let etag = resp.headers.get(header::ETAG).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let ai = is_ai(ai_agents, agent);
-    match not_modified(ai, agent, robots.iter().map(String::as_str), usage.iter().map(String::as_str), etag.as_deref())
-    {
+    match not_modified(guarded, agent, lines.fields(), etag.as_deref()) {
         NotModified::Markdown(Some(tag)) => {
             resp.insert_header(header::ETAG, tag)?;
         }

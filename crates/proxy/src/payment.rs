@@ -70,6 +70,14 @@ pub struct Pending {
     paid: Option<crate::paid::Paid>,
 }
 
+impl Pending {
+    /// Whether its charge was recorded in the ledger (a failed response
+    /// then voids it: [`Pending::finish`]).
+    pub fn charged(&self) -> bool {
+        self.row.is_some()
+    }
+}
+
 /// A committed ledger row, for the bytes of [`Pending::finish`].
 #[derive(Debug, Clone)]
 pub struct Row {

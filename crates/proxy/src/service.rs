@@ -39,6 +39,7 @@ mod charge;
 mod ctx;
 mod facts;
 mod gate;
+mod md_cache;
 
 use charge::{replace_held, settle_charge};
 pub use ctx::Ctx;
@@ -96,6 +97,7 @@ impl ProxyHttp for Gate {
             controls: None,
             html_candidate: false,
             markdown: Negotiation::NotCovered,
+            markdown_served: false,
             html: None,
             upstream: None,
             upstream_status: None,
@@ -117,6 +119,7 @@ impl ProxyHttp for Gate {
             pay: None,
             held_charge: None,
             cache: CacheRule::Origin,
+            md: None,
         }
     }
 
@@ -229,7 +232,7 @@ impl ProxyHttp for Gate {
             let verdict = match crate::verify::observe(&self.shared, &snap, req, claim, ip) {
                 Some(crate::verify::Observation::Done(v)) => Some(v),
                 Some(crate::verify::Observation::Pending(task)) => {
-                    ctx.observing = Some((claim, task));
+                    ctx.observing = Some(Box::new((claim, task)));
                     None
                 }
                 None => Some(crate::verify::verify(&self.shared, &snap, req, Some(claim), ip).await),
@@ -337,7 +340,7 @@ impl ProxyHttp for Gate {
                     }
                     if let crate::limits::Checked::Refused(refused) = checked {
                         ctx.rate_limited(limit.group.index, refused.limit, target.canonical.into_owned());
-                        Box::pin(crate::limits::respond(session, &refused, limit.group.name)).await?;
+                        Box::pin(crate::limits::respond(session, &refused, limit.group.name, limit.key.path)).await?;
                         return Ok(true);
                     }
                 }
@@ -377,7 +380,8 @@ impl ProxyHttp for Gate {
             }
         }
         self.add_forwarding_fields(session, ctx)?;
-        Ok(false)
+        // A page converted before, revalidated by the origin: served here.
+        Box::pin(self.markdown_from_cache(session, ctx)).await
     }
 
     /// Picks the next healthy origin server (round robin).
@@ -467,21 +471,28 @@ impl ProxyHttp for Gate {
             crate::markdown::vary(resp)?;
         }
         let (mut converted, mut held) = (false, false);
+        let mut collect = None;
         if ctx.markdown == Negotiation::Markdown {
             let agent = ctx.agent.map(|a| ctx.snap.policy.agent_name(a));
+            let asker = crate::markdown::Asker { agent, verification: ctx.verification };
             let md = ctx.snap.markdown.as_ref();
+            // Before the Markdown's own validator replaces the page's.
+            let storable = self.markdown_storable(resp, ctx);
             let outcome = crate::markdown::start(
                 session,
                 resp,
                 &ctx.snap.policy,
                 md,
                 controls,
-                agent,
+                asker,
                 &self.shared.metrics,
                 &ctx.path,
                 ctx.scheme,
             )?;
             if let crate::markdown::Outcome::Converted(stream) = outcome {
+                if let (Some(validators), true) = (storable, stream.is_some()) {
+                    collect = self.markdown_collect(resp, ctx, validators);
+                }
                 // Held from the header on for `x-markdown-tokens` (HTTP/1.1,
                 // chunked: the framing whose last chunk ends the hold).
                 if stream.as_ref().is_some_and(|s| s.chunked())
@@ -491,6 +502,7 @@ impl ProxyHttp for Gate {
                 }
                 ctx.html = stream;
                 converted = true;
+                ctx.markdown_served = true;
             }
         }
         if ctx.html_candidate && !converted {
@@ -521,6 +533,8 @@ impl ProxyHttp for Gate {
             crate::html::vary_on_encoding(resp)?;
         }
         compress(session, &ctx.snap, ctx.html.is_some());
+        ctx.md = collect;
+        Self::markdown_header(resp, ctx);
         Ok(())
     }
 
@@ -549,6 +563,7 @@ impl ProxyHttp for Gate {
                 }
             }
         }
+        self.markdown_body(body, end_of_stream, ctx);
         Ok(None)
     }
 
@@ -654,7 +669,7 @@ impl ProxyHttp for Gate {
         // An observed crawler's lookup, after the response: its outcome
         // still reaches this request's line and counts (a failed task
         // leaves the request unverified-as-not-applicable).
-        if let Some((claim, task)) = ctx.observing.take() {
+        if let Some((claim, task)) = ctx.observing.take().map(|b| *b) {
             let verdict = task.await.unwrap_or_default();
             self.count_verification(&ctx.snap, Some(claim), &verdict);
             ctx.verification = verdict.verification;
@@ -705,6 +720,8 @@ impl ProxyHttp for Gate {
             origin_rule: ctx.origin_rule,
             limit: ctx.limit,
             over_rate: ctx.over_rate.map(|(action, g)| (action, ctx.snap.policy.group_name(g))),
+            paid: ctx.pay.as_ref().is_some_and(|p| p.charged()) && e.and_then(void_reason).is_none(),
+            markdown: (ctx.markdown == Negotiation::Markdown).then_some(ctx.markdown_served),
         };
         if let Some(pay) = &ctx.pay {
             pay.finish(&ctx.snap, session.body_bytes_sent(), status, e.and_then(void_reason)).await;

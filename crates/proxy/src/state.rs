@@ -46,6 +46,9 @@ pub struct Snapshot {
     pub rewrites_bodies: bool,
     /// The Markdown converter's settings (`[markdown]` enabled).
     pub markdown: Option<Arc<crawlgate_html::markdown::MarkdownConfig>>,
+    /// The cache of converted pages of this snapshot (`[markdown]`
+    /// enabled, `cache_bytes` above 0).
+    pub md_cache: Option<Arc<crate::markdown_cache::MarkdownCache>>,
     /// The origin pool.
     pub upstream: Arc<Upstream>,
     /// The payment dialects' clients (license verifier, x402 facilitator)
@@ -129,6 +132,11 @@ impl Snapshot {
         };
         let cache_control = format!("public, max-age={}", settings.cache_max_age.as_secs());
         let markdown = crate::markdown::config(&policy);
+        let md_cache = markdown
+            .as_ref()
+            .and(policy.settings().markdown.as_ref())
+            .and_then(|s| crate::markdown_cache::MarkdownCache::new(s.cache_bytes))
+            .map(Arc::new);
         let rewrites_bodies = policy.rewrites_html() || markdown.is_some();
         let serve = |file: &'static str| move |e: Box<pingora::Error>| LoadError::Serve { file, error: e.to_string() };
         let robots = StaticFile::new(policy.robots_txt(), &cache_control).map_err(serve("robots.txt"))?;
@@ -156,6 +164,7 @@ impl Snapshot {
             html_plans: crate::html::RewritePlans::default(),
             rewrites_bodies,
             markdown,
+            md_cache,
             upstream,
             dialects,
             handles,

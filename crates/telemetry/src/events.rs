@@ -272,6 +272,11 @@ pub struct RequestDone<'a> {
     pub over_rate: Option<(&'static str, &'a str)>,
     /// What the request's Web Bot Auth signature showed (`signature=`).
     pub signature: Option<crawlgate_policy::verification::SignatureOutcome>,
+    /// A charge for it was recorded and stands (the activity model's Paid).
+    pub paid: bool,
+    /// It negotiated Markdown, and whether it was served Markdown (the
+    /// activity model's requested and served).
+    pub markdown: Option<bool>,
 }
 
 /// A value of an access log field.
@@ -435,6 +440,8 @@ impl RequestDone<'_> {
             violation: self.violation,
             observed: self.observed,
             claimed: self.claimed,
+            paid: self.paid,
+            markdown: self.markdown,
             now: crate::activity::unix_now(),
         });
     }
@@ -580,6 +587,8 @@ mod tests {
             limit: None,
             over_rate: None,
             signature: None,
+            paid: false,
+            markdown: None,
         }
     }
 

@@ -32,11 +32,11 @@ type Key = (Arc<str>, &'static str, u64);
 /// The deltas to publish: for each non-zero count read from the activity
 /// model, how much it grew since `published` (counts never shrink; one
 /// that did, as after a timeline slot moved on, adds nothing).
-pub fn pending(published: &HashMap<Key, u64>, current: &[(Arc<str>, Count, u64, u64)]) -> Vec<(Key, u64, u64)> {
+pub fn pending(published: &HashMap<Key, u64>, current: &[(Arc<str>, &'static str, u64, u64)]) -> Vec<(Key, u64, u64)> {
     current
         .iter()
         .filter_map(|(agent, c, minute, n)| {
-            let key = (agent.clone(), c.key(), *minute);
+            let key = (agent.clone(), *c, *minute);
             let before = published.get(&key).copied().unwrap_or(0);
             (*n > before).then(|| (key, *n - before, *n))
         })
@@ -184,8 +184,10 @@ impl Fleet {
             }
         }
         let this_rows = this["agents"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let referrals = crate::activity::fleet_referrals(&agents);
         let mut rows: Vec<(u64, Value)> = agents
             .iter()
+            .filter(|(agent, _)| !agent.starts_with(crate::activity::REFERRER_PREFIX))
             .map(|(agent, counts)| {
                 let mine = this_rows.iter().find(|r| r["agent"] == *agent);
                 let mut row = serde_json::Map::new();
@@ -211,6 +213,7 @@ impl Fleet {
             "instances": state.instances,
             "window_minutes": n,
             "agents": rows.into_iter().map(|(_, r)| r).collect::<Vec<_>>(),
+            "referrals": referrals,
             "note": "Fleet totals add up every instance's counts in the shared store, per minute (kept 25 hours; \
                      \"since start\" shows the last 24 hours). This instance's counts are its own since it started.",
         })
@@ -273,10 +276,10 @@ mod tests {
         published.insert((gpt.clone(), "requests", 10), 5);
         published.insert((gpt.clone(), "blocked", 10), 3);
         let current = vec![
-            (gpt.clone(), Count::Requests, 10, 8),
-            (gpt.clone(), Count::Blocked, 10, 3),
-            (gpt.clone(), Count::Requests, 11, 2),
-            (gpt.clone(), Count::Allowed, 10, 1),
+            (gpt.clone(), "requests", 10, 8),
+            (gpt.clone(), "blocked", 10, 3),
+            (gpt.clone(), "requests", 11, 2),
+            (gpt.clone(), "allowed", 10, 1),
         ];
         let deltas = pending(&published, &current);
         let got: Vec<(&str, &str, u64, u64, u64)> =
@@ -305,6 +308,8 @@ mod tests {
             violation: d.violation(),
             observed: None,
             claimed: None,
+            paid: false,
+            markdown: None,
             now,
         }
     }

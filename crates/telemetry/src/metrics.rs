@@ -19,11 +19,13 @@ use prometheus::{
 
 use crawlgate_policy::{Action, BlockReason, HtmlMode, LocalFile, Policy};
 
+mod markdown;
 mod payment;
 mod process;
 mod store;
 mod verification;
 
+pub use markdown::{MarkdownFailure, MarkdownMetrics};
 pub use payment::PaymentMetrics;
 use process::*;
 use store::StoreMetrics;
@@ -214,6 +216,8 @@ pub struct Metrics {
     labels: ArcSwap<Labels>,
     /// The shared store's state.
     store: StoreMetrics,
+    /// `[markdown]`: conversions, refusals, the cache.
+    markdown: MarkdownMetrics,
 }
 
 /// Series of fixed label sets, by index: [`STATUS_CLASSES`] (`error` last
@@ -458,6 +462,7 @@ impl Metrics {
             verification: VerificationMetrics::new(r)?,
             store: StoreMetrics::new(r)?,
             payment: PaymentMetrics::new(r)?,
+            markdown: MarkdownMetrics::new(r)?,
             verification_label: verification,
             generation,
             reload_failing,

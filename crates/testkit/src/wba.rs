@@ -1,6 +1,7 @@
 //! A Web Bot Auth test signer: builds `Signature-Input`, `Signature` and
 //! `Signature-Agent` headers for a request (RFC 9421 with the profile of
-//! draft-meunier-web-bot-auth-architecture), and the JSON of a key directory
+//! draft-ietf-webbotauth-httpsig-protocol-01, [`SignOptions::draft01`], and
+//! the older forms for the legacy paths), and the JSON of a key directory
 //! (draft-meunier-http-message-signatures-directory) that serves its keys.
 //!
 //! It writes the signature base itself, independently of the verifier in
@@ -18,6 +19,10 @@ pub const RFC9421_ED25519_SECRET: [u8; 32] = [
     0x9f, 0x83, 0x62, 0xf8, 0x7a, 0x48, 0x4a, 0x95, 0x4e, 0x6e, 0x74, 0x0c, 0x5b, 0x4c, 0x0e, 0x84, 0x22, 0x91, 0x39,
     0xa2, 0x0a, 0xa8, 0xab, 0x56, 0xff, 0x66, 0x58, 0x6f, 0x6a, 0x7d, 0x29, 0xc5,
 ];
+
+/// The `Signature-Agent` URL [`SignOptions::web_bot_auth`] names: a JWKS
+/// on a host no catalog entry lists (never fetched by a default verifier).
+pub const DEFAULT_AGENT: &str = "https://agent.example/jwks.json";
 
 /// A request as the signer sees it.
 #[derive(Clone, Debug)]
@@ -81,6 +86,24 @@ pub enum Agent {
     /// `Signature-Agent: "<url>"` (a string, older senders), covered as
     /// `"signature-agent"`.
     String(String),
+    /// draft-ietf-webbotauth-httpsig-protocol-01: `Signature-Agent:
+    /// <key>="<url>"`, the URL of a JWKS, covered as
+    /// `"signature-agent";key="<key>"`.
+    Member {
+        /// The dictionary key (any name; the label is usual).
+        key: String,
+        /// The JWKS URL.
+        url: String,
+    },
+    /// The field exactly as given (several members, parameters, ...),
+    /// covered as `"signature-agent";key="<covered_key>"`, or whole when
+    /// `covered_key` is `None`.
+    Raw {
+        /// The field value.
+        value: String,
+        /// The member the signature covers.
+        covered_key: Option<String>,
+    },
 }
 
 /// What to sign and how.
@@ -111,7 +134,10 @@ pub struct SignOptions {
 
 impl SignOptions {
     /// The Web Bot Auth profile: `@authority` covered, `tag="web-bot-auth"`,
-    /// `alg="ed25519"`, valid from `created` for `valid_for` seconds.
+    /// `alg="ed25519"`, valid from `created` for `valid_for` seconds, and
+    /// the `Signature-Agent` member `sig1` = [`DEFAULT_AGENT`] covered (a
+    /// signed request carries one, draft-ietf-webbotauth-httpsig-protocol-01;
+    /// a pinned key is found whatever it names).
     pub fn web_bot_auth(created: i64, valid_for: i64) -> SignOptions {
         SignOptions {
             label: "sig1".into(),
@@ -122,7 +148,7 @@ impl SignOptions {
             nonce: Some("bm9uY2UtZm9yLXRlc3Rz".into()),
             alg: Some("ed25519".into()),
             keyid: None,
-            agent: None,
+            agent: Some(Agent::Member { key: "sig1".into(), url: DEFAULT_AGENT.into() }),
             cover_agent: true,
         }
     }
@@ -131,6 +157,19 @@ impl SignOptions {
     pub fn with_agent(mut self, url: &str) -> SignOptions {
         self.agent = Some(Agent::Dictionary(url.into()));
         self
+    }
+
+    /// A signature as draft-ietf-webbotauth-httpsig-protocol-01 describes
+    /// it: label `sig1` covering `@authority`, `@method`, `@path` and its
+    /// own `Signature-Agent` member `sig1`, whose value is `jwks_url` (the
+    /// JWKS that lists the key); `created`, `expires` = `created` +
+    /// `valid_for`, `keyid` = the RFC 7638 thumbprint, `alg="ed25519"`,
+    /// `tag="web-bot-auth"`, a nonce.
+    pub fn draft01(created: i64, valid_for: i64, jwks_url: &str) -> SignOptions {
+        let mut o = SignOptions::web_bot_auth(created, valid_for);
+        o.components = ["@authority", "@method", "@path"].into_iter().map(Component::derived).collect();
+        o.agent = Some(Agent::Member { key: "sig1".into(), url: jwks_url.into() });
+        o
     }
 }
 
@@ -181,6 +220,11 @@ impl Signer {
         Signer::from_secret(RFC9421_ED25519_SECRET)
     }
 
+    /// The public key's 32 bytes.
+    pub fn public_key(&self) -> [u8; 32] {
+        self.key.verifying_key().to_bytes()
+    }
+
     /// The public key, base64url (the JWK `x`).
     pub fn x(&self) -> String {
         URL_SAFE_NO_PAD.encode(self.key.verifying_key().as_bytes())
@@ -206,6 +250,16 @@ impl Signer {
                 Some(Component::HeaderKey("signature-agent".into(), opts.label.clone())),
             ),
             Some(Agent::String(url)) => (Some(format!("\"{url}\"")), Some(Component::Header("signature-agent".into()))),
+            Some(Agent::Member { key, url }) => {
+                (Some(format!("{key}=\"{url}\"")), Some(Component::HeaderKey("signature-agent".into(), key.clone())))
+            }
+            Some(Agent::Raw { value, covered_key }) => (
+                Some(value.clone()),
+                Some(match covered_key {
+                    Some(k) => Component::HeaderKey("signature-agent".into(), k.clone()),
+                    None => Component::Header("signature-agent".into()),
+                }),
+            ),
         };
         let mut components = opts.components.clone();
         if let Some(c) = agent_component.filter(|_| opts.cover_agent) {

@@ -11,6 +11,10 @@ use super::{comment_text, Kept};
 /// Stands in for the origin so the output passes `crawlgate check`.
 const UPSTREAM_PLACEHOLDER: &str = "127.0.0.1:8000";
 
+/// The admin listener of an imported policy: on loopback, where the
+/// README's first hour opens the dashboard.
+const ADMIN_LISTENER: &str = "127.0.0.1:9090";
+
 /// The policy TOML for `plan`, imported from `source_name`.
 pub(super) fn toml(plan: &Plan, source_name: &str) -> String {
     let Plan {
@@ -62,6 +66,12 @@ pub(super) fn toml(plan: &Plan, source_name: &str) -> String {
     }
     out.push_str("\n[upstream]\n# The origin the proxy forwards to: set it before `crawlgate run`.\n");
     let _ = writeln!(out, "servers = [\"{UPSTREAM_PLACEHOLDER}\"]");
+    out.push_str(
+        "\n[server]\n\
+         # The admin listener: the dashboard at http://127.0.0.1:9090/, /metrics,\n\
+         # /healthz, /readyz. Loopback only: see admin_auth_file before any other address.\n",
+    );
+    let _ = writeln!(out, "admin = \"{ADMIN_LISTENER}\"");
 
     if !sitemaps.is_empty() || !sitemap_kept.is_empty() || content_signal.is_some() {
         out.push_str("\n[robots_txt]\n");

@@ -38,7 +38,7 @@ fn import(bytes: &[u8], name: &str) -> Option<Sample> {
     let plan = groups::plan(bytes, name, None);
     // Changes that come only from lines read for the site's intent are
     // what `import --force` prints: compared with that reading.
-    let repaired: Vec<usize> = plan.repairs.iter().map(|r| r.line).collect();
+    let repaired: Vec<usize> = plan.repairs.iter().filter(|r| r.changed).map(|r| r.line).collect();
     if plan.unfaithful.iter().any(|(_, lines)| lines.iter().any(|l| !repaired.contains(l))) {
         return None;
     }
@@ -83,8 +83,13 @@ fn samples() -> Vec<Sample> {
         }
     }
     // 4, not 7 as before issue 27: three bodies refused for values RFC 9309
-    // reads as no crawler import now as their site meant them.
-    assert_eq!((bodies.len(), refused), (197, 4), "conformance bodies, and those import refuses");
+    // reads as no crawler import now as their site meant them. 5 since
+    // issue 36: a one-word user-agent phrase (`foo*bot`) is kept as
+    // written and matches nothing, in the site's reading and in the
+    // imported policy alike (`SiteIntent::parsed`), where RFC 9309 parsers
+    // compare it whole with a crawler of that name; that change needs
+    // `--force`, as every change from the RFC reading does.
+    assert_eq!((bodies.len(), refused), (197, 5), "conformance bodies, and those import refuses");
     out
 }
 

@@ -146,6 +146,17 @@ pub(super) fn plan(bytes: &[u8], source_name: &str, base: Option<&str>) -> Plan 
         unfaithful: Vec::new(),
     };
     let groups = robots.groups();
+    // A one-word value kept as written (`foo*bot`, `Go!Zilla`) names no
+    // crawler in the site's reading and in the policy, but RFC 9309's
+    // reading compares it whole with a crawler of that name: a change,
+    // which needs `--force` like every change from that reading.
+    for &line in &intent.kept {
+        let value =
+            intent.text.lines().nth(line.saturating_sub(1)).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim());
+        if let Some(v) = value.filter(|v| !v.is_empty() && !v.contains(|c: char| c.is_whitespace() || c == '/')) {
+            notes.unfaithful([&v.to_string()], line);
+        }
+    }
 
     // Tokens (lowercase key) with their spelling and the groups naming
     // them, in order of first appearance. RFC 9309 gives a crawler the

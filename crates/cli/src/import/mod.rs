@@ -54,7 +54,7 @@ pub fn import(robots_file: &Path, force: bool, base: Option<&str>) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     if !faithful {
-        eprintln!("{}", unfaithful_error(&plan.unfaithful, &source_name));
+        eprintln!("{}", unfaithful_error(&plan, &source_name));
         return Ok(ExitCode::from(1));
     }
     let Err(errors) = checked else { return Ok(ExitCode::SUCCESS) };
@@ -86,8 +86,10 @@ fn site_root(url: &str) -> anyhow::Result<String> {
 
 /// The error naming every crawler whose decisions the imported policy
 /// would change, with the source lines responsible (their warnings above
-/// say why).
-fn unfaithful_error(unfaithful: &[(String, Vec<usize>)], source_name: &str) -> String {
+/// say why), then what `--force` would print: the repaired lines as read,
+/// and the other lines responsible (kept as comments).
+fn unfaithful_error(plan: &groups::Plan, source_name: &str) -> String {
+    let unfaithful = &plan.unfaithful;
     let n = unfaithful.len();
     let mut out = format!(
         "crawlgate: error: the imported policy is not printed: its robots.txt would not decide as {} does for {n} \
@@ -103,6 +105,33 @@ fn unfaithful_error(unfaithful: &[(String, Vec<usize>)], source_name: &str) -> S
         };
         let lines: Vec<String> = lines.iter().map(usize::to_string).collect();
         let _ = write!(out, "\n  {who}: line{} {}", plural(lines.len()), lines.join(", "));
+    }
+    let _ = write!(
+        out,
+        "\n`crawlgate import --force {}` prints it anyway, these crawlers listed in a comment on top",
+        comment_text(source_name)
+    );
+    let repaired: Vec<usize> = plan.repairs.iter().map(|r| r.line).collect();
+    if !plan.repairs.is_empty() {
+        out.push_str(", with these lines read as the site meant them (RFC 9309 alone ignores them):");
+        for r in &plan.repairs {
+            let _ = write!(out, "\n  {}", comment_text(&r.to_string()));
+        }
+    }
+    let mut others: Vec<usize> =
+        unfaithful.iter().flat_map(|(_, lines)| lines.iter().copied()).filter(|l| !repaired.contains(l)).collect();
+    others.sort_unstable();
+    others.dedup();
+    if !others.is_empty() {
+        let lines: Vec<String> = others.iter().map(usize::to_string).collect();
+        let _ = write!(
+            out,
+            "{} line{} {} kept as comment{} (the warnings above say what changes)",
+            if plan.repairs.is_empty() { ", with" } else { "\nand with" },
+            plural(others.len()),
+            lines.join(", "),
+            plural(others.len())
+        );
     }
     out
 }

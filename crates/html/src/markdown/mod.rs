@@ -114,6 +114,9 @@ pub struct PageInfo {
     pub robots: Option<String>,
     /// The Content-Usage value that applies, if any.
     pub content_usage: Option<String>,
+    /// Leave the page's images out (its robots rules say `noimageai` to
+    /// the agent asking).
+    pub no_images: bool,
 }
 
 /// The handler's selector, `*`, parsed once per process.
@@ -143,6 +146,8 @@ pub struct MarkdownConverter {
     held: Option<u8>,
     /// Characters of Markdown returned so far, for [`MarkdownConverter::tokens`].
     chars: usize,
+    /// Bytes of Markdown returned so far.
+    bytes: usize,
 }
 
 impl MarkdownConverter {
@@ -219,6 +224,7 @@ impl MarkdownConverter {
             sniffed: false,
             held: None,
             chars: 0,
+            bytes: 0,
         })
     }
 
@@ -275,6 +281,7 @@ impl MarkdownConverter {
     /// is counted once, as it leaves, and never held for it.
     fn counted(&mut self, out: String) -> Vec<u8> {
         self.chars += out.chars().count();
+        self.bytes += out.len();
         out.into_bytes()
     }
 
@@ -302,6 +309,11 @@ impl MarkdownConverter {
     /// [`MarkdownConverter::finish`], that of the whole output.
     pub fn tokens(&self) -> usize {
         tokens_of(self.chars)
+    }
+
+    /// Bytes of Markdown returned so far.
+    pub fn bytes(&self) -> usize {
+        self.bytes
     }
 
     /// Why the conversion stopped early, if it did.

@@ -3,7 +3,8 @@ use super::*;
 
 fn md(html: &str) -> String {
     let cfg = Arc::new(MarkdownConfig::default());
-    let page = PageInfo { url: "https://example.com/a/b.html".into(), robots: None, content_usage: None };
+    let page =
+        PageInfo { url: "https://example.com/a/b.html".into(), robots: None, content_usage: None, no_images: false };
     String::from_utf8(markdown_all(&cfg, page, None, html.as_bytes()).unwrap()).unwrap()
 }
 
@@ -30,12 +31,67 @@ fn front_matter_values_are_yaml_escaped() {
         url: "https://e.example/p".into(),
         robots: Some("noai".into()),
         content_usage: Some("train-ai=n".into()),
+        no_images: false,
     };
     let out = markdown_all(&cfg, page, None, b"<title>T\n\"1\"</title><p>x</p>").unwrap();
     assert_eq!(
         String::from_utf8(out).unwrap(),
         "---\ntitle: \"T \\\"1\\\"\"\nurl: \"https://e.example/p\"\nrobots: \"noai\"\ncontent-usage: \"train-ai=n\"\n---\n\nx\n"
     );
+}
+
+/// Every character YAML forbids in a document (YAML 1.2 section 5.1),
+/// and the ones that would end the scalar, come back from a real YAML
+/// parser as they went in: the front matter of a page titled with them
+/// parses, and its title is the page's.
+#[test]
+fn front_matter_parses_back_with_a_yaml_parser() {
+    let mut hostile: Vec<String> = vec![
+        "a\"b".into(),
+        "\"".into(),
+        "\\".into(),
+        "a\\\"b".into(),
+        "ends with \\".into(),
+        "---".into(),
+        "x: y # z".into(),
+        "\u{2028}\u{2029}\u{feff}\u{85}".into(),
+    ];
+    let forbidden = (0u32..0x20).chain(0x7f..=0x9f).chain([0xfffe, 0xffff]);
+    for c in forbidden.filter_map(char::from_u32) {
+        hostile.push(format!("t{c}t"));
+    }
+    hostile.push((0u32..0x20).chain(0x7f..=0x9f).filter_map(char::from_u32).collect());
+    for s in &hostile {
+        let doc = format!("v: {}\n", convert::yaml(s));
+        let parsed: std::collections::BTreeMap<String, String> =
+            serde_yaml::from_str(&doc).unwrap_or_else(|e| panic!("{s:?}: {e}\n{doc}"));
+        assert_eq!(parsed.get("v"), Some(s), "{doc}");
+    }
+    let cfg = Arc::new(MarkdownConfig::default());
+    for title in &hostile {
+        let page = PageInfo {
+            url: format!("https://e.example/{}", title.len()),
+            robots: Some(title.clone()),
+            content_usage: Some(title.clone()),
+            no_images: false,
+        };
+        // The title as the converter keeps it: whitespace collapsed, ends
+        // trimmed; character references carry the characters a page could
+        // not hold raw.
+        let escaped: String = title.chars().map(|c| format!("&#x{:X};", c as u32)).collect();
+        let html = format!("<title>{escaped}</title><p>x</p>");
+        let out = String::from_utf8(markdown_all(&cfg, page, None, html.as_bytes()).unwrap()).unwrap();
+        let yaml = out.strip_prefix("---\n").and_then(|r| r.split_once("---\n\n")).map(|(y, _)| y).unwrap();
+        let parsed: std::collections::BTreeMap<String, String> =
+            serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("{title:?}: {e}\n{yaml}"));
+        assert_eq!(parsed.get("robots"), Some(title), "{yaml}");
+        assert_eq!(parsed.get("content-usage"), Some(title), "{yaml}");
+        // The title: a character reference to NUL or a C1 control is
+        // replaced by the HTML rules (WHATWG HTML, numeric character
+        // reference end state); what the converter made of it comes back.
+        let kept = parsed.get("title").map(String::as_str);
+        assert!(kept.is_some_and(|t| !t.is_empty()) || title.trim().is_empty(), "{title:?}: {yaml}");
+    }
 }
 
 #[test]
@@ -179,4 +235,78 @@ fn hidden_elements_are_dropped() {
         out.extend(conv.finish());
         assert_eq!(String::from_utf8(out).unwrap(), want);
     }
+}
+
+/// Links resolve against the page's canonical URL when it names the site
+/// asked (or the request named none: an address), against `<base href>`
+/// over both, and against the request's URL otherwise.
+#[test]
+fn links_resolve_against_canonical_or_base() {
+    let cfg = Arc::new(MarkdownConfig::default());
+    let convert = |url: &str, head: &str| {
+        let page = PageInfo { url: url.into(), robots: None, content_usage: None, no_images: false };
+        let html = format!(
+            "<head>{head}</head><main><p><a href=\"/authors/jane\">Jane</a> <img src=\"i.png\" alt=\"i\"></p></main>"
+        );
+        let out = String::from_utf8(markdown_all(&cfg, page, None, html.as_bytes()).unwrap()).unwrap();
+        out.rsplit("---\n\n").next().unwrap_or_default().to_string()
+    };
+    let canonical = "<link rel=\"canonical\" href=\"https://www.example.com/news/a\">";
+    let rows: &[(&str, &str, &str)] = &[
+        (
+            "http://127.0.0.1:21100/news/a",
+            canonical,
+            "[Jane](https://www.example.com/authors/jane) ![i](https://www.example.com/news/i.png)\n",
+        ),
+        (
+            "http://www.example.com/news/a",
+            canonical,
+            "[Jane](https://www.example.com/authors/jane) ![i](https://www.example.com/news/i.png)\n",
+        ),
+        (
+            "http://example.com/news/a",
+            canonical,
+            "[Jane](https://www.example.com/authors/jane) ![i](https://www.example.com/news/i.png)\n",
+        ),
+        // Another publisher's canonical (a syndicated page): this site's links.
+        (
+            "https://mirror.example/news/a",
+            canonical,
+            "[Jane](https://mirror.example/authors/jane) ![i](https://mirror.example/news/i.png)\n",
+        ),
+        // Credentials in the canonical: not taken.
+        (
+            "http://127.0.0.1/news/a",
+            "<link rel=\"canonical\" href=\"https://u:p@www.example.com/x/\">",
+            "[Jane](http://127.0.0.1/authors/jane) ![i](http://127.0.0.1/news/i.png)\n",
+        ),
+        // <base href> wins, before or after the canonical, and resolves
+        // against the page's own URL.
+        (
+            "http://127.0.0.1/news/a",
+            "<base href=\"/static/\"><link rel=\"canonical\" href=\"https://www.example.com/news/a\">",
+            "[Jane](http://127.0.0.1/authors/jane) ![i](http://127.0.0.1/static/i.png)\n",
+        ),
+        (
+            "http://127.0.0.1/news/a",
+            "<link rel=\"canonical\" href=\"https://www.example.com/news/a\"><base href=\"/static/\">",
+            "[Jane](http://127.0.0.1/authors/jane) ![i](http://127.0.0.1/static/i.png)\n",
+        ),
+        ("http://127.0.0.1/news/a", "", "[Jane](http://127.0.0.1/authors/jane) ![i](http://127.0.0.1/news/i.png)\n"),
+    ];
+    for (url, head, want) in rows {
+        assert_eq!(convert(url, head), *want, "{url} {head}");
+    }
+}
+
+/// `noimageai` for the agent: the text is converted, the images left out.
+#[test]
+fn no_images_leaves_images_out() {
+    let cfg = Arc::new(MarkdownConfig::default());
+    let html = b"<main><p>a <img src=\"/i.png\" alt=\"I\"> b</p></main>";
+    let page = |no_images| PageInfo { url: "https://e.example/p".into(), no_images, ..PageInfo::default() };
+    let with = String::from_utf8(markdown_all(&cfg, page(false), None, html).unwrap()).unwrap();
+    let without = String::from_utf8(markdown_all(&cfg, page(true), None, html).unwrap()).unwrap();
+    assert_eq!(with, "---\nurl: \"https://e.example/p\"\n---\n\na ![I](https://e.example/i.png) b\n");
+    assert_eq!(without, "---\nurl: \"https://e.example/p\"\n---\n\na b\n");
 }

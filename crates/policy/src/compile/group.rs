@@ -109,7 +109,7 @@ fn weaker_than_star(cx: &mut Ctx<'_>, groups: &[Group], offsets: &[usize]) {
 /// its keys' checks; `None` when the group is left out because category
 /// overrides emptied it. `seen` maps each token (lower-cased) to the offset
 /// of the first group that took it.
-fn compile_group(
+pub(super) fn compile_group(
     cx: &mut Ctx<'_>,
     g: &Spanned<RawGroup>,
     explicit: &HashMap<String, Explicit>,
@@ -136,6 +136,7 @@ fn compile_group(
         rate_max_delay,
         price,
         prices,
+        rates,
     } = g.get_ref();
     // The name is published as written: in the body of a 429, the
     // metrics' group label, the access log.
@@ -182,7 +183,9 @@ fn compile_group(
         limits::GroupLimitKeys { rate, burst, enforce_crawl_delay, crawl_delay: written_delay.as_ref() },
         crawl_delay.as_deref(),
     );
-    let rate_mode = limits::compile_rate_mode(cx, rate_mode.as_ref(), rate_max_delay.as_ref(), limit.is_some());
+    let path_limits = limits::compile_path_rates(cx, rates.as_deref().unwrap_or_default());
+    let has_limit = limit.is_some() || !path_limits.is_empty();
+    let rate_mode = limits::compile_rate_mode(cx, rate_mode.as_ref(), rate_max_delay.as_ref(), has_limit);
     let (cu, cu_set) = compile_content_usage(cx, content_usage.as_deref().unwrap_or_default());
     let cu_combined = cu
         .iter()
@@ -243,6 +246,8 @@ fn compile_group(
         limit,
         accept_signature: None,
         rate_mode,
+        class: None,
+        path_limits,
     })
 }
 

@@ -8,8 +8,11 @@ use toml::Spanned;
 use super::ctx::Ctx;
 use super::hosts::validate_authority;
 use crate::diag::Warning;
-use crate::limits::{redact_store_url, GroupLimit, LimitSettings, LimitSource, Rate, RateMode, StoreSetting};
-use crate::raw::RawLimits;
+use crate::limits::{
+    redact_store_url, GroupLimit, LimitSettings, LimitSource, PathLimit, Rate, RateMode, StoreSetting,
+};
+use crate::pattern::Pattern;
+use crate::raw::{RawLimits, RawPathRate};
 
 /// Largest `burst`: a burst is how many requests may arrive at once.
 const MAX_BURST: i64 = 1_000_000;
@@ -88,6 +91,55 @@ pub(super) fn compile_group_limit(
     }
 }
 
+/// A group's `[[group.rates]]`: each entry's `paths` (RFC 9309 patterns;
+/// a path in one entry only), `rate` and `burst` (default 1).
+pub(super) fn compile_path_rates(cx: &mut Ctx<'_>, rates: &[Spanned<RawPathRate>]) -> Vec<PathLimit> {
+    let mut out = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for entry in rates {
+        let RawPathRate { paths, rate, burst } = entry.get_ref();
+        if paths.is_empty() {
+            cx.err(entry, "group.rates: needs paths, e.g. paths = [\"/search\"]");
+        }
+        let mut patterns = Vec::new();
+        let mut id = None;
+        for p in paths {
+            let written = p.get_ref().as_str();
+            match Pattern::new(written) {
+                Ok(_) if seen.contains(&written) => {
+                    cx.err(p, format!("group.rates.paths: `{written}` is in two entries (one rate per path)"));
+                }
+                Ok(pattern) => {
+                    seen.push(written);
+                    patterns.push(pattern);
+                    id.get_or_insert(written);
+                }
+                Err(e) => cx.err(p, format!("group.rates.paths: {e}")),
+            }
+        }
+        let rate = match Rate::parse(rate.get_ref()) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                cx.err(rate, format!("group.rates.rate: {e}"));
+                None
+            }
+        };
+        let burst = match burst {
+            None => 1,
+            Some(b) if (1..=MAX_BURST).contains(b.get_ref()) => *b.get_ref() as u32,
+            Some(b) => {
+                cx.err(b, format!("group.rates.burst must be from 1 to {MAX_BURST}, found {}", b.get_ref()));
+                1
+            }
+        };
+        if let (Some(rate), Some(id)) = (rate, id) {
+            let limit = GroupLimit { rate, burst, source: LimitSource::Rate };
+            out.push(PathLimit { paths: patterns, id: id.to_string(), limit });
+        }
+    }
+    out
+}
+
 /// A group's `rate_mode` and `rate_max_delay`: either needs a limit
 /// (`has_limit`), and the bound only goes with `"delay"`.
 pub(super) fn compile_rate_mode(
@@ -103,7 +155,7 @@ pub(super) fn compile_rate_mode(
         return RateMode::Reject;
     };
     if !has_limit {
-        cx.err(m, "group.rate_mode: needs a rate (rate, or enforce_crawl_delay with crawl_delay)");
+        cx.err(m, "group.rate_mode: needs a rate (rate, [[group.rates]], or enforce_crawl_delay with crawl_delay)");
     }
     let out = match m.get_ref().as_str() {
         "reject" => RateMode::Reject,

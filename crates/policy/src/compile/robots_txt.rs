@@ -205,7 +205,11 @@ pub(super) fn compile_robots_origin(cx: &mut Ctx<'_>, raw: Option<&Spanned<RawRo
         match m.get_ref().as_str() {
             "ignore" => o.mode = OriginRobotsMode::Ignore,
             "merge" => o.mode = OriginRobotsMode::Merge,
-            other => cx.err(m, format!("robots_txt.origin must be ignore or merge, found `{other}`")),
+            other => {
+                let hint = crate::validate::closest(other, ["ignore", "merge"], 2)
+                    .map_or(String::new(), |c| format!("; did you mean `{c}`?"));
+                cx.err(m, format!("robots_txt.origin must be ignore or merge, found `{other}`{hint}"))
+            }
         }
     }
     o.refresh = cx.positive_duration("robots_txt.origin_refresh", origin_refresh, o.refresh);

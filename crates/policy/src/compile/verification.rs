@@ -277,6 +277,77 @@ pub(super) fn block_without_trusted_proxies(cx: &mut Ctx<'_>, raw: &[Spanned<Raw
     }
 }
 
+/// warning[address-checks-behind-proxy]: some group is verified by its
+/// client's address (an IP list or reverse DNS can prove one of its
+/// tokens), `server.trusted_proxies` is empty, and the policy itself says a
+/// proxy is in front: `server.client_address_header` is written (at it),
+/// or an `[upstream]` server is a Kubernetes Service name (`NAME.NS.svc`,
+/// `NAME.NS.svc.cluster.local`, with or without a port: the pod is reached
+/// through a Service or an Ingress; at the `[verification]` header). The
+/// client address is then the proxy's, so every real crawler's address
+/// check fails (`spoofed(ip)`, `spoofed(rdns)`).
+pub(super) fn address_checks_behind_proxy(
+    cx: &mut Ctx<'_>,
+    groups: &[Group],
+    v: &VerificationSettings,
+    address_header: Option<&Spanned<String>>,
+    servers: &[Spanned<String>],
+) {
+    let by_address = groups.iter().any(|g| {
+        let tokens = g.tokens.iter().filter(|t| *t != "*").map(String::as_str);
+        v.methods_for(tokens, g.verify).iter().any(|m| matches!(m, Method::Ip | Method::Rdns))
+    });
+    if !v.enabled || !by_address {
+        return;
+    }
+    const FIX: &str = "list the proxy's addresses in server.trusted_proxies (behind a Kubernetes Ingress, the \
+                       pod network, e.g. \"10.0.0.0/8\"), or acknowledge this warning if clients connect directly";
+    if let Some(h) = address_header {
+        cx.warn(
+            h,
+            Warning::AddressChecksBehindProxy,
+            format!(
+                "server.client_address_header is set, so a proxy is in front, but server.trusted_proxies is empty: \
+                 the header is never read and every request's address is the proxy's, so IP and reverse DNS \
+                 verification find every real crawler spoofed; {FIX}"
+            ),
+        );
+        return;
+    }
+    let service = servers.iter().find(|s| {
+        let host = s.get_ref().rsplit_once(':').map_or(s.get_ref().as_str(), |(h, _)| h).trim_end_matches('.');
+        host.ends_with(".svc") || host.ends_with(".svc.cluster.local")
+    });
+    if let Some(s) = service {
+        let at = table_header(cx.loc.source(), "verification").unwrap_or(s.span().start);
+        cx.warn_at(
+            at,
+            Warning::AddressChecksBehindProxy,
+            format!(
+                "[verification] checks client addresses (IP lists, reverse DNS) while server.trusted_proxies is \
+                 empty, and upstream `{}` is a Kubernetes Service: behind an Ingress or a load balancer every \
+                 request comes from its address, so every real crawler is found spoofed; {FIX}",
+                s.get_ref()
+            ),
+        );
+    }
+}
+
+/// The offset of the first `[name]` or `[name.` table header in `source`.
+fn table_header(source: &str, name: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in source.split_inclusive('\n') {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix('[').and_then(|r| r.trim_start().strip_prefix(name)) {
+            if rest.starts_with([']', '.']) {
+                return Some(offset + line.len() - t.len());
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
 /// The group's `on_spoofed` or `on_unverified`.
 /// `challenge` only for `on_unverified`: a spoofed claim was already
 /// signed, or proven false another way.
@@ -333,6 +404,11 @@ pub(super) fn resolve_verify(cx: &mut Ctx<'_>, groups: &mut [Group], v: &Verific
         let methods = v.methods_for(tokens.iter().map(|t| t.as_str()), g.verify);
         if !g.on_unverified_written && methods == [Method::Rdns] {
             g.on_unverified = OnFailure::Anonymous;
+        }
+        // draft-ietf-webbotauth-httpsig-protocol-01: a site that requires a
+        // signature asks for one, 403 with Accept-Signature.
+        if !g.on_unverified_written && g.verify == VerifyMode::Signature {
+            g.on_unverified = OnFailure::Challenge;
         }
         if g.on_unverified == OnFailure::Challenge && v.enabled {
             let keyids: Vec<String> = v

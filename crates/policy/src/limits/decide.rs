@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use super::{Limit, LimitKey, LimitSettings, Network, Subject};
+use super::{GroupLimit, Limit, LimitKey, LimitSettings, Network, PathLimit, Subject};
 use crate::decision::GroupRef;
 use crate::policy::Policy;
 use crate::route::Route;
@@ -35,8 +35,13 @@ impl Policy {
     /// `client` is the client address as decided by
     /// [`crate::client::client_address`]; `host` the request's `Host`
     /// (authority), used only when `server.hosts` names several sites.
+    ///
+    /// A group's limit for a request is its `[[group.rates]]` entry whose
+    /// pattern matches the request's path and query longest, counted in a
+    /// bucket of its own (the key's `path`), else its `rate`.
     pub fn limit<'p>(&'p self, route: &Route<'p, '_>, client: IpAddr, host: Option<&str>) -> Option<Limit<'p>> {
-        let Route::Forward { decision, .. } = route else { return None };
+        let Route::Forward { decision, target, .. } = route else { return None };
+        let target: &str = &target.canonical;
         let s = &self.settings.limits;
         let net = || Network::of(client, s.ipv4_prefix, s.ipv6_prefix);
         let host = self.limit_host(host);
@@ -46,30 +51,30 @@ impl Policy {
         };
         if let Some((token, g)) = named {
             let verified = matches!(decision.verification, Verification::Verified(_));
-            match (self.groups[g.index].limit, verified) {
-                (Some(limit), true) => {
+            match (self.groups[g.index].limit_for(target), verified) {
+                (Some((limit, path)), true) => {
                     let mode = self.groups[g.index].rate_mode;
                     return Some(Limit {
                         group: g,
                         limit,
-                        key: LimitKey { host, subject: Subject::Agent(token) },
+                        key: LimitKey { host, subject: Subject::Agent(token), path },
                         mode,
                     });
                 }
-                (Some(limit), false) => {
+                (Some((limit, path)), false) => {
                     let subject = Subject::AgentNetwork(token, net());
                     let mode = self.groups[g.index].rate_mode;
-                    return Some(Limit { group: g, limit, key: LimitKey { host, subject }, mode });
+                    return Some(Limit { group: g, limit, key: LimitKey { host, subject, path }, mode });
                 }
                 (None, true) => return None,
                 (None, false) => {}
             }
         }
         let star = self.star_group?;
-        let limit = self.groups[star].limit?;
         let g = &self.groups[star];
+        let (limit, path) = g.limit_for(target)?;
         let group = GroupRef { index: star, name: &g.name, line: g.line, origin: g.origin };
-        Some(Limit { group, limit, key: LimitKey { host, subject: Subject::Network(net()) }, mode: g.rate_mode })
+        Some(Limit { group, limit, key: LimitKey { host, subject: Subject::Network(net()), path }, mode: g.rate_mode })
     }
 
     /// The bucket's site: `None` unless `server.hosts` names several; a
@@ -90,11 +95,57 @@ impl Policy {
     }
 }
 
+impl crate::policy::Group {
+    /// The limit for a request to `target` (path and query, canonical) and
+    /// the `[[group.rates]]` entry that sets it: the entry whose pattern
+    /// matches longest (the first entry on a tie), else the group's
+    /// `rate` (no entry).
+    pub(crate) fn limit_for(&self, target: &str) -> Option<(GroupLimit, Option<&str>)> {
+        let mut best: Option<(usize, &PathLimit)> = None;
+        for entry in &self.path_limits {
+            for p in &entry.paths {
+                if best.is_none_or(|(len, _)| p.specificity() > len) && p.matches(target) {
+                    best = Some((p.specificity(), entry));
+                }
+            }
+        }
+        match best {
+            Some((_, entry)) => Some((entry.limit, Some(entry.id.as_str()))),
+            None => self.limit.map(|l| (l, None)),
+        }
+    }
+}
+
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
     use crate::route::{Identity, UserAgentField};
     use crate::verification::Method;
+
+    /// `(group, limit, key)` of a request, or `-`.
+    pub(super) fn limit(
+        policy: &Policy,
+        target: &str,
+        ua: &str,
+        verified: bool,
+        client: &str,
+        host: Option<&str>,
+    ) -> String {
+        let identity = Identity {
+            verification: if verified { Verification::Verified(Method::Ip) } else { Verification::Unverified },
+            ..Identity::default()
+        };
+        let route = policy.route_with(false, target.as_bytes(), UserAgentField::One(ua), identity);
+        match policy.limit(&route, client.parse().unwrap(), host) {
+            None => "-".to_string(),
+            Some(l) => format!("{} | {} | {}", l.group.name, l.limit, l.key),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::limit;
 
     const POLICY: &str = r#"
 [server]
@@ -118,19 +169,6 @@ enforce_crawl_delay = true
 user_agents = ["*"]
 rate = "10/s"
 "#;
-
-    /// `(group, limit, key)` of a request, or `-`.
-    fn limit(policy: &Policy, target: &str, ua: &str, verified: bool, client: &str, host: Option<&str>) -> String {
-        let identity = Identity {
-            verification: if verified { Verification::Verified(Method::Ip) } else { Verification::Unverified },
-            ..Identity::default()
-        };
-        let route = policy.route_with(false, target.as_bytes(), UserAgentField::One(ua), identity);
-        match policy.limit(&route, client.parse().unwrap(), host) {
-            None => "-".to_string(),
-            Some(l) => format!("{} | {} | {}", l.group.name, l.limit, l.key),
-        }
-    }
 
     #[test]
     fn which_limit_and_key_a_request_gets() {
@@ -221,6 +259,107 @@ rate = "10/s"
 }
 
 #[cfg(test)]
+mod path_tests {
+    use super::tests_support::limit;
+
+    const POLICY: &str = r#"
+[upstream]
+servers = ["127.0.0.1:9"]
+[[group]]
+user_agents = ["SearchBot"]
+rate = "5/s"
+[[group.rates]]
+paths = ["/search", "/find$"]
+rate = "1/s"
+[[group.rates]]
+paths = ["/articles/"]
+rate = "10/s"
+burst = 4
+[[group.rates]]
+paths = ["/articles/live/*.json"]
+rate = "2/min"
+[[group]]
+user_agents = ["PathOnlyBot"]
+rate_mode = "log"
+[[group.rates]]
+paths = ["/search"]
+rate = "1/s"
+[[group]]
+user_agents = ["*"]
+[[group.rates]]
+paths = ["/search"]
+rate = "1/s"
+"#;
+
+    /// Several rates in one group, by path: the longest matching pattern
+    /// of the group's `[[group.rates]]` sets the limit and names a bucket
+    /// of its own; a path none matches gets the group's `rate`.
+    #[test]
+    fn per_path_rates_inside_a_group() {
+        let p = crate::load(POLICY, "r.toml").unwrap_or_else(|e| panic!("{e}")).policy;
+        for (target, ua, verified, want) in [
+            ("/search?q=a", "SearchBot", true, "SearchBot | 1/s burst 1 | agent:SearchBot:path:/search"),
+            ("/find", "SearchBot", true, "SearchBot | 1/s burst 1 | agent:SearchBot:path:/search"),
+            ("/find/x", "SearchBot", true, "SearchBot | 5/s burst 1 | agent:SearchBot"),
+            ("/articles/a", "SearchBot", true, "SearchBot | 10/s burst 4 | agent:SearchBot:path:/articles/"),
+            (
+                "/articles/live/a.json",
+                "SearchBot",
+                true,
+                "SearchBot | 2/min burst 1 | agent:SearchBot:path:/articles/live/*.json",
+            ),
+            ("/articles/live/a.html", "SearchBot", true, "SearchBot | 10/s burst 4 | agent:SearchBot:path:/articles/"),
+            ("/", "SearchBot", true, "SearchBot | 5/s burst 1 | agent:SearchBot"),
+            ("/search", "SearchBot", false, "SearchBot | 1/s burst 1 | agent:SearchBot:net:192.0.2.0/24:path:/search"),
+            // A group with path rates only: other paths are not limited
+            // for a verified claim, and fall to `*` for an unverified one.
+            ("/search", "PathOnlyBot", true, "PathOnlyBot | 1/s burst 1 | agent:PathOnlyBot:path:/search"),
+            ("/other", "PathOnlyBot", true, "-"),
+            ("/other", "PathOnlyBot", false, "-"),
+            ("/search", "Mozilla/5.0", false, "* | 1/s burst 1 | net:192.0.2.0/24:path:/search"),
+            ("/searching", "Mozilla/5.0", false, "* | 1/s burst 1 | net:192.0.2.0/24:path:/search"),
+            ("/other", "Mozilla/5.0", false, "-"),
+            ("/robots.txt", "SearchBot", true, "-"),
+        ] {
+            assert_eq!(limit(&p, target, ua, verified, "192.0.2.7", None), want, "{target} {ua} {verified}");
+        }
+    }
+
+    /// What `check` says of bad `[[group.rates]]` entries, at their
+    /// positions; `rate_mode` applies to a group with path rates only.
+    #[test]
+    fn bad_path_rates() {
+        let group = |entries: &str| {
+            format!("[upstream]\nservers = [\"127.0.0.1:9\"]\n[[group]]\nuser_agents = [\"B\"]\n{entries}")
+        };
+        for (entries, want) in [
+            (
+                "[[group.rates]]\npaths = [\"/a\", \"a\"]\nrate = \"1/s\"\n",
+                "r.toml:6:16: group.rates.paths: pattern `a` must start with '/' or '*'",
+            ),
+            (
+                "[[group.rates]]\npaths = [\"/a\"]\nrate = \"1/s\"\n[[group.rates]]\npaths = [\"/a\"]\nrate = \"2/s\"\n",
+                "r.toml:9:10: group.rates.paths: `/a` is in two entries (one rate per path)",
+            ),
+            (
+                "[[group.rates]]\npaths = [\"/a\"]\nrate = \"1/sec\"\n",
+                "r.toml:7:8: group.rates.rate: `1/sec` is not a rate (use e.g. \"2/s\", \"30/min\", \"1000/h\")",
+            ),
+            (
+                "[[group.rates]]\npaths = [\"/a\"]\nrate = \"1/s\"\nburst = 0\n",
+                "r.toml:8:9: group.rates.burst must be from 1 to 1000000, found 0",
+            ),
+            ("[[group.rates]]\npaths = []\nrate = \"1/s\"\n", "r.toml:5:1: group.rates: needs paths, e.g. paths = [\"/search\"]"),
+        ] {
+            let got = crate::load(&group(entries), "r.toml").map(|_| ()).map_err(|e| e.to_string());
+            assert_eq!(got.unwrap_err().lines().next(), Some(want), "{entries}");
+        }
+        let logged = group("rate_mode = \"log\"\n[[group.rates]]\npaths = [\"/a\"]\nrate = \"1/s\"\n");
+        assert!(crate::load(&logged, "r.toml").is_ok());
+    }
+}
+
+#[cfg(test)]
 mod mode_tests {
     use crate::limits::{GroupLimit, LimitSource, Rate, RateMode};
     use crate::route::{Identity, UserAgentField};
@@ -255,7 +394,7 @@ mod mode_tests {
             ),
             (
                 "rate_mode = \"log\"",
-                Err("m.toml:5:13: group.rate_mode: needs a rate (rate, or enforce_crawl_delay with crawl_delay)"),
+                Err("m.toml:5:13: group.rate_mode: needs a rate (rate, [[group.rates]], or enforce_crawl_delay with crawl_delay)"),
             ),
             (
                 "rate = \"1/s\"\nrate_mode = \"log\"\nrate_max_delay = \"1s\"",

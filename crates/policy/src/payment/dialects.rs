@@ -299,8 +299,10 @@ pub(crate) fn x402(cx: &mut Ctx<'_>, raw: &Spanned<RawX402>) -> Option<X402Setti
             cx.err(
                 c,
                 format!(
-                    "payment.x402.currency must be an ISO 4217 code (three capital letters), found `{}`",
-                    c.get_ref()
+                    "payment.x402.currency must be an ISO 4217 code (three capital letters), found `{}`{}",
+                    c.get_ref(),
+                    crate::payment::price::near_code(c.get_ref())
+                        .map_or(String::new(), |n| format!("; did you mean `{n}`?"))
                 ),
             );
             "USD".to_string()
@@ -478,7 +480,11 @@ mod tests {
             ),
             (
                 format!("{X402}currency = \"usd\"\n"),
-                "p.toml:7:12: payment.x402.currency must be an ISO 4217 code (three capital letters), found `usd`",
+                "p.toml:7:12: payment.x402.currency must be an ISO 4217 code (three capital letters), found `usd`; did you mean `USD`?",
+            ),
+            (
+                format!("{X402}currency = \"EURO\"\n"),
+                "p.toml:7:12: payment.x402.currency must be an ISO 4217 code (three capital letters), found `EURO`; did you mean `EUR`?",
             ),
             (format!("{X402}timeout = \"1m\"\n"), "p.toml:7:11: payment.x402.timeout must be at most 30s, found `1m`"),
             (

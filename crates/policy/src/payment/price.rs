@@ -119,6 +119,31 @@ pub enum PriceError {
     /// A control character in the price (shown escaped).
     #[error("`{0}` contains a control character")]
     Control(String),
+    /// A currency word close to a known code (`EURO 1`, `usd 1`).
+    #[error("`{value}`: `{word}` is not an ISO 4217 code; did you mean `{near}`?")]
+    Misspelt {
+        /// The price as written.
+        value: String,
+        /// The word in the place of the code.
+        word: String,
+        /// The price with the closest known code.
+        near: String,
+    },
+}
+
+/// The known code closest to `word` (`EURO`, `usd`, `EUX`), for a hint.
+pub(crate) fn near_code(word: &str) -> Option<&'static str> {
+    if !word.bytes().all(|b| b.is_ascii_alphabetic()) || word.len() > 4 {
+        return None;
+    }
+    let upper = word.to_ascii_uppercase();
+    let codes = || CURRENCIES.iter().map(|(c, _)| *c);
+    if upper != word {
+        if let Some(c) = codes().find(|c| *c == upper) {
+            return Some(c);
+        }
+    }
+    crate::validate::closest(&upper, codes(), 1)
 }
 
 /// A decimal amount as a crawler wrote it: `units / 10^scale`.
@@ -180,11 +205,18 @@ impl Price {
         if v.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.') {
             return Err(PriceError::NoCurrency(value.to_string()));
         }
+        let misspelt = |word: &str| {
+            let near = near_code(word)?;
+            let near = format!("{near}{}", &v[word.len()..]);
+            Some(PriceError::Misspelt { value: value.to_string(), word: word.to_string(), near })
+        };
         let Some((code, units, scale)) = split(v.as_bytes()) else {
-            return Err(PriceError::Form(value.to_string()));
+            let word = v.split(' ').next().unwrap_or_default();
+            return Err(misspelt(word).unwrap_or_else(|| PriceError::Form(value.to_string())));
         };
         let code = std::str::from_utf8(&code).unwrap_or_default();
-        let currency = Currency::from_code(code).ok_or_else(|| PriceError::UnknownCurrency(code.to_string()))?;
+        let currency = Currency::from_code(code)
+            .ok_or_else(|| misspelt(code).unwrap_or_else(|| PriceError::UnknownCurrency(code.to_string())))?;
         let exp = u32::from(currency.exponent);
         if scale > exp {
             return Err(PriceError::Precision {
@@ -266,7 +298,10 @@ mod tests {
             ("USD 0.00", Err("`USD 0.00` is below the minimum price of one minor unit (USD 0.01)")),
             ("0.01", Err("`0.01` has no currency: write the ISO 4217 code first (for example `USD 0.01`)")),
             ("XYZ 1", Err("`XYZ` is not an ISO 4217 currency crawlgate knows (USD, EUR, GBP, JPY, ...)")),
-            ("usd 0.01", Err("`usd 0.01` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),
+            ("usd 0.01", Err("`usd 0.01`: `usd` is not an ISO 4217 code; did you mean `USD 0.01`?")),
+            ("EURO 0.05", Err("`EURO 0.05`: `EURO` is not an ISO 4217 code; did you mean `EUR 0.05`?")),
+            ("EUX 1", Err("`EUX 1`: `EUX` is not an ISO 4217 code; did you mean `EUR 1`?")),
+            ("Dollar 1", Err("`Dollar 1` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),
             ("USD  0.01", Err("`USD  0.01` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),
             ("USD -1", Err("`USD -1` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),
             ("USD 1.", Err("`USD 1.` is not `<ISO 4217 code> <decimal>` (for example `USD 0.01`)")),

@@ -4,9 +4,14 @@ use super::*;
 
 /// Slots beyond the cap that only health probes may use, so that clients
 /// holding every connection (a flood of half-sent requests) cannot make a
-/// liveness probe fail and restart a healthy process.
+/// liveness probe fail and restart a healthy process. A connection over a
+/// cap (the listener's or its client's) first has its request line read
+/// under one of `reading`; only a line naming a probe takes a slot, so
+/// silent connections cannot hold the slots from the probes.
 pub(super) struct Probes {
     pub(super) slots: Arc<Semaphore>,
+    /// Connections over a cap whose request line is being read.
+    pub(super) reading: Arc<Semaphore>,
     /// `GET` or `HEAD` of one of these paths is a probe.
     pub(super) paths: &'static [&'static str],
 }

@@ -25,6 +25,8 @@ pub struct Ctx {
     pub(super) html_candidate: bool,
     /// What the request negotiated with `[markdown]`.
     pub(super) markdown: Negotiation,
+    /// Its response is converted to Markdown.
+    pub(super) markdown_served: bool,
     /// The response's rewrite. Boxed: the rewriter's state is over a
     /// kilobyte, and the context lives inside every request's futures,
     /// which are moved whole into place; most responses have none.
@@ -72,7 +74,8 @@ pub struct Ctx {
     pub(super) claimed: Option<AgentId>,
     /// Its verification still running (a reverse DNS lookup the response
     /// does not wait for); `logging` awaits it.
-    pub(super) observing: Option<(Claim<'static>, tokio::task::JoinHandle<Verdict>)>,
+    /// Boxed: rare, and the context stays small.
+    pub(super) observing: Option<Box<(Claim<'static>, tokio::task::JoinHandle<Verdict>)>>,
     /// The User-Agent looks like a browser's (the activity model's row for
     /// requests naming no token).
     pub(super) browser: bool,
@@ -89,6 +92,9 @@ pub struct Ctx {
     pub(super) held_charge: Option<crate::payment::Held>,
     /// Whether a shared cache may store the response.
     pub(super) cache: CacheRule,
+    /// The Markdown cache's key of a request it may answer (and whose
+    /// converted response it may keep), then the page on its way there.
+    pub(super) md: Option<Box<md_cache::Md>>,
 }
 
 impl Ctx {

@@ -5,10 +5,11 @@ use std::sync::Arc;
 use super::{Activity, Count};
 
 impl Activity {
-    /// Every seen agent's non-zero per-minute [`Count`]s for the minutes
-    /// `first..=last` (minutes since the Unix epoch), `last` at most 24 h
-    /// after `first`.
-    pub fn minute_counts(&self, first: u64, last: u64) -> Vec<(Arc<str>, Count, u64, u64)> {
+    /// Every seen agent's non-zero per-minute [`Count`]s (by key) for the
+    /// minutes `first..=last` (minutes since the Unix epoch), `last` at
+    /// most 24 h after `first`, then each referrer's referrals
+    /// (`referrer:<product>`, `referrals`).
+    pub fn minute_counts(&self, first: u64, last: u64) -> Vec<(Arc<str>, &'static str, u64, u64)> {
         let n = usize::try_from(last.saturating_sub(first) + 1).unwrap_or(usize::MAX);
         let mut out = Vec::new();
         for agent in self.seen() {
@@ -16,11 +17,12 @@ impl Activity {
                 let counts = agent.timelines[c.index()].window(last, n);
                 for (minute, count) in (first..=last).zip(counts) {
                     if count > 0 {
-                        out.push((agent.name.clone(), c, minute, count));
+                        out.push((agent.name.clone(), c.key(), minute, count));
                     }
                 }
             }
         }
+        out.extend(self.referral_minutes(first, last));
         out
     }
 }

@@ -18,6 +18,8 @@
 //! policy reload; they live in memory only, so a restart resets them.
 
 mod compliance;
+mod field;
+mod hours;
 mod minutes;
 mod named;
 mod timeline;
@@ -30,11 +32,12 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
-use crawlgate_policy::referrers::{referrers, same_operator};
+use crawlgate_policy::referrers::referrers;
 use crawlgate_policy::{catalog, Action, AgentId, BlockReason, LocalFile, Policy};
 use serde_json::{json, Value};
 
 pub(crate) use compliance::{Compliance, Net, WINDOW_SECS};
+pub use field::{fleet_referrals, RATIO_WINDOWS, REFERRALS, REFERRER_PREFIX};
 pub(crate) use timeline::{Timeline, MINUTES};
 pub(crate) use topk::{Counted, SpaceSaving};
 
@@ -92,6 +95,11 @@ pub struct Hit<'a> {
     /// sent it to `*`: counted in a row of its own, `<token> (claimed)`,
     /// apart from the crawler it claims to be.
     pub claimed: Option<&'a str>,
+    /// A charge for it was recorded and stands (not voided).
+    pub paid: bool,
+    /// Whether it negotiated Markdown (`[markdown]`), and if so whether it
+    /// was served Markdown.
+    pub markdown: Option<bool>,
     /// Unix seconds.
     pub now: u64,
 }
@@ -107,7 +115,8 @@ pub enum Count {
     Allowed,
     /// Requests for a path the agent's group disallows, enforced or not.
     Violations,
-    /// Requests refused, whatever the [`BlockReason`].
+    /// Requests refused, for any [`BlockReason`] but a rate limit or a
+    /// price: those are [`Count::Limited`] and [`Count::PaymentRequired`].
     Blocked,
     /// Claims proven false.
     Spoofed,
@@ -117,11 +126,22 @@ pub enum Count {
     RobotsTxt,
     /// Page requests with no robots.txt fetch in the preceding 24 hours.
     WithoutRobots,
+    /// Requests refused over a rate limit (429).
+    Limited,
+    /// Requests answered without the page for want of a payment (402, or
+    /// a payment or license refused: [`BlockReason::Payment`]).
+    PaymentRequired,
+    /// Requests charged (a ledger row that stands).
+    Paid,
+    /// Requests that asked for Markdown (`Accept`, on a `[markdown]` path).
+    MarkdownRequested,
+    /// Of those, the ones served Markdown.
+    MarkdownServed,
 }
 
 impl Count {
     /// Every counter, in storage order.
-    pub const ALL: [Count; 8] = [
+    pub const ALL: [Count; 13] = [
         Count::Requests,
         Count::Allowed,
         Count::Violations,
@@ -130,6 +150,11 @@ impl Count {
         Count::Verified,
         Count::RobotsTxt,
         Count::WithoutRobots,
+        Count::Limited,
+        Count::PaymentRequired,
+        Count::Paid,
+        Count::MarkdownRequested,
+        Count::MarkdownServed,
     ];
 
     /// Its key in `/api/agents`.
@@ -143,6 +168,11 @@ impl Count {
             Count::Verified => "verified",
             Count::RobotsTxt => "robots_txt",
             Count::WithoutRobots => "without_robots",
+            Count::Limited => "limited",
+            Count::PaymentRequired => "payment_required",
+            Count::Paid => "paid",
+            Count::MarkdownRequested => "markdown_requested",
+            Count::MarkdownServed => "markdown_served",
         }
     }
 
@@ -205,6 +235,14 @@ pub struct AgentStats {
     first_seen: AtomicU64,
     last_seen: AtomicU64,
     without_robots: AtomicU64,
+    limited: AtomicU64,
+    payment_required: AtomicU64,
+    paid: AtomicU64,
+    markdown_requested: AtomicU64,
+    markdown_served: AtomicU64,
+    /// Requests and bytes per hour over 30 days (the crawl-to-referral
+    /// ratios).
+    hours: [hours::Hours; 2],
     /// Verification outcomes of requests claiming this agent. Nothing
     /// verifies identities yet: these stay 0 until a verifier feeds them.
     verified: AtomicU64,
@@ -231,6 +269,12 @@ impl AgentStats {
             first_seen: AtomicU64::new(0),
             last_seen: AtomicU64::new(0),
             without_robots: AtomicU64::new(0),
+            limited: AtomicU64::new(0),
+            payment_required: AtomicU64::new(0),
+            paid: AtomicU64::new(0),
+            markdown_requested: AtomicU64::new(0),
+            markdown_served: AtomicU64::new(0),
+            hours: Default::default(),
             verified: AtomicU64::new(0),
             unverified: AtomicU64::new(0),
             spoofed: AtomicU64::new(0),
@@ -246,7 +290,12 @@ impl AgentStats {
 
     /// A counter's total since the process started.
     fn total(&self, c: Count) -> u64 {
-        Self::get(match c {
+        Self::get(self.counter(c))
+    }
+
+    /// The atomic total of `c`.
+    fn counter(&self, c: Count) -> &AtomicU64 {
+        match c {
             Count::Requests => &self.requests,
             Count::Allowed => &self.allowed,
             Count::Violations => &self.violations,
@@ -255,7 +304,12 @@ impl AgentStats {
             Count::Verified => &self.verified,
             Count::RobotsTxt => &self.robots_txt,
             Count::WithoutRobots => &self.without_robots,
-        })
+            Count::Limited => &self.limited,
+            Count::PaymentRequired => &self.payment_required,
+            Count::Paid => &self.paid,
+            Count::MarkdownRequested => &self.markdown_requested,
+            Count::MarkdownServed => &self.markdown_served,
+        }
     }
 
     /// A counter over `window`, which ends with minute `end`.
@@ -333,6 +387,9 @@ pub struct Activity {
     total: Timeline,
     compliance: Compliance,
     referrals: Box<[AtomicU64]>,
+    /// Per referrer, its referrals per minute (published to the fleet)
+    /// and per hour (the 7- and 30-day ratios).
+    referral_time: Box<[field::ReferralTime]>,
 }
 
 /// Unix seconds now.
@@ -352,6 +409,7 @@ impl Activity {
             total: Timeline::default(),
             compliance: Compliance::new(COMPLIANCE_CAPACITY),
             referrals: referrers().iter().map(|_| AtomicU64::new(0)).collect(),
+            referral_time: referrers().iter().map(|_| field::ReferralTime::default()).collect(),
         };
         activity.bind(policy, generation);
         activity
@@ -423,20 +481,22 @@ impl Activity {
         let minute = hit.now / 60;
         // One counter and its per-minute ring.
         let count = |c: Count| {
-            let total = match c {
-                Count::Requests => &s.requests,
-                Count::Allowed => &s.allowed,
-                Count::Violations => &s.violations,
-                Count::Blocked => &s.blocked,
-                Count::Spoofed => &s.spoofed,
-                Count::Verified => &s.verified,
-                Count::RobotsTxt => &s.robots_txt,
-                Count::WithoutRobots => &s.without_robots,
-            };
-            inc(total);
+            inc(s.counter(c));
             s.timelines[c.index()].add(minute);
         };
         count(Count::Requests);
+        let hour = hit.now / 3600;
+        s.hours[0].add(hour, 1);
+        s.hours[1].add(hour, hit.bytes);
+        if hit.paid {
+            count(Count::Paid);
+        }
+        if let Some(served) = hit.markdown {
+            count(Count::MarkdownRequested);
+            if served {
+                count(Count::MarkdownServed);
+            }
+        }
         // A refusal is one whatever its reason; a violation is a request
         // for a disallowed path, logged or refused for that path (a spoof
         // refused on an allowed path is none).
@@ -449,7 +509,12 @@ impl Activity {
         // path and an origin group's disallow under `off`.
         let violation = hit.violation || hit.outcome == Action::LogViolation || reason == Some(BlockReason::Robots);
         if let Some(r) = reason {
-            count(Count::Blocked);
+            // A 429 limits, a 402 asks for payment: neither is a block.
+            count(match r {
+                BlockReason::Rate => Count::Limited,
+                BlockReason::Payment => Count::PaymentRequired,
+                _ => Count::Blocked,
+            });
             if let Some(c) = s.blocked_by.get(r as usize) {
                 inc(c);
             }
@@ -506,6 +571,10 @@ impl Activity {
         if let Some(i) = hit.referer.and_then(crawlgate_policy::referrers::referrer_of) {
             if let Some(c) = self.referrals.get(i) {
                 inc(c);
+            }
+            if let Some(r) = self.referral_time.get(i) {
+                r.minutes.add(minute);
+                r.hours.add(hour, 1);
             }
         }
     }
@@ -657,49 +726,6 @@ impl Activity {
                 "robots_fetched_at": (c.robots_at != 0).then_some(c.robots_at),
                 "last_seen": c.last_seen,
             })).collect::<Vec<_>>(),
-        })
-    }
-
-    /// `/api/referrals`: visitors sent by AI products, per product, and per
-    /// operator beside the requests its crawlers made.
-    pub fn referrals_json(&self) -> Value {
-        let mut products: Vec<(&str, &str, u64)> = Vec::new();
-        for (r, c) in referrers().iter().zip(self.referrals.iter()) {
-            let n = c.load(Ordering::Relaxed);
-            match products.iter_mut().find(|(p, _, _)| *p == r.product) {
-                Some(e) => e.2 += n,
-                None => products.push((&r.product, &r.operator, n)),
-            }
-        }
-        let seen = self.seen();
-        let mut operators: Vec<Value> = Vec::new();
-        let mut done: Vec<&str> = Vec::new();
-        for (_, operator, _) in &products {
-            if done.contains(operator) {
-                continue;
-            }
-            done.push(operator);
-            let referrals: u64 = products.iter().filter(|p| p.1 == *operator).map(|p| p.2).sum();
-            let crawls: u64 = seen
-                .iter()
-                .filter(|s| catalog::lookup(&s.name).is_some_and(|e| same_operator(&e.operator, operator)))
-                .map(|s| s.requests.load(Ordering::Relaxed))
-                .sum();
-            if referrals == 0 && crawls == 0 {
-                continue;
-            }
-            operators.push(json!({
-                "operator": operator,
-                "crawl_requests": crawls,
-                "referrals": referrals,
-                "crawls_per_referral": (referrals > 0).then(|| crawls as f64 / referrals as f64),
-            }));
-        }
-        products.retain(|p| p.2 > 0);
-        products.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
-        json!({
-            "products": products.iter().map(|(p, o, n)| json!({"product": p, "operator": o, "referrals": n})).collect::<Vec<_>>(),
-            "operators": operators,
         })
     }
 }

@@ -43,6 +43,8 @@ fn hit<'a>(p: &'a Policy, generation: u64, ua: &'a str, path: &'a str) -> Hit<'a
         violation: d.violation(),
         observed: d.observed,
         claimed: d.claimed.filter(|_| d.agent.is_none()),
+        paid: false,
+        markdown: None,
         now: 1_000_000,
     }
 }
@@ -198,14 +200,62 @@ fn compliance_and_referrals() {
     assert_eq!(row(&v, "GPTBot")["robots_txt"], 1);
     assert_eq!(row(&v, "GPTBot")["without_robots"], 0);
     assert_eq!(row(&v, "ClaudeBot")["blocked"], 2);
-    let r = a.referrals_json();
+    let r = a.referrals_json_at(1_000_000);
     assert_eq!(r["products"], json!([{"product": "ChatGPT", "operator": "OpenAI", "referrals": 1}]));
     let ops = r["operators"].as_array().unwrap();
-    assert_eq!(ops[0], json!({"operator": "OpenAI", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0}));
+    let w = |c: u64, r: u64, b: u64| json!({"crawl_requests": c, "referrals": r, "crawls_per_referral": (r > 0).then(|| c as f64 / r as f64), "bytes_sent": b});
+    assert_eq!(
+        ops[0],
+        json!({"operator": "OpenAI", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0, "bytes_sent": 20,
+               "windows": {"24h": w(2, 1, 20), "7d": w(2, 1, 20), "30d": w(2, 1, 20)}})
+    );
     assert_eq!(
         ops[1],
-        json!({"operator": "Anthropic", "crawl_requests": 2, "referrals": 0, "crawls_per_referral": null})
+        json!({"operator": "Anthropic", "crawl_requests": 2, "referrals": 0, "crawls_per_referral": null, "bytes_sent": 20,
+               "windows": {"24h": w(2, 0, 20), "7d": w(2, 0, 20), "30d": w(2, 0, 20)}})
     );
+    // Two days later the 24-hour window is empty, the others still count;
+    // 31 days later all of them are.
+    let later = a.referrals_json_at(1_000_000 + 2 * 86_400);
+    assert_eq!(later["operators"][0]["windows"], json!({"24h": w(0, 0, 0), "7d": w(2, 1, 20), "30d": w(2, 1, 20)}));
+    let much_later = a.referrals_json_at(1_000_000 + 31 * 86_400);
+    assert_eq!(much_later["operators"][0]["windows"], json!({"24h": w(0, 0, 0), "7d": w(0, 0, 0), "30d": w(0, 0, 0)}));
+    // A referrer's minutes go to the fleet beside the agents' counts.
+    let minute = 1_000_000 / 60;
+    let published: Vec<(String, &str, u64, u64)> = a
+        .minute_counts(minute, minute)
+        .into_iter()
+        .filter(|(name, ..)| name.starts_with(REFERRER_PREFIX))
+        .map(|(name, c, m, n)| (name.to_string(), c, m, n))
+        .collect();
+    assert_eq!(published, [("referrer:ChatGPT".to_string(), "referrals", minute, 1)]);
+}
+
+/// A 429 is Limited and a 402 asks for payment: neither is Blocked; a
+/// charge that stands is Paid; Markdown requested and served per agent.
+#[test]
+fn limited_paid_and_markdown_are_counted_apart_from_blocks() {
+    let p = policy(POLICY);
+    let a = Activity::new(&p, 1);
+    let refused = |reason| Hit { outcome: Action::Block, reason: Some(reason), ..hit(&p, 1, "GPTBot/1.0", "/page") };
+    a.hit(&refused(BlockReason::Rate));
+    a.hit(&refused(BlockReason::Rate));
+    a.hit(&refused(BlockReason::Payment));
+    a.hit(&Hit { paid: true, ..hit(&p, 1, "GPTBot/1.0", "/page") });
+    a.hit(&Hit { markdown: Some(true), ..hit(&p, 1, "GPTBot/1.0", "/page") });
+    a.hit(&Hit { markdown: Some(false), ..hit(&p, 1, "GPTBot/1.0", "/page") });
+    let v = a.agents_json_at(Window::All, 1_000_000);
+    let r = row(&v, "GPTBot");
+    let got: Vec<&Value> = ["blocked", "limited", "payment_required", "paid", "markdown_requested", "markdown_served"]
+        .map(|k| &r[k])
+        .into();
+    assert_eq!(got, [&json!(0), &json!(2), &json!(1), &json!(1), &json!(2), &json!(1)]);
+    assert_eq!((&r["blocked_by"]["rate"], &r["blocked_by"]["payment"]), (&json!(2), &json!(1)));
+    let md = &a.referrals_json_at(1_000_000)["markdown"];
+    assert_eq!(*md, json!({"requested": 2, "served": 1, "agents": [{"agent": "GPTBot", "requested": 2, "served": 1}]}));
+    // The window counts them too.
+    let hour = a.agents_json_at(Window::Minutes(60), 1_000_000);
+    assert_eq!((&row(&hour, "GPTBot")["limited"], &row(&hour, "GPTBot")["paid"]), (&json!(2), &json!(1)));
 }
 
 /// A violating path longer than [`MAX_PATH`] bytes is kept cut at the last
@@ -324,7 +374,8 @@ fn one_vocabulary_for_allowed_violations_and_blocks() {
         v["total"],
         json!({
             "requests": 7, "allowed": 1, "violations": 2, "blocked": 3, "spoofed": 1, "verified": 0,
-            "robots_txt": 2, "without_robots": 0, "agents_txt": 0, "bytes_sent": 70,
+            "robots_txt": 2, "without_robots": 0, "agents_txt": 0, "bytes_sent": 70, "limited": 0,
+            "payment_required": 0, "paid": 0, "markdown_requested": 0, "markdown_served": 0,
             "blocked_by": {"robots": 1, "spoofed": 1, "unverified": 0, "bad-request": 1, "loop": 0, "replayed": 0, "rate": 0, "payment": 0},
         })
     );
@@ -421,11 +472,13 @@ fn unnamed_catalog_crawler_counts_under_its_operator() {
     let v = a.agents_json(Window::All);
     assert_eq!(row(&v, "PerplexityBot")["requests"], 2);
     assert_eq!(row(&v, "PerplexityBot")["operator"], "Perplexity");
-    let ops = a.referrals_json()["operators"].clone();
+    let ops = a.referrals_json_at(1_000_000)["operators"].clone();
     let perplexity = ops.as_array().and_then(|o| o.iter().find(|r| r["operator"] == "Perplexity")).cloned();
+    let w = json!({"crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0, "bytes_sent": 20});
     assert_eq!(
         perplexity,
-        Some(json!({"operator": "Perplexity", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0}))
+        Some(json!({"operator": "Perplexity", "crawl_requests": 2, "referrals": 1, "crawls_per_referral": 2.0,
+                    "bytes_sent": 20, "windows": {"24h": w, "7d": w, "30d": w}}))
     );
 }
 

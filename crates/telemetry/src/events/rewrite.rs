@@ -7,7 +7,7 @@
 use crawlgate_html::markdown::MarkdownConverter;
 use crawlgate_html::{Bail, Rewriter};
 
-use crate::metrics::{Metrics, Passthrough};
+use crate::metrics::{MarkdownFailure, Metrics, Passthrough};
 
 /// The target of these lines: the one they had in the proxy, where they
 /// were written, so a `RUST_LOG` filter that names it keeps them.
@@ -68,23 +68,33 @@ pub fn report_robots(
 }
 
 /// What the Markdown converter of one response reported: a bail-out into
-/// `crawlgate_html_passthrough_total` and the log, once. What was converted
-/// before it is what the client gets.
-pub fn report_markdown(md: &MarkdownConverter, metrics: &Metrics, path: &str, bailed: &mut bool) {
-    if *bailed {
-        return;
-    }
-    match md.bail() {
-        None => {}
-        Some(Bail::Utf16Bom) => {
-            *bailed = true;
-            metrics.html_passthrough(Passthrough::Utf16);
-            tracing::info!(target: TARGET, path, "Markdown conversion stopped: the body starts with a UTF-16 byte order mark");
+/// `crawlgate_html_passthrough_total`, `crawlgate_markdown_failed_total`
+/// and the log, once; at the end of the body, the Markdown served
+/// (`crawlgate_markdown_converted_total` when nothing stopped it). What was
+/// converted before a bail-out is what the client gets.
+pub fn report_markdown(md: &MarkdownConverter, metrics: &Metrics, path: &str, end_of_stream: bool, bailed: &mut bool) {
+    if !*bailed {
+        match md.bail() {
+            None => {}
+            Some(Bail::Utf16Bom) => {
+                *bailed = true;
+                metrics.html_passthrough(Passthrough::Utf16);
+                metrics.markdown().failed(MarkdownFailure::Utf16);
+                tracing::info!(target: TARGET, path, "Markdown conversion stopped: the body starts with a UTF-16 byte order mark");
+            }
+            Some(bail) => {
+                *bailed = true;
+                metrics.html_passthrough(Passthrough::BailOut);
+                metrics.markdown().failed(MarkdownFailure::BailOut);
+                tracing::warn!(target: TARGET, path, reason = bail.as_str(), "Markdown converter gave up; the Markdown ends there");
+            }
         }
-        Some(bail) => {
-            *bailed = true;
-            metrics.html_passthrough(Passthrough::BailOut);
-            tracing::warn!(target: TARGET, path, reason = bail.as_str(), "Markdown converter gave up; the Markdown ends there");
+    }
+    if end_of_stream {
+        let (bytes, tokens) = (md.bytes() as u64, md.tokens() as u64);
+        match *bailed {
+            false => metrics.markdown().converted(bytes, tokens),
+            true => metrics.markdown().served(bytes, tokens),
         }
     }
 }

@@ -53,7 +53,7 @@ impl VerificationMetrics {
         let signatures = counter(
             r,
             "crawlgate_signatures_total",
-            "Requests with a Web Bot Auth signature, by outcome (verified, invalid, unverified).",
+            "Requests with a Web Bot Auth signature, by outcome (verified, legacy, invalid, expired, unknown_bot, replayed).",
             &["outcome"],
         )?;
         // Every outcome from the start, so that a rate over a zero reads 0.
@@ -102,7 +102,7 @@ impl VerificationMetrics {
     /// (for the page).
     ///
     /// [`SignatureOutcome::ALL`]: crawlgate_policy::verification::SignatureOutcome::ALL
-    pub fn signature_counts(&self) -> [u64; 3] {
+    pub fn signature_counts(&self) -> [u64; 6] {
         crawlgate_policy::verification::SignatureOutcome::ALL
             .map(|o| self.signatures.get_metric_with_label_values(&[o.as_str()]).map_or(0, |c| c.get()))
     }

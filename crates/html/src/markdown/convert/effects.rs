@@ -35,7 +35,7 @@ impl Conv {
                     self.request(Sep::Blank);
                 }
             }
-            "img" if self.pre.is_none() && self.code.is_none() => {
+            "img" if self.pre.is_none() && self.code.is_none() && !self.page.no_images => {
                 let Some(src) = el.get_attribute("src").and_then(|s| self.base.absolute(&s)) else { return };
                 let alt = el.get_attribute("alt").map(|a| decoded(&a)).unwrap_or_default();
                 self.ensure_content();

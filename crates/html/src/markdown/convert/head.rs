@@ -5,6 +5,7 @@
 
 use lol_html::send::Element;
 
+use super::links::{same_site, Base};
 use super::Conv;
 use crate::markdown::entities::decoded;
 use crate::markdown::MAX_TITLE;
@@ -20,7 +21,11 @@ impl Conv {
             "base" if !self.base_seen => {
                 if let Some(href) = el.get_attribute("href") {
                     self.base_seen = true;
-                    self.base.rebase(&href);
+                    // Against the page's own URL, not a canonical one taken
+                    // before it (HTML: the document base URL).
+                    let mut base = Base::new(&self.page.url);
+                    base.rebase(&href);
+                    self.base = base;
                 }
             }
             "link" if self.canonical.is_none() => {
@@ -29,6 +34,15 @@ impl Conv {
                     .is_some_and(|rel| rel.split_ascii_whitespace().any(|r| r.eq_ignore_ascii_case("canonical")));
                 if canonical {
                     self.canonical = el.get_attribute("href").and_then(|h| self.base.absolute(&h));
+                    // The page's own name for itself is what its links
+                    // resolve against, when it names this site: the Host a
+                    // client (or a front server) used may be an address
+                    // of the proxy, and its scheme the inner hop's.
+                    if let Some(c) =
+                        self.canonical.as_deref().filter(|c| !self.base_seen && same_site(c, &self.page.url))
+                    {
+                        self.base = Base::new(c);
+                    }
                 }
             }
             "meta" => {
@@ -118,8 +132,12 @@ impl Conv {
 }
 
 /// `s` as a YAML double-quoted scalar (YAML 1.2 section 7.3.1): `\` and
-/// `"` escaped, control characters and the YAML 1.1 line breaks as
-/// escapes, so that no value can end the scalar or the front matter.
+/// `"` escaped, and every character outside YAML's printable set (section
+/// 5.1, `c-printable`: C0 controls but tab and line feed, DEL, the C1
+/// controls U+0080..U+009F, U+FFFE and U+FFFF; a `str` holds no
+/// surrogates) written as an escape, with the YAML 1.1 line breaks and the
+/// byte order mark, so that no value can end the scalar or the front
+/// matter, or make the document one a YAML parser refuses.
 fn yaml_quote(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {
@@ -129,12 +147,22 @@ fn yaml_quote(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02X}", c as u32)),
-            '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}' => out.push_str(&format!("\\u{:04X}", c as u32)),
+            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => push_escape(out, 'x', c as u32, 2),
+            '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}' => push_escape(out, 'u', c as u32, 4),
             c => out.push(c),
         }
     }
     out.push('"');
+}
+
+/// `\xNN` or `\uNNNN`: `digits` uppercase hex digits of `n`.
+fn push_escape(out: &mut String, kind: char, n: u32, digits: u32) {
+    out.push('\\');
+    out.push(kind);
+    for i in (0..digits).rev() {
+        let d = (n >> (4 * i)) & 0xf;
+        out.push(char::from_digit(d, 16).map_or('0', |c| c.to_ascii_uppercase()));
+    }
 }
 
 #[cfg(test)]

@@ -73,6 +73,30 @@ impl Base {
     }
 }
 
+/// Whether a page's canonical URL may be what its links resolve against:
+/// an http(s) URL with a host and no credentials, naming the site the page
+/// was requested from. The same site is the same host, or one a subdomain
+/// of the other (`www.example.com` and `example.com`); a request to an IP
+/// address or `localhost`, or without a host, names no site, and the
+/// canonical's is taken. A syndicated page whose canonical names another
+/// publisher keeps its links on this site.
+pub(super) fn same_site(canonical: &str, page_url: &str) -> bool {
+    let Ok(c) = Url::parse(canonical) else { return false };
+    let Some(host) = c.host_str().filter(|_| matches!(c.scheme(), "http" | "https")) else { return false };
+    if !c.username().is_empty() || c.password().is_some() {
+        return false;
+    }
+    let page = Url::parse(page_url).ok();
+    let Some(page_host) = page.as_ref().and_then(|p| p.host()) else { return true };
+    let page_host = match page_host {
+        url::Host::Domain(d) if !d.eq_ignore_ascii_case("localhost") => d.to_ascii_lowercase(),
+        _ => return true,
+    };
+    let host = host.to_ascii_lowercase();
+    let within = |a: &str, b: &str| a.len() > b.len() && a.ends_with(b) && a.as_bytes()[a.len() - b.len() - 1] == b'.';
+    host == page_host || within(&host, &page_host) || within(&page_host, &host)
+}
+
 /// Link destination characters Markdown would misread, percent-encoded.
 fn push_destination(url: &str, dest: &mut String) {
     for c in url.chars() {
@@ -164,6 +188,24 @@ mod tests {
             }
         }
         assert!(is_plain_absolute_path("/more"));
+        let sites = [
+            ("https://www.example.com/p", "http://www.example.com/p", true),
+            ("https://www.example.com/p", "http://example.com/p", true),
+            ("https://example.com/p", "http://www.EXAMPLE.com/p", true),
+            ("https://www.example.com/p", "http://127.0.0.1:21100/p", true),
+            ("https://www.example.com/p", "http://[::1]:8080/p", true),
+            ("https://www.example.com/p", "http://localhost:8080/p", true),
+            ("https://www.example.com/p", "", true),
+            ("https://other.example/p", "http://www.example.com/p", false),
+            ("https://badexample.com/p", "http://example.com/p", false),
+            ("https://u:p@www.example.com/p", "http://www.example.com/p", false),
+            ("ftp://www.example.com/p", "http://www.example.com/p", false),
+            ("javascript:alert(1)", "http://127.0.0.1/p", false),
+            ("not a url", "http://127.0.0.1/p", false),
+        ];
+        for (canonical, page, want) in sites {
+            assert_eq!(same_site(canonical, page), want, "{canonical} {page}");
+        }
         assert!(!is_plain_absolute_path("/a/../b"));
         assert!(!is_plain_absolute_path("//host/x"));
         assert!(origin_of(&Url::parse("file:///etc/x").unwrap()).is_none());
