@@ -3,6 +3,7 @@
 mod agents;
 mod catalog;
 mod golden;
+mod ledger;
 mod limits;
 mod live;
 mod offline;

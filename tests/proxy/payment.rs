@@ -590,3 +590,99 @@ fn a_crawler_price_402_also_offers_x402_when_offered() {
     assert_eq!(doc["accepts"][0]["amount"], "10000");
     assert_eq!(doc["accepts"][0]["network"], "eip155:84532");
 }
+
+/// The ledger's object in the proxy's `/status`.
+fn ledger_status(proxy: &Proxy) -> serde_json::Value {
+    let client = reqwest::blocking::Client::new();
+    let text = client.get(proxy.admin_url("/status")).send().unwrap().text().unwrap();
+    serde_json::from_str::<serde_json::Value>(&text).unwrap()["ledger"].clone()
+}
+
+/// Two instances charging into one PostgreSQL (issue 34), which is
+/// SIGKILLed and started again in the middle: every `crawler-charged`
+/// either instance sent is one row, and the ledger's totals are their
+/// sum. The schema is made beforehand by `crawlgate ledger migrate`.
+#[test]
+fn two_instances_charge_into_one_postgres_through_a_restart() {
+    let mut pg = crawlgate_testkit::postgres::PgServer::start();
+    let migrated = crawlgate_e2e::crawlgate(&["ledger", "migrate", "--ledger", &pg.url()]);
+    assert_eq!(
+        String::from_utf8_lossy(&migrated.stdout),
+        format!(
+            "postgres://crawlgate:***@127.0.0.1:{}/postgres: ledger schema migrated from version 0 to 1\n",
+            pg.port()
+        )
+    );
+    let signer = Signer::from_seed(30);
+    let origin = origin();
+    let mut proxies = Vec::new();
+    let mut dirs = Vec::new();
+    for instance in ["test-1", "test-2"] {
+        let (addr, admin, policy, dir) = policy(&origin, &signer, "");
+        let password = dir.write("pg-password", crawlgate_testkit::postgres::PASSWORD);
+        let ledger = format!(
+            "ledger = \"{}\"\nledger_spool = \"{}\"\nledger_password_file = \"{}\"",
+            pg.url_without_password(),
+            dir.join("spool.sqlite").display(),
+            password.display()
+        );
+        let policy = policy
+            .replace(&format!("ledger = \"{}\"", dir.join("ledger.sqlite").display()), &ledger)
+            .replace("instance_id = \"test-1\"", &format!("instance_id = \"{instance}\""));
+        proxies.push(Proxy::start_with(addr, admin, &policy));
+        dirs.push(dir);
+    }
+    let mut charged = 0u64;
+    let mut sent = 0u64;
+    // Ages count down as the clock goes on, so no two signatures of one
+    // proxy are alike (a repeated one is a replay: 429).
+    let mut round = |from: i64, to: i64| {
+        for age in (to..from).rev() {
+            for (i, proxy) in proxies.iter().enumerate() {
+                let path = if (age + i as i64) % 2 == 0 { "/" } else { "/premium/a" };
+                let paid = sign(&signer, proxy, path, &[("crawler-max-price", "USD 1")], &["crawler-max-price"], age);
+                let got = get(proxy, path, UA, &paid);
+                assert_eq!(got.status, 200, "{got:?}");
+                sent += 1;
+                let price = got.fields.iter().find_map(|f| f.strip_prefix("crawler-charged: USD ")).unwrap();
+                charged += if price == "0.01" { 1 } else { 5 };
+            }
+        }
+    };
+    round(46, 36);
+    pg.kill();
+    round(36, 26);
+    for proxy in &proxies {
+        assert_eq!(ledger_status(proxy)["postgres_up"], serde_json::json!(false));
+        assert_eq!(proxy.metric("crawlgate_ledger_postgres_up"), Some("0".into()));
+    }
+    pg.start_again();
+    round(26, 16);
+    for proxy in &proxies {
+        crawlgate_e2e::proxy::wait_for("the spool to drain", Duration::from_secs(60), || {
+            let s = ledger_status(proxy);
+            (s["spool_rows"] == 0 && s["postgres_up"] == true).then_some(())
+        });
+    }
+    assert_eq!(sent, 60);
+    assert_eq!(
+        pg.query("SELECT count(*), count(DISTINCT charge_id), sum(amount_minor) FROM crawlgate_charges"),
+        format!("{sent}|{sent}|{charged}")
+    );
+    assert_eq!(
+        pg.query("SELECT instance, count(*) FROM crawlgate_charges GROUP BY instance ORDER BY instance"),
+        "test-1|30\ntest-2|30"
+    );
+    let summary = crawlgate_e2e::crawlgate(&["ledger", "summary", "--file", &pg.url(), "--group-by", "host"]);
+    assert_eq!(
+        String::from_utf8_lossy(&summary.stdout),
+        format!(
+            "host                      currency   charges          amount\n\
+             127.0.0.1                 USD             60  {:>14}\n",
+            crawlgate_payment::ledger::decimal(charged, 2)
+        )
+    );
+    let status = ledger_status(&proxies[0]);
+    assert_eq!(status["target"], serde_json::json!(pg.url_without_password()));
+    assert_eq!(status["backend"], "postgres");
+}

@@ -40,6 +40,7 @@ mod agents;
 mod agents_txt;
 mod config;
 mod demo;
+mod explain_money;
 mod import;
 mod ledger;
 mod offline;

@@ -244,7 +244,9 @@ pub fn explain(
             Some(_) => None,
         };
         let catalog = d.agent.or(observed).and_then(crawlgate_policy::catalog::lookup);
+        let money = crate::explain_money::of(policy, &config.display().to_string(), &d, &path);
         let action = match d.action() {
+            crawlgate_policy::Action::Pass if money.as_ref().is_some_and(|m| m["price"].is_string()) => "charge",
             crawlgate_policy::Action::Pass => "pass",
             crawlgate_policy::Action::LogViolation => "log violation",
             crawlgate_policy::Action::Block => "block",
@@ -306,6 +308,9 @@ pub fn explain(
         });
         if let Some(rate) = rate_of(policy, user_agent, url, &path, client) {
             entry["rate"] = rate;
+        }
+        if let Some(money) = money {
+            entry["charge"] = money;
         }
         if let Some(sig) = signature_needs(policy, user_agent, &path) {
             entry["signature"] = sig;
@@ -484,6 +489,9 @@ fn explain_url(o: &serde_json::Value, s: &impl Fn(&serde_json::Value) -> String)
     if let Some(reason) = o["reason"].as_str() {
         let note = if o["violation"] == true { "" } else { " (not a robots.txt violation)" };
         outln!("  reason:   {reason}{note}");
+    }
+    if o["charge"].is_object() {
+        crate::explain_money::print(&o["charge"]);
     }
     if let Some(r) = o["rate"].as_object() {
         outln!("  rate:     {} (group {}), key {}", s(&r["limit"]), s(&r["group"]), s(&r["key"]));

@@ -66,7 +66,7 @@ impl<'a> Ctx<'a> {
         }
     }
     /// The line `s` starts on.
-    pub(super) fn line<T>(&self, s: &Spanned<T>) -> usize {
+    pub(crate) fn line<T>(&self, s: &Spanned<T>) -> usize {
         self.loc.line_of(s.span().start)
     }
     /// A context over `source` alone, for the unit tests of one table's

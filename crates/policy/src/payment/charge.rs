@@ -2,7 +2,7 @@
 //! settings, what a request in a charge group costs, which paths are
 //! free, and the license link a paid response carries.
 
-use super::{Currency, PaymentSettings, Price};
+use super::{Currency, PaymentSettings, Price, PriceSource};
 use crate::policy::Policy;
 
 impl Policy {
@@ -53,6 +53,19 @@ impl Policy {
         }
         let hit = charge.prices.iter().find(|p| p.pattern.matches(path_and_query));
         Some(hit.map_or(charge.price, |p| p.price))
+    }
+
+    /// [`Policy::price`] and where it is written: the line of the
+    /// `price` value, and the `[[group.prices]]` path when one matched.
+    pub fn price_source(&self, group: usize, path_and_query: &str) -> Option<PriceSource> {
+        let charge = self.groups.get(group)?.charge.as_ref()?;
+        if self.is_free(path_and_query) {
+            return None;
+        }
+        Some(match charge.prices.iter().find(|p| p.pattern.matches(path_and_query)) {
+            Some(p) => PriceSource { price: p.price, line: p.line, path: Some(p.pattern.as_str().to_string()) },
+            None => PriceSource { price: charge.price, line: charge.line, path: None },
+        })
     }
 
     /// The `Link` of the site's RSL license (`robots_txt.license`, else the

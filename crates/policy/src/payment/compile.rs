@@ -30,6 +30,7 @@ pub(crate) fn group_charge(
         cx.err_at(at, "group.enforce = \"charge\" needs a price (for example price = \"USD 0.01\")");
         return None;
     };
+    let line = cx.line(price);
     let price = parse(cx, "group.price", price)?;
     let mut out: Vec<PathPrice> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
@@ -47,13 +48,14 @@ pub(crate) fn group_charge(
             continue;
         }
         seen.push(path.get_ref().clone());
+        let line = cx.line(price);
         if let Some(price) = parse(cx, "group.prices.price", price) {
-            out.push(PathPrice { pattern, price });
+            out.push(PathPrice { pattern, price, line });
         }
     }
     // Stable: equally specific entries keep their file order.
     out.sort_by_key(|p| std::cmp::Reverse(p.pattern.specificity()));
-    Some(GroupCharge { price, prices: out, at })
+    Some(GroupCharge { price, line, prices: out, at })
 }
 
 fn parse(cx: &mut Ctx<'_>, key: &str, v: &Spanned<String>) -> Option<Price> {
@@ -95,6 +97,8 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
     s.site = c.site.to_vec();
     let mut ledger_written = None;
     let mut spool_written = None;
+    // A ledger written and refused already has its error.
+    let mut ledger_refused = false;
     if let Some(raw) = raw {
         let RawPayment {
             terms,
@@ -129,11 +133,15 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
             if super::is_postgres_url(v) {
                 match super::check_postgres_url(v) {
                     Ok(()) => ledger_written = Some(v.clone()),
-                    Err(e) => cx.err(l, format!("payment.ledger: the PostgreSQL URL {e}")),
+                    Err(e) => {
+                        ledger_refused = true;
+                        cx.err(l, format!("payment.ledger: the PostgreSQL URL {e}"))
+                    }
                 }
             } else if v.starts_with('/') && !v.ends_with('/') {
                 ledger_written = Some(v.clone());
             } else {
+                ledger_refused = true;
                 cx.err(
                     l,
                     format!(
@@ -239,7 +247,7 @@ pub(crate) fn payment(cx: &mut Ctx<'_>, raw: Option<&RawPayment>, c: &Context<'_
         s.ledger = ledger_written.or_else(|| {
             c.verification.state_dir.as_ref().map(|d| format!("{}/ledger.sqlite", d.trim_end_matches('/')))
         });
-        if s.ledger.is_none() {
+        if s.ledger.is_none() && !ledger_refused {
             let at = charge_groups.first().and_then(|g| g.charge.as_ref()).map_or(0, |ch| ch.at);
             cx.err_at(at, "group.enforce = \"charge\": charges need a ledger; set [payment] ledger (an absolute file path or a postgres:// URL) or [verification] state_dir");
         }

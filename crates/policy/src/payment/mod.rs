@@ -143,6 +143,8 @@ impl PaymentSettings {
 pub(crate) struct GroupCharge {
     /// The group's `price`.
     pub price: Price,
+    /// The line of its `price` value (`explain` names it).
+    pub line: usize,
     /// `[[group.prices]]`, most specific first.
     pub prices: Vec<PathPrice>,
     /// Offset of the group's `enforce` value, for the checks that need the
@@ -155,6 +157,21 @@ pub(crate) struct GroupCharge {
 pub(crate) struct PathPrice {
     pub pattern: Pattern,
     pub price: Price,
+    /// The line of its `price` value.
+    pub line: usize,
+}
+
+/// Where the price of a charged request comes from, as `explain` shows
+/// it: the group's `price` or the `[[group.prices]]` entry that matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PriceSource {
+    /// The price.
+    pub price: Price,
+    /// The line of the `price` value in the policy file.
+    pub line: usize,
+    /// The `[[group.prices]]` path that matched; `None` for the group's
+    /// own `price`.
+    pub path: Option<String>,
 }
 
 /// Paths always free, whatever the policy: the files crawlers read to

@@ -78,6 +78,12 @@ prices = [{ path = "/premium/", price = "USD 0.05" }, { path = "/premium/gold/",
         let got = p.price(*group, path).map(|p| p.to_string());
         assert_eq!(got.as_deref(), *want, "{path}");
     }
+    // Where each price is written, for `explain`.
+    let source = |path: &str| p.price_source(g, path).map(|s| (s.price.to_string(), s.line, s.path));
+    assert_eq!(source("/a"), Some(("USD 0.01".into(), 19, None)));
+    assert_eq!(source("/premium/gold/x"), Some(("EUR 1.00".into(), 20, Some("/premium/gold/".into()))));
+    assert_eq!(source("/press/release"), None);
+    assert_eq!(p.price_source(star, "/"), None);
     let pay = p.payment();
     assert_eq!(pay.terms_link().as_deref(), Some("<https://example.com/terms>; rel=\"terms-of-service\""));
     assert_eq!(pay.ledger.as_deref(), Some("/var/lib/crawlgate/ledger.sqlite"));
