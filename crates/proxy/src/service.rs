@@ -38,6 +38,7 @@ use crawlgate_telemetry::metrics::OTHER_AGENT;
 mod charge;
 mod ctx;
 mod facts;
+mod failure;
 mod gate;
 mod md_cache;
 
@@ -575,24 +576,7 @@ impl ProxyHttp for Gate {
         crate::conn::end_coalescing(session.as_downstream());
         // A held response's charge comes back unmade if it failed first.
         ctx.reclaim_charge();
-        let code = match e.etype() {
-            ErrorType::HTTPStatus(code) => *code,
-            ErrorType::ConnectTimedout | ErrorType::ReadTimedout | ErrorType::WriteTimedout => 504,
-            _ => match e.esource() {
-                ErrorSource::Upstream => 502,
-                ErrorSource::Downstream => match e.etype() {
-                    ErrorType::WriteError | ErrorType::ReadError | ErrorType::ConnectionClosed => 0,
-                    _ => 400,
-                },
-                ErrorSource::Internal | ErrorSource::Unset => {
-                    if ctx.upstream.is_none() || matches!(e.etype(), ErrorType::ConnectNoRoute) {
-                        502
-                    } else {
-                        500
-                    }
-                }
-            },
-        };
+        let code = failure::status(e, ctx.upstream.is_some());
         if let Some(paid) = ctx.pay.as_ref().and_then(|p| p.paid()).filter(|_| session.response_written().is_none()) {
             match Box::pin(crate::paid::settle_refusal(session, &ctx.snap.policy, paid)).await {
                 Ok(true) => return FailToProxy { error_code: 402, can_reuse_downstream: true },
@@ -615,26 +599,7 @@ impl ProxyHttp for Gate {
             tracing::error!(upstream = %upstream, path = %ctx.path, cause = %e, status = code, "Request to the origin failed");
         }
         if code > 0 {
-            let text = match code {
-                504 => "504 Gateway Timeout: the origin server did not answer in time\n".to_string(),
-                502 if decode_aborted => {
-                    "502 Bad Gateway: the origin server's compressed response could not be decoded within limits\n"
-                        .to_string()
-                }
-                502 if unreachable(e.etype()) || ctx.upstream.is_none() => {
-                    "502 Bad Gateway: the origin server could not be reached\n".to_string()
-                }
-                502 if matches!(
-                    e.etype(),
-                    ErrorType::InvalidHTTPHeader | ErrorType::H1Error | ErrorType::H2Error | ErrorType::InvalidH2
-                ) =>
-                {
-                    "502 Bad Gateway: the origin server sent a response that cannot be forwarded\n".to_string()
-                }
-                502 => "502 Bad Gateway: the connection to the origin server failed\n".to_string(),
-                400 => "400 Bad Request\n".to_string(),
-                other => format!("{other} Error\n"),
-            };
+            let text = failure::text(code, e, decode_aborted, ctx.upstream.is_some());
             if session.response_written().is_none() {
                 if let Err(err) = Box::pin(respond::plain(session, code, text)).await {
                     tracing::debug!(error = %err, "Cannot send the error response");
