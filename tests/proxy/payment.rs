@@ -178,12 +178,15 @@ fn a_priced_signed_retry_is_charged_and_recorded() {
     let json: Vec<serde_json::Value> =
         export(&proxy, "json").lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let sig = &json[1]["evidence"]["signature"];
-    assert_eq!(sig["covered"], serde_json::json!(["@authority", "@method", "@path", "crawler-max-price"]));
+    assert_eq!(
+        sig["covered"],
+        serde_json::json!(["@authority", "@method", "@path", "crawler-max-price", "signature-agent"])
+    );
     assert!(
         sig["input"]
             .as_str()
             .unwrap()
-            .starts_with("sig1=(\"@authority\" \"@method\" \"@path\" \"crawler-max-price\");created="),
+            .starts_with("sig1=(\"@authority\" \"@method\" \"@path\" \"crawler-max-price\" \"signature-agent\";key=\"sig1\");created="),
         "{sig}"
     );
     assert!(sig["value"].as_str().unwrap().starts_with("sig1=:"), "{sig}");
